@@ -1,0 +1,80 @@
+"""The ``tfship`` command: one click group, one thin command per verb.
+
+Each verb lives beside its logic (``tfship/<package>/_cli.py``) and is imported only when it is
+run or listed, so ``tfship --help`` never imports TensorFlow. ``TfshipError``s are printed as one
+line and exit with the code their class carries.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import sys
+from typing import Any
+
+import click
+
+from tfship import __version__
+from tfship._tf import set_verbose
+from tfship.errors import TfshipError
+
+# verb -> "module:attribute"; listing order is the order of a model's life.
+COMMANDS: dict[str, str] = {
+    "schema": "tfship._schema_cli:schema",
+    "data": "tfship._data_cli:data",
+    "train": "tfship.trainer._cli:train",
+    "export": "tfship.exporters._cli:export",
+    "inspect": "tfship.inspect._cli:inspect",
+    "predict": "tfship.loaders._cli:predict",
+    "bench": "tfship.loaders._cli:bench",
+    "serve": "tfship.serve_client._server_cli:serve",
+    "client": "tfship.serve_client._cli:client",
+    "demo": "tfship._demo:demo",
+}
+
+
+class TfshipGroup(click.Group):
+    """A click group that loads its verbs lazily and turns ``TfshipError`` into one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if _importable(COMMANDS[name])]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None or not _importable(target):
+            return None
+        module_name, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TfshipError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+def _importable(target: str) -> bool:
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+@click.group(cls=TfshipGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="tfship")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show TensorFlow's own logs and tfship's debug logs."
+)
+def cli(verbose: bool) -> None:
+    """Export, inspect, run, serve and call TensorFlow SavedModels."""
+    set_verbose(verbose)
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(message)s",
+        stream=sys.stderr,
+    )
+
+
+def main() -> None:
+    """Entry point of the ``tfship`` console script."""
+    cli(prog_name="tfship")

@@ -1,0 +1,108 @@
+"""The one exception tree of tfship.
+
+Every failure of the environment, of I/O, of a model or of a server is a ``TfshipError``;
+misuse of the API (wrong argument types or values) raises ``TypeError``/``ValueError``.
+The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
+
+::
+
+    TfshipError (1)                     a failed operation
+    ├── InputError (2)                  bad input from the user: files, records, flags
+    │   ├── SchemaError (2)             a schema file or a feature in it is invalid
+    │   └── DataError (2)               a data file or a record does not match the schema
+    ├── ModelError (2)                  a SavedModel or checkpoint is missing, corrupt or unusable
+    │   ├── SignatureNotFoundError (2)  a signature or tag-set is not in the SavedModel
+    │   └── ModelInputError (2)         inputs given to a model do not match its signature
+    ├── TrainError (1)                  training or evaluation failed
+    ├── ExportError (1)                 an export failed; nothing was published
+    ├── ServingError (1)                a TF Serving peer answered with an error (see serve_client)
+    └── VerdictError (3)                an operation ran and its verdict is "no" (diff, check, scan)
+
+Subpackages define more specific classes below these; each class says when it is raised.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DataError",
+    "ExportError",
+    "InputError",
+    "ModelError",
+    "ModelInputError",
+    "SchemaError",
+    "ServingError",
+    "SignatureNotFoundError",
+    "TfshipError",
+    "TrainError",
+    "VerdictError",
+]
+
+
+class TfshipError(Exception):
+    """Raised when an operation of tfship fails; the root of every tfship error.
+
+    Example:
+        >>> try:
+        ...     raise SchemaError("feature 'age': unknown dtype 'float'")
+        ... except TfshipError as exc:
+        ...     exc.exit_code
+        2
+    """
+
+    exit_code: int = 1
+
+
+class InputError(TfshipError):
+    """Raised when a file, record or option given by the user is invalid."""
+
+    exit_code = 2
+
+
+class SchemaError(InputError):
+    """Raised when a schema, or one feature in it, is invalid; the message names the feature."""
+
+
+class DataError(InputError):
+    """Raised when a data file or record does not match what the schema expects."""
+
+
+class ModelError(TfshipError):
+    """Raised when a SavedModel or checkpoint is missing, corrupt or cannot be used."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class SignatureNotFoundError(ModelError):
+    """Raised when a signature key or tag-set is not in a SavedModel; lists the valid ones."""
+
+    def __init__(
+        self, message: str, *, path: str | None = None, signature: str | None = None
+    ) -> None:
+        super().__init__(message, path=path)
+        self.signature = signature
+
+
+class ModelInputError(ModelError):
+    """Raised when inputs given to a model do not match its signature (name, dtype, rank)."""
+
+
+class TrainError(TfshipError):
+    """Raised when training or evaluation fails."""
+
+
+class ExportError(TfshipError):
+    """Raised when an export fails; the staging directory is removed and nothing is published."""
+
+
+class ServingError(TfshipError):
+    """Raised when a TensorFlow Serving peer answers with an error status."""
+
+
+class VerdictError(TfshipError):
+    """Raised when a check ran and its verdict is negative (a breaking diff, a denylisted op)."""
+
+    exit_code = 3
