@@ -1,0 +1,48 @@
+"""``tfship schema``: propose a schema for a CSV file, or check one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from tfship.data import infer_schema
+from tfship.schema import Schema
+
+
+@click.group()
+def schema() -> None:
+    """Propose or check a feature schema."""
+
+
+@schema.command()
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--label", required=True, help="The column the model predicts.")
+@click.option("--exclude", multiple=True, help="A column to leave out (repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
+def infer(data: Path, label: str, exclude: tuple[str, ...], out: Path | None) -> None:
+    """Propose a schema for DATA.csv: dtypes, vocabularies, hash buckets, defaults."""
+    proposed = infer_schema(data, label, exclude=exclude)
+    if out is not None:
+        proposed.save(out)
+        click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "
+                   f"({proposed.label.kind})", err=True)
+    else:
+        click.echo(json.dumps(proposed.to_dict(), indent=2))
+
+
+@schema.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the validated schema as JSON.")
+def check(path: Path, as_json: bool) -> None:
+    """Validate a schema file; a bad one exits 2 naming the feature."""
+    loaded = Schema.load(path)
+    if as_json:
+        click.echo(json.dumps(loaded.to_dict(), indent=2))
+        return
+    click.echo(f"{path}: ok, label {loaded.label.name!r} ({loaded.label.kind})")
+    for f in loaded.features:
+        shape = "var" if f.shape is None else list(f.shape)
+        extra = f", default {f.default!r}" if f.default is not None else ""
+        click.echo(f"  {f.name:<24} {f.dtype:<8} {shape!s:<6} {f.use['kind']}{extra}")

@@ -1,0 +1,567 @@
+"""One feature schema: the spine that the trainer, receivers, loaders and warmup share.
+
+A schema is one JSON file::
+
+    {"version": 1,
+     "label": {"name": "species", "kind": "multiclass", "vocabulary": ["Adelie", "Gentoo"]},
+     "features": [
+       {"name": "bill_length_mm", "dtype": "float32", "shape": [], "default": 43.9,
+        "use": {"kind": "numeric", "normalize": {"mean": 43.9, "std": 5.4}}},
+       {"name": "island", "dtype": "string", "default": "",
+        "use": {"kind": "categorical", "vocabulary": ["Biscoe", "Dream"], "as": "indicator"}}
+     ],
+     "crosses": [{"features": ["island", "sex"], "hash_buckets": 16, "as": "indicator"}],
+     "groups": {"user": ["island"], "item": ["bill_length_mm"]}}
+
+``dtype`` is ``float32``, ``int64`` or ``string``. ``shape`` is ``[]`` (one value per example, the
+default), ``[k]`` (exactly k values) or ``null`` (any number of values: a sparse feature).
+``use.kind`` is ``numeric`` (optional ``normalize`` with ``mean``/``std``), ``bucketized``
+(``boundaries``), ``categorical`` (``vocabulary`` or ``vocabulary_file``), ``identity``
+(``num_buckets``) or ``hash`` (``buckets``); categorical kinds are shown to the model ``as``
+``indicator`` or ``embedding`` (with ``dimension``). ``groups`` name feature groups (the
+``two_tower`` model's ``user`` and ``item`` towers).
+
+Example:
+    >>> s = Schema.from_dict({"label": {"name": "y", "kind": "regression"},
+    ...                       "features": [{"name": "x", "dtype": "float32", "default": 0.0}]})
+    >>> s.convert_record({"x": "2.5"})
+    {'x': [2.5]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfship.errors import DataError, SchemaError
+
+__all__ = ["DTYPES", "LABEL_KINDS", "USE_KINDS", "Feature", "Label", "Schema"]
+
+DTYPES = ("float32", "int64", "string")
+LABEL_KINDS = ("binary", "multiclass", "regression")
+USE_KINDS = ("numeric", "bucketized", "categorical", "identity", "hash")
+_CATEGORICAL_KINDS = ("categorical", "identity", "hash")
+_SHOWN_AS = ("indicator", "embedding")
+# Cell values that mean "missing" in CSV files written by R, pandas and spreadsheets.
+MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"})
+# Values of a non-scalar feature inside one CSV cell.
+CSV_LIST_SEPARATOR = "|"
+
+
+@dataclass(frozen=True)
+class Label:
+    """The label: what the model predicts, and so which ``tf.estimator`` Head trains it.
+
+    Example:
+        >>> Label("species", "multiclass", ("Adelie", "Gentoo")).dtype
+        'string'
+    """
+
+    name: str
+    kind: str
+    vocabulary: tuple[str, ...] | None = None
+
+    @property
+    def dtype(self) -> str:
+        """The label's dtype in data: strings with a vocabulary, 0/1 ints, or floats."""
+        if self.vocabulary is not None:
+            return "string"
+        return "int64" if self.kind != "regression" else "float32"
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes (1 for regression, where the model has one output)."""
+        if self.kind == "binary":
+            return 2
+        if self.kind == "multiclass":
+            return len(self.vocabulary or ())
+        return 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The label as it appears in the schema file."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
+        if self.vocabulary is not None:
+            out["vocabulary"] = list(self.vocabulary)
+        return out
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One input feature: its dtype, shape, default and how the model uses it.
+
+    Example:
+        >>> f = Feature("age", "float32", (), 30.0, {"kind": "numeric"})
+        >>> f.is_sparse, f.required
+        (False, False)
+    """
+
+    name: str
+    dtype: str = "float32"
+    shape: tuple[int, ...] | None = ()
+    default: Any = None
+    use: Mapping[str, Any] = field(default_factory=lambda: {"kind": "numeric"})
+
+    @property
+    def is_sparse(self) -> bool:
+        """True for variable-length features (``shape: null``), parsed as SparseTensors."""
+        return self.shape is None
+
+    @property
+    def required(self) -> bool:
+        """True when a record must carry this feature (fixed shape and no default)."""
+        return self.shape is not None and self.default is None
+
+    @property
+    def size(self) -> int | None:
+        """Number of values per example, or None for variable length."""
+        return None if self.shape is None else math.prod(self.shape)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The feature as it appears in the schema file."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "dtype": self.dtype,
+            "shape": None if self.shape is None else list(self.shape),
+        }
+        if self.default is not None:
+            out["default"] = self.default
+        out["use"] = dict(self.use)
+        return out
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Features and label of a model, read once and used by every part of tfship.
+
+    Example:
+        >>> s = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+        ...                       "features": [{"name": "x"}]})
+        >>> s.feature_names
+        ['x']
+    """
+
+    label: Label
+    features: tuple[Feature, ...]
+    crosses: tuple[Mapping[str, Any], ...] = ()
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    base_dir: str | None = None
+
+    # ---- reading and writing -------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Schema:
+        """Read and validate a schema JSON file.
+
+        Raises:
+            SchemaError: the file is missing, not JSON, or describes an invalid feature.
+        """
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text())
+        except FileNotFoundError:
+            raise SchemaError(f"schema file {p} does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"schema file {p} is not valid JSON: {exc}") from None
+        return cls.from_dict(data, base_dir=str(p.resolve().parent))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, base_dir: str | None = None) -> Schema:
+        """Build and validate a schema from its JSON form.
+
+        Raises:
+            SchemaError: naming the feature (or label) and what is wrong with it.
+        """
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"a schema is a JSON object, found {type(data).__name__}")
+        unknown = set(data) - {"version", "label", "features", "crosses", "groups"}
+        if unknown:
+            raise SchemaError(f"schema has unknown keys {sorted(unknown)}")
+        if data.get("version", 1) != 1:
+            raise SchemaError(f"schema version {data.get('version')!r} is not supported (1 is)")
+        label = _parse_label(data.get("label"))
+        raw_features = data.get("features")
+        if not isinstance(raw_features, list) or not raw_features:
+            raise SchemaError("schema 'features' must be a non-empty list")
+        features = tuple(_parse_feature(f, i) for i, f in enumerate(raw_features))
+        schema = cls(
+            label=label,
+            features=features,
+            crosses=tuple(data.get("crosses") or ()),
+            groups={k: tuple(v) for k, v in (data.get("groups") or {}).items()},
+            base_dir=base_dir,
+        )
+        schema._validate_relations()
+        return schema
+
+    def to_dict(self) -> dict[str, Any]:
+        """The schema's JSON form; ``Schema.from_dict(s.to_dict()) == s`` up to ``base_dir``."""
+        return {
+            "version": 1,
+            "label": self.label.to_dict(),
+            "features": [f.to_dict() for f in self.features],
+            "crosses": [dict(c) for c in self.crosses],
+            "groups": {k: list(v) for k, v in self.groups.items()},
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the schema as indented JSON, atomically."""
+        p = Path(path)
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        tmp.replace(p)
+
+    # ---- lookup --------------------------------------------------------------------------
+    @property
+    def feature_names(self) -> list[str]:
+        """Names of the features, in schema order."""
+        return [f.name for f in self.features]
+
+    def feature(self, name: str) -> Feature:
+        """The feature called ``name``.
+
+        Raises:
+            KeyError: listing the feature names that exist.
+        """
+        for f in self.features:
+            if f.name == name:
+                return f
+        raise KeyError(f"no feature {name!r}; features are {self.feature_names}")
+
+    # ---- TensorFlow views ----------------------------------------------------------------
+    def parse_spec(self, include_label: bool = False) -> dict[str, Any]:
+        """The ``tf.io.parse_example`` spec of the features (and the label if asked).
+
+        Example:
+            >>> spec = s.parse_spec()  # doctest: +SKIP
+        """
+        from tfship._tf import tf
+
+        t = tf()
+        spec: dict[str, Any] = {}
+        for f in self.features:
+            dtype = _tf_dtype(f.dtype)
+            if f.shape is None:
+                spec[f.name] = t.io.VarLenFeature(dtype)
+            else:
+                default = None if f.default is None else _default_tensor_value(f)
+                spec[f.name] = t.io.FixedLenFeature(f.shape, dtype, default_value=default)
+        if include_label:
+            spec[self.label.name] = t.io.FixedLenFeature([], _tf_dtype(self.label.dtype))
+        return spec
+
+    def tensor_specs(self) -> dict[str, Any]:
+        """One ``tf.TensorSpec`` (or ``SparseTensorSpec``) per feature, batch dimension first."""
+        from tfship._tf import tf
+
+        t = tf()
+        specs: dict[str, Any] = {}
+        for f in self.features:
+            dtype = _tf_dtype(f.dtype)
+            if f.shape is None:
+                specs[f.name] = t.SparseTensorSpec([None, None], dtype)
+            else:
+                specs[f.name] = t.TensorSpec([None, *f.shape], dtype, name=f.name)
+        return specs
+
+    def feature_columns(self, names: Iterable[str] | None = None) -> list[Any]:
+        """Dense ``tf.feature_column``s for the features (or the named ones) and the crosses."""
+        from tfship import _columns
+
+        return _columns.build_columns(self, names)
+
+    # ---- records -------------------------------------------------------------------------
+    def convert_record(self, record: Mapping[str, Any], *, where: str = "") -> dict[str, list[Any]]:
+        """Turn one CSV or JSON record into lists of feature values, defaults filled in.
+
+        Args:
+            record: field name to value; CSV cells are strings, JSON values are typed.
+            where: where the record came from (``file.csv:12``), for error messages.
+
+        Raises:
+            DataError: naming the record, the field and what was expected.
+        """
+        return {f.name: _convert_value(f, record.get(f.name), where) for f in self.features}
+
+    def convert_label(self, record: Mapping[str, Any], *, where: str = "") -> Any:
+        """The label value of a record, checked against the label's kind and vocabulary."""
+        label = self.label
+        feature = Feature(label.name, label.dtype, (), None, {"kind": "numeric"})
+        (value,) = _convert_value(feature, record.get(label.name), where)
+        if label.vocabulary is not None and value not in label.vocabulary:
+            raise DataError(
+                f"{_at(where)}label {label.name!r}: {value!r} is not one of {list(label.vocabulary)}"
+            )
+        if label.vocabulary is None and label.kind == "binary" and value not in (0, 1):
+            raise DataError(f"{_at(where)}label {label.name!r}: expected 0 or 1, found {value!r}")
+        return value
+
+    def to_example(self, record: Mapping[str, Any], *, where: str = "", label: bool = False) -> Any:
+        """A ``tf.train.Example`` holding the record's features (and its label if asked)."""
+        from tfship._tf import tf
+
+        values = self.convert_record(record, where=where)
+        if label:
+            values[self.label.name] = [self.convert_label(record, where=where)]
+        dtypes = {f.name: f.dtype for f in self.features}
+        dtypes[self.label.name] = self.label.dtype
+        feats = {name: _feature_proto(tf(), dtypes[name], vals) for name, vals in values.items()}
+        return tf().train.Example(features=tf().train.Features(feature=feats))
+
+    # ---- validation ----------------------------------------------------------------------
+    def _validate_relations(self) -> None:
+        names = self.feature_names
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SchemaError(f"features {dupes} are declared more than once")
+        if self.label.name in names:
+            raise SchemaError(f"label {self.label.name!r} is also declared as a feature")
+        for i, cross in enumerate(self.crosses):
+            _validate_cross(cross, i, set(names))
+        for group, members in self.groups.items():
+            missing = [m for m in members if m not in names]
+            if missing:
+                raise SchemaError(f"group {group!r} names unknown features {missing}")
+
+
+def _at(where: str) -> str:
+    return f"{where}: " if where else ""
+
+
+def _tf_dtype(name: str) -> Any:
+    from tfship._tf import tf
+
+    return {"float32": tf().float32, "int64": tf().int64, "string": tf().string}[name]
+
+
+def _default_tensor_value(f: Feature) -> Any:
+    size = f.size or 1
+    value = f.default if isinstance(f.default, list) else [f.default] * size
+    return value if f.shape else value[0]
+
+
+def _feature_proto(t: Any, dtype: str, values: list[Any]) -> Any:
+    if dtype == "float32":
+        return t.train.Feature(float_list=t.train.FloatList(value=values))
+    if dtype == "int64":
+        return t.train.Feature(int64_list=t.train.Int64List(value=values))
+    data = [v if isinstance(v, bytes) else str(v).encode() for v in values]
+    return t.train.Feature(bytes_list=t.train.BytesList(value=data))
+
+
+# ---- parsing the JSON form -------------------------------------------------------------------
+def _parse_label(raw: Any) -> Label:
+    if not isinstance(raw, Mapping):
+        raise SchemaError("schema 'label' must be an object with 'name' and 'kind'")
+    name, kind = raw.get("name"), raw.get("kind")
+    if not isinstance(name, str) or not name:
+        raise SchemaError("label: 'name' must be a non-empty string")
+    if kind not in LABEL_KINDS:
+        raise SchemaError(f"label {name!r}: kind {kind!r} is not one of {list(LABEL_KINDS)}")
+    vocab = raw.get("vocabulary")
+    if vocab is not None:
+        if kind == "regression":
+            raise SchemaError(f"label {name!r}: a regression label has no vocabulary")
+        _check_vocabulary(vocab, f"label {name!r}", str)
+        vocab = tuple(vocab)
+    if kind == "multiclass" and (vocab is None or len(vocab) < 2):
+        raise SchemaError(f"label {name!r}: a multiclass label needs a vocabulary of 2+ classes")
+    if kind == "binary" and vocab is not None and len(vocab) != 2:
+        raise SchemaError(f"label {name!r}: a binary vocabulary has 2 classes, found {len(vocab)}")
+    return Label(name, kind, vocab)
+
+
+def _parse_feature(raw: Any, index: int) -> Feature:
+    if not isinstance(raw, Mapping):
+        raise SchemaError(f"features[{index}] must be an object, found {type(raw).__name__}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SchemaError(f"features[{index}]: 'name' must be a non-empty string")
+    where = f"feature {name!r}"
+    unknown = set(raw) - {"name", "dtype", "shape", "default", "use"}
+    if unknown:
+        raise SchemaError(f"{where}: unknown keys {sorted(unknown)}")
+    dtype = raw.get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise SchemaError(f"{where}: dtype {dtype!r} is not one of {list(DTYPES)}")
+    shape = _parse_shape(raw.get("shape", []), where)
+    default_use = {"kind": "numeric"} if dtype != "string" else {"kind": "hash", "buckets": 100}
+    use = dict(raw.get("use") or default_use)
+    feature = Feature(name, dtype, shape, raw.get("default"), use)
+    _validate_use(feature, where)
+    _validate_default(feature, where)
+    return feature
+
+
+def _parse_shape(raw: Any, where: str) -> tuple[int, ...] | None:
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and all(isinstance(d, int) and d > 0 for d in raw)
+    if not ok:
+        raise SchemaError(f"{where}: shape must be a list of positive ints or null, found {raw!r}")
+    return tuple(raw)
+
+
+def _validate_use(f: Feature, where: str) -> None:
+    kind = f.use.get("kind")
+    if kind not in USE_KINDS:
+        raise SchemaError(f"{where}: use.kind {kind!r} is not one of {list(USE_KINDS)}")
+    if kind in ("numeric", "bucketized"):
+        if f.dtype == "string":
+            raise SchemaError(f"{where}: a {kind} feature needs dtype float32 or int64, not string")
+        if f.is_sparse:
+            raise SchemaError(f"{where}: a {kind} feature needs a fixed shape, not null")
+    if kind == "numeric" and "normalize" in f.use:
+        norm = f.use["normalize"]
+        ok = isinstance(norm, Mapping) and _is_number(norm.get("mean")) and _is_number(norm.get("std"))
+        if not ok or not norm["std"] > 0:
+            raise SchemaError(f"{where}: normalize needs numbers 'mean' and 'std' > 0, found {norm!r}")
+    if kind == "bucketized":
+        b = f.use.get("boundaries")
+        if not isinstance(b, list) or not b or not all(_is_number(x) for x in b) or b != sorted(set(b)):
+            raise SchemaError(f"{where}: boundaries must be a non-empty increasing list of numbers")
+    if kind == "categorical":
+        _validate_vocabulary_use(f, where)
+    if kind == "identity":
+        if f.dtype != "int64":
+            raise SchemaError(f"{where}: an identity feature needs dtype int64, not {f.dtype}")
+        _check_positive(f.use.get("num_buckets"), f"{where}: num_buckets")
+    if kind == "hash":
+        _check_positive(f.use.get("buckets"), f"{where}: buckets")
+        if f.dtype == "float32":
+            raise SchemaError(f"{where}: hash buckets need dtype string or int64, not float32")
+    if kind in _CATEGORICAL_KINDS or kind == "bucketized":
+        _validate_shown_as(f.use, where, default="indicator")
+
+
+def _validate_vocabulary_use(f: Feature, where: str) -> None:
+    vocab, vfile = f.use.get("vocabulary"), f.use.get("vocabulary_file")
+    if (vocab is None) == (vfile is None):
+        raise SchemaError(f"{where}: a categorical feature needs one of vocabulary or vocabulary_file")
+    if f.dtype == "float32":
+        raise SchemaError(f"{where}: a categorical feature needs dtype string or int64, not float32")
+    if vocab is not None:
+        _check_vocabulary(vocab, where, str if f.dtype == "string" else int)
+    elif not isinstance(vfile, str) or not vfile:
+        raise SchemaError(f"{where}: vocabulary_file must be a path")
+
+
+def _validate_shown_as(use: Mapping[str, Any], where: str, default: str) -> None:
+    shown = use.get("as", default)
+    if shown not in _SHOWN_AS:
+        raise SchemaError(f"{where}: 'as' {shown!r} is not one of {list(_SHOWN_AS)}")
+    if shown == "embedding":
+        _check_positive(use.get("dimension"), f"{where}: embedding dimension")
+
+
+def _validate_default(f: Feature, where: str) -> None:
+    if f.default is None:
+        return
+    values = f.default if isinstance(f.default, list) else [f.default]
+    if isinstance(f.default, list) and f.shape is not None and len(values) != (f.size or 1):
+        raise SchemaError(f"{where}: default has {len(values)} values, shape {list(f.shape)} needs {f.size}")
+    for v in values:
+        try:
+            _coerce(f.dtype, v)
+        except (TypeError, ValueError):
+            raise SchemaError(f"{where}: default {f.default!r} is not a valid {f.dtype}") from None
+
+
+def _validate_cross(cross: Any, index: int, names: set[str]) -> None:
+    where = f"crosses[{index}]"
+    if not isinstance(cross, Mapping):
+        raise SchemaError(f"{where} must be an object with 'features' and 'hash_buckets'")
+    members = cross.get("features")
+    if not isinstance(members, list) or len(members) < 2:
+        raise SchemaError(f"{where}: 'features' must list 2 or more features")
+    missing = [m for m in members if m not in names]
+    if missing:
+        raise SchemaError(f"{where}: unknown features {missing}")
+    _check_positive(cross.get("hash_buckets"), f"{where}: hash_buckets")
+    _validate_shown_as(cross, where, default="indicator")
+
+
+def _check_vocabulary(vocab: Any, where: str, kind: type) -> None:
+    if not isinstance(vocab, list) or not vocab or not all(isinstance(v, kind) for v in vocab):
+        raise SchemaError(f"{where}: vocabulary must be a non-empty list of {kind.__name__}")
+    if len(set(vocab)) != len(vocab):
+        raise SchemaError(f"{where}: vocabulary has duplicate entries")
+
+
+def _check_positive(value: Any, where: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise SchemaError(f"{where} must be a positive integer, found {value!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# ---- converting values -----------------------------------------------------------------------
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip() in MISSING_TOKENS
+
+
+def _coerce(dtype: str, value: Any) -> Any:
+    """One value as the dtype's Python type; ValueError/TypeError when it cannot be, losslessly."""
+    if dtype == "string":
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return str(value)
+        raise TypeError(f"expected a string, found {type(value).__name__}")
+    if isinstance(value, bool):
+        raise TypeError("expected a number, found a boolean")
+    if dtype == "float32":
+        if isinstance(value, (int, float)):
+            return float(value)
+        return float(str(value).strip())
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"{value!r} is not a whole number")
+        return int(value)
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        as_float = float(text)
+        if not as_float.is_integer():
+            raise ValueError(f"{text!r} is not a whole number") from None
+        return int(as_float)
+
+
+def _split_values(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, str):
+        text = value.strip()
+        return [] if text == "" else text.split(CSV_LIST_SEPARATOR)
+    return [value]
+
+
+def _convert_value(f: Feature, value: Any, where: str) -> list[Any]:
+    at = f"{_at(where)}field {f.name!r}"
+    if f.shape is None:
+        values = [] if _is_missing(value) else _split_values(value)
+    elif _is_missing(value) or (isinstance(value, (list, tuple)) and not value):
+        if f.default is None:
+            raise DataError(f"{at}: missing, and the feature has no default")
+        return list(f.default) if isinstance(f.default, list) else [f.default] * (f.size or 1)
+    else:
+        values = _split_values(value) if f.shape else [value]
+    try:
+        out = [_coerce(f.dtype, v) for v in values]
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{at}: expected {f.dtype}, found {value!r} ({exc})") from None
+    if f.shape is not None and len(out) != f.size:
+        raise DataError(f"{at}: expected {f.size} values (shape {list(f.shape)}), found {len(out)}")
+    return out
