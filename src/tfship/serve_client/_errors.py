@@ -1,0 +1,280 @@
+"""Errors of the serving client: one boundary turns every gRPC status into one class of a tree.
+
+::
+
+    ServingError (tfship.errors, exit 1)
+    └── ServingCallError (1)              a call to a serving peer failed; .code .details .model .version
+        ├── ModelNotFoundError (2)        NOT_FOUND: no version of the model is loaded
+        │   └── VersionNotFoundError (2)  NOT_FOUND: that version (or label) is not loaded
+        ├── ServingSignatureNotFoundError (2)  the signature is not in the served model
+        ├── InvalidInputError (2)         INVALID_ARGUMENT / OUT_OF_RANGE, or rejected before sending
+        ├── FailedPreconditionError (1)   FAILED_PRECONDITION (other than a missing signature)
+        ├── DeadlineExceededError (1)     DEADLINE_EXCEEDED: the call's deadline passed
+        ├── UnavailableError (1)          UNAVAILABLE: server down, unreachable or overloaded
+        ├── MessageTooLargeError (1)      RESOURCE_EXHAUSTED: a message is over the size limit
+        ├── ResourceExhaustedError (1)    RESOURCE_EXHAUSTED: any other quota
+        ├── PermissionDeniedError (1)     PERMISSION_DENIED / UNAUTHENTICATED
+        ├── UnimplementedError (1)        UNIMPLEMENTED: the server lacks that RPC or feature
+        ├── CallCancelledError (1)        CANCELLED
+        ├── ServerInternalError (1)       INTERNAL, UNKNOWN, DATA_LOSS, ABORTED, ALREADY_EXISTS
+        └── MalformedResponseError (1)    the answer could not be decoded
+
+The class comes from the status code through :data:`CODE_TO_ERROR`, refined by TF Serving's
+message texts (a ``NOT_FOUND`` naming ``Specific(model, 3)`` is a missing version, a
+``FAILED_PRECONDITION`` naming a signature key is a missing signature).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from tfship.errors import ServingError
+
+__all__ = [
+    "CODE_TO_ERROR",
+    "CallCancelledError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InvalidInputError",
+    "MalformedResponseError",
+    "MessageTooLargeError",
+    "ModelNotFoundError",
+    "PermissionDeniedError",
+    "ResourceExhaustedError",
+    "ServerInternalError",
+    "ServingCallError",
+    "ServingSignatureNotFoundError",
+    "UnavailableError",
+    "UnimplementedError",
+    "VersionNotFoundError",
+    "error_from_status",
+    "rpc_errors",
+]
+
+
+class ServingCallError(ServingError):
+    """Raised when a call to a TF Serving peer fails; carries the status and what was asked.
+
+    Attributes:
+        code: the status code name (``"NOT_FOUND"``), or None for a failure found client-side.
+        details: the server's message, unchanged.
+        model: the model name of the request, if any.
+        version: the version number or label of the request, if any.
+
+    Example:
+        >>> err = ServingCallError("boom", code="INTERNAL", details="boom")
+        >>> err.code, err.exit_code
+        ('INTERNAL', 1)
+    """
+
+    hint: str = ""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: str = "",
+        model: str | None = None,
+        version: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.details = details
+        self.model = model
+        self.version = version
+
+
+class ModelNotFoundError(ServingCallError):
+    """Raised when the server has no loaded version of the model (``NOT_FOUND``)."""
+
+    exit_code = 2
+    hint = "check the model name and that a version finished loading (tfship client status)"
+
+
+class VersionNotFoundError(ModelNotFoundError):
+    """Raised when the requested version or label of the model is not loaded."""
+
+    hint = "list the loaded versions with status(), or leave version unset for the latest"
+
+
+class ServingSignatureNotFoundError(ServingCallError):
+    """Raised when the signature key is not in the served model; see metadata() for the keys."""
+
+    exit_code = 2
+    hint = "list the signature keys with metadata()"
+
+
+class InvalidInputError(ServingCallError):
+    """Raised when the server rejects the request (``INVALID_ARGUMENT``) or validation does."""
+
+    exit_code = 2
+
+
+class FailedPreconditionError(ServingCallError):
+    """Raised on ``FAILED_PRECONDITION`` other than a missing signature."""
+
+
+class DeadlineExceededError(ServingCallError):
+    """Raised when the call's deadline passed before an answer (``DEADLINE_EXCEEDED``)."""
+
+    hint = "raise timeout= or check the server's load"
+
+
+class UnavailableError(ServingCallError):
+    """Raised when the server cannot be reached or is overloaded (``UNAVAILABLE``), after retries."""
+
+    hint = "check that the server runs at that address"
+
+
+class MessageTooLargeError(ServingCallError):
+    """Raised when a request or response is larger than a gRPC message size limit."""
+
+    hint = "raise max_message_bytes (client) or the server's limit, or send smaller batches"
+
+
+class ResourceExhaustedError(ServingCallError):
+    """Raised on ``RESOURCE_EXHAUSTED`` that is not about message size (a quota, a queue)."""
+
+
+class PermissionDeniedError(ServingCallError):
+    """Raised on ``PERMISSION_DENIED`` or ``UNAUTHENTICATED``."""
+
+
+class UnimplementedError(ServingCallError):
+    """Raised when the server does not implement the RPC or the feature (``UNIMPLEMENTED``)."""
+
+
+class CallCancelledError(ServingCallError):
+    """Raised when the call was cancelled (``CANCELLED``)."""
+
+
+class ServerInternalError(ServingCallError):
+    """Raised on ``INTERNAL``, ``UNKNOWN``, ``DATA_LOSS``, ``ABORTED`` or ``ALREADY_EXISTS``."""
+
+
+class MalformedResponseError(ServingCallError):
+    """Raised when an answer cannot be decoded (bad tensor content, unknown dtype)."""
+
+
+# Every grpc.StatusCode name -> the class for that code; a test checks that none is missing.
+CODE_TO_ERROR: dict[str, type[ServingCallError]] = {
+    "OK": ServerInternalError,  # an error "with status OK" is a broken peer
+    "CANCELLED": CallCancelledError,
+    "UNKNOWN": ServerInternalError,
+    "INVALID_ARGUMENT": InvalidInputError,
+    "DEADLINE_EXCEEDED": DeadlineExceededError,
+    "NOT_FOUND": ModelNotFoundError,
+    "ALREADY_EXISTS": ServerInternalError,
+    "PERMISSION_DENIED": PermissionDeniedError,
+    "RESOURCE_EXHAUSTED": ResourceExhaustedError,
+    "FAILED_PRECONDITION": FailedPreconditionError,
+    "ABORTED": ServerInternalError,
+    "OUT_OF_RANGE": InvalidInputError,
+    "UNIMPLEMENTED": UnimplementedError,
+    "INTERNAL": ServerInternalError,
+    "UNAVAILABLE": UnavailableError,
+    "DATA_LOSS": ServerInternalError,
+    "UNAUTHENTICATED": PermissionDeniedError,
+}
+
+# (code, pattern in TF Serving's message) -> a more specific class; first match wins.
+_REFINEMENTS: list[tuple[str, re.Pattern[str], type[ServingCallError]]] = [
+    ("NOT_FOUND", re.compile(r"Specific\(|Could not find version "), VersionNotFoundError),
+    (
+        "INVALID_ARGUMENT",
+        re.compile(r"Unrecognized servable version label"),
+        VersionNotFoundError,
+    ),
+    (
+        "FAILED_PRECONDITION",
+        re.compile(r"Serving signature key .* not found"),
+        ServingSignatureNotFoundError,
+    ),
+    (
+        "INVALID_ARGUMENT",
+        re.compile(
+            r"No signature was found with the name|Requested signature not found in model graph"
+            r"|Serving signature name: .* not found"
+        ),
+        ServingSignatureNotFoundError,
+    ),
+    (
+        "RESOURCE_EXHAUSTED",
+        re.compile(r"message larger than max|message size|too large", re.IGNORECASE),
+        MessageTooLargeError,
+    ),
+]
+
+
+def error_class(code: str, details: str) -> type[ServingCallError]:
+    """The most specific class for a status code name and a server message."""
+    for refined_code, pattern, cls in _REFINEMENTS:
+        if code == refined_code and pattern.search(details):
+            return cls
+    return CODE_TO_ERROR.get(code, ServerInternalError)
+
+
+def error_from_status(
+    code: str,
+    details: str,
+    *,
+    model: str | None = None,
+    version: int | str | None = None,
+    method: str = "",
+) -> ServingCallError:
+    """Build the error for a failed call from its status code name and the server's message.
+
+    Example:
+        >>> err = error_from_status("NOT_FOUND", "Servable not found for request: Specific(m, 3)",
+        ...                         model="m", version=3)
+        >>> type(err).__name__, err.version
+        ('VersionNotFoundError', 3)
+    """
+    cls = error_class(code, details)
+    where = []
+    if method:
+        where.append(method)
+    if model is not None:
+        where.append(f"model {model!r}")
+    if version is not None:
+        where.append(f"version {version}")
+    prefix = f"{' '.join(where)}: " if where else ""
+    message = f"{prefix}{details or 'no message'} [{code}]"
+    if cls.hint:
+        message += f"; {cls.hint}"
+    return cls(message, code=code, details=details, model=model, version=version)
+
+
+def status_name(exc: Any) -> str:
+    """The status code name of a ``grpc.RpcError`` (``UNKNOWN`` when it carries none)."""
+    code = exc.code() if callable(getattr(exc, "code", None)) else None
+    return getattr(code, "name", None) or "UNKNOWN"
+
+
+def status_details(exc: Any) -> str:
+    details = exc.details() if callable(getattr(exc, "details", None)) else None
+    return str(details or "")
+
+
+@contextlib.contextmanager
+def rpc_errors(
+    *, model: str | None = None, version: int | str | None = None, method: str = ""
+) -> Iterator[None]:
+    """The one boundary: translate a ``grpc.RpcError`` raised inside into a ServingCallError.
+
+    Example:
+        >>> with rpc_errors(model="m"):
+        ...     pass
+    """
+    import grpc
+
+    try:
+        yield
+    except grpc.RpcError as exc:
+        raise error_from_status(
+            status_name(exc), status_details(exc), model=model, version=version, method=method
+        ) from exc
