@@ -1,0 +1,190 @@
+"""Recover the ``tf.Example`` feature spec of a parsing signature from its graph.
+
+A parsing receiver feeds its one string input to a ParseExample or ParseExampleV2 node. The
+feature keys and dense defaults are Const inputs of that node; dtypes and shapes are attrs.
+Output tensors come in the op's order: sparse indices, sparse values, sparse shapes, dense
+values, then (V2 only) ragged values and ragged row splits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tfship.inspect._reader import FeatureSpecEntry, dtype_name, shape_of
+
+if TYPE_CHECKING:
+    from tfship.inspect._reader import MetaGraphInfo, SignatureInfo
+
+_PARSE_OPS = ("ParseExample", "ParseExampleV2")
+# Ops a serialized-examples tensor may pass through on its way to the parse node.
+_PASS_THROUGH = ("Identity", "PlaceholderWithDefault", "Reshape", "Squeeze", "ExpandDims")
+
+# TensorProto value field per dtype enum name.
+_VALUE_FIELDS: dict[str, str] = {
+    "DT_FLOAT": "float_val",
+    "DT_DOUBLE": "double_val",
+    "DT_INT32": "int_val",
+    "DT_INT16": "int_val",
+    "DT_INT8": "int_val",
+    "DT_UINT8": "int_val",
+    "DT_INT64": "int64_val",
+    "DT_BOOL": "bool_val",
+    "DT_STRING": "string_val",
+}
+
+
+def node_name(tensor_name: str) -> str:
+    """``"parse:3"`` or ``"^parse"`` -> ``"parse"``."""
+    return tensor_name.lstrip("^").split(":")[0]
+
+
+def recover_feature_spec(
+    signature: SignatureInfo, meta_graph: MetaGraphInfo
+) -> dict[str, FeatureSpecEntry] | None:
+    """Return the feature spec of a signature whose one string input is parsed, else ``None``.
+
+    Example:
+        >>> spec = recover_feature_spec(sig, mg)  # doctest: +SKIP
+        >>> spec["age"].kind, spec["age"].dtype, spec["age"].shape  # doctest: +SKIP
+        ('fixed', 'float32', (1,))
+    """
+    strings = [t for t in signature.inputs.values() if t.dtype == "string" and t.name]
+    if len(signature.inputs) != 1 or len(strings) != 1:
+        return None
+    parse = _find_parse_node(node_name(strings[0].name), meta_graph)
+    if parse is None:
+        return None
+    try:
+        return _spec_of(parse, meta_graph)
+    except (KeyError, IndexError, ValueError):
+        # A parse node whose keys are not constants (computed at run time): no static spec.
+        return None
+
+
+def _consumers(meta_graph: MetaGraphInfo) -> dict[str, list[Any]]:
+    table: dict[str, list[Any]] = {}
+    for node in meta_graph.proto.graph_def.node:
+        for name in node.input:
+            if not name.startswith("^"):
+                table.setdefault(node_name(name), []).append(node)
+    return table
+
+
+def _find_parse_node(start: str, meta_graph: MetaGraphInfo) -> Any | None:
+    consumers = _consumers(meta_graph)
+    frontier, seen = [start], {start}
+    while frontier:
+        current = frontier.pop(0)
+        for node in consumers.get(current, []):
+            if node.op in _PARSE_OPS and node_name(node.input[0]) == current:
+                return node
+            if node.op in _PASS_THROUGH and node.name not in seen:
+                seen.add(node.name)
+                frontier.append(node.name)
+    return None
+
+
+def _const(meta_graph: MetaGraphInfo, tensor_name: str) -> Any:
+    node = meta_graph.nodes[node_name(tensor_name)]
+    # Defaults of shaped features are reshaped constants; values are flattened anyway.
+    while node.op in ("Identity", "Reshape"):
+        node = meta_graph.nodes[node_name(node.input[0])]
+    if node.op != "Const":
+        raise ValueError(f"{node.name} is a {node.op}, not a Const")
+    return node.attr["value"].tensor
+
+
+def tensor_values(tensor: Any) -> list[Any]:
+    """Flatten a ``TensorProto``'s values into a Python list (strings decoded as UTF-8 when
+    possible, else kept as bytes)."""
+    from tfship.inspect._reader import enum_name
+
+    dims = [d.size for d in tensor.tensor_shape.dim]
+    count = 1
+    for d in dims:
+        count *= d
+    dtype = enum_name(tensor.dtype)
+    if tensor.tensor_content:
+        import numpy as np
+
+        array = np.frombuffer(tensor.tensor_content, dtype=dtype_name(tensor.dtype))
+        values: list[Any] = array.tolist()
+    else:
+        values = list(getattr(tensor, _VALUE_FIELDS.get(dtype, "float_val")))
+    if dtype == "DT_STRING":
+        values = [_decode(v) for v in values]
+    if values and len(values) < count:
+        # A TensorProto may store a repeated last value once.
+        values = values + [values[-1]] * (count - len(values))
+    return values[:count] if dims else values[:1]
+
+
+def _decode(value: bytes) -> str | bytes:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value
+
+
+def _keys(meta_graph: MetaGraphInfo, inputs: list[str]) -> list[str]:
+    keys: list[str] = []
+    for name in inputs:
+        keys.extend(str(v) for v in tensor_values(_const(meta_graph, name)))
+    return keys
+
+
+def _spec_of(node: Any, meta_graph: MetaGraphInfo) -> dict[str, FeatureSpecEntry]:
+    attr = node.attr
+    inputs = [i for i in node.input if not i.startswith("^")]
+    tdense = list(attr["Tdense"].list.type)
+    dense_shapes = [shape_of(s) or () for s in attr["dense_shapes"].list.shape]
+    sparse_types = list(attr["sparse_types"].list.type)
+    num_sparse = len(sparse_types)
+    num_dense = len(tdense)
+    ragged_types: list[int] = []
+    if node.op == "ParseExampleV2":
+        # serialized, names, sparse_keys, dense_keys, ragged_keys, dense_defaults...
+        sparse_keys = _keys(meta_graph, [inputs[2]])
+        dense_keys = _keys(meta_graph, [inputs[3]])
+        ragged_keys = _keys(meta_graph, [inputs[4]])
+        defaults = inputs[5 : 5 + num_dense]
+        ragged_types = list(attr["ragged_value_types"].list.type)
+    else:
+        # serialized, names, sparse_keys[Nsparse], dense_keys[Ndense], dense_defaults[Ndense]
+        sparse_keys = _keys(meta_graph, inputs[2 : 2 + num_sparse])
+        dense_keys = _keys(meta_graph, inputs[2 + num_sparse : 2 + num_sparse + num_dense])
+        ragged_keys = []
+        defaults = inputs[2 + num_sparse + num_dense : 2 + num_sparse + 2 * num_dense]
+    out = _OutputNamer(node.name)
+    spec: dict[str, FeatureSpecEntry] = {}
+    sparse_tensors = [
+        {"indices": out(i), "values": out(num_sparse + i), "dense_shape": out(2 * num_sparse + i)}
+        for i in range(num_sparse)
+    ]
+    for key, dtype, tensors in zip(sparse_keys, sparse_types, sparse_tensors):
+        spec[key] = FeatureSpecEntry(key, "var", dtype_name(dtype), (None,), None, tensors)
+    first_dense = 3 * num_sparse
+    for i, (key, dtype, shape) in enumerate(zip(dense_keys, tdense, dense_shapes)):
+        default = tensor_values(_const(meta_graph, defaults[i])) if i < len(defaults) else []
+        spec[key] = FeatureSpecEntry(
+            key,
+            "fixed",
+            dtype_name(dtype),
+            tuple(shape),
+            default or None,
+            {"value": out(first_dense + i)},
+        )
+    first_ragged = first_dense + num_dense
+    num_ragged = len(ragged_keys)
+    for i, (key, dtype) in enumerate(zip(ragged_keys, ragged_types)):
+        tensors = {"values": out(first_ragged + i), "row_splits": out(first_ragged + num_ragged + i)}
+        spec[key] = FeatureSpecEntry(key, "ragged", dtype_name(dtype), (None,), None, tensors)
+    return dict(sorted(spec.items()))
+
+
+class _OutputNamer:
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+    def __call__(self, index: int) -> str:
+        return f"{self.node}:{index}"

@@ -1,0 +1,426 @@
+"""Read a SavedModel's protos into typed, read-only objects; never load or run the model.
+
+``read_saved_model`` parses ``saved_model.pb`` (or ``saved_model.pbtxt``) and wraps each
+MetaGraphDef, SignatureDef and TensorInfo in a small class with numpy-style dtypes and Python
+shapes, keeping the raw proto behind ``.proto``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfship.errors import ModelError, SignatureNotFoundError
+from tfship.inspect import _protos
+
+DEFAULT_SIGNATURE = "serving_default"
+SAVED_MODEL_PB = "saved_model.pb"
+SAVED_MODEL_PBTXT = "saved_model.pbtxt"
+
+# DataType enum name -> numpy-style name; anything else is the enum name without DT_, lowercased.
+_DTYPE_NAMES: dict[str, str] = {
+    "DT_FLOAT": "float32",
+    "DT_DOUBLE": "float64",
+    "DT_HALF": "float16",
+    "DT_BFLOAT16": "bfloat16",
+    "DT_INT8": "int8",
+    "DT_INT16": "int16",
+    "DT_INT32": "int32",
+    "DT_INT64": "int64",
+    "DT_UINT8": "uint8",
+    "DT_UINT16": "uint16",
+    "DT_UINT32": "uint32",
+    "DT_UINT64": "uint64",
+    "DT_BOOL": "bool",
+    "DT_STRING": "string",
+    "DT_COMPLEX64": "complex64",
+    "DT_COMPLEX128": "complex128",
+}
+
+
+def dtype_name(enum_value: int) -> str:
+    """Return the numpy-style name of a ``DataType`` enum value (``1`` -> ``"float32"``).
+
+    Example:
+        >>> dtype_name(7)
+        'string'
+    """
+    name = enum_name(enum_value)
+    return _DTYPE_NAMES.get(name, name[3:].lower() if name.startswith("DT_") else name.lower())
+
+
+def enum_name(enum_value: int) -> str:
+    """Return the ``DataType`` enum name (``DT_FLOAT``) of a value, as saved_model_cli prints it."""
+    try:
+        return str(_protos.types_pb2().DataType.Name(enum_value))
+    except ValueError:
+        return f"DT_UNKNOWN_{enum_value}"
+
+
+def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
+    """Turn a ``TensorShapeProto`` into a tuple (``None`` for unknown dims), or ``None`` when the
+    rank is unknown.
+
+    Example:
+        >>> shape_of(None) is None
+        True
+    """
+    if shape_proto is None or shape_proto.unknown_rank:
+        return None
+    return tuple(None if d.size < 0 else int(d.size) for d in shape_proto.dim)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One input or output of a signature.
+
+    Attributes:
+        key: the signature key of the tensor (``inputs``, ``scores``, ...).
+        dtype: numpy-style dtype name (``float32``, ``int64``, ``string``, ...).
+        shape: dims (``None`` for unknown), or ``None`` for an unknown rank.
+        encoding: ``dense``, ``coo_sparse`` or ``composite``.
+        name: the graph tensor name of a dense tensor (``""`` otherwise).
+        components: for ``coo_sparse``, the ``indices``/``values``/``dense_shape`` tensor names;
+            for ``composite``, the component tensor names keyed by position (``"0"``, ``"1"``...).
+        proto: the raw ``TensorInfo`` proto.
+
+    Example:
+        >>> info = read_saved_model("export/1").meta_graph().signature().inputs["x"]  # doctest: +SKIP
+        >>> info.dtype, info.shape  # doctest: +SKIP
+        ('float32', (None, 3))
+    """
+
+    key: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    encoding: str
+    name: str
+    components: dict[str, str] = field(default_factory=dict)
+    proto: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_proto(cls, key: str, proto: Any) -> TensorInfo:
+        """Build a ``TensorInfo`` from a ``tensorflow.TensorInfo`` proto."""
+        encoding = proto.WhichOneof("encoding") or "name"
+        components: dict[str, str] = {}
+        if encoding == "coo_sparse":
+            coo = proto.coo_sparse
+            components = {
+                "indices": coo.indices_tensor_name,
+                "values": coo.values_tensor_name,
+                "dense_shape": coo.dense_shape_tensor_name,
+            }
+        elif encoding == "composite_tensor":
+            components = {str(i): c.name for i, c in enumerate(proto.composite_tensor.components)}
+        return cls(
+            key=key,
+            dtype=dtype_name(proto.dtype),
+            shape=shape_of(proto.tensor_shape),
+            encoding={"name": "dense", "coo_sparse": "coo_sparse"}.get(encoding, "composite"),
+            name=proto.name if encoding == "name" else "",
+            components=components,
+            proto=proto,
+        )
+
+    @property
+    def tensor_names(self) -> tuple[str, ...]:
+        """Every graph tensor name this input or output stands for (one, or its components)."""
+        return (self.name,) if self.encoding == "dense" else tuple(self.components.values())
+
+
+@dataclass(frozen=True)
+class FeatureSpecEntry:
+    """One ``tf.Example`` feature a parsing signature expects, recovered from its parse node.
+
+    Attributes:
+        name: the feature key in ``tf.train.Example.features``.
+        kind: ``fixed`` (FixedLenFeature), ``var`` (VarLenFeature) or ``ragged`` (RaggedFeature).
+        dtype: ``float32``, ``int64`` or ``string``.
+        shape: per-example shape for ``fixed``; ``(None,)`` for ``var`` and ``ragged``.
+        default: the flattened default value of a ``fixed`` feature, or ``None`` (required).
+        tensors: the parse node's output tensor names for this feature (``value`` for fixed;
+            ``indices``/``values``/``dense_shape`` for var; ``values``/``row_splits`` for ragged).
+
+    Example:
+        >>> FeatureSpecEntry("age", "fixed", "float32", (1,), None, {"value": "p:3"}).required
+        True
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int | None, ...]
+    default: list[Any] | None
+    tensors: dict[str, str]
+
+    @property
+    def required(self) -> bool:
+        """Whether an example must carry this feature (a fixed feature without a default)."""
+        return self.kind == "fixed" and self.default is None
+
+
+class SignatureInfo:
+    """One SignatureDef of a MetaGraph.
+
+    Attributes:
+        key: the signature key (``serving_default``, ``predict``, ...).
+        method_name: e.g. ``tensorflow/serving/predict``.
+        inputs: input key -> :class:`TensorInfo`, sorted by key.
+        outputs: output key -> :class:`TensorInfo`, sorted by key.
+        proto: the raw ``SignatureDef``.
+
+    Example:
+        >>> sig = read_saved_model("export/1").meta_graph().signature()  # doctest: +SKIP
+        >>> sorted(sig.feature_spec)  # doctest: +SKIP
+        ['age', 'color']
+    """
+
+    def __init__(self, key: str, proto: Any, meta_graph: MetaGraphInfo) -> None:
+        self.key = key
+        self.proto = proto
+        self.method_name: str = proto.method_name
+        self.inputs: dict[str, TensorInfo] = {
+            k: TensorInfo.from_proto(k, proto.inputs[k]) for k in sorted(proto.inputs)
+        }
+        self.outputs: dict[str, TensorInfo] = {
+            k: TensorInfo.from_proto(k, proto.outputs[k]) for k in sorted(proto.outputs)
+        }
+        self._meta_graph = meta_graph
+
+    def __repr__(self) -> str:
+        return (
+            f"SignatureInfo(key={self.key!r}, method_name={self.method_name!r}, "
+            f"inputs={list(self.inputs)}, outputs={list(self.outputs)})"
+        )
+
+    @functools.cached_property
+    def feature_spec(self) -> dict[str, FeatureSpecEntry] | None:
+        """The ``tf.Example`` features this signature parses, or ``None`` when it does not parse.
+
+        Found for a signature whose one string input feeds a ParseExample/ParseExampleV2 node.
+        """
+        from tfship.inspect._featurespec import recover_feature_spec
+
+        return recover_feature_spec(self, self._meta_graph)
+
+    def output(self, key: str) -> TensorInfo:
+        """Return one output by key; ``SignatureNotFoundError`` lists the keys that exist."""
+        return _pick(self.outputs, key, f"output of signature {self.key!r}", self.key)
+
+    def input(self, key: str) -> TensorInfo:
+        """Return one input by key; ``SignatureNotFoundError`` lists the keys that exist."""
+        return _pick(self.inputs, key, f"input of signature {self.key!r}", self.key)
+
+
+def _pick(table: Mapping[str, TensorInfo], key: str, what: str, signature: str) -> TensorInfo:
+    if key not in table:
+        raise SignatureNotFoundError(
+            f"no {what} named {key!r}; valid keys: {', '.join(table) or '(none)'}",
+            signature=signature,
+        )
+    return table[key]
+
+
+class MetaGraphInfo:
+    """One MetaGraphDef (tag-set) of a SavedModel.
+
+    Attributes:
+        tags: the tag-set, in the order stored in the proto.
+        signatures: signature key -> :class:`SignatureInfo`, sorted by key.
+        proto: the raw ``MetaGraphDef``.
+
+    Example:
+        >>> mg = read_saved_model("export/1").meta_graph(tags=("serve",))  # doctest: +SKIP
+        >>> "ParseExampleV2" in mg.ops  # doctest: +SKIP
+        True
+    """
+
+    def __init__(self, proto: Any, path: str | None = None) -> None:
+        self.proto = proto
+        self.path = path
+        self.tags: tuple[str, ...] = tuple(proto.meta_info_def.tags)
+        self.signatures: dict[str, SignatureInfo] = {
+            k: SignatureInfo(k, proto.signature_def[k], self) for k in sorted(proto.signature_def)
+        }
+
+    def __repr__(self) -> str:
+        return f"MetaGraphInfo(tags={self.tags}, signatures={list(self.signatures)})"
+
+    @functools.cached_property
+    def ops(self) -> frozenset[str]:
+        """Every op type the graph uses, including ops inside the functions it calls."""
+        return frozenset(ops_used(self.proto.graph_def))
+
+    @functools.cached_property
+    def nodes(self) -> dict[str, Any]:
+        """Top-level graph nodes by name (``NodeDef`` protos)."""
+        return {node.name: node for node in self.proto.graph_def.node}
+
+    def signature(self, key: str | None = None) -> SignatureInfo:
+        """Return a signature by key (``None`` means ``serving_default``).
+
+        Raises:
+            SignatureNotFoundError: the key does not exist; the message lists the valid keys.
+        """
+        key = DEFAULT_SIGNATURE if key is None else key
+        if key not in self.signatures:
+            valid = ", ".join(self.signatures) or "(none)"
+            raise SignatureNotFoundError(
+                f"no signature {key!r} in the MetaGraph with tag-set {format_tags(self.tags)} "
+                f"of {self.path or 'the SavedModel'}; valid signatures: {valid}",
+                path=self.path,
+                signature=key,
+            )
+        return self.signatures[key]
+
+
+def ops_used(graph_def: Any) -> set[str]:
+    """Op types used by a GraphDef, walking the functions it calls (as saved_model_cli does)."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    used: set[str] = set()
+    pending: list[Any] = []
+
+    def mark(op: str) -> None:
+        if op not in used and op in functions:
+            pending.append(functions[op])
+        used.add(op)
+
+    def visit(nodes: Iterable[Any]) -> None:
+        for node in nodes:
+            mark(node.op)
+            if node.op in ("PartitionedCall", "StatefulPartitionedCall"):
+                mark(node.attr["f"].func.name)
+
+    visit(graph_def.node)
+    while pending:
+        visit(pending.pop().node_def)
+    return {op for op in used if op not in functions}
+
+
+def format_tags(tags: Iterable[str]) -> str:
+    """Render a tag-set for messages: ``'serve'`` or ``'serve, tpu'``."""
+    return repr(", ".join(tags))
+
+
+def _as_tag_set(tags: str | Iterable[str]) -> frozenset[str]:
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    # An empty tag is dropped, so "" means the empty tag-set (as saved_model_cli).
+    return frozenset(t.strip() for t in tags if t.strip())
+
+
+class SavedModelInfo:
+    """A SavedModel read from its protos.
+
+    Attributes:
+        path: the export directory.
+        file: the proto file that was read (``saved_model.pb`` or ``saved_model.pbtxt``).
+        meta_graphs: one :class:`MetaGraphInfo` per tag-set, in file order.
+        proto: the raw ``SavedModel``.
+
+    Example:
+        >>> info = read_saved_model("export/1")  # doctest: +SKIP
+        >>> [mg.tags for mg in info.meta_graphs]  # doctest: +SKIP
+        [('serve',)]
+    """
+
+    def __init__(self, path: pathlib.Path, file: pathlib.Path, proto: Any) -> None:
+        self.path = path
+        self.file = file
+        self.proto = proto
+        self.meta_graphs: list[MetaGraphInfo] = [MetaGraphInfo(mg, str(path)) for mg in proto.meta_graphs]
+
+    def __repr__(self) -> str:
+        return f"SavedModelInfo(path={str(self.path)!r}, tag_sets={self.tag_sets})"
+
+    @property
+    def tag_sets(self) -> list[tuple[str, ...]]:
+        """The tag-set of every MetaGraph, in file order."""
+        return [mg.tags for mg in self.meta_graphs]
+
+    def meta_graph(self, tags: str | Iterable[str] = ("serve",)) -> MetaGraphInfo:
+        """Return the MetaGraph whose tag-set equals ``tags`` (order does not matter).
+
+        ``tags`` may be a string with commas (``"serve,gpu"``); ``""`` is the empty tag-set.
+
+        Raises:
+            SignatureNotFoundError: no MetaGraph has that tag-set; the message lists the valid ones.
+        """
+        wanted = _as_tag_set(tags)
+        for mg in self.meta_graphs:
+            if frozenset(mg.tags) == wanted:
+                return mg
+        valid = "; ".join(format_tags(sorted(t)) for t in self.tag_sets) or "(none)"
+        raise SignatureNotFoundError(
+            f"no MetaGraph with tag-set {format_tags(sorted(wanted))} in {self.path}; "
+            f"valid tag-sets: {valid}",
+            path=str(self.path),
+        )
+
+
+def find_saved_model_file(path: str | os.PathLike[str]) -> pathlib.Path:
+    """Return the ``saved_model.pb`` (preferred) or ``saved_model.pbtxt`` of an export directory.
+
+    Raises:
+        ModelError: the directory does not exist or holds neither file.
+    """
+    directory = pathlib.Path(path)
+    if not directory.exists():
+        raise ModelError(f"SavedModel directory {str(directory)!r} does not exist", path=str(path))
+    if not directory.is_dir():
+        raise ModelError(
+            f"{str(directory)!r} is a file; expected a SavedModel directory holding "
+            f"{SAVED_MODEL_PB} or {SAVED_MODEL_PBTXT}",
+            path=str(path),
+        )
+    for name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT):
+        if (directory / name).is_file():
+            return directory / name
+    numeric = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
+    hint = f" (it holds versions {', '.join(numeric)}: pass one of them)" if numeric else ""
+    raise ModelError(
+        f"no SavedModel in {str(directory)!r}: expected {SAVED_MODEL_PB} or {SAVED_MODEL_PBTXT}{hint}",
+        path=str(path),
+    )
+
+
+def read_saved_model(path: str | os.PathLike[str]) -> SavedModelInfo:
+    """Read a SavedModel's protos (``saved_model.pb``, else ``saved_model.pbtxt``).
+
+    The model is never loaded: no session is created and no TensorFlow op runs, so a model
+    that cannot run here can still be inspected.
+
+    Args:
+        path: the export directory (e.g. ``export/best/1700000000``).
+
+    Returns:
+        A :class:`SavedModelInfo`.
+
+    Raises:
+        ModelError: the directory is missing, holds no SavedModel, or its proto is corrupt.
+
+    Example:
+        >>> info = read_saved_model("export/1")  # doctest: +SKIP
+        >>> info.meta_graph().signature().method_name  # doctest: +SKIP
+        'tensorflow/serving/predict'
+    """
+    file = find_saved_model_file(path)
+    proto = _protos.saved_model_pb2().SavedModel()
+    data = file.read_bytes()
+    try:
+        if file.name == SAVED_MODEL_PB:
+            proto.ParseFromString(data)
+        else:
+            _protos.text_format().Merge(data.decode("utf-8"), proto)
+    except Exception as exc:  # DecodeError, ParseError, UnicodeDecodeError: all mean corrupt
+        raise ModelError(
+            f"cannot parse {str(file)!r}: the file is corrupt or not a SavedModel ({exc})",
+            path=str(path),
+        ) from exc
+    if not proto.meta_graphs:
+        raise ModelError(f"{str(file)!r} holds no MetaGraph: it is empty or not a SavedModel", path=str(path))
+    return SavedModelInfo(pathlib.Path(path), file, proto)

@@ -1,0 +1,289 @@
+"""Builders of small real SavedModels of every kind the inspector must read.
+
+Each builder trains (for a handful of steps, on in-memory numpy data) or traces a tiny model and
+returns the export directory. They are used by the session fixtures in ``conftest.py`` and by the
+benchmark.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import numpy as np
+
+from tfship._tf import estimator, tf
+
+
+def _numpy_data(n: int = 32) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(0)
+    features = {
+        "age": rng.uniform(20, 60, size=(n, 1)).astype(np.float32),
+        "color": rng.choice(np.array([b"red", b"green", b"blue"]), size=(n, 1)),
+    }
+    labels = (features["age"][:, 0] > 40).astype(np.int64)
+    return features, labels
+
+
+def _input_fn() -> Any:
+    features, labels = _numpy_data()
+    return tf().data.Dataset.from_tensor_slices((features, labels)).repeat().batch(8)
+
+
+def _columns() -> list[Any]:
+    fc = tf().feature_column
+    return [
+        fc.numeric_column("age"),
+        fc.indicator_column(fc.categorical_column_with_vocabulary_list("color", ["red", "green", "blue"])),
+    ]
+
+
+def _run_config(model_dir: pathlib.Path) -> Any:
+    return estimator().RunConfig(model_dir=str(model_dir), save_summary_steps=1000, log_step_count_steps=1000)
+
+
+def _parsing_receiver() -> Any:
+    fc = tf().feature_column
+    spec = fc.make_parse_example_spec(_columns())
+    return estimator().export.build_parsing_serving_input_receiver_fn(spec)
+
+
+def _raw_receiver() -> Any:
+    def receiver() -> Any:
+        t = tf()
+        features = {
+            "age": t.compat.v1.placeholder(t.float32, [None, 1], name="age"),
+            "color": t.compat.v1.placeholder(t.string, [None, 1], name="color"),
+        }
+        return estimator().export.ServingInputReceiver(features, features)
+
+    return receiver
+
+
+def _export(est: Any, base: pathlib.Path, receiver: Any, **kwargs: Any) -> pathlib.Path:
+    out = est.export_saved_model(str(base), receiver, **kwargs)
+    return pathlib.Path(out.decode() if isinstance(out, bytes) else out)
+
+
+def linear_parsing(root: pathlib.Path) -> pathlib.Path:
+    """A canned LinearClassifier exported with a parsing receiver (classify/regress/predict)."""
+    est = estimator().LinearClassifier(_columns(), config=_run_config(root / "linear_model"))
+    est.train(_input_fn, steps=3)
+    return _export(est, root / "linear_parsing", _parsing_receiver())
+
+
+def linear_text(root: pathlib.Path) -> pathlib.Path:
+    """The same kind of canned export written as ``saved_model.pbtxt``."""
+    est = estimator().LinearClassifier(_columns(), config=_run_config(root / "linear_model"))
+    est.train(_input_fn, steps=1)
+    return _export(est, root / "linear_text", _parsing_receiver(), as_text=True)
+
+
+def dnn_raw(root: pathlib.Path) -> pathlib.Path:
+    """A canned DNNClassifier exported with a raw receiver (placeholders; predict only)."""
+    est = estimator().DNNClassifier(
+        hidden_units=[4],
+        feature_columns=_columns(),
+        n_classes=3,
+        config=_run_config(root / "dnn_model"),
+    )
+    est.train(_input_fn, steps=3)
+    return _export(est, root / "dnn_raw", _raw_receiver())
+
+
+def dnn_both(root: pathlib.Path) -> pathlib.Path:
+    """A canned DNNClassifier exported with a parsing receiver plus a raw alternative."""
+    est = estimator().DNNClassifier(
+        hidden_units=[4],
+        feature_columns=_columns(),
+        n_classes=3,
+        config=_run_config(root / "dnn_model"),
+    )
+    est.train(_input_fn, steps=1)
+
+    def receiver() -> Any:
+        # Raw placeholders default to the parsed features, so either input path serves.
+        t = tf()
+        spec = {
+            "age": t.io.FixedLenFeature([1], t.float32),
+            "color": t.io.FixedLenFeature([1], t.string, default_value=[""]),
+        }
+        parsing = estimator().export.build_parsing_serving_input_receiver_fn(spec)()
+        raw = {
+            name: t.compat.v1.placeholder_with_default(tensor, [None, 1], name=f"raw_{name}")
+            for name, tensor in parsing.features.items()
+        }
+        return estimator().export.ServingInputReceiver(
+            raw, parsing.receiver_tensors, receiver_tensors_alternatives={"raw": raw}
+        )
+
+    return _export(est, root / "dnn_both", receiver)
+
+
+def _custom_model_fn(features: Any, labels: Any, mode: Any, params: Any) -> Any:
+    t = tf()
+    est = estimator()
+    age = features["age"]
+    if isinstance(age, t.SparseTensor):
+        age = t.sparse.to_dense(age)
+    age = t.reshape(t.cast(age, t.float32), [-1, 1])
+    tags = features["tags"]
+    if isinstance(tags, t.RaggedTensor):
+        tags = tags.to_sparse()
+    elif not isinstance(tags, t.SparseTensor):
+        tags = t.sparse.from_dense(tags)
+    tag_count = t.cast(
+        t.sparse.reduce_sum(
+            t.SparseTensor(tags.indices, t.ones_like(tags.values, t.float32), tags.dense_shape),
+            axis=1,
+            keepdims=True,
+        ),
+        t.float32,
+    )
+    tag_count = t.reshape(tag_count, [-1, 1])
+    w = t.compat.v1.get_variable("w", [2, 1], initializer=t.compat.v1.zeros_initializer())
+    logits = t.matmul(t.concat([age, tag_count], axis=1), w)
+    predictions = {"score": t.sigmoid(logits), "tag_count": tag_count}
+    if mode == est.ModeKeys.PREDICT:
+        return est.EstimatorSpec(
+            mode,
+            predictions=predictions,
+            export_outputs={
+                "serving_default": est.export.PredictOutput(predictions),
+                "score_only": est.export.RegressionOutput(value=t.reshape(logits, [-1])),
+            },
+        )
+    loss = t.reduce_mean(t.square(logits - t.cast(t.reshape(labels, [-1, 1]), t.float32)))
+    step = t.compat.v1.train.get_or_create_global_step()
+    train_op = t.compat.v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
+    return est.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=predictions)
+
+
+def _custom_train_input() -> Any:
+    t = tf()
+    n = 8
+    age = t.constant(np.arange(n, dtype=np.float32).reshape(n, 1))
+    tags = t.sparse.from_dense(t.constant([[b"a", b""]] * n))
+    labels = t.constant(np.zeros((n, 1), np.float32))
+    return {"age": age, "tags": tags}, labels
+
+
+def custom_sparse(root: pathlib.Path) -> pathlib.Path:
+    """A custom Estimator whose parsing receiver has a VarLen (sparse) and a ragged feature,
+    and whose raw alternative takes a SparseTensor (a ``coo_sparse`` input)."""
+    est = estimator().Estimator(_custom_model_fn, config=_run_config(root / "custom_model"))
+    est.train(_custom_train_input, steps=2)
+
+    def receiver() -> Any:
+        t = tf()
+        spec = {
+            "age": t.io.FixedLenFeature([1], t.float32, default_value=[30.0]),
+            "tags": t.io.VarLenFeature(t.string),
+            "ids": t.io.RaggedFeature(t.int64),
+            "pos": t.io.FixedLenFeature([2], t.int64, default_value=[0, 1]),
+        }
+        serialized = t.compat.v1.placeholder(t.string, [None], name="input_example_tensor")
+        features = t.io.parse_example(serialized, spec)
+        features.pop("ids")
+        features.pop("pos")
+        # Raw alternatives default to the parsed tensors, so either input path serves.
+        tags = features["tags"]
+        raw_tags = t.SparseTensor(
+            t.compat.v1.placeholder_with_default(tags.indices, [None, 2], name="raw_tags_i"),
+            t.compat.v1.placeholder_with_default(tags.values, [None], name="raw_tags_v"),
+            t.compat.v1.placeholder_with_default(tags.dense_shape, [2], name="raw_tags_s"),
+        )
+        raw_age = t.compat.v1.placeholder_with_default(features["age"], [None, 1], name="raw_age")
+        raw = {"age": raw_age, "tags": raw_tags}
+        return estimator().export.ServingInputReceiver(
+            raw, {"examples": serialized}, receiver_tensors_alternatives={"sparse": raw}
+        )
+
+    return _export(est, root / "custom_sparse", receiver)
+
+
+def multi_tag(root: pathlib.Path) -> pathlib.Path:
+    """A custom Estimator exported for train, eval and serve (three MetaGraphs)."""
+    est = estimator().Estimator(_custom_model_fn, config=_run_config(root / "custom_model"))
+    est.train(_custom_train_input, steps=1)
+    t = tf()
+
+    def supervised() -> Any:
+        age = t.compat.v1.placeholder(t.float32, [None, 1], name="age")
+        tags = t.compat.v1.placeholder(t.string, [None, 2], name="tags")
+        label = t.compat.v1.placeholder(t.float32, [None, 1], name="label")
+        build = estimator().experimental.build_raw_supervised_input_receiver_fn
+        return build({"age": age, "tags": tags}, label)()
+
+    def serving() -> Any:
+        age = t.compat.v1.placeholder(t.float32, [None, 1], name="age")
+        tags = t.compat.v1.sparse_placeholder(t.string, [None, None], name="tags")
+        return estimator().export.ServingInputReceiver({"age": age, "tags": tags}, {"age": age, "tags": tags})
+
+    modes = estimator().ModeKeys
+    out = est.experimental_export_all_saved_models(
+        str(root / "multi_tag"),
+        {modes.TRAIN: supervised, modes.EVAL: supervised, modes.PREDICT: serving},
+    )
+    return pathlib.Path(out.decode() if isinstance(out, bytes) else out)
+
+
+def tf2_module(root: pathlib.Path) -> pathlib.Path:
+    """A ``tf.Module`` saved with ``tf.saved_model.save`` (signatures and concrete functions)."""
+    t = tf()
+
+    class Scale(t.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = t.Variable([[1.0], [2.0], [3.0]], name="w")
+
+        @t.function(input_signature=[t.TensorSpec([None, 3], t.float32, name="x")])
+        def __call__(self, x: Any) -> Any:
+            return {"y": t.matmul(x, self.w)}
+
+        @t.function
+        def scaled(self, x: Any, factor: Any = 2.0, flag: bool = False) -> Any:
+            return t.matmul(x, self.w) * factor
+
+    module = Scale()
+    module.scaled.get_concrete_function(t.TensorSpec([None, 3], t.float32))
+    module.scaled.get_concrete_function(t.TensorSpec([4, 3], t.float32, name="fixed"), 3.0, True)
+    path = root / "tf2_module" / "1"
+    t.saved_model.save(
+        module,
+        str(path),
+        signatures={
+            "serving_default": module.__call__,
+            "scaled": module.scaled.get_concrete_function(t.TensorSpec([None, 3], t.float32)),
+        },
+    )
+    return path
+
+
+def keras_model(root: pathlib.Path) -> pathlib.Path:
+    """A small functional Keras model saved with ``tf.saved_model.save``."""
+    t = tf()
+    inputs = {
+        "a": t.keras.Input(shape=(2,), name="a"),
+        "b": t.keras.Input(shape=(1,), name="b", dtype="int64"),
+    }
+    x = t.keras.layers.Concatenate()(
+        [inputs["a"], t.keras.layers.Lambda(lambda v: t.cast(v, t.float32))(inputs["b"])]
+    )
+    out = t.keras.layers.Dense(2, name="probs", activation="softmax")(x)
+    model = t.keras.Model(inputs, out)
+    path = root / "keras" / "1"
+    t.saved_model.save(model, str(path))
+    return path
+
+
+BUILDERS = {
+    "linear_parsing": linear_parsing,
+    "linear_text": linear_text,
+    "dnn_raw": dnn_raw,
+    "dnn_both": dnn_both,
+    "custom_sparse": custom_sparse,
+    "multi_tag": multi_tag,
+    "tf2_module": tf2_module,
+    "keras": keras_model,
+}
