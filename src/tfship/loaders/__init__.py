@@ -1,0 +1,18 @@
+"""Run a SavedModel without a server: ``load`` it once, then ``predict`` records, files or streams.
+
+Estimator (TF1 graph) exports and TF2 SavedModels load the same way. ``LocalModel.run`` is the
+exact call TF Serving makes; ``LocalModel.predict`` accepts records, columns, DataFrames and
+``tf.train.Example`` s, checks them against the signature and casts only when nothing is lost.
+Importing this package does not import TensorFlow.
+
+Example:
+    >>> from tfship.loaders import load
+    >>> with load("export/dnn") as model:  # doctest: +SKIP
+    ...     model.predict([{"bill_length_mm": 39.1, "island": "Dream"}])
+"""
+
+from __future__ import annotations
+
+from tfship.loaders._model import LocalModel, load
+
+__all__ = ["LocalModel", "load"]

@@ -1,0 +1,547 @@
+"""``load`` and ``LocalModel``: one SavedModel loaded once into a TF1 session, run many times.
+
+Estimator exports are TF1 graphs; TF2 SavedModels (``tf.saved_model.save``, Keras) carry the same
+MetaGraphDef with their signatures as function calls, so one loader serves both. A session call
+is cheaper per batch than a TF2 concrete function and it can feed any tensor of the graph, which
+is what lets ``predict`` skip ``tf.Example`` serialization for parsing signatures.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
+
+Array = npt.NDArray[Any]
+
+if TYPE_CHECKING:
+    from tfship.inspect import MetaGraphInfo, SignatureInfo, TensorInfo
+    from tfship.loaders._predict import SignatureAdapter
+
+log = logging.getLogger(__name__)
+
+#: signature keys that are plumbing, not something to call.
+_HIDDEN_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
+_SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+#: numpy dtype kinds a signature dtype accepts as is in ``run`` (no cast at all).
+_STRING_KINDS = frozenset("OSU")
+
+
+def resolve_export_dir(path: str | Path) -> Path:
+    """Return the SavedModel directory for ``path``, picking the newest version of an export base.
+
+    ``export/<name>`` holds numeric version directories (TF Serving's layout); the highest one
+    that contains a SavedModel is what TF Serving would serve, so it is what we load.
+
+    Example:
+        >>> resolve_export_dir("export/dnn")  # doctest: +SKIP
+        PosixPath('export/dnn/1795236337')
+    """
+    root = Path(path)
+    if any((root / name).is_file() for name in _SAVED_MODEL_FILES):
+        return root
+    if root.is_dir():
+        versions = [
+            child
+            for child in root.iterdir()
+            if child.name.isdigit()
+            and any((child / name).is_file() for name in _SAVED_MODEL_FILES)
+        ]
+        if versions:
+            chosen = max(versions, key=lambda child: int(child.name))
+            log.debug("using version %s of %s", chosen.name, root)
+            return chosen
+    return root
+
+
+class LocalModel:
+    """A SavedModel loaded once, callable from several threads, no server involved.
+
+    Build it with :func:`load`. ``run`` is the exact, low-level call (what TF Serving does with
+    a signature); ``predict`` accepts friendly inputs (records, DataFrames, ``tf.train.Example``)
+    and ``predict_batches`` streams them in order.
+
+    Example:
+        >>> model = load("export/dnn")  # doctest: +SKIP
+        >>> model.predict([{"bill_length_mm": 39.1, "island": "Dream"}])["probabilities"].shape
+        (1, 3)
+    """
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        meta_graph: MetaGraphInfo,
+        session: Any,
+        default_signature: str,
+        load_seconds: float,
+    ) -> None:
+        self.path = path
+        self.meta_graph = meta_graph
+        self.signatures: dict[str, SignatureInfo] = {
+            key: sig for key, sig in meta_graph.signatures.items() if key not in _HIDDEN_SIGNATURES
+        }
+        self.default_signature = default_signature
+        self.load_seconds = load_seconds
+        self._session = session
+        self._lock = threading.Lock()
+        self._callables: dict[tuple[Any, ...], Any] = {}
+        self._adapters: dict[str, Any] = {}
+        self._closed = False
+
+    # -- context manager -------------------------------------------------------------------
+    def __enter__(self) -> LocalModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LocalModel({str(self.path)!r}, signature={self.default_signature!r})"
+
+    def close(self) -> None:
+        """Release the session; idempotent. Calls after ``close`` raise ``ModelError``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._callables.clear()
+            self._session.close()
+
+    # -- signatures ------------------------------------------------------------------------
+    def signature(self, key: str | None = None) -> SignatureInfo:
+        """Return the signature ``key`` (``None``: the model's default one).
+
+        Raises:
+            SignatureNotFoundError: no such signature; the message lists the valid keys.
+        """
+        key = self.default_signature if key is None else key
+        sig = self.signatures.get(key)
+        if sig is None:
+            raise SignatureNotFoundError(
+                f"signature {key!r} not found in {self.path}; "
+                f"valid signatures: {', '.join(sorted(self.signatures)) or '(none)'}",
+                path=str(self.path),
+                signature=key,
+            )
+        return sig
+
+    def output_keys(self, signature: str | None, outputs: Sequence[str] | None) -> list[str]:
+        """Check ``outputs`` against the signature and return them (all outputs when ``None``)."""
+        sig = self.signature(signature)
+        if outputs is None:
+            return sorted(sig.outputs)
+        if isinstance(outputs, str):
+            raise TypeError("outputs must be a list of output keys, not a string")
+        unknown = [key for key in outputs if key not in sig.outputs]
+        if unknown:
+            raise ModelInputError(
+                f"signature {sig.key!r} has no output {', '.join(map(repr, unknown))}; "
+                f"valid outputs: {', '.join(sorted(sig.outputs))}",
+                path=str(self.path),
+            )
+        return list(dict.fromkeys(outputs))
+
+    # -- the exact call ----------------------------------------------------------------------
+    def run(
+        self,
+        feeds: Mapping[str, Any],
+        *,
+        signature: str | None = None,
+        outputs: Sequence[str] | None = None,
+    ) -> dict[str, Array]:
+        """Run a signature on ``feeds`` exactly as TF Serving would, with no conversion.
+
+        Args:
+            feeds: one entry per signature input key: a numpy array of the input's dtype
+                (strings: object or bytes arrays), or for a sparse (``coo_sparse``) input an
+                ``(indices, values, dense_shape)`` tuple.
+            signature: signature key; ``None`` uses the model's default signature.
+            outputs: output keys to compute; ``None`` computes them all.
+
+        Returns:
+            Output key -> numpy array (string outputs are object arrays of ``bytes``).
+
+        Raises:
+            ModelInputError: a missing or unknown input, a dtype or rank that does not match.
+            ModelError: the model failed while running.
+
+        Example:
+            >>> model.run({"inputs": np.array([example_bytes], dtype=object)})  # doctest: +SKIP
+            {'classes': array([[b'0', b'1']], dtype=object), 'scores': array(...)}
+        """
+        sig = self.signature(signature)
+        keys = self.output_keys(sig.key, outputs)
+        _check_keys(sig, feeds, self.path)
+        names: list[str] = []
+        values: list[Array] = []
+        for key in sorted(sig.inputs):
+            info = sig.inputs[key]
+            for name, value in _exact_feed(key, info, feeds[key], self.path):
+                names.append(name)
+                values.append(value)
+        return self.run_tensors(names, values, [sig.outputs[k] for k in keys], keys)
+
+    def run_tensors(
+        self,
+        feed_names: Sequence[str],
+        feed_values: Sequence[Array],
+        fetch_infos: Sequence[TensorInfo],
+        fetch_keys: Sequence[str],
+    ) -> dict[str, Array]:
+        """Feed graph tensors by name and fetch signature outputs; the one call into TF."""
+        fetch_names = [name for info in fetch_infos for name in _fetch_names(info)]
+        runner = self._callable(tuple(feed_names), tuple(fetch_names))
+        tf = _tf()
+        try:
+            fetched = runner(*feed_values)
+        except tf.errors.InvalidArgumentError as exc:
+            raise ModelInputError(
+                f"the model rejected its inputs: {_op_message(exc)}", path=str(self.path)
+            ) from exc
+        except tf.errors.OpError as exc:
+            raise ModelError(f"the model failed: {_op_message(exc)}", path=str(self.path)) from exc
+        return _assemble(fetch_infos, fetch_keys, list(fetched))
+
+    def _callable(self, feeds: tuple[str, ...], fetches: tuple[str, ...]) -> Any:
+        key = (feeds, fetches)
+        runner = self._callables.get(key)
+        if runner is not None:
+            return runner
+        with self._lock:
+            if self._closed:
+                raise ModelError(f"model {self.path} is closed", path=str(self.path))
+            runner = self._callables.get(key)
+            if runner is None:
+                graph = self._session.graph
+                try:
+                    feed_tensors = [graph.get_tensor_by_name(name) for name in feeds]
+                    fetch_tensors = [graph.get_tensor_by_name(name) for name in fetches]
+                except (KeyError, ValueError) as exc:
+                    raise ModelError(
+                        f"{self.path}: the signature names a tensor missing from the graph: {exc}",
+                        path=str(self.path),
+                    ) from exc
+                # make_callable skips the per-call feed/fetch bookkeeping of Session.run.
+                runner = self._session.make_callable(fetch_tensors, feed_list=feed_tensors)
+                self._callables[key] = runner
+        return runner
+
+    # -- the friendly calls (implemented in _predict) --------------------------------------
+    def predict(
+        self,
+        inputs: Any,
+        *,
+        signature: str | None = None,
+        outputs: Sequence[str] | None = None,
+    ) -> dict[str, Array]:
+        """Predict on friendly inputs: dicts of arrays/lists/scalars, records, DataFrames, Examples.
+
+        For a parsing signature (one string input feeding ``ParseExample``), records use the
+        feature names of the recovered ``tf.Example`` spec and are fed straight into the parsed
+        tensors; ``tf.train.Example`` objects or serialized bytes are fed as they are. Values
+        are cast when the cast is exact (int to float, float64 to float32); a lossy cast is an
+        error. Sparse inputs take lists of variable length or an ``(indices, values, shape)``
+        triple under their own name.
+
+        Args:
+            inputs: a dict of columns, a list of record dicts, a pandas DataFrame, one or more
+                ``tf.train.Example`` or serialized examples.
+            signature: signature key; ``None`` uses the model's default signature.
+            outputs: output keys to compute; ``None`` computes them all.
+
+        Returns:
+            Output key -> numpy array, one row per input row.
+
+        Raises:
+            ModelInputError: the inputs do not match the signature; the message names the input,
+                what was expected and what was given, and lists the valid names.
+
+        Example:
+            >>> model.predict({"bill_length_mm": [39.1, 45.0], "island": ["Dream", "Biscoe"]})
+            ... # doctest: +SKIP
+        """
+        return self.adapter(signature).predict(inputs, outputs)
+
+    def predict_batches(
+        self,
+        records: Iterable[Any],
+        batch_size: int = 1024,
+        *,
+        signature: str | None = None,
+        outputs: Sequence[str] | None = None,
+    ) -> Iterator[dict[str, Array]]:
+        """Predict an iterable of records (dicts, Examples or bytes) in batches, in input order.
+
+        Memory stays bounded: one batch of records is held at a time.
+
+        Example:
+            >>> for out in model.predict_batches(iter(records), 256):  # doctest: +SKIP
+            ...     print(out["scores"].shape)
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        adapter = self.adapter(signature)
+        batch: list[Any] = []
+        for record in records:
+            batch.append(record)
+            if len(batch) == batch_size:
+                yield adapter.predict(batch, outputs)
+                batch = []
+        if batch:
+            yield adapter.predict(batch, outputs)
+
+    def adapter(self, signature: str | None = None) -> SignatureAdapter:
+        """The input adapter of a signature (conversion of friendly inputs to feeds); cached."""
+        sig = self.signature(signature)
+        adapter = self._adapters.get(sig.key)
+        if adapter is None:
+            from tfship.loaders._predict import SignatureAdapter as _Adapter
+
+            adapter = _Adapter(self, sig)
+            self._adapters[sig.key] = adapter
+        return adapter
+
+
+def load(
+    path: str | Path,
+    *,
+    signature: str | None = None,
+    tags: Sequence[str] = ("serve",),
+    threads: int | None = None,
+) -> LocalModel:
+    """Load a SavedModel (Estimator export or TF2 SavedModel) once, for many calls.
+
+    Args:
+        path: a SavedModel directory, or an export base holding numeric version directories
+            (the newest is loaded, as TF Serving would).
+        signature: the default signature of later calls; ``None`` picks ``serving_default``,
+            or the only signature when there is exactly one.
+        tags: the MetaGraph tag-set to load.
+        threads: TensorFlow intra- and inter-op threads; ``None`` lets TensorFlow choose.
+
+    Returns:
+        A :class:`LocalModel`; close it (or use it as a context manager) when done.
+
+    Raises:
+        ModelError: the directory holds no readable SavedModel or it fails to load.
+        SignatureNotFoundError: no such tag-set or signature; the message lists the valid ones.
+
+    Example:
+        >>> with load("export/dnn/1795236337") as model:  # doctest: +SKIP
+        ...     sorted(model.signatures)
+        ['classification', 'predict', 'regression', 'serving_default']
+    """
+    from tfship.inspect import read_saved_model
+
+    export_dir = resolve_export_dir(path)
+    meta_graph = read_saved_model(export_dir).meta_graph(tags=tuple(tags))
+    callable_keys = sorted(k for k in meta_graph.signatures if k not in _HIDDEN_SIGNATURES)
+    default = _default_signature(signature, callable_keys, export_dir)
+    started = time.perf_counter()
+    session = _open_session(export_dir, tuple(tags), threads)
+    model = LocalModel(
+        path=export_dir,
+        meta_graph=meta_graph,
+        session=session,
+        default_signature=default,
+        load_seconds=time.perf_counter() - started,
+    )
+    log.debug("loaded %s in %.3fs", export_dir, model.load_seconds)
+    return model
+
+
+def _default_signature(requested: str | None, keys: list[str], path: Path) -> str:
+    if requested is not None:
+        if requested not in keys:
+            raise SignatureNotFoundError(
+                f"signature {requested!r} not found in {path}; "
+                f"valid signatures: {', '.join(keys) or '(none)'}",
+                path=str(path),
+                signature=requested,
+            )
+        return requested
+    if "serving_default" in keys:
+        return "serving_default"
+    if len(keys) == 1:
+        return keys[0]
+    raise SignatureNotFoundError(
+        f"{path} has no 'serving_default' signature; choose one with signature=...: "
+        f"{', '.join(keys) or '(none)'}",
+        path=str(path),
+        signature="serving_default",
+    )
+
+
+def _open_session(export_dir: Path, tags: tuple[str, ...], threads: int | None) -> Any:
+    tf = _tf()
+    config = tf.compat.v1.ConfigProto()
+    if threads is not None:
+        config.intra_op_parallelism_threads = threads
+        config.inter_op_parallelism_threads = threads
+    graph = tf.Graph()
+    session = tf.compat.v1.Session(graph=graph, config=config)
+    try:
+        with graph.as_default():
+            tf.compat.v1.saved_model.loader.load(session, list(tags), str(export_dir))
+    except (tf.errors.OpError, RuntimeError, ValueError, OSError) as exc:
+        session.close()
+        message = _op_message(exc) if isinstance(exc, tf.errors.OpError) else str(exc)
+        raise ModelError(
+            f"cannot load the SavedModel at {export_dir}: {message}", path=str(export_dir)
+        ) from exc
+    graph.finalize()
+    return session
+
+
+def _tf() -> Any:
+    from tfship._tf import tf
+
+    return tf()
+
+
+_NODE_DETAIL = re.compile(r"\s*\[\[.*", re.DOTALL)
+
+
+def _op_message(exc: Any) -> str:
+    """The first meaningful line of a TensorFlow error, without node dumps or tracebacks."""
+    message = str(getattr(exc, "message", exc))
+    message = _NODE_DETAIL.sub("", message).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
+
+
+# -- exact feeds -------------------------------------------------------------------------------
+
+
+def _check_keys(sig: SignatureInfo, feeds: Mapping[str, Any], path: Path) -> None:
+    if not isinstance(feeds, Mapping):
+        raise TypeError(f"feeds must be a mapping of input key -> array, not {type(feeds).__name__}")
+    unknown = sorted(set(feeds) - set(sig.inputs))
+    missing = sorted(set(sig.inputs) - set(feeds))
+    if unknown or missing:
+        parts = []
+        if unknown:
+            parts.append(f"unknown input {', '.join(map(repr, unknown))}")
+        if missing:
+            parts.append(f"missing input {', '.join(map(repr, missing))}")
+        raise ModelInputError(
+            f"signature {sig.key!r}: {'; '.join(parts)}; "
+            f"valid inputs: {', '.join(sorted(sig.inputs)) or '(none)'}",
+            path=str(path),
+        )
+
+
+def dtype_matches(want: str, array: Array) -> bool:
+    """Whether ``array`` can be fed as is to a tensor of numpy-style dtype name ``want``."""
+    if want == "string":
+        return array.dtype.kind in _STRING_KINDS
+    return array.dtype == np.dtype(want)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    return f"a {type(value).__name__}"
+
+
+def _shape_text(shape: tuple[int | None, ...] | None) -> str:
+    if shape is None:
+        return "any shape"
+    return "[" + ", ".join("?" if dim is None else str(dim) for dim in shape) + "]"
+
+
+def check_dense(
+    key: str, want_dtype: str, want_shape: tuple[int | None, ...] | None, value: Any, path: Path
+) -> Array:
+    """Check an array against a dense tensor's dtype and shape; ModelInputError otherwise."""
+    if not isinstance(value, np.ndarray):
+        raise ModelInputError(
+            f"input {key!r}: expected a numpy array of {want_dtype}, got {_describe(value)} "
+            "(run() feeds exactly; use predict() for lists, scalars and casts)",
+            path=str(path),
+        )
+    if not dtype_matches(want_dtype, value):
+        raise ModelInputError(
+            f"input {key!r}: expected dtype {want_dtype}, got {value.dtype} "
+            "(run() does not cast; use predict() for safe casts)",
+            path=str(path),
+        )
+    if want_shape is not None:
+        fits = value.ndim == len(want_shape) and all(
+            want is None or want == got for want, got in zip(want_shape, value.shape)
+        )
+        if not fits:
+            raise ModelInputError(
+                f"input {key!r}: expected shape {_shape_text(want_shape)}, got {value.shape}",
+                path=str(path),
+            )
+    return value
+
+
+def _exact_feed(
+    key: str, info: TensorInfo, value: Any, path: Path
+) -> list[tuple[str, Array]]:
+    if info.encoding == "dense":
+        return [(info.name, check_dense(key, info.dtype, info.shape, value, path))]
+    if info.encoding == "coo_sparse":
+        if not (isinstance(value, tuple) and len(value) == 3):
+            raise ModelInputError(
+                f"input {key!r} is sparse: expected an (indices, values, dense_shape) tuple, "
+                f"got {_describe(value)}",
+                path=str(path),
+            )
+        indices, values, dense_shape = value
+        rank = None if info.shape is None else len(info.shape)
+        comps = info.components
+        return [
+            (comps["indices"], check_dense(f"{key}.indices", "int64", (None, rank), indices, path)),
+            (comps["values"], check_dense(f"{key}.values", info.dtype, (None,), values, path)),
+            (
+                comps["dense_shape"],
+                check_dense(f"{key}.dense_shape", "int64", (rank,), dense_shape, path),
+            ),
+        ]
+    raise ModelInputError(
+        f"input {key!r} is a {info.encoding} tensor, which tfship cannot feed yet; "
+        "only dense and coo_sparse inputs are supported",
+        path=str(path),
+    )
+
+
+def _fetch_names(info: TensorInfo) -> list[str]:
+    if info.encoding == "coo_sparse":
+        comps = info.components
+        return [comps["indices"], comps["values"], comps["dense_shape"]]
+    if info.encoding != "dense" or not info.name:
+        raise ModelError(f"output {info.key!r} is a {info.encoding} tensor; cannot fetch it")
+    return [info.name]
+
+
+def _assemble(
+    infos: Sequence[TensorInfo], keys: Sequence[str], fetched: list[Any]
+) -> dict[str, Array]:
+    result: dict[str, Array] = {}
+    position = 0
+    for key, info in zip(keys, infos):
+        if info.encoding == "coo_sparse":
+            indices, values, dense_shape = fetched[position : position + 3]
+            position += 3
+            # A sparse output is densified so every result is one array per key.
+            fill: Any = b"" if values.dtype == object else 0
+            dense = np.full(tuple(dense_shape), fill, dtype=values.dtype)
+            dense[tuple(np.asarray(indices).T)] = values
+            result[key] = dense
+        else:
+            result[key] = np.asarray(fetched[position])
+            position += 1
+    return result

@@ -1,0 +1,622 @@
+"""Input adapters: friendly inputs (records, columns, DataFrames, Examples) to a signature's feeds.
+
+A signature is seen as a list of :class:`Field` s, the names a user writes: for a parsing
+signature the features of its recovered ``tf.Example`` spec, otherwise its inputs. Conversion
+goes in two steps: ``typed_columns`` checks and casts what the user gave (one array, or one
+sparse triple, per field), then ``run_columns`` feeds those columns, either straight into the
+``ParseExampleV2`` outputs (no serialization) or, when that is not possible, as serialized
+``tf.train.Example`` s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from tfship.errors import ModelInputError
+
+Array = npt.NDArray[Any]
+
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo
+    from tfship.loaders._model import LocalModel
+
+_INT_LIMITS = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+# Integers up to 2**24 (float32) or 2**53 (float64) convert to float exactly.
+_EXACT_INT_IN_FLOAT = {"float32": 2**24, "float64": 2**53, "float16": 2**11}
+
+
+class SparseColumn(NamedTuple):
+    """A sparse column in COO form: ``indices`` [n, rank] int64, ``values``, ``dense_shape``."""
+
+    indices: Array
+    values: Array
+    dense_shape: Array
+
+    @property
+    def rows(self) -> int:
+        return int(self.dense_shape[0])
+
+
+Column = Array | SparseColumn
+
+
+@dataclass(frozen=True)
+class Field:
+    """One name a user writes: a ``tf.Example`` feature of a parsing signature, or an input.
+
+    ``shape`` is the shape of one row (``None`` entries are free dimensions, a ``None`` shape
+    any rank); ``sparse`` fields take a variable number of values per row.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    sparse: bool = False
+    default: Array | None = None
+
+    @property
+    def required(self) -> bool:
+        """Whether a record must give this field (dense and without a default)."""
+        return not self.sparse and self.default is None
+
+    def describe(self) -> str:
+        """``float32 [2]``, ``string, variable length``: what the field expects, for messages."""
+        if self.sparse:
+            return f"{self.dtype}, variable length"
+        shape = "any shape" if self.shape is None else _shape(self.shape)
+        return f"{self.dtype} {shape} per row"
+
+
+def _shape(shape: Sequence[int | None]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+class SignatureAdapter:
+    """Turns friendly inputs into a signature's feeds, and runs them. Built by ``LocalModel``."""
+
+    def __init__(self, model: LocalModel, sig: SignatureInfo) -> None:
+        self.model = model
+        self.sig = sig
+        self.where = f"signature {sig.key!r}"
+        spec: Mapping[str, Any] | None = getattr(sig, "feature_spec", None)
+        string_inputs = [k for k, i in sig.inputs.items() if i.dtype == "string"]
+        self.parsing = spec is not None and len(sig.inputs) == 1 and len(string_inputs) == 1
+        self.example_key = string_inputs[0] if self.parsing else None
+        self._spec: Mapping[str, Any]
+        if spec is not None and self.parsing:
+            self.fields = {name: _spec_field(entry) for name, entry in sorted(spec.items())}
+            self._parsed_feeds = all(_has_tensors(entry) for entry in spec.values())
+            self._spec = spec
+        else:
+            self.fields = {key: _input_field(key, info) for key, info in sorted(sig.inputs.items())}
+            self._parsed_feeds = False
+            self._spec = {}
+
+    # -- entry point ----------------------------------------------------------------------
+    def predict(self, inputs: Any, outputs: Sequence[str] | None) -> dict[str, Array]:
+        """Convert ``inputs`` (any accepted kind) and run the signature."""
+        serialized = _serialized_examples(inputs, self.example_key)
+        if serialized is not None:
+            if self.parsing:
+                return self.run_examples(object_array(serialized), outputs)
+            columns: Mapping[str, Any] = self._columns_from_examples(serialized)
+        else:
+            columns = _as_columns(inputs)
+        return self.run_columns(self.typed_columns(columns), outputs)
+
+    def _columns_from_examples(self, serialized: list[bytes]) -> dict[str, Any]:
+        """A raw signature takes features: read them out of the examples, by input name."""
+        from tfship._tf import tf
+
+        records: list[dict[str, Any]] = []
+        for data in serialized:
+            example = tf().train.Example.FromString(data)
+            record: dict[str, Any] = {}
+            for name, feature in example.features.feature.items():
+                kind = feature.WhichOneof("kind")
+                values = list(getattr(feature, kind).value) if kind else []
+                fld = self.fields.get(name)
+                scalar = fld is not None and not fld.sparse and fld.shape == ()
+                record[name] = values[0] if scalar and len(values) == 1 else values
+            records.append(record)
+        return _records_to_columns(records)
+
+    # -- runs ------------------------------------------------------------------------------
+    def run_examples(
+        self, serialized: Array, outputs: Sequence[str] | None
+    ) -> dict[str, Array]:
+        """Run a parsing signature on serialized ``tf.Example`` s."""
+        assert self.example_key is not None
+        return self.model.run(
+            {self.example_key: serialized}, signature=self.sig.key, outputs=outputs
+        )
+
+    def run_columns(
+        self, columns: Mapping[str, Column], outputs: Sequence[str] | None
+    ) -> dict[str, Array]:
+        """Run on typed columns (as returned by :meth:`typed_columns`)."""
+        keys = self.model.output_keys(self.sig.key, outputs)
+        infos = [self.sig.outputs[k] for k in keys]
+        if not self.parsing:
+            feeds = {
+                key: tuple(col) if isinstance(col, SparseColumn) else col
+                for key, col in columns.items()
+            }
+            return self.model.run(feeds, signature=self.sig.key, outputs=keys)
+        if self._parsed_feeds:
+            names, values = self._parsed_feed_lists(columns)
+            return self.model.run_tensors(names, values, infos, keys)
+        return self.run_examples(self.serialize(columns), keys)
+
+    def _parsed_feed_lists(
+        self, columns: Mapping[str, Column]
+    ) -> tuple[list[str], list[Array]]:
+        names: list[str] = []
+        values: list[Array] = []
+        for name, entry in self._spec.items():
+            col = columns[name]
+            tensors = entry.tensors
+            if isinstance(col, SparseColumn):
+                names += [tensors["indices"], tensors["values"], tensors["dense_shape"]]
+                values += [col.indices, col.values, col.dense_shape]
+            else:
+                names.append(tensors["value"])
+                values.append(col)
+        return names, values
+
+    def serialize(self, columns: Mapping[str, Column]) -> Array:
+        """Serialized ``tf.train.Example`` s holding typed columns (one per row)."""
+        from tfship._tf import tf
+
+        train = tf().train
+        rows = _row_count(columns, self.where)
+        per_row: dict[str, list[Any]] = {
+            name: _split_rows(col, rows) for name, col in columns.items()
+        }
+        out = np.empty(rows, dtype=object)
+        for i in range(rows):
+            feats = {
+                name: _feature(train, self.fields[name].dtype, values[i])
+                for name, values in per_row.items()
+            }
+            out[i] = train.Example(features=train.Features(feature=feats)).SerializeToString()
+        return out
+
+    # -- checks and casts -------------------------------------------------------------------
+    def typed_columns(self, columns: Mapping[str, Any]) -> dict[str, Column]:
+        """Check names, fill defaults, cast safely; one array or sparse column per field."""
+        self._check_names(columns)
+        rows = _given_rows(columns, self.fields, self.where)
+        typed: dict[str, Column] = {}
+        for name, fld in self.fields.items():
+            if name not in columns or columns[name] is None:
+                typed[name] = self._absent(fld, rows)
+            elif fld.sparse:
+                typed[name] = sparse_column(fld, columns[name], rows, self.where)
+            else:
+                typed[name] = dense_column(fld, columns[name], rows, self.where)
+        return typed
+
+    def _check_names(self, columns: Mapping[str, Any]) -> None:
+        unknown = sorted(set(columns) - set(self.fields))
+        if unknown:
+            raise ModelInputError(
+                f"{self.where}: unknown input {', '.join(map(repr, unknown))}; "
+                f"valid names: {', '.join(self.fields)}"
+                + (f" (or {self.example_key!r} with serialized examples)" if self.parsing else ""),
+                path=str(self.model.path),
+            )
+
+    def _absent(self, fld: Field, rows: int) -> Column:
+        if fld.sparse:
+            return empty_sparse(fld, rows)
+        if fld.default is None:
+            raise ModelInputError(
+                f"{self.where}: missing required input {fld.name!r} ({fld.describe()}); "
+                f"given: {rows} row(s) without it",
+                path=str(self.model.path),
+            )
+        return np.broadcast_to(fld.default, (rows, *fld.default.shape)).copy()
+
+
+def _serialized_examples(inputs: Any, example_key: str | None) -> list[bytes] | None:
+    """The serialized examples in ``inputs``, when they are Examples or bytes; else None."""
+    if _is_example(inputs) or isinstance(inputs, bytes):
+        inputs = [inputs]
+    if isinstance(inputs, Mapping) and example_key is not None and set(inputs) == {example_key}:
+        inputs = list(np.asarray(inputs[example_key], dtype=object).reshape(-1))
+    if isinstance(inputs, np.ndarray) and inputs.dtype.kind in "OS" and inputs.ndim == 1:
+        inputs = list(inputs)
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        return None
+    if all(isinstance(x, bytes) for x in inputs):
+        return list(inputs)
+    if all(_is_example(x) for x in inputs):
+        return [x.SerializeToString() for x in inputs]
+    return None
+
+
+def object_array(items: Sequence[Any]) -> Array:
+    """A 1-D object array of ``items`` (numpy would make a 2-D array of equal-length lists)."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+# -- fields from signatures ---------------------------------------------------------------------
+
+
+def _spec_field(entry: Any) -> Field:
+    if entry.kind == "fixed":
+        default = None
+        if entry.default is not None:
+            default = np.asarray(entry.default, dtype=_np_dtype(entry.dtype)).reshape(entry.shape)
+        return Field(entry.name, entry.dtype, tuple(entry.shape), False, default)
+    return Field(entry.name, entry.dtype, None, True, None)
+
+
+def _has_tensors(entry: Any) -> bool:
+    tensors = getattr(entry, "tensors", None) or {}
+    if entry.kind == "fixed":
+        return "value" in tensors
+    if entry.kind == "var":
+        return {"indices", "values", "dense_shape"} <= set(tensors)
+    return False
+
+
+def _input_field(key: str, info: Any) -> Field:
+    if info.encoding == "coo_sparse":
+        rank = None if info.shape is None else len(info.shape)
+        return Field(key, info.dtype, None if rank is None else (None,) * (rank - 1), True)
+    shape = None if info.shape is None else tuple(info.shape[1:])
+    return Field(key, info.dtype, shape, False)
+
+
+def _np_dtype(name: str) -> Any:
+    return object if name == "string" else np.dtype(name)
+
+
+# -- inputs to columns ---------------------------------------------------------------------------
+
+
+def _is_example(value: Any) -> bool:
+    return hasattr(value, "SerializeToString") and hasattr(value, "features")
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, bytes)) or np.ndim(value) == 0
+
+
+def _as_columns(inputs: Any) -> Mapping[str, Any]:
+    """A mapping name -> column for a dict of columns, one record, records or a DataFrame."""
+    if hasattr(inputs, "to_dict") and hasattr(inputs, "columns") and hasattr(inputs, "iloc"):
+        return {str(c): inputs[c].to_numpy() for c in inputs.columns}
+    if isinstance(inputs, Mapping):
+        if inputs and all(_is_scalar(v) for v in inputs.values()):
+            # A dict of scalars is one record.
+            return {k: [v] for k, v in inputs.items()}
+        return inputs
+    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(r, Mapping) for r in inputs):
+        return _records_to_columns(inputs)
+    if isinstance(inputs, (list, tuple)) and not inputs:
+        raise ValueError("predict() needs at least one row; got an empty list")
+    raise TypeError(
+        "predict() takes a dict of columns, a list of record dicts, a pandas DataFrame, "
+        f"tf.train.Example(s) or serialized examples; got {type(inputs).__name__}"
+    )
+
+
+_MISSING = object()
+
+
+def _records_to_columns(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    names: dict[str, None] = {}
+    for record in records:
+        names.update(dict.fromkeys(record))
+    columns: dict[str, Any] = {}
+    for name in names:
+        columns[name] = RecordColumn([r.get(name, _MISSING) for r in records])
+    return columns
+
+
+class RecordColumn(list):  # type: ignore[type-arg]
+    """The values of one name across records; ``_MISSING`` (or None) where a record lacks it."""
+
+
+def _missing(value: Any) -> bool:
+    if value is _MISSING or value is None:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+# -- dense columns -----------------------------------------------------------------------------
+
+
+def _given_rows(columns: Mapping[str, Any], fields: Mapping[str, Field], where: str) -> int:
+    counts: dict[str, int] = {}
+    for name, col in columns.items():
+        if col is None:
+            continue
+        fld = fields[name]
+        if fld.sparse and _is_sparse_triple(col):
+            counts[name] = int(np.asarray(_triple(col)[2])[0])
+        elif fld.sparse or isinstance(col, RecordColumn) or isinstance(col, (list, tuple)):
+            counts[name] = len(col)
+        else:
+            arr = np.asarray(col)
+            if arr.ndim == 0:
+                raise ModelInputError(
+                    f"{where}: input {name!r}: expected one value per row "
+                    f"({fld.describe()}), got a scalar; pass a list or a record dict"
+                )
+            counts[name] = arr.shape[0]
+    if not counts:
+        raise ValueError("predict() needs at least one input column")
+    if len(set(counts.values())) > 1:
+        detail = ", ".join(f"{k!r}: {v}" for k, v in sorted(counts.items()))
+        raise ModelInputError(f"{where}: inputs have different numbers of rows ({detail})")
+    return next(iter(counts.values()))
+
+
+def dense_column(fld: Field, value: Any, rows: int, where: str) -> Array:
+    """Check and safely cast one dense column; ``ModelInputError`` names the field."""
+    if isinstance(value, RecordColumn):
+        value = _fill_records(fld, value, where)
+    arr = _to_array(fld, value, where)
+    arr = _fit_rank(fld, arr, where)
+    return safe_cast(fld, arr, where)
+
+
+def _fill_records(fld: Field, values: RecordColumn, where: str) -> list[Any]:
+    gaps = [i for i, v in enumerate(values) if _missing(v)]
+    if not gaps:
+        return list(values)
+    if fld.default is None:
+        raise ModelInputError(
+            f"{where}: record {gaps[0]}: missing required input {fld.name!r} ({fld.describe()})"
+        )
+    filled = list(values)
+    for i in gaps:
+        filled[i] = fld.default
+    return filled
+
+
+def _to_array(fld: Field, value: Any, where: str) -> Array:
+    if fld.dtype == "string":
+        try:
+            arr = np.asarray(value)
+        except ValueError as exc:
+            raise _ragged_error(fld, where) from exc
+        if arr.dtype.kind == "U":
+            return arr.astype(object)
+        return arr
+    try:
+        return np.asarray(value)
+    except ValueError as exc:
+        raise _ragged_error(fld, where) from exc
+
+
+def _ragged_error(fld: Field, where: str) -> ModelInputError:
+    return ModelInputError(
+        f"{where}: input {fld.name!r}: expected {fld.describe()}, "
+        "got rows of different lengths"
+    )
+
+
+def _fit_rank(fld: Field, arr: Array, where: str) -> Array:
+    if fld.shape is None:
+        return arr
+    want = (arr.shape[0], *fld.shape) if arr.ndim else None
+    row_shape = arr.shape[1:]
+    if len(row_shape) == len(fld.shape) and all(
+        w is None or w == g for w, g in zip(fld.shape, row_shape)
+    ):
+        return arr
+    # One value per row for a [1] (or [1, 1]) feature: the canned numeric_column's default shape.
+    known = [d for d in fld.shape if d is not None]
+    if arr.ndim == 1 and len(known) == len(fld.shape) and math.prod(known) == 1:
+        return arr.reshape((arr.shape[0], *known))
+    raise ModelInputError(
+        f"{where}: input {fld.name!r}: expected {fld.describe()} "
+        f"(array shape {_shape((None, *fld.shape))}), got shape {list(arr.shape)}"
+        + ("" if want is None else "")
+    )
+
+
+def safe_cast(fld: Field, arr: Array, where: str) -> Array:
+    """Cast ``arr`` to the field's dtype when no value changes; ``ModelInputError`` otherwise."""
+    want = fld.dtype
+    kind = arr.dtype.kind
+    if want == "string":
+        if kind in "OS":
+            return _check_strings(fld, arr, where)
+        if kind in "iu":
+            return arr.astype(str).astype(object)
+        raise _cast_error(fld, arr, where, "numbers are not cast to strings except integers")
+    target = np.dtype(want)
+    if arr.dtype == target:
+        return arr
+    if kind == "O":
+        arr = _numbers_from_objects(fld, arr, where)
+        kind = arr.dtype.kind
+        if arr.dtype == target:
+            return arr
+    if kind in "US":
+        raise _cast_error(fld, arr, where, "strings are not parsed as numbers")
+    if kind == "b":
+        return arr.astype(target)
+    if target.kind == "f":
+        return _to_float(fld, arr, target, where)
+    if target.kind in "iu":
+        return _to_int(fld, arr, target, where)
+    if target.kind == "b":
+        raise _cast_error(fld, arr, where, "only booleans feed a bool input")
+    raise _cast_error(fld, arr, where, "no exact cast")
+
+
+def _check_strings(fld: Field, arr: Array, where: str) -> Array:
+    if arr.dtype.kind == "S":
+        return arr.astype(object)
+    flat = arr.reshape(-1)
+    for i, v in enumerate(flat):
+        if not isinstance(v, (str, bytes)):
+            if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+                flat = np.array([str(x) if isinstance(x, (int, np.integer)) else x for x in flat])
+                return flat.astype(object).reshape(arr.shape)
+            raise ModelInputError(
+                f"{where}: input {fld.name!r}: expected strings, got {type(v).__name__} "
+                f"{v!r} at position {i}"
+            )
+    return arr
+
+
+def _numbers_from_objects(fld: Field, arr: Array, where: str) -> Array:
+    flat = arr.reshape(-1)
+    for i, v in enumerate(flat):
+        if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number, bool)):
+            raise ModelInputError(
+                f"{where}: input {fld.name!r}: expected {fld.dtype}, got {type(v).__name__} "
+                f"{v!r} at position {i}"
+            )
+    return np.array(flat.tolist()).reshape(arr.shape)
+
+
+def _to_float(fld: Field, arr: Array, target: np.dtype[Any], where: str) -> Array:
+    if arr.dtype.kind in "iu":
+        limit = _EXACT_INT_IN_FLOAT.get(target.name, 2**53)
+        if arr.size and int(np.abs(arr).max()) > limit:
+            bad = arr.reshape(-1)[np.argmax(np.abs(arr.reshape(-1)) > limit)]
+            raise _cast_error(
+                fld, arr, where, f"{bad} does not fit exactly in {target.name} (|x| > {limit})"
+            )
+        return arr.astype(target)
+    if arr.dtype.kind == "f":
+        finite = arr[np.isfinite(arr)]
+        if finite.size and np.abs(finite).max() > np.finfo(target).max:
+            raise _cast_error(fld, arr, where, f"values overflow {target.name}")
+        # Rounding float64 to float32 is the cast every TF user expects; overflow is not.
+        return arr.astype(target)
+    raise _cast_error(fld, arr, where, "no exact cast")
+
+
+def _to_int(fld: Field, arr: Array, target: np.dtype[Any], where: str) -> Array:
+    low, high = _INT_LIMITS.get(target.name, (np.iinfo(target).min, np.iinfo(target).max))
+    if arr.dtype.kind == "f":
+        flat = arr.reshape(-1)
+        bad = ~np.isfinite(flat) | (flat != np.round(flat))
+        if bad.any():
+            raise _cast_error(
+                fld, arr, where, f"{flat[np.argmax(bad)]!r} is not a whole number (lossy cast)"
+            )
+    if arr.size and (arr.min() < low or arr.max() > high):
+        raise _cast_error(fld, arr, where, f"values outside the range of {target.name}")
+    return arr.astype(target)
+
+
+def _cast_error(fld: Field, arr: Array, where: str, why: str) -> ModelInputError:
+    return ModelInputError(
+        f"{where}: input {fld.name!r}: expected {fld.dtype}, got {arr.dtype} ({why})"
+    )
+
+
+# -- sparse columns ---------------------------------------------------------------------------
+
+
+def _is_sparse_triple(value: Any) -> bool:
+    if all(hasattr(value, a) for a in ("indices", "values", "dense_shape")):
+        return True
+    return isinstance(value, tuple) and len(value) == 3 and not isinstance(value, RecordColumn)
+
+
+def _triple(value: Any) -> tuple[Any, Any, Any]:
+    if isinstance(value, tuple):
+        return value[0], value[1], value[2]
+    return value.indices, value.values, value.dense_shape
+
+
+def empty_sparse(fld: Field, rows: int) -> SparseColumn:
+    """A sparse column with ``rows`` empty rows."""
+    return SparseColumn(
+        np.zeros((0, 2), np.int64),
+        np.zeros(0, dtype=_np_dtype(fld.dtype)),
+        np.array([rows, 0], np.int64),
+    )
+
+
+def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn:
+    """A sparse column from lists of values per row, or from an (indices, values, shape) triple."""
+    if _is_sparse_triple(value):
+        indices, values, dense_shape = (np.asarray(_as_numpy(x)) for x in _triple(value))
+        vals = safe_cast(fld, _to_array(fld, values, where), where).reshape(-1)
+        idx = _to_int(fld, indices.astype(np.int64) if indices.size == 0 else indices,
+                      np.dtype("int64"), where)
+        return SparseColumn(idx.reshape(-1, dense_shape.size), vals, dense_shape.astype(np.int64))
+    lengths: list[int] = []
+    flat: list[Any] = []
+    for v in value:
+        if _missing(v):
+            lengths.append(0)
+        elif _is_scalar(v):
+            lengths.append(1)
+            flat.append(v)
+        else:
+            items = list(v)
+            lengths.append(len(items))
+            flat.extend(items)
+    return sparse_from_lengths(fld, np.asarray(lengths, np.int64), flat, where)
+
+
+def sparse_from_lengths(fld: Field, lengths: Array, flat: Any, where: str) -> SparseColumn:
+    """The COO form of a variable-length column given its row lengths and flattened values."""
+    rows = lengths.size
+    values = safe_cast(fld, _to_array(fld, flat if len(flat) else [], where), where).reshape(-1)
+    if fld.dtype != "string" and values.dtype == object:
+        values = values.astype(_np_dtype(fld.dtype))
+    if values.size == 0:
+        values = np.zeros(0, dtype=_np_dtype(fld.dtype))
+    row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    positions = np.arange(values.size, dtype=np.int64) - np.repeat(starts, lengths)
+    width = int(lengths.max()) if rows else 0
+    return SparseColumn(
+        np.stack([row_ids, positions], axis=1),
+        values,
+        np.array([rows, width], np.int64),
+    )
+
+
+def _as_numpy(value: Any) -> Any:
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+# -- examples --------------------------------------------------------------------------------
+
+
+def _row_count(columns: Mapping[str, Column], where: str) -> int:
+    for col in columns.values():
+        return col.rows if isinstance(col, SparseColumn) else int(col.shape[0])
+    raise ValueError(f"{where}: no columns")
+
+
+def _split_rows(col: Column, rows: int) -> list[Any]:
+    if isinstance(col, SparseColumn):
+        out: list[list[Any]] = [[] for _ in range(rows)]
+        for (row, _), value in zip(col.indices.tolist(), col.values.tolist()):
+            out[row].append(value)
+        return out
+    return [row.reshape(-1).tolist() for row in col]
+
+
+def _feature(train: Any, dtype: str, values: list[Any]) -> Any:
+    if dtype == "string":
+        data = [v if isinstance(v, bytes) else str(v).encode() for v in values]
+        return train.Feature(bytes_list=train.BytesList(value=data))
+    if dtype.startswith("float"):
+        return train.Feature(float_list=train.FloatList(value=values))
+    return train.Feature(int64_list=train.Int64List(value=values))

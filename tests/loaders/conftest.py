@@ -1,0 +1,77 @@
+"""Tiny real models shared by the loader tests: one Estimator with two exports, one Keras model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from loaders.support import (
+    COLORS,
+    ROWS,
+    EstimatorExports,
+    KerasExport,
+    features_fn,
+    make_rows,
+)
+
+
+@pytest.fixture(scope="session")
+def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExports:
+    from tfship._tf import estimator, tf
+
+    t, est = tf(), estimator()
+    fc = t.feature_column
+    columns = [
+        fc.numeric_column("x"),
+        fc.numeric_column("v2", shape=[2]),
+        fc.indicator_column(fc.categorical_column_with_vocabulary_list("color", COLORS)),
+        fc.embedding_column(fc.categorical_column_with_hash_bucket("tags", 16), 3),
+    ]
+    root = tmp_path_factory.mktemp("estimator")
+    rows = make_rows(ROWS, seed=0)
+    labels = (rows["x"] + rows["v2"][:, 0] > 0).astype(np.int64)
+
+    def train_fn() -> Any:
+        return t.data.Dataset.from_tensors((features_fn(t, rows), labels)).repeat()
+
+    model = est.DNNClassifier(
+        hidden_units=[8], feature_columns=columns, model_dir=str(root / "model"), n_classes=2
+    )
+    model.train(train_fn, steps=5)
+    spec = fc.make_parse_example_spec(columns)
+    parsing = model.export_saved_model(
+        str(root / "parsing"), est.export.build_parsing_serving_input_receiver_fn(spec)
+    )
+
+    def raw_receiver() -> Any:
+        g = t.compat.v1
+        receivers = {
+            "x": g.placeholder(t.float32, [None], name="x"),
+            "v2": g.placeholder(t.float32, [None, 2], name="v2"),
+            "color": g.placeholder(t.string, [None], name="color"),
+            "tags": g.sparse_placeholder(t.string, [None, None], name="tags"),
+        }
+        return est.export.ServingInputReceiver(receivers, receivers)
+
+    raw = model.export_saved_model(str(root / "raw"), raw_receiver)
+    return EstimatorExports(model, columns, rows, Path(parsing.decode()), Path(raw.decode()))
+
+
+@pytest.fixture(scope="session")
+def keras_export(tmp_path_factory: pytest.TempPathFactory) -> KerasExport:
+    from tfship._tf import tf
+
+    t = tf()
+    t.keras.utils.set_random_seed(1)
+    a = t.keras.Input(shape=(3,), name="a", dtype="float32")
+    b = t.keras.Input(shape=(), name="b", dtype="int64")
+    hidden = t.keras.layers.Dense(4, activation="relu")(a)
+    shifted = hidden + t.cast(t.expand_dims(b, 1), t.float32)
+    out = t.keras.layers.Dense(2, name="score")(shifted)
+    model = t.keras.Model({"a": a, "b": b}, {"score": out})
+    path = tmp_path_factory.mktemp("keras") / "1"
+    t.saved_model.save(model, str(path))
+    return KerasExport(model, path)

@@ -1,0 +1,94 @@
+"""Helpers of the loader tests: rows, their feature tensors, and the models' own predictions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+COLORS = ["red", "green", "blue"]
+ROWS = 48
+
+
+@dataclass
+class EstimatorExports:
+    """A DNNClassifier trained a few steps, its raw rows and its exports."""
+
+    estimator: Any
+    feature_columns: list[Any]
+    rows: dict[str, Any]
+    parsing: Path
+    raw: Path
+
+
+def make_rows(n: int, seed: int) -> dict[str, Any]:
+    """n rows: numeric ``x``, fixed-length ``v2`` [2], categorical ``color``, var-length ``tags``."""
+    rng = np.random.default_rng(seed)
+    tags = [[f"t{j}" for j in rng.integers(0, 6, size=rng.integers(0, 4))] for _ in range(n)]
+    return {
+        "x": rng.normal(size=n).astype(np.float32),
+        "v2": rng.normal(size=(n, 2)).astype(np.float32),
+        "color": rng.choice(COLORS, size=n).astype(object),
+        "tags": tags,
+    }
+
+
+def records_of(rows: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same rows as record dicts (Python types, as JSON would give them)."""
+    n = len(rows["x"])
+    return [
+        {
+            "x": float(rows["x"][i]),
+            "v2": [float(v) for v in rows["v2"][i]],
+            "color": str(rows["color"][i]),
+            "tags": list(rows["tags"][i]),
+        }
+        for i in range(n)
+    ]
+
+
+def _sparse_tags(tf: Any, tags: list[list[str]]) -> Any:
+    indices = [[i, j] for i, row in enumerate(tags) for j in range(len(row))]
+    values = [v for row in tags for v in row]
+    width = max((len(r) for r in tags), default=0)
+    return tf.sparse.SparseTensor(
+        tf.constant(indices, tf.int64, shape=[len(indices), 2]),
+        tf.constant(values, tf.string, shape=[len(values)]),
+        [len(tags), width],
+    )
+
+
+def features_fn(tf: Any, rows: dict[str, Any]) -> dict[str, Any]:
+    """The feature tensors an input_fn yields for ``rows`` (categoricals as the parser does)."""
+    color = [[c] for c in rows["color"]]
+    return {
+        "x": tf.constant(rows["x"]),
+        "v2": tf.constant(rows["v2"]),
+        "color": _sparse_tags(tf, color),
+        "tags": _sparse_tags(tf, rows["tags"]),
+    }
+
+
+def estimator_predictions(exports: EstimatorExports, rows: dict[str, Any]) -> dict[str, Any]:
+    """``estimator.predict`` on ``rows``, stacked per key."""
+    from tfship._tf import tf
+
+    t = tf()
+
+    def input_fn() -> Any:
+        return t.data.Dataset.from_tensors(features_fn(t, rows))
+
+    preds = list(exports.estimator.predict(input_fn, yield_single_examples=True))
+    return {k: np.stack([p[k] for p in preds]) for k in preds[0]}
+
+
+
+
+@dataclass
+class KerasExport:
+    """A small Keras functional model saved with ``tf.saved_model.save``."""
+
+    model: Any
+    path: Path
