@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,3 +21,47 @@ def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+@dataclass(frozen=True)
+class TinyModel:
+    """One small model trained per test session on the penguins, with its exports."""
+
+    workdir: Path
+    schema_path: Path
+    train_csv: Path
+    eval_csv: Path
+    model_dir: Path
+    result: Any
+
+    @property
+    def schema(self) -> Any:
+        from tfship.schema import Schema
+
+        return Schema.load(self.schema_path)
+
+    def export(self, kind: str = "best") -> Path:
+        """The newest version directory of one exporter (best, latest or final)."""
+        return Path(self.result.exports[kind][-1])
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
+    """A dnn trained for a few steps on the penguins with best, latest and final exports."""
+    from tfship.data import infer_schema, penguins_split
+    from tfship.trainer import ModelConfig, RunOptions, train
+
+    workdir = tmp_path_factory.mktemp("tiny_model")
+    train_csv, eval_csv = penguins_split(workdir / "data")
+    schema = infer_schema(train_csv, "species")
+    schema_path = workdir / "schema.json"
+    schema.save(schema_path)
+    result = train(
+        schema,
+        workdir / "model",
+        [str(train_csv)],
+        [str(eval_csv)],
+        model=ModelConfig("dnn", hidden_units=(8,)),
+        run=RunOptions(max_steps=60, checkpoint_every=30, log_every=30),
+    )
+    return TinyModel(workdir, schema_path, train_csv, eval_csv, workdir / "model", result)

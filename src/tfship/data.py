@@ -25,7 +25,8 @@ __all__ = ["infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 VOCABULARY_LIMIT = 50
 # A vocabulary this small is shown to the model one-hot; larger ones get an embedding.
 INDICATOR_LIMIT = 10
-EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
+EVAL_EVERY = 5
+SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory  # every 5th penguin (by row) is held out for evaluation
 
 
 def penguins_csv() -> Path:
@@ -171,7 +172,6 @@ def synthesize(
     path: str | os.PathLike[str],
     *,
     seed: int = 0,
-    chunk_rows: int = 100_000,
 ) -> Path:
     """Write ``rows`` synthetic CSV rows for a schema, in chunks so memory stays flat.
 
@@ -183,16 +183,16 @@ def synthesize(
 
     if rows < 0:
         raise ValueError(f"rows must be >= 0, found {rows}")
-    rng = np.random.default_rng(seed)
     out = Path(path)
     header = [*schema.feature_names, schema.label.name]
     tmp = out.with_name(f".{out.name}.tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
-        for start in range(0, rows, chunk_rows):
-            n = min(chunk_rows, rows - start)
-            writer.writerows(_synth_chunk(schema, n, rng))
+        for block, start in enumerate(range(0, rows, SYNTH_BLOCK_ROWS)):
+            # One generator per block: the file depends on the seed alone, never on chunking.
+            rng = np.random.default_rng([seed, block])
+            writer.writerows(_synth_chunk(schema, min(SYNTH_BLOCK_ROWS, rows - start), rng))
     tmp.replace(out)
     return out
 

@@ -1,0 +1,42 @@
+"""A minimal Estimator trainer driven by one schema.
+
+A Keras model (``linear``, ``dnn`` or ``two_tower``) computes logits inside the ``model_fn``; a
+``tf.estimator`` Head chosen from the schema's label gives the loss, metrics and export
+signatures; ``train_and_evaluate`` checkpoints, evaluates the whole eval set and exports.
+
+Example:
+    >>> from tfship.trainer import train, ModelConfig, RunOptions   # doctest: +SKIP
+    >>> train(schema, "model", ["train.csv"], ["eval.csv"], model=ModelConfig("dnn"),
+    ...       run=RunOptions(max_steps=200))                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from tfship.trainer._input import InputConfig, make_input_fn
+from tfship.trainer._model import MODEL_KINDS, ModelConfig, build_keras_model, make_head, make_model_fn
+from tfship.trainer._train import (
+    EXPORT_KINDS,
+    RunOptions,
+    TrainResult,
+    build_estimator,
+    parsing_receiver_fn,
+    read_trainer_file,
+    train,
+)
+
+__all__ = [
+    "EXPORT_KINDS",
+    "MODEL_KINDS",
+    "InputConfig",
+    "ModelConfig",
+    "RunOptions",
+    "TrainResult",
+    "build_estimator",
+    "build_keras_model",
+    "make_head",
+    "make_input_fn",
+    "make_model_fn",
+    "parsing_receiver_fn",
+    "read_trainer_file",
+    "train",
+]

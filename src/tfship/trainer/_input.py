@@ -1,0 +1,155 @@
+"""Training and evaluation ``input_fn``s over CSV and TFRecord files, driven by the schema."""
+
+from __future__ import annotations
+
+import csv
+import glob
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tfship._tf import tf
+from tfship.errors import DataError, InputError
+from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS, Schema
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    """How files are read: batch, shuffling, epochs and parallelism.
+
+    Example:
+        >>> InputConfig(batch_size=64, epochs=None).shuffle_buffer
+        1000
+    """
+
+    batch_size: int = 32
+    epochs: int | None = None
+    shuffle_buffer: int = 1000
+    reader_threads: int = 1
+    parser_threads: int = 2
+    prefetch: int = 2
+    seed: int = 0
+
+
+def expand(patterns: Sequence[str]) -> list[str]:
+    """Files matched by the globs, sorted, so every run reads them in the same order.
+
+    Raises:
+        InputError: a pattern matches nothing.
+    """
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(glob.glob(pattern))
+        if not matched:
+            raise InputError(f"no file matches {pattern!r}")
+        files.extend(matched)
+    return files
+
+
+def make_input_fn(
+    schema: Schema, patterns: Sequence[str], config: InputConfig, *, training: bool
+) -> Callable[[], Any]:
+    """An Estimator ``input_fn`` yielding ``(features, labels)`` batches from CSV or TFRecord files.
+
+    The format is chosen from the first file's extension (``.csv`` or anything else for
+    TFRecord of ``tf.Example``). Evaluation reads every file once, in order, unshuffled.
+    """
+    files = expand(patterns)
+    if files[0].endswith(".csv"):
+        header = _csv_header(files[0], schema)
+        return lambda: _csv_dataset(schema, files, header, config, training)
+    return lambda: _tfrecord_dataset(schema, files, config, training)
+
+
+def _csv_header(path: str, schema: Schema) -> list[str]:
+    with open(path, newline="") as fh:
+        header = next(csv.reader(fh), [])
+    wanted = [*schema.feature_names, schema.label.name]
+    missing = [
+        n for n in wanted if n not in header and (n == schema.label.name or schema.feature(n).required)
+    ]
+    if missing:
+        raise DataError(f"{path}: columns {missing} are missing; the header has {header}")
+    return header
+
+
+def _csv_dataset(
+    schema: Schema, files: list[str], header: list[str], config: InputConfig, training: bool
+) -> Any:
+    t = tf()
+    # Every column is read as a string and converted per feature, so "NA" and empty cells
+    # take the schema's default the same way the loaders do.
+    defaults = [[""] for _ in header]
+    dataset = t.data.experimental.CsvDataset(files, defaults, header=True)
+    dataset = dataset.map(lambda *cols: dict(zip(header, cols)))
+    dataset = _shuffle_repeat(dataset, config, training)
+    dataset = dataset.batch(config.batch_size)
+    dataset = dataset.map(lambda rows: _convert_batch(schema, rows), num_parallel_calls=config.parser_threads)
+    return dataset.prefetch(config.prefetch)
+
+
+def _shuffle_repeat(dataset: Any, config: InputConfig, training: bool) -> Any:
+    if training:
+        dataset = dataset.shuffle(config.shuffle_buffer, seed=config.seed, reshuffle_each_iteration=True)
+        return dataset.repeat(config.epochs)
+    return dataset
+
+
+def _convert_batch(schema: Schema, rows: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    t = tf()
+    features = {}
+    for f in schema.features:
+        if f.name not in rows:
+            features[f.name] = _default_column(f, t.shape(next(iter(rows.values())))[0])
+            continue
+        features[f.name] = _convert_column(f, rows[f.name])
+    label_feature_dtype = schema.label.dtype
+    label = rows[schema.label.name]
+    if label_feature_dtype != "string":
+        label = t.strings.to_number(label, out_type=getattr(t, label_feature_dtype))
+    return features, label
+
+
+def _is_missing(t: Any, column: Any) -> Any:
+    stripped = t.strings.strip(column)
+    return t.reduce_any(t.stack([t.equal(stripped, m) for m in sorted(MISSING_TOKENS)]), axis=0)
+
+
+def _convert_column(f: Any, column: Any) -> Any:
+    t = tf()
+    dtype = getattr(t, f.dtype)
+    if f.shape is None:
+        parts = t.strings.split(t.where(_is_missing(t, column), "", column), CSV_LIST_SEPARATOR)
+        values = parts if f.dtype == "string" else t.strings.to_number(parts, out_type=dtype)
+        return values.to_sparse()
+    if f.shape:
+        parts = t.strings.split(column, CSV_LIST_SEPARATOR).to_tensor(shape=[None, f.size])
+        values = parts if f.dtype == "string" else t.strings.to_number(parts, out_type=dtype)
+        return t.reshape(values, [-1, *f.shape])
+    default = "" if f.default is None else str(f.default)
+    filled = t.where(_is_missing(t, column), default, column)
+    return filled if f.dtype == "string" else t.strings.to_number(filled, out_type=dtype)
+
+
+def _default_column(f: Any, batch: Any) -> Any:
+    t = tf()
+    return t.fill([batch], t.constant(f.default, dtype=getattr(t, f.dtype)))
+
+
+def _tfrecord_dataset(schema: Schema, files: list[str], config: InputConfig, training: bool) -> Any:
+    t = tf()
+    spec = schema.parse_spec(include_label=True)
+    dataset = t.data.Dataset.from_tensor_slices(files)
+    dataset = dataset.interleave(
+        t.data.TFRecordDataset, cycle_length=config.reader_threads, deterministic=True
+    )
+    dataset = _shuffle_repeat(dataset, config, training)
+    dataset = dataset.batch(config.batch_size)
+
+    def parse(serialized: Any) -> tuple[dict[str, Any], Any]:
+        parsed = t.io.parse_example(serialized, spec)
+        label = parsed.pop(schema.label.name)
+        return parsed, label
+
+    dataset = dataset.map(parse, num_parallel_calls=config.parser_threads)
+    return dataset.prefetch(config.prefetch)

@@ -1,0 +1,73 @@
+"""Bundled penguins, schema inference and synthetic data."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tfship.data import infer_schema, penguins_split, synthesize
+from tfship.errors import DataError, InputError
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_penguins_split_is_fixed_and_complete(tmp_path: Path) -> None:
+    train, evaluation = penguins_split(tmp_path)
+    assert (len(_rows(train)), len(_rows(evaluation))) == (276, 68)
+    again_train, _ = penguins_split(tmp_path / "again")
+    assert train.read_bytes() == again_train.read_bytes()
+
+
+def test_infer_schema_on_penguins(tmp_path: Path) -> None:
+    train, _ = penguins_split(tmp_path)
+    schema = infer_schema(train, "species")
+    assert schema.label.kind == "multiclass"
+    assert schema.label.vocabulary == ("Adelie", "Chinstrap", "Gentoo")
+    island = schema.feature("island")
+    assert island.dtype == "string" and island.use["vocabulary"] == ["Biscoe", "Dream", "Torgersen"]
+    assert schema.feature("bill_length_mm").dtype == "float32"
+    assert schema.feature("bill_length_mm").default is not None  # it has NA values
+    assert schema.feature("year").dtype == "int64" and schema.feature("year").default is None
+    assert schema.feature("sex").default == ""
+
+
+def test_infer_schema_high_cardinality_gets_hash_buckets(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("user,score,y\n" + "".join(f"u{i},{i * 0.5},{i % 2}\n" for i in range(200)))
+    schema = infer_schema(path, "y")
+    assert schema.feature("user").use["kind"] == "hash"
+    assert schema.feature("user").use["buckets"] == 512
+    assert schema.label.kind == "binary" and schema.label.vocabulary is None
+
+
+def test_infer_schema_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"does not exist"):
+        infer_schema(tmp_path / "none.csv", "y")
+    path = tmp_path / "d.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match=r"label column 'y' is not in .*columns are \['a', 'b'\]"):
+        infer_schema(path, "y")
+    path.write_text("a,b\n1,2\n3\n")
+    with pytest.raises(DataError, match=r"d.csv:3: 1 fields, the header has 2"):
+        infer_schema(path, "b")
+
+
+def test_synthesize_follows_the_schema(tmp_path: Path) -> None:
+    train, _ = penguins_split(tmp_path)
+    schema = infer_schema(train, "species")
+    out = synthesize(schema, 2500, tmp_path / "synth.csv", seed=3)
+    rows = _rows(out)
+    assert len(rows) == 2500
+    for i, row in enumerate(rows[:200]):
+        schema.convert_record(row, where=f"synth.csv:{i + 2}")
+        assert schema.convert_label(row) in schema.label.vocabulary
+    assert {r["species"] for r in rows} == set(schema.label.vocabulary)
+    again = synthesize(schema, 2500, tmp_path / "again.csv", seed=3)
+    assert again.read_bytes() == out.read_bytes()
+    other = synthesize(schema, 2500, tmp_path / "other.csv", seed=4)
+    assert other.read_bytes() != out.read_bytes()
