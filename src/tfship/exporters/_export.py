@@ -1,0 +1,415 @@
+"""Export one checkpoint of an Estimator: build, stage, verify, publish.
+
+The graph is built the way ``Estimator.export_saved_model`` builds it (the Estimator's own
+``model_fn`` in PREDICT mode, its saver and local init op), but the SignatureDefs come from
+``_signatures`` (so ``serving_default`` always exists), the SavedModel is written to a staging
+sibling, verified by loading it back, and only then renamed to its version number.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfship._tf import estimator as _estimator_module
+from tfship._tf import tf
+from tfship.errors import ExportError, TfshipError
+from tfship.exporters._errors import CheckpointNotFoundError, VerificationError
+from tfship.exporters._publish import (
+    ASSETS_EXTRA,
+    METADATA_FILE,
+    next_version,
+    publish,
+    staging_dir,
+    sweep_staging,
+    write_json_atomic,
+)
+from tfship.exporters._signatures import SERVING_DEFAULT, SignatureReport, build_signatures
+from tfship.exporters._warmup import (
+    WARMUP_FILE,
+    build_warmup_logs,
+    replay,
+    write_warmup,
+)
+
+logger = logging.getLogger("tfship.exporters")
+VERSION_BY = ("time", "step")
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What one export wrote.
+
+    Attributes:
+        path: the published version directory.
+        version: its number.
+        global_step: the checkpoint's global step (``None`` if it has none).
+        checkpoint: the checkpoint path exported.
+        signatures: the signature report (written and excluded, with reasons).
+        metadata: the content of ``assets.extra/tfship.json``.
+        verified: whether the export was loaded back and checked before publishing.
+        warmup_records: number of warmup requests written (and replayed when verified).
+        seconds: wall time of the export.
+
+    Example:
+        >>> result = export_model(est, "export/manual", receiver)  # doctest: +SKIP
+        >>> result.path.name.isdigit()  # doctest: +SKIP
+        True
+    """
+
+    path: Path
+    version: int
+    global_step: int | None
+    checkpoint: str
+    signatures: SignatureReport
+    metadata: dict[str, Any] = field(repr=False)
+    verified: bool = True
+    warmup_records: int = 0
+    seconds: float = 0.0
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def export_model(
+    estimator: Any,
+    export_dir_base: str | os.PathLike[str],
+    receiver: Any,
+    *,
+    checkpoint_path: str | None = None,
+    version: int | None = None,
+    version_by: str = "time",
+    assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
+    as_text: bool = False,
+    warmup: Iterable[Any] | None = None,
+    verify: bool = True,
+    exporter: Mapping[str, Any] | None = None,
+    eval_result: Mapping[str, Any] | None = None,
+) -> ExportResult:
+    """Export a checkpoint of ``estimator`` as a new version under ``export_dir_base``.
+
+    Args:
+        estimator: a ``tf.estimator.Estimator`` (canned or with a custom ``model_fn``).
+        export_dir_base: the directory holding the versions (TF Serving's base path).
+        receiver: a ``Receiver`` or any ``serving_input_receiver_fn``.
+        checkpoint_path: the checkpoint to export (default: the newest in the model dir).
+        version: an explicit version number (default: chosen by ``version_by``).
+        version_by: ``"time"`` for ``max(now_seconds, newest + 1)``, ``"step"`` for the
+            checkpoint's global step.
+        assets_extra: destination under ``assets.extra/`` -> source file to copy.
+        as_text: write ``saved_model.pbtxt`` instead of ``saved_model.pb``.
+        warmup: records (``tf.train.Example``, bytes or dicts) for warmup requests.
+        verify: load the staged export, check its signatures, replay warmup before publishing.
+        exporter: extra metadata about the exporter that asked for the export.
+        eval_result: the evaluation metrics of this checkpoint, recorded in the metadata.
+
+    Returns:
+        An ``ExportResult``.
+
+    Raises:
+        CheckpointNotFoundError: no checkpoint to export.
+        ExportError: the export failed; nothing was published, no staging directory remains.
+
+    Example:
+        >>> result = export_model(est, base, parsing_receiver(schema))  # doctest: +SKIP
+        >>> sorted(result.signatures.written)  # doctest: +SKIP
+        ['classification', 'predict', 'regression', 'serving_default']
+    """
+    if version_by not in VERSION_BY:
+        raise ValueError(f"version_by must be one of {', '.join(VERSION_BY)}, got {version_by!r}")
+    if not callable(receiver):
+        raise TypeError(f"receiver must be a Receiver or a receiver function, got {receiver!r}")
+    started = time.perf_counter()
+    base = Path(os.fsdecode(export_dir_base))
+    ckpt = _checkpoint(estimator, checkpoint_path)
+    step = checkpoint_step(ckpt)
+    base.mkdir(parents=True, exist_ok=True)
+    sweep_staging(base)
+    number = _choose_version(base, version, version_by, step)
+    final = base / str(number)
+    if final.exists():
+        raise ExportError(f"version {number} already exists in {base}; choose another version")
+    staging = staging_dir(base, number)
+    staging.mkdir()
+    try:
+        report, n_warmup, metadata = _write(
+            estimator,
+            staging,
+            receiver,
+            ckpt,
+            step,
+            number,
+            as_text,
+            assets_extra,
+            warmup,
+            exporter,
+            eval_result,
+        )
+        if verify:
+            verify_export(staging, set(report.written), n_warmup)
+        publish(staging, final)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, TfshipError) or not isinstance(exc, Exception):
+            raise
+        raise ExportError(f"export of checkpoint {ckpt} to {base} failed: {_first_line(exc)}") from exc
+    logger.info(report.log_line())
+    return ExportResult(
+        path=final,
+        version=number,
+        global_step=step,
+        checkpoint=ckpt,
+        signatures=report,
+        metadata=metadata,
+        verified=verify,
+        warmup_records=n_warmup,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _write(
+    est: Any,
+    staging: Path,
+    receiver: Any,
+    ckpt: str,
+    step: int | None,
+    number: int,
+    as_text: bool,
+    assets_extra: Mapping[str, Any] | None,
+    warmup: Iterable[Any] | None,
+    exporter: Mapping[str, Any] | None,
+    eval_result: Mapping[str, Any] | None,
+) -> tuple[SignatureReport, int, dict[str, Any]]:
+    sigs, report = _build_saved_model(est, staging, receiver, ckpt, as_text)
+    extra = staging / ASSETS_EXTRA
+    for dest, src in (assets_extra or {}).items():
+        target = extra / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(os.fspath(src), target)
+    n_warmup = 0
+    if warmup is not None:
+        logs = build_warmup_logs(warmup, sigs[SERVING_DEFAULT], receiver, signature_key=SERVING_DEFAULT)
+        write_warmup(extra / WARMUP_FILE, logs)
+        n_warmup = len(logs)
+    metadata = _metadata(est, receiver, ckpt, step, number, report, n_warmup, exporter, eval_result)
+    extra.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(extra / METADATA_FILE, metadata)
+    return report, n_warmup, metadata
+
+
+def _build_saved_model(
+    est: Any, staging: Path, receiver: Any, ckpt: str, as_text: bool
+) -> tuple[dict[str, Any], SignatureReport]:
+    t = tf()
+    v1 = t.compat.v1
+    mode = _estimator_module().ModeKeys.PREDICT
+    with t.Graph().as_default():
+        v1.train.get_or_create_global_step()
+        if est.config.tf_random_seed is not None:
+            v1.random.set_random_seed(est.config.tf_random_seed)
+        rec = receiver()
+        spec = est.model_fn(
+            features=rec.features,
+            labels=getattr(rec, "labels", None),
+            mode=mode,
+            config=est.config,
+        )
+        outputs = spec.export_outputs or {
+            SERVING_DEFAULT: _estimator_module().export.PredictOutput(spec.predictions)
+        }
+        sigs, report = build_signatures(rec, outputs)
+        saver = spec.scaffold.saver or v1.train.Saver(sharded=True)
+        local_init = spec.scaffold.local_init_op or v1.train.Scaffold.default_local_init_op()
+        with v1.Session(config=est.config.session_config) as sess:
+            try:
+                saver.restore(sess, ckpt)
+            except (t.errors.NotFoundError, t.errors.InvalidArgumentError) as exc:
+                raise ExportError(
+                    f"checkpoint {ckpt} does not hold the variables the model needs: {_first_line(exc)}"
+                ) from exc
+            builder = v1.saved_model.Builder(str(staging))
+            builder.add_meta_graph_and_variables(
+                sess,
+                [t.saved_model.SERVING],
+                signature_def_map=sigs,
+                assets_collection=v1.get_collection(v1.GraphKeys.ASSET_FILEPATHS),
+                main_op=local_init,
+                saver=saver,
+                strip_default_attrs=True,
+            )
+            builder.save(as_text)
+    return sigs, report
+
+
+def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
+    """Load an export, check its signatures resolve, and replay its warmup file.
+
+    Returns:
+        The number of warmup requests replayed.
+
+    Raises:
+        VerificationError: the export does not load, a signature is missing or broken, or a
+            warmup request fails.
+    """
+    t = tf()
+    v1 = t.compat.v1
+    with t.Graph().as_default() as graph, v1.Session() as sess:
+        try:
+            mg = v1.saved_model.loader.load(sess, [t.saved_model.SERVING], str(path))
+        except Exception as exc:  # any load failure means the export is unusable
+            raise VerificationError(f"staged export does not load: {_first_line(exc)}") from exc
+        found = set(mg.signature_def)
+        if SERVING_DEFAULT not in found or found != expected:
+            raise VerificationError(
+                f"staged export has signatures {sorted(found)}, expected {sorted(expected)}"
+            )
+        for key, sig in mg.signature_def.items():
+            _check_tensors(graph, key, sig)
+        if not n_warmup:
+            return 0
+        from tfship.exporters._warmup import read_warmup
+
+        logs = read_warmup(path / ASSETS_EXTRA / WARMUP_FILE)
+        try:
+            return replay(sess, mg, logs)
+        except ExportError as exc:
+            raise VerificationError(str(exc)) from exc
+
+
+def _check_tensors(graph: Any, key: str, sig: Any) -> None:
+    for io, infos in (("input", sig.inputs), ("output", sig.outputs)):
+        for name, info in infos.items():
+            names = [info.name] if info.name else []
+            if info.HasField("coo_sparse"):
+                c = info.coo_sparse
+                names = [c.indices_tensor_name, c.values_tensor_name, c.dense_shape_tensor_name]
+            for tensor_name in names:
+                try:
+                    graph.get_tensor_by_name(tensor_name)
+                except (KeyError, ValueError) as exc:
+                    raise VerificationError(
+                        f"signature {key!r} {io} {name!r}: tensor {tensor_name} not in the graph"
+                    ) from exc
+
+
+def checkpoint_step(ckpt: str) -> int | None:
+    """The global step stored in a checkpoint, or ``None``."""
+    t = tf()
+    try:
+        return int(t.train.load_variable(ckpt, "global_step"))
+    except (t.errors.NotFoundError, ValueError, KeyError):
+        return None
+
+
+def _checkpoint(est: Any, checkpoint_path: str | None) -> str:
+    t = tf()
+    if checkpoint_path is None:
+        found = t.train.latest_checkpoint(est.model_dir)
+        if not found:
+            raise CheckpointNotFoundError(
+                f"no checkpoint in model directory {est.model_dir}; train first or pass checkpoint_path",
+                path=str(est.model_dir),
+            )
+        return str(found)
+    path = os.fspath(checkpoint_path)
+    if t.io.gfile.isdir(path):
+        found = t.train.latest_checkpoint(path)
+        if not found:
+            raise CheckpointNotFoundError(f"no checkpoint in directory {path}", path=path)
+        return str(found)
+    if not t.io.gfile.exists(path + ".index"):
+        raise CheckpointNotFoundError(f"checkpoint {path} not found (expected {path}.index)", path=path)
+    return path
+
+
+def _choose_version(base: Path, version: int | None, version_by: str, step: int | None) -> int:
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ValueError(f"version must be a non-negative int, got {version!r}")
+        return version
+    if version_by == "step":
+        if step is None:
+            raise ExportError("version_by='step' but the checkpoint has no global_step")
+        return step
+    return next_version(base)
+
+
+def _metadata(
+    est: Any,
+    receiver: Any,
+    ckpt: str,
+    step: int | None,
+    number: int,
+    report: SignatureReport,
+    n_warmup: int,
+    exporter: Mapping[str, Any] | None,
+    eval_result: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    import tfship
+
+    t = tf()
+    now = time.time()
+    schema = getattr(receiver, "schema", None)
+    describe = getattr(receiver, "describe", None)
+    return {
+        "format": 1,
+        "version": number,
+        "exporter": dict(exporter or {}),
+        "global_step": step,
+        "checkpoint": ckpt,
+        "model_dir": str(est.model_dir),
+        "created": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_unix": round(now, 3),
+        "metrics": jsonable_metrics(eval_result or {}),
+        "tensorflow": t.__version__,
+        "tensorflow_estimator": _estimator_version(),
+        "tfship": tfship.__version__,
+        "receiver": describe() if callable(describe) else {"kind": "custom"},
+        "schema": schema.to_dict() if schema is not None and hasattr(schema, "to_dict") else None,
+        "signatures": report.to_dict(),
+        "warmup": {"records": n_warmup, "signature": SERVING_DEFAULT} if n_warmup else None,
+    }
+
+
+def jsonable_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Numeric metrics as JSON values; NaN and infinities become the strings ``"nan"``, ...
+
+    Example:
+        >>> jsonable_metrics({"auc": 0.5, "loss": float("nan"), "path": b"x"})
+        {'auc': 0.5, 'loss': 'nan'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(value, (bytes, str)):
+            continue
+        if math.isfinite(number):
+            out[str(key)] = int(number) if key == "global_step" else number
+        else:
+            out[str(key)] = str(number)
+    return out
+
+
+def _estimator_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("tensorflow-estimator")
+    except Exception:  # metadata may be missing in unusual installs
+        return "unknown"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

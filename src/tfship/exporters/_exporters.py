@@ -1,0 +1,597 @@
+"""``LatestExporter``, ``FinalExporter`` and ``BestExporter``: drop-ins for ``EvalSpec``.
+
+``train_and_evaluate`` calls ``exporter.export(estimator, export_path, checkpoint_path,
+eval_result, is_the_final_export)`` after each evaluation, with ``export_path =
+<model_dir>/export/<name>``. The logic lives in plain classes here; the public classes also
+derive from ``tf.estimator.Exporter`` (which ``EvalSpec`` requires) and are created on first use
+by ``exporter_class`` so that importing tfship never imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import os
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfship.exporters._errors import MetricNotFoundError
+from tfship.exporters._export import ExportResult, checkpoint_step, export_model
+from tfship.exporters._publish import (
+    Version,
+    list_versions,
+    sweep_staging,
+    write_json_atomic,
+)
+
+logger = logging.getLogger("tfship.exporters")
+
+BEST_RECORD_FILE = "tfship-best.json"
+MODES = ("min", "max", "auto")
+_MAX_HINTS = ("auc", "acc", "precision", "recall", "f1", "fmeasure", "map", "ndcg", "r2")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One exporter decision: what was done, to which version, and the log line said.
+
+    Example:
+        >>> Decision("skipped", None, 400, "skipped: auc 0.889 <= best 0.912").exported
+        False
+    """
+
+    action: str
+    version: int | None
+    global_step: int | None
+    line: str
+
+    @property
+    def exported(self) -> bool:
+        """Whether this decision published a version."""
+        return self.action == "exported"
+
+
+def resolve_mode(metric: str, mode: str) -> str:
+    """``min`` or ``max`` for ``metric``; ``auto`` means max for auc/accuracy-like names.
+
+    Example:
+        >>> resolve_mode("auc_precision_recall", "auto"), resolve_mode("average_loss", "auto")
+        ('max', 'min')
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode != "auto":
+        return mode
+    leaf = metric.rsplit("/", 1)[-1].lower()
+    if "loss" in leaf or "error" in leaf:
+        return "min"
+    return "max" if any(h in leaf for h in _MAX_HINTS) else "min"
+
+
+def fmt(value: float | None) -> str:
+    """A metric value as it appears in log lines (6 significant digits)."""
+    return "none" if value is None else f"{value:.6g}"
+
+
+class _ExporterLogic:
+    """What every tfship exporter does: validate, export through ``export_model``, log."""
+
+    kind = "export"
+
+    def __init__(
+        self,
+        name: str,
+        receiver: Any,
+        *,
+        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
+        as_text: bool = False,
+        warmup: Iterable[Any] | None = None,
+        verify: bool = True,
+        version_by: str = "time",
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"exporter name must be a non-empty string, got {name!r}")
+        if not callable(receiver):
+            raise ValueError(
+                f"exporter {name!r}: receiver must be a Receiver or receiver function, "
+                f"got {type(receiver).__name__}"
+            )
+        if version_by not in ("time", "step"):
+            raise ValueError(f"version_by must be 'time' or 'step', got {version_by!r}")
+        self._name = name
+        self._receiver = receiver
+        self._assets_extra = dict(assets_extra or {})
+        self._as_text = as_text
+        self._warmup = list(warmup) if warmup is not None else None
+        self._verify = verify
+        self._version_by = version_by
+        self._swept: set[Path] = set()
+        self.decisions: list[Decision] = []
+        self.last_result: ExportResult | None = None
+
+    @property
+    def name(self) -> str:
+        """The exporter's name: its directory under ``<model_dir>/export/``."""
+        return self._name
+
+    @property
+    def receiver(self) -> Any:
+        """The receiver the exporter builds its exports with."""
+        return self._receiver
+
+    def export_dir(self, estimator: Any) -> Path:
+        """Where ``train_and_evaluate`` puts this exporter's versions for ``estimator``."""
+        return Path(os.fspath(estimator.model_dir)) / "export" / self._name
+
+    def _start(self, base: Path) -> None:
+        # Sweep once per base directory and process: stale staging of killed exports.
+        if base not in self._swept:
+            sweep_staging(base)
+            self._swept.add(base)
+
+    def _export(
+        self,
+        estimator: Any,
+        base: Path,
+        checkpoint_path: str | None,
+        eval_result: Mapping[str, Any] | None,
+        info: Mapping[str, Any],
+    ) -> ExportResult:
+        result = export_model(
+            estimator,
+            base,
+            self._receiver,
+            checkpoint_path=checkpoint_path,
+            version_by=self._version_by,
+            assets_extra=self._assets_extra,
+            as_text=self._as_text,
+            warmup=self._warmup,
+            verify=self._verify,
+            exporter={"name": self._name, "kind": self.kind, **info},
+            eval_result=eval_result,
+        )
+        self.last_result = result
+        return result
+
+    def _decide(self, action: str, version: int | None, step: int | None, line: str) -> None:
+        self.decisions.append(Decision(action, version, step, line))
+        logger.info("%s: %s", self._name, line)
+
+    def _gc(self, base: Path, keep_order: list[Version], keep: int | None, protect: set[int]) -> None:
+        if keep is None:
+            return
+        for version in keep_order[keep:]:
+            if version.number in protect:
+                continue
+            shutil.rmtree(version.path, ignore_errors=True)
+            logger.info("%s: removed %d (%s keeps %d)", self._name, version.number, self.kind, keep)
+
+    def _ours(self, base: Path) -> list[Version]:
+        # Only versions whose metadata names this exporter: foreign directories are never touched.
+        return [v for v in list_versions(base) if v.metadata.get("exporter", {}).get("name") == self._name]
+
+
+def _step(eval_result: Mapping[str, Any] | None, checkpoint_path: str | None) -> int | None:
+    if eval_result and "global_step" in eval_result:
+        return int(eval_result["global_step"])
+    return checkpoint_step(checkpoint_path) if checkpoint_path else None
+
+
+def _check_keep(keep: int | None) -> int | None:
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep <= 0):
+        raise ValueError(f"keep must be a positive int or None (no cleanup), got {keep!r}")
+    return keep
+
+
+class _LatestLogic(_ExporterLogic):
+    """Exports after every evaluation and keeps the ``keep`` newest of its versions.
+
+    Args:
+        name: the exporter's directory name under ``<model_dir>/export/``.
+        receiver: a ``Receiver`` (or any serving input receiver function).
+        keep: how many of its newest versions to keep (``None``: all).
+        assets_extra, as_text, warmup, verify, version_by: see ``export_model``.
+
+    Example:
+        >>> exporter = LatestExporter("latest", parsing_receiver(schema), keep=3)  # doctest: +SKIP
+        >>> tf.estimator.EvalSpec(eval_input_fn, exporters=[exporter])  # doctest: +SKIP
+    """
+
+    kind = "latest"
+
+    def __init__(self, name: str, receiver: Any, keep: int | None = 5, **options: Any) -> None:
+        super().__init__(name, receiver, **options)
+        self._keep = _check_keep(keep)
+
+    def export(
+        self,
+        estimator: Any,
+        export_path: str,
+        checkpoint_path: str | None,
+        eval_result: Mapping[str, Any] | None,
+        is_the_final_export: bool,
+    ) -> str:
+        """Export ``checkpoint_path`` as a new version; returns its path."""
+        base = Path(os.fsdecode(export_path))
+        self._start(base)
+        result = self._export(estimator, base, checkpoint_path, eval_result, {"keep": self._keep})
+        self._decide(
+            "exported",
+            result.version,
+            result.global_step,
+            f"exported {result.version} at step {result.global_step}",
+        )
+        ours = sorted(self._ours(base), key=lambda v: v.number, reverse=True)
+        self._gc(base, ours, self._keep, {result.version})
+        return str(result.path)
+
+
+class _FinalLogic(_ExporterLogic):
+    """Exports once at the end of training; ``export_final`` does it for runs without max_steps.
+
+    ``train_and_evaluate`` marks an evaluation final only when ``global_step >= max_steps``, so
+    a run without ``max_steps`` never triggers it: call ``export_final(estimator)`` after
+    training instead. A step already exported by this exporter is not exported again.
+
+    Example:
+        >>> final = FinalExporter("final", parsing_receiver(schema))  # doctest: +SKIP
+        >>> final.export_final(estimator)  # doctest: +SKIP
+        '.../export/final/1795236337'
+    """
+
+    kind = "final"
+
+    def export(
+        self,
+        estimator: Any,
+        export_path: str,
+        checkpoint_path: str | None,
+        eval_result: Mapping[str, Any] | None,
+        is_the_final_export: bool,
+    ) -> str | None:
+        """Export only when ``is_the_final_export``; returns the version path or ``None``."""
+        step = _step(eval_result, checkpoint_path)
+        if not is_the_final_export:
+            self._decide("skipped", None, step, f"skipped: step {step} is not the final evaluation")
+            return None
+        return self._export_once(estimator, Path(os.fsdecode(export_path)), checkpoint_path, eval_result)
+
+    def export_final(
+        self,
+        estimator: Any,
+        *,
+        checkpoint_path: str | None = None,
+        eval_result: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Export the newest (or given) checkpoint to ``<model_dir>/export/<name>`` now."""
+        return self._export_once(estimator, self.export_dir(estimator), checkpoint_path, eval_result)
+
+    def _export_once(
+        self,
+        estimator: Any,
+        base: Path,
+        checkpoint_path: str | None,
+        eval_result: Mapping[str, Any] | None,
+    ) -> str | None:
+        self._start(base)
+        from tfship.exporters._export import _checkpoint
+
+        ckpt = _checkpoint(estimator, checkpoint_path)
+        step = _step(eval_result, ckpt)
+        for version in self._ours(base):
+            if step is not None and version.metadata.get("global_step") == step:
+                self._decide(
+                    "skipped",
+                    version.number,
+                    step,
+                    f"skipped: step {step} already exported as {version.number}",
+                )
+                return None
+        result = self._export(estimator, base, ckpt, eval_result, {})
+        self._decide(
+            "exported",
+            result.version,
+            result.global_step,
+            f"exported {result.version}: final at step {result.global_step}",
+        )
+        return str(result.path)
+
+
+class _BestLogic(_ExporterLogic):
+    """Exports when the evaluated metric improves on the best so far, restart-safe.
+
+    The best record (metric, mode, value, global step, checkpoint, version) is kept in
+    ``<export_path>/tfship-best.json`` and read back on start, so a restarted run never exports
+    a worse model. NaN and infinite values never become best. ``keep`` versions are kept, chosen
+    by metric (not by age); the current best and the newest are never removed.
+
+    Args:
+        name: the exporter's directory name under ``<model_dir>/export/``.
+        receiver: a ``Receiver`` (or any serving input receiver function).
+        metric: the evaluation metric to rank by (e.g. ``"auc"``, ``"loss"``).
+        mode: ``"min"``, ``"max"`` or ``"auto"`` (max for auc/accuracy/precision/recall-like).
+        min_delta: how much the metric must improve to count as better.
+        keep: how many of the best versions to keep (``None``: all).
+        compare_fn: ``fn(best_eval_result=..., current_eval_result=...) -> bool`` overriding
+            the metric comparison (tf.estimator's contract).
+        assets_extra, as_text, warmup, verify, version_by: see ``export_model``.
+
+    Example:
+        >>> best = BestExporter("best", parsing_receiver(schema), metric="auc")  # doctest: +SKIP
+        >>> tf.estimator.EvalSpec(eval_input_fn, exporters=[best])  # doctest: +SKIP
+    """
+
+    kind = "best"
+
+    def __init__(
+        self,
+        name: str,
+        receiver: Any,
+        metric: str = "loss",
+        mode: str = "auto",
+        min_delta: float = 0.0,
+        keep: int | None = 1,
+        compare_fn: Callable[..., bool] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(name, receiver, **options)
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        if not isinstance(min_delta, (int, float)) or min_delta < 0 or math.isnan(min_delta):
+            raise ValueError(f"min_delta must be a number >= 0, got {min_delta!r}")
+        if compare_fn is not None:
+            _check_compare_fn(compare_fn)
+        self._metric = metric
+        self._mode = resolve_mode(metric, mode)
+        self._min_delta = float(min_delta)
+        self._keep = _check_keep(keep)
+        self._compare_fn = compare_fn
+        self._records: dict[Path, dict[str, Any] | None] = {}
+
+    @property
+    def metric(self) -> str:
+        """The metric this exporter ranks by."""
+        return self._metric
+
+    @property
+    def mode(self) -> str:
+        """``"min"`` or ``"max"``."""
+        return self._mode
+
+    def best_record(self, export_path: str | os.PathLike[str]) -> dict[str, Any] | None:
+        """The persisted best record under ``export_path`` (``None`` if nothing is best yet)."""
+        base = Path(os.fspath(export_path))
+        if base not in self._records:
+            self._records[base] = self._load_record(base)
+        return self._records[base]
+
+    def export(
+        self,
+        estimator: Any,
+        export_path: str,
+        checkpoint_path: str | None,
+        eval_result: Mapping[str, Any] | None,
+        is_the_final_export: bool,
+    ) -> str | None:
+        """Export if the evaluation beats the best record; returns the path or ``None``."""
+        base = Path(os.fsdecode(export_path))
+        self._start(base)
+        metrics = dict(eval_result or {})
+        step = _step(metrics, checkpoint_path)
+        value = self._value(metrics, base)
+        record = self.best_record(base)
+        better, why = self._compare(value, metrics, record)
+        if not better:
+            self._decide("skipped", None, step, f"skipped: {why} at step {step}")
+            return None
+        info = {
+            "metric": self._metric,
+            "mode": self._mode,
+            "value": value,
+            "previous_best": record.get("value") if record else None,
+        }
+        result = self._export(estimator, base, checkpoint_path, metrics, info)
+        self._save_record(base, value, metrics, result)
+        self._decide(
+            "exported",
+            result.version,
+            result.global_step,
+            f"exported {result.version}: {why} at step {result.global_step}",
+        )
+        self._gc_best(base, result.version)
+        return str(result.path)
+
+    def _value(self, metrics: Mapping[str, Any], base: Path) -> float | None:
+        if self._metric not in metrics:
+            if self._compare_fn is not None:
+                return None
+            raise MetricNotFoundError(
+                self._metric,
+                [k for k in metrics if k != "global_step"],
+                where=f"the evaluation result given to exporter {self._name!r}",
+            )
+        try:
+            return float(metrics[self._metric])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"metric {self._metric!r} is not a number: {metrics[self._metric]!r}") from exc
+
+    def _compare(
+        self, value: float | None, metrics: Mapping[str, Any], record: dict[str, Any] | None
+    ) -> tuple[bool, str]:
+        m = self._metric
+        if value is not None and not math.isfinite(value):
+            return False, f"{m} {fmt(value)} is not finite and never becomes best"
+        if record is None:
+            return True, f"{m} {fmt(value)} (first best)"
+        best = record.get("value")
+        if self._compare_fn is not None:
+            best_metrics = {k: _num(v) for k, v in record.get("metrics", {}).items()}
+            ok = bool(self._compare_fn(best_eval_result=best_metrics, current_eval_result=metrics))
+            return ok, (f"compare_fn {'prefers' if ok else 'rejects'} {m} {fmt(value)} over best {fmt(best)}")
+        assert value is not None and best is not None
+        sign = ">" if self._mode == "max" else "<"
+        improved = value > best + self._min_delta if self._mode == "max" else (value < best - self._min_delta)
+        if improved:
+            return True, f"{m} {fmt(value)} {sign} {fmt(best)}"
+        if self._min_delta and (value > best if self._mode == "max" else value < best):
+            return False, (
+                f"{m} {fmt(value)} does not beat best {fmt(best)} by min_delta {fmt(self._min_delta)}"
+            )
+        anti = "<=" if self._mode == "max" else ">="
+        return False, f"{m} {fmt(value)} {anti} best {fmt(best)}"
+
+    def _record_path(self, base: Path) -> Path:
+        return base / BEST_RECORD_FILE
+
+    def _load_record(self, base: Path) -> dict[str, Any] | None:
+        import json
+
+        path = self._record_path(base)
+        record: dict[str, Any] | None = None
+        if path.exists():
+            try:
+                record = json.loads(path.read_text())
+            except ValueError:
+                logger.info("%s: ignoring unreadable best record %s", self._name, path)
+        if record is None:
+            record = self._record_from_versions(base)
+        if record is None:
+            return None
+        if record.get("metric") != self._metric or record.get("mode") != self._mode:
+            logger.info(
+                "%s: best record ranks by %s (%s), this exporter by %s (%s): starting afresh",
+                self._name,
+                record.get("metric"),
+                record.get("mode"),
+                self._metric,
+                self._mode,
+            )
+            return None
+        value = _num(record.get("value"))
+        if value is None or not math.isfinite(value):
+            return None
+        record["value"] = value
+        logger.info(
+            "%s: best so far %s %s (version %s, step %s)",
+            self._name,
+            self._metric,
+            fmt(value),
+            record.get("version"),
+            record.get("global_step"),
+        )
+        return record
+
+    def _record_from_versions(self, base: Path) -> dict[str, Any] | None:
+        # The record file may be lost; our versions' metadata still says how good each was.
+        best: dict[str, Any] | None = None
+        for v in self._ours(base):
+            info = v.metadata.get("exporter", {})
+            value = _num(info.get("value"))
+            if info.get("metric") != self._metric or value is None or not math.isfinite(value):
+                continue
+            if best is None or self._better_or_equal(value, best["value"]):
+                best = {
+                    "metric": self._metric,
+                    "mode": info.get("mode"),
+                    "value": value,
+                    "global_step": v.metadata.get("global_step"),
+                    "version": v.number,
+                    "checkpoint": v.metadata.get("checkpoint"),
+                    "metrics": v.metadata.get("metrics", {}),
+                }
+        return best
+
+    def _better_or_equal(self, a: float, b: float) -> bool:
+        return a >= b if self._mode == "max" else a <= b
+
+    def _save_record(
+        self, base: Path, value: float | None, metrics: Mapping[str, Any], result: ExportResult
+    ) -> None:
+        from tfship.exporters._export import jsonable_metrics
+
+        record = {
+            "metric": self._metric,
+            "mode": self._mode,
+            "value": value,
+            "global_step": result.global_step,
+            "checkpoint": result.checkpoint,
+            "version": result.version,
+            "metrics": jsonable_metrics(metrics),
+        }
+        write_json_atomic(self._record_path(base), record)
+        self._records[base] = record
+
+    def _gc_best(self, base: Path, newest: int) -> None:
+        ours = self._ours(base)
+        record = self._records.get(base) or {}
+
+        def rank(v: Version) -> tuple[float, int]:
+            value = _num(v.metadata.get("exporter", {}).get("value"))
+            if value is None or not math.isfinite(value):
+                return (math.inf, -v.number)
+            return (-value if self._mode == "max" else value, -v.number)
+
+        protect = {newest, int(record.get("version") or newest)}
+        self._gc(base, sorted(ours, key=rank), self._keep, protect)
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_compare_fn(fn: Callable[..., bool]) -> None:
+    if not callable(fn):
+        raise ValueError(f"compare_fn must be callable, got {fn!r}")
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    needed = {"best_eval_result", "current_eval_result"}
+    if not needed <= set(params):
+        raise ValueError(
+            "compare_fn must accept the keyword arguments best_eval_result and "
+            f"current_eval_result; it takes {', '.join(params) or 'none'}"
+        )
+
+
+_LOGIC: dict[str, type[_ExporterLogic]] = {
+    "BestExporter": _BestLogic,
+    "FinalExporter": _FinalLogic,
+    "LatestExporter": _LatestLogic,
+}
+_CLASSES: dict[str, type[Any]] = {}
+
+
+def exporter_class(name: str) -> type[Any]:
+    """The public exporter class ``name``, a subclass of ``tf.estimator.Exporter``.
+
+    Example:
+        >>> exporter_class("BestExporter").__name__  # doctest: +SKIP
+        'BestExporter'
+    """
+    if name not in _CLASSES:
+        from tfship._tf import estimator
+
+        logic = _LOGIC[name]
+        _CLASSES[name] = type(
+            name,
+            (logic, estimator().Exporter),
+            {"__module__": "tfship.exporters", "__qualname__": name, "__doc__": logic.__doc__},
+        )
+    return _CLASSES[name]
+
+
+def is_tfship_exporter(obj: Any) -> bool:
+    """Whether ``obj`` is one of tfship's exporters."""
+    return isinstance(obj, _ExporterLogic)
+
+
+def final_exporters(exporters: Iterable[Any]) -> list[Any]:
+    """The ``FinalExporter``s among ``exporters`` (for calling ``export_final`` after training)."""
+    return [e for e in exporters if isinstance(e, _FinalLogic)]

@@ -1,0 +1,138 @@
+"""Assemble SignatureDefs from a receiver and a head's export outputs, and report on them.
+
+tf.estimator builds one SignatureDef per export output and quietly drops those that cannot be
+served (a Classify/Regress signature needs exactly one string input). With a raw receiver that
+drops ``serving_default`` too. Here the dropped ones are reported as data, and a missing
+``serving_default`` is filled with the Predict signature of the default receiver.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfship._tf import estimator
+from tfship.errors import ExportError
+
+logger = logging.getLogger("tfship.exporters")
+
+SERVING_DEFAULT = "serving_default"
+_METHODS = {
+    "tensorflow/serving/classify": "classify",
+    "tensorflow/serving/regress": "regress",
+    "tensorflow/serving/predict": "predict",
+}
+
+
+@dataclass(frozen=True)
+class SignatureReport:
+    """Which signatures an export wrote and which it excluded, with the reasons.
+
+    Attributes:
+        written: signature key -> ``{"method", "inputs", "outputs"}`` (and ``"from"`` when
+            ``serving_default`` was filled from another output).
+        excluded: signature key -> reason it could not be served.
+
+    Example:
+        >>> r = SignatureReport({"serving_default": {"method": "predict"}}, {"regression": "x"})
+        >>> r.log_line()
+        'signatures: wrote serving_default (predict); excluded regression (x)'
+    """
+
+    written: Mapping[str, Mapping[str, Any]]
+    excluded: Mapping[str, str] = field(default_factory=dict)
+
+    def log_line(self) -> str:
+        """The one log line describing this report."""
+        wrote = ", ".join(f"{k} ({v['method']})" for k, v in sorted(self.written.items()))
+        line = f"signatures: wrote {wrote or 'nothing'}"
+        if self.excluded:
+            line += "; excluded " + ", ".join(
+                f"{k} ({reason})" for k, reason in sorted(self.excluded.items())
+            )
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able copy."""
+        return {
+            "written": {k: dict(v) for k, v in self.written.items()},
+            "excluded": dict(self.excluded),
+        }
+
+
+def build_signatures(
+    receiver: Any, export_outputs: Mapping[str, Any]
+) -> tuple[dict[str, Any], SignatureReport]:
+    """Build the SignatureDef map for ``receiver`` (a ServingInputReceiver) and the outputs.
+
+    Raises:
+        ExportError: if no ``serving_default`` can be built.
+    """
+    defaults = _as_dict(receiver.receiver_tensors)
+    groups: list[tuple[str, dict[str, Any]]] = [("", defaults)]
+    for alt, tensors in (receiver.receiver_tensors_alternatives or {}).items():
+        groups.append((f"{alt}:", _as_dict(tensors)))
+    sigs: dict[str, Any] = {}
+    excluded: dict[str, str] = {}
+    for prefix, tensors in groups:
+        for out_key, output in export_outputs.items():
+            key = f"{prefix}{out_key}"
+            try:
+                sigs[key] = output.as_signature_def(tensors)
+            except ValueError as exc:
+                excluded[key] = _reason(exc, tensors)
+    origin: dict[str, str] = {}
+    if SERVING_DEFAULT not in sigs:
+        fallback = _predict_fallback(export_outputs, defaults)
+        if fallback is None:
+            raise ExportError(
+                "export has no 'serving_default': the model's outputs "
+                f"({', '.join(sorted(export_outputs))}) cannot be served from inputs "
+                f"{', '.join(sorted(defaults))}; excluded: {excluded}"
+            )
+        source_key, sigs[SERVING_DEFAULT] = fallback
+        origin[SERVING_DEFAULT] = source_key
+        excluded.pop(SERVING_DEFAULT, None)
+    report = SignatureReport(
+        written={k: _summary(v, origin.get(k)) for k, v in sigs.items()}, excluded=excluded
+    )
+    return sigs, report
+
+
+def _predict_fallback(outputs: Mapping[str, Any], tensors: dict[str, Any]) -> tuple[str, Any] | None:
+    predict_cls = estimator().export.PredictOutput
+    keys = sorted(outputs, key=lambda k: (k != "predict", k))
+    for key in keys:
+        if isinstance(outputs[key], predict_cls):
+            return key, outputs[key].as_signature_def(tensors)
+    # No Predict output: serve the union of all outputs' tensors as one Predict signature.
+    merged: dict[str, Any] = {}
+    for key in keys:
+        for name, tensor in outputs[key].outputs.items():
+            merged.setdefault(name, tensor)
+    if not merged:
+        return None
+    return "+".join(keys), predict_cls(merged).as_signature_def(tensors)
+
+
+def _as_dict(tensors: Any) -> dict[str, Any]:
+    return dict(tensors) if isinstance(tensors, Mapping) else {"input": tensors}
+
+
+def _reason(exc: ValueError, tensors: Mapping[str, Any]) -> str:
+    # TF's messages run to several sentences and dump the tensors; the first sentence is the why.
+    text = str(exc).strip().split(". ")[0].split("\n")[0].rstrip(".")
+    return f"{text}; got {len(tensors)} input(s): {', '.join(sorted(tensors))}"
+
+
+def _summary(sig: Any, origin: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "method": _METHODS.get(sig.method_name, sig.method_name),
+        "inputs": sorted(sig.inputs),
+        "outputs": sorted(sig.outputs),
+    }
+    if origin:
+        out["from"] = origin
+    return out

@@ -1,0 +1,270 @@
+"""Warmup requests: write ``assets.extra/tf_serving_warmup_requests`` and replay it.
+
+TF Serving replays this TFRecord of ``PredictionLog`` protos when it loads a version, before it
+serves traffic, and reads at most 1000 records. Each record here is one request of one example,
+aimed at ``serving_default`` with its exact input keys: a Classify/Regress request of
+``tf.Example``s for a Classify/Regress signature, a Predict request of tensors otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfship._tf import tf
+from tfship.errors import DataError, ExportError
+
+logger = logging.getLogger("tfship.exporters")
+
+WARMUP_FILE = "tf_serving_warmup_requests"
+MAX_WARMUP_RECORDS = 1000
+
+
+def build_warmup_logs(
+    records: Iterable[Any], signature: Any, receiver: Any, *, signature_key: str
+) -> list[Any]:
+    """Turn records (``tf.train.Example``, serialized bytes or dicts) into ``PredictionLog``s.
+
+    Args:
+        records: the requests' contents, one example each; at most 1000 are kept.
+        signature: the ``SignatureDef`` the requests target.
+        receiver: the ``Receiver`` the export was built with (for dict conversion), or None.
+        signature_key: the key of ``signature`` in the SavedModel.
+
+    Returns:
+        The ``PredictionLog`` protos, in record order.
+    """
+    items = list(records)
+    if len(items) > MAX_WARMUP_RECORDS:
+        logger.info(
+            "warmup: kept %d of %d records (TF Serving reads at most %d)",
+            MAX_WARMUP_RECORDS,
+            len(items),
+            MAX_WARMUP_RECORDS,
+        )
+        items = items[:MAX_WARMUP_RECORDS]
+    method = signature.method_name.rsplit("/", 1)[-1]
+    if method in ("classify", "regress"):
+        return [_example_log(method, signature_key, _to_example(r, receiver)) for r in items]
+    return [_predict_log(signature_key, signature, r, receiver) for r in items]
+
+
+def write_warmup(path: Path, logs: Sequence[Any]) -> None:
+    """Write ``logs`` as a TFRecord file at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf().io.TFRecordWriter(str(path)) as writer:
+        for log in logs:
+            writer.write(log.SerializeToString())
+
+
+def read_warmup(path: Path) -> list[Any]:
+    """Read a warmup file back into ``PredictionLog`` protos."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    logs = []
+    for raw in tf().compat.v1.io.tf_record_iterator(str(path)):
+        log = prediction_log_pb2.PredictionLog()
+        log.ParseFromString(raw)
+        logs.append(log)
+    return logs
+
+
+def replay(session: Any, meta_graph: Any, logs: Sequence[Any]) -> int:
+    """Run every warmup request against its signature in a loaded session.
+
+    Raises:
+        ExportError: if a request names a missing signature or input, or fails to run.
+    """
+    for i, log in enumerate(logs):
+        kind = log.WhichOneof("log_type")
+        request = getattr(log, kind).request
+        key = request.model_spec.signature_name or "serving_default"
+        if key not in meta_graph.signature_def:
+            raise ExportError(
+                f"warmup record {i}: signature {key!r} not in the export; "
+                f"signatures: {', '.join(sorted(meta_graph.signature_def))}"
+            )
+        sig = meta_graph.signature_def[key]
+        feeds = _feeds(i, kind, request, sig)
+        fetches = {k: v.name for k, v in sig.outputs.items() if v.name}
+        try:
+            session.run(fetches, feed_dict=feeds)
+        except Exception as exc:  # TF raises many error types; each becomes one message
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExportError(f"warmup record {i} failed on signature {key!r}: {first}") from exc
+    return len(logs)
+
+
+def _feeds(i: int, kind: str, request: Any, sig: Any) -> dict[str, Any]:
+    if kind in ("classify_log", "regress_log"):
+        (info,) = sig.inputs.values()
+        examples = [e.SerializeToString() for e in request.input.example_list.examples]
+        return {info.name: np.array(examples, dtype=object)}
+    missing = sorted(set(sig.inputs) - set(request.inputs))
+    extra = sorted(set(request.inputs) - set(sig.inputs))
+    if missing or extra:
+        raise ExportError(
+            f"warmup record {i}: inputs {sorted(request.inputs)} do not match the signature's "
+            f"{sorted(sig.inputs)} (missing {missing}, unknown {extra})"
+        )
+    make = tf().make_ndarray
+    return {sig.inputs[k].name: make(v) for k, v in request.inputs.items()}
+
+
+def _example_log(method: str, key: str, example: Any) -> Any:
+    from tensorflow_serving.apis import (
+        classification_pb2,
+        input_pb2,
+        model_pb2,
+        prediction_log_pb2,
+        regression_pb2,
+    )
+
+    spec = model_pb2.ModelSpec(signature_name=key)
+    inp = input_pb2.Input(example_list=input_pb2.ExampleList(examples=[example]))
+    if method == "classify":
+        req = classification_pb2.ClassificationRequest(model_spec=spec, input=inp)
+        return prediction_log_pb2.PredictionLog(classify_log=prediction_log_pb2.ClassifyLog(request=req))
+    rreq = regression_pb2.RegressionRequest(model_spec=spec, input=inp)
+    return prediction_log_pb2.PredictionLog(regress_log=prediction_log_pb2.RegressLog(request=rreq))
+
+
+def _predict_log(key: str, sig: Any, record: Any, receiver: Any) -> Any:
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    t = tf()
+    req = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(signature_name=key))
+    string_inputs = [k for k, v in sig.inputs.items() if v.dtype == t.string.as_datatype_enum]
+    if len(sig.inputs) == 1 and string_inputs and _is_example_input(sig, receiver):
+        example = _to_example(record, receiver).SerializeToString()
+        req.inputs[string_inputs[0]].CopyFrom(t.make_tensor_proto([example], dtype=t.string))
+    else:
+        values = _to_dict(record, receiver)
+        for name, info in sig.inputs.items():
+            if info.WhichOneof("encoding") != "name":
+                raise ExportError(
+                    f"warmup requests carry dense tensors only, but input {name!r} of "
+                    f"signature {key!r} is sparse or ragged; export with receiver 'parsing' "
+                    "or 'both' to warm up with tf.Examples"
+                )
+            array = _dense_value(name, info, values, receiver)
+            req.inputs[name].CopyFrom(t.make_tensor_proto(array))
+    return prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=req))
+
+
+def _is_example_input(sig: Any, receiver: Any) -> bool:
+    key = getattr(receiver, "receiver_key", "examples")
+    return key in sig.inputs or "inputs" in sig.inputs
+
+
+def _dense_value(name: str, info: Any, values: Mapping[str, Any], receiver: Any) -> Any:
+    t = tf()
+    dtype = t.dtypes.as_dtype(info.dtype)
+    if name in values:
+        value = values[name]
+    else:
+        default = _default_of(name, receiver)
+        if default is None:
+            raise DataError(
+                f"warmup record: input {name!r} missing and has no default; "
+                f"record fields: {', '.join(sorted(values)) or '(none)'}"
+            )
+        value = default
+    dims = [d.size for d in info.tensor_shape.dim][1:]
+    if dtype == t.string:
+        flat = [v.encode() if isinstance(v, str) else v for v in np.ravel(np.asarray(value, object))]
+        array = np.array(flat, dtype=object)
+    else:
+        array = np.asarray(value, dtype=dtype.as_numpy_dtype)
+    target = [1, *[d if d >= 0 else -1 for d in dims]] if info.tensor_shape.dim else []
+    try:
+        return array.reshape(target) if target else array
+    except ValueError as exc:
+        raise DataError(
+            f"warmup record: input {name!r} expects shape {target[1:]} per example, got {np.shape(value)}"
+        ) from exc
+
+
+def _default_of(name: str, receiver: Any) -> Any:
+    spec = getattr(receiver, "parse_spec", None) or {}
+    feat = spec.get(name)
+    return getattr(feat, "default_value", None)
+
+
+def _to_example(record: Any, receiver: Any) -> Any:
+    t = tf()
+    if isinstance(record, t.train.Example):
+        return record
+    if isinstance(record, bytes):
+        return t.train.Example.FromString(record)
+    if not isinstance(record, Mapping):
+        raise TypeError(
+            f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
+        )
+    schema = getattr(receiver, "schema", None)
+    if schema is not None and hasattr(schema, "to_example"):
+        return schema.to_example(record)
+    return dict_to_example(record, getattr(receiver, "parse_spec", None) or {})
+
+
+def _to_dict(record: Any, receiver: Any) -> dict[str, Any]:
+    t = tf()
+    if isinstance(record, bytes):
+        record = t.train.Example.FromString(record)
+    if isinstance(record, t.train.Example):
+        return example_to_dict(record)
+    if not isinstance(record, Mapping):
+        raise TypeError(
+            f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
+        )
+    schema = getattr(receiver, "schema", None)
+    if schema is not None and hasattr(schema, "convert_record"):
+        return dict(schema.convert_record(record, where="warmup"))
+    return dict(record)
+
+
+def dict_to_example(record: Mapping[str, Any], parse_spec: Mapping[str, Any]) -> Any:
+    """Build a ``tf.train.Example`` from a dict, typing values by the parse spec.
+
+    Example:
+        >>> t = tf()
+        >>> ex = dict_to_example({"x": 1.5}, {"x": t.io.FixedLenFeature([], t.float32)})
+        >>> list(ex.features.feature["x"].float_list.value)
+        [1.5]
+    """
+    t = tf()
+    feats = {}
+    for name, value in record.items():
+        values = list(np.ravel(np.asarray(value, dtype=object)))
+        spec = parse_spec.get(name)
+        dtype = spec.dtype if spec is not None else _guess_dtype(values)
+        if dtype == t.string:
+            data = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+            feats[name] = t.train.Feature(bytes_list=t.train.BytesList(value=data))
+        elif dtype.is_integer:
+            feats[name] = t.train.Feature(int64_list=t.train.Int64List(value=[int(v) for v in values]))
+        else:
+            feats[name] = t.train.Feature(float_list=t.train.FloatList(value=[float(v) for v in values]))
+    return t.train.Example(features=t.train.Features(feature=feats))
+
+
+def example_to_dict(example: Any) -> dict[str, list[Any]]:
+    """The values of a ``tf.train.Example`` as a dict of lists."""
+    out: dict[str, list[Any]] = {}
+    for name, feat in example.features.feature.items():
+        kind = feat.WhichOneof("kind")
+        out[name] = list(getattr(feat, kind).value) if kind else []
+    return out
+
+
+def _guess_dtype(values: list[Any]) -> Any:
+    t = tf()
+    if any(isinstance(v, (str, bytes)) for v in values):
+        return t.string
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        return t.int64
+    return t.float32
