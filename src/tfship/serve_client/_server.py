@@ -1,0 +1,299 @@
+"""``ModelServer``: a local server that answers like TensorFlow Serving, embeddable in Python."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from tfship.serve_client._server_config import ModelConfig, single_model
+from tfship.serve_client._server_manager import ModelManager, Servable, StateEvent
+from tfship.serve_client._server_status import LocalServerError, ServerConfigError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchingOptions:
+    """Server-side batching of Predict (TF Serving's ``--enable_batching``).
+
+    Concurrent Predict calls to the same version and signature are merged along dimension 0
+    into one run of at most ``max_batch_size`` rows, waiting at most ``batch_timeout_s`` for
+    companions.
+
+    Example:
+        >>> BatchingOptions(max_batch_size=64, batch_timeout_s=0.002).max_batch_size
+        64
+    """
+
+    max_batch_size: int = 32
+    batch_timeout_s: float = 0.001
+
+
+class ModelServer:
+    """Serve SavedModels over TF Serving's gRPC API (and its REST API when asked).
+
+    Start it, wait until a model is available, call it with any TF Serving client, stop it.
+    Port 0 picks a free port; the chosen ports are in ``port`` and ``rest_port``.
+
+    Example:
+        >>> with ModelServer(model_base_path="export/penguins", model_name="penguins",
+        ...                  port=0, rest_port=0) as server:  # doctest: +SKIP
+        ...     channel = grpc.insecure_channel(server.address)
+        ...     print(server.port, server.rest_url)
+    """
+
+    def __init__(
+        self,
+        models: Sequence[ModelConfig] | None = None,
+        *,
+        model_base_path: str | os.PathLike[str] | None = None,
+        model_name: str = "default",
+        version_policy: str = "latest",
+        host: str = "127.0.0.1",
+        port: int = 8500,
+        rest_port: int | None = None,
+        poll_seconds: float = 1.0,
+        batching: BatchingOptions | None = None,
+        warmup: bool = True,
+        method_name_check: bool = False,
+        allow_version_labels_for_unavailable_models: bool = False,
+        max_message_bytes: int = 2**31 - 1,
+        grpc_workers: int = 64,
+    ) -> None:
+        if models is None:
+            if model_base_path is None:
+                raise ValueError("give models=[ModelConfig(...)] or model_base_path=")
+            models = [single_model(model_name, model_base_path, version_policy)]
+        elif model_base_path is not None:
+            raise ValueError("give either models= or model_base_path=, not both")
+        if rest_port is not None and rest_port == port and port != 0:
+            raise ServerConfigError(
+                f"--rest-port {rest_port}: must differ from the gRPC port --port {port}"
+            )
+        self.models = list(models)
+        self.host = host
+        self._requested = (port, rest_port)
+        self.port: int | None = None
+        self.rest_port: int | None = None
+        self.batching = batching
+        self._warmup = warmup
+        self._max_message_bytes = max_message_bytes
+        self._grpc_workers = grpc_workers
+        self._method_name_check = method_name_check
+        self._poll_seconds = poll_seconds
+        self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
+        self._grpc: Any = None
+        self._rest: Any = None
+        self._manager: ModelManager | None = None
+        self._core: Any = None
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self) -> ModelServer:
+        """Load the models' initial versions, then open the ports. Returns ``self``.
+
+        Raises:
+            ServerConfigError: a base path does not exist.
+            LocalServerError: a port cannot be bound, or a label names an unavailable version.
+        """
+        from tfship.serve_client._server_core import ServingCore
+        from tfship.serve_client._server_grpc import start_grpc
+        from tfship.serve_client._server_status import RpcError
+
+        for model in self.models:
+            if not os.path.isdir(model.base_path):
+                raise ServerConfigError(
+                    f"Could not find base path {model.base_path} for servable {model.name}"
+                )
+        self._manager = ModelManager(
+            self.models,
+            poll_seconds=self._poll_seconds,
+            warmup=self._run_warmup if self._warmup else None,
+            allow_labels_for_unavailable=self._allow_unavailable_labels,
+            on_load=self._attach_batcher if self.batching else None,
+        )
+        self._core = ServingCore(self._manager, method_name_check=self._method_name_check)
+        try:
+            self._manager.start()
+        except RpcError as exc:
+            self._manager.stop()
+            raise LocalServerError(exc.message) from exc
+        port, rest_port = self._requested
+        try:
+            self._grpc, self.port = start_grpc(
+                self._core, self.host, port, max_message_bytes=self._max_message_bytes,
+                workers=self._grpc_workers,
+            )
+            if rest_port is not None:
+                from tfship.serve_client._server_rest import start_rest
+
+                self._rest, self.rest_port = start_rest(self._core, self.host, rest_port)
+        except BaseException:
+            self.stop()
+            raise
+        logger.info("serving gRPC on %s", self.address)
+        if self.rest_port is not None:
+            logger.info("serving REST on %s", self.rest_url)
+        return self
+
+    def _run_warmup(self, servable: Servable) -> None:
+        from tfship.serve_client._server_warmup import run_warmup
+
+        run_warmup(self._core, servable)
+
+    def _attach_batcher(self, servable: Servable) -> None:
+        from tfship.serve_client._server_batching import Batcher
+
+        assert self.batching is not None
+        servable.batcher = Batcher(self.batching.max_batch_size, self.batching.batch_timeout_s)
+
+    def stop(self, grace: float | None = 5.0) -> None:
+        """Stop accepting calls, finish those in flight (up to ``grace`` s), unload the models.
+
+        Idempotent.
+        """
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        if self._rest is not None:
+            self._rest.shutdown()
+            self._rest.server_close()
+        if self._grpc is not None:
+            self._grpc.stop(grace).wait()
+        if self._manager is not None:
+            self._manager.stop()
+        logger.info("server stopped")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until ``stop()`` is called (by a signal handler, say); True once stopped."""
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> ModelServer:
+        return self.start() if self._manager is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # addresses -------------------------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """``host:port`` of the gRPC API, for ``grpc.insecure_channel``."""
+        self._require_started()
+        return f"{self.host}:{self.port}"
+
+    @property
+    def rest_url(self) -> str | None:
+        """``http://host:port`` of the REST API, or None when REST is off."""
+        if self.rest_port is None:
+            return None
+        return f"http://{self.host}:{self.rest_port}"
+
+    def _require_started(self) -> ModelManager:
+        if self._manager is None:
+            raise LocalServerError("the server is not started; call start() first")
+        return self._manager
+
+    # models ----------------------------------------------------------------------------------
+    def wait_until_available(
+        self, model_name: str | None = None, version: int | None = None, timeout: float = 60.0
+    ) -> int:
+        """Block until ``model_name`` (the only model when None) serves ``version`` (any when
+        None). Returns the newest available version.
+
+        Raises:
+            LocalServerError: not available within ``timeout`` seconds; says what state it is in.
+        """
+        manager = self._require_started()
+        name = model_name or self._only_model()
+
+        def ready() -> bool:
+            versions = manager.available_versions(name)
+            return bool(versions) and (version is None or version in versions)
+
+        if not manager.wait_for(ready, timeout):
+            raise LocalServerError(
+                f"model {name!r} version {version if version is not None else '(any)'} did not "
+                f"become available within {timeout:g} s; states: {self._describe(name)}"
+            )
+        return max(manager.available_versions(name))
+
+    def _only_model(self) -> str:
+        names = [m.name for m in self.models]
+        if len(names) != 1:
+            raise ValueError(f"several models are served ({', '.join(names)}); name one")
+        return names[0]
+
+    def _describe(self, name: str) -> str:
+        manager = self._require_started()
+        try:
+            events = manager.status(name, None)
+        except Exception:
+            return "(none)"
+        return ", ".join(
+            f"{e.version}: {e.state}" + (f" ({e.error.message})" if e.error else "")
+            for e in events
+        )
+
+    def available_versions(self, model_name: str | None = None) -> list[int]:
+        """Versions of the model that serve requests now, ascending."""
+        return self._require_started().available_versions(model_name or self._only_model())
+
+    def history(self, model_name: str | None = None) -> list[StateEvent]:
+        """Every state each version went through, oldest first (START ... END)."""
+        return self._require_started().history(model_name or self._only_model())
+
+    def reload(self, models: Sequence[ModelConfig]) -> None:
+        """Serve exactly ``models`` from now on (like HandleReloadConfigRequest)."""
+        from tfship.serve_client._server_status import RpcError
+
+        try:
+            self._require_started().apply_config(models)
+        except RpcError as exc:
+            raise LocalServerError(exc.message) from exc
+        self.models = list(models)
+
+    def describe(self) -> dict[str, Any]:
+        """Ports and models, as ``tfship serve --json`` prints them."""
+        manager = self._require_started()
+        return {
+            "grpc": self.address,
+            "rest": self.rest_url,
+            "models": [
+                {
+                    "name": m.name,
+                    "base_path": m.base_path,
+                    "version_policy": str(m.policy),
+                    "labels": dict(m.labels),
+                    "available_versions": manager.available_versions(m.name),
+                }
+                for m in self.models
+            ],
+        }
+
+
+def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
+    """Block until something accepts TCP connections on ``host:port``."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise LocalServerError(f"nothing listens on {host}:{port}") from None
+            time.sleep(0.05)

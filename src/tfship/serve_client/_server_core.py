@@ -1,0 +1,526 @@
+"""The RPCs of TensorFlow Serving 2.15.1, on protos, with its codes, messages and check order.
+
+gRPC and REST both call ``ServingCore``; each method takes a request message and returns the
+response message or raises ``RpcError``. The rules follow ``predict_util.cc``,
+``classifier.cc``, ``regressor.cc``, ``multi_inference.cc``, ``get_model_metadata_impl.cc``,
+``get_model_status_impl.cc`` and ``model_service_impl.cc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import grpc
+import numpy as np
+from numpy.typing import NDArray
+
+from tfship.serve_client._server_manager import ModelManager, Servable
+from tfship.serve_client._server_status import RpcError, invalid, status_fields
+from tfship.serve_client._server_tensor import (
+    DT_FLOAT,
+    DT_STRING,
+    TensorDecodeError,
+    dtype_enum_name,
+    dtype_name,
+    enum_for_array,
+    from_ndarray,
+    to_ndarray,
+)
+
+DEFAULT_SIGNATURE = "serving_default"
+CLASSIFY_METHOD = "tensorflow/serving/classify"
+REGRESS_METHOD = "tensorflow/serving/regress"
+PREDICT_METHOD = "tensorflow/serving/predict"
+
+
+def _apis() -> Any:
+    # The generated protos import TensorFlow; load them only when a server runs.
+    from tensorflow_serving import apis
+    from tensorflow_serving.apis import (
+        classification_pb2,
+        get_model_metadata_pb2,
+        get_model_status_pb2,
+        inference_pb2,
+        model_management_pb2,
+        model_pb2,
+        predict_pb2,
+        regression_pb2,
+    )
+
+    del classification_pb2, get_model_metadata_pb2, get_model_status_pb2, model_pb2
+    del inference_pb2, model_management_pb2, predict_pb2, regression_pb2
+    return apis
+
+
+def _tensor_proto_cls() -> Any:
+    from tensorflow.core.framework import tensor_pb2
+
+    return tensor_pb2.TensorProto
+
+
+def fill_model_spec(
+    out: Any, name: str, signature: str | None, version: int | None
+) -> None:
+    """TF Serving's ``MakeModelSpec``: clear, then name, resolved signature, loaded version."""
+    out.Clear()
+    out.name = name
+    if signature is not None:
+        out.signature_name = signature or DEFAULT_SIGNATURE
+    if version is not None:
+        out.version.value = version
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    # TensorShape::DebugString
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _keys(mapping: Any) -> str:
+    return ",".join(sorted(mapping))
+
+
+class ServingCore:
+    """Implements every RPC on top of a ``ModelManager``.
+
+    Example:
+        >>> core = ServingCore(manager)  # doctest: +SKIP
+        >>> core.predict(request).outputs["y"].float_val  # doctest: +SKIP
+    """
+
+    def __init__(self, manager: ModelManager, *, method_name_check: bool = False) -> None:
+        self.manager = manager
+        # --enable_signature_method_name_check (off by default in TF Serving 2.15.1)
+        self.method_name_check = method_name_check
+
+    # Predict ---------------------------------------------------------------------------------
+    def predict(self, request: Any) -> Any:
+        """PredictionService.Predict."""
+        if not request.HasField("model_spec"):
+            raise invalid("Missing ModelSpec")
+        with self.manager.servable(request.model_spec) as servable:
+            return self.predict_on(servable, request)
+
+    def predict_on(self, servable: Servable, request: Any) -> Any:
+        """Predict against one loaded version (also used by warmup)."""
+        response = _apis().predict_pb2.PredictResponse()
+        key = request.model_spec.signature_name or DEFAULT_SIGNATURE
+        signature = servable.signatures.get(key)
+        if signature is None:
+            raise RpcError(
+                grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{key}" not found.'
+            )
+        fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
+        self._check_method(signature)
+        feeds = predict_feeds(signature, request.inputs)
+        aliases = _output_aliases(signature, request.output_filter)
+        outputs = _run(servable, feeds, key, aliases)
+        proto_cls = _tensor_proto_cls()
+        for alias in aliases:
+            value = outputs[alias]
+            enum = _output_enum(signature.outputs[alias], value)
+            response.outputs[alias].CopyFrom(from_ndarray(value, proto_cls, enum))
+        return response
+
+    def _check_method(self, signature: Any) -> None:
+        allowed = (PREDICT_METHOD, CLASSIFY_METHOD, REGRESS_METHOD)
+        if self.method_name_check and signature.method_name not in allowed:
+            raise RpcError(
+                grpc.StatusCode.INTERNAL,
+                "Expected prediction signature method_name to be one of {"
+                + ", ".join(allowed)
+                + "}. Was: "
+                + signature.method_name,
+            )
+
+    # Classify / Regress ----------------------------------------------------------------------
+    def classify(self, request: Any) -> Any:
+        """PredictionService.Classify."""
+        if not request.HasField("model_spec"):
+            raise invalid("Missing ModelSpec")
+        with self.manager.servable(request.model_spec) as servable:
+            return self.classify_on(servable, request)
+
+    def classify_on(self, servable: Servable, request: Any) -> Any:
+        """Classify against one loaded version."""
+        key, signature = self._example_signature(servable, request.model_spec, CLASSIFY_METHOD)
+        outputs = classification_outputs(signature, self.method_name_check)
+        examples = serialized_examples(request.input)
+        response = _apis().classification_pb2.ClassificationResponse()
+        fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
+        values = _run(servable, {"inputs": examples}, key, outputs)
+        fill_classifications(response.result, values, len(examples))
+        return response
+
+    def regress(self, request: Any) -> Any:
+        """PredictionService.Regress."""
+        if not request.HasField("model_spec"):
+            raise invalid("Missing ModelSpec")
+        with self.manager.servable(request.model_spec) as servable:
+            return self.regress_on(servable, request)
+
+    def regress_on(self, servable: Servable, request: Any) -> Any:
+        """Regress against one loaded version."""
+        key, signature = self._example_signature(servable, request.model_spec, REGRESS_METHOD)
+        outputs = regression_outputs(signature, self.method_name_check)
+        examples = serialized_examples(request.input)
+        response = _apis().regression_pb2.RegressionResponse()
+        fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
+        values = _run(servable, {"inputs": examples}, key, outputs)
+        fill_regressions(response.result, values["outputs"], len(examples))
+        return response
+
+    def _example_signature(self, servable: Servable, spec: Any, method: str) -> tuple[str, Any]:
+        key = spec.signature_name or DEFAULT_SIGNATURE
+        signature = servable.signatures.get(key)
+        if signature is None:
+            raise invalid(f"No signature was found with the name: {key}")
+        if self.method_name_check and signature.method_name != method:
+            kind = "classification" if method == CLASSIFY_METHOD else "regression"
+            raise invalid(
+                f"Expected {kind} signature method_name to be {method}. Was: "
+                + signature.method_name
+            )
+        return key, signature
+
+    # MultiInference --------------------------------------------------------------------------
+    def multi_inference(self, request: Any) -> Any:
+        """PredictionService.MultiInference."""
+        apis = _apis()
+        spec = request.tasks[0].model_spec if request.tasks else apis.model_pb2.ModelSpec()
+        with self.manager.servable(spec) as servable:
+            return self.multi_inference_on(servable, request)
+
+    def multi_inference_on(self, servable: Servable, request: Any) -> Any:
+        """MultiInference against one loaded version."""
+        plans = self._plan_tasks(servable, request.tasks)
+        examples = serialized_examples(request.input)
+        response = _apis().inference_pb2.MultiInferenceResponse()
+        for task, (key, outputs) in zip(request.tasks, plans):
+            values = _run(servable, {"inputs": examples}, key, outputs)
+            result = response.results.add()
+            if task.method_name == CLASSIFY_METHOD:
+                fill_classifications(result.classification_result, values, len(examples))
+            else:
+                fill_regressions(result.regression_result, values["outputs"], len(examples))
+            fill_model_spec(
+                result.model_spec, task.model_spec.name, task.model_spec.signature_name,
+                servable.version,
+            )
+        return response
+
+    def _plan_tasks(self, servable: Servable, tasks: Any) -> list[tuple[str, list[str]]]:
+        model_name, input_name = "", ""
+        seen: set[str] = set()
+        plans: list[tuple[str, list[str]]] = []
+        for task in tasks:
+            if not task.model_spec.name:
+                raise invalid("Found ModelSpec with an empty model name.")
+            if model_name and task.model_spec.name != model_name:
+                raise invalid(
+                    "All ModelSpecs in a MultiInferenceRequest must access the same model name."
+                )
+            model_name = task.model_spec.name
+            key = task.model_spec.signature_name or DEFAULT_SIGNATURE
+            if key in seen:
+                raise invalid(f"Duplicate evaluation of signature: {key}")
+            seen.add(key)
+            signature = servable.signatures.get(key)
+            if signature is None:
+                raise invalid(f"Requested signature not found in model graph: {key}")
+            if task.method_name == CLASSIFY_METHOD:
+                outputs = classification_outputs(signature, self.method_name_check)
+            elif task.method_name == REGRESS_METHOD:
+                outputs = regression_outputs(signature, self.method_name_check)
+            else:
+                raise RpcError(
+                    grpc.StatusCode.UNIMPLEMENTED,
+                    f"Unsupported signature method_name: {task.method_name}",
+                )
+            name = signature.inputs["inputs"].name
+            if input_name and name != input_name:
+                raise invalid("Input tensor must be the same for all Signatures.")
+            input_name = name
+            plans.append((key, outputs))
+        return plans
+
+    # GetModelMetadata ------------------------------------------------------------------------
+    def get_model_metadata(self, request: Any) -> Any:
+        """PredictionService.GetModelMetadata: every SignatureDef of the serve MetaGraph."""
+        apis = _apis()
+        if not request.HasField("model_spec"):
+            raise invalid("Missing ModelSpec")
+        if not request.metadata_field:
+            raise invalid("GetModelMetadataRequest must specify at least one metadata_field")
+        for name in request.metadata_field:
+            if name != "signature_def":
+                raise invalid(f"Metadata field {name} is not supported")
+        response = apis.get_model_metadata_pb2.GetModelMetadataResponse()
+        with self.manager.servable(request.model_spec) as servable:
+            signature_map = apis.get_model_metadata_pb2.SignatureDefMap()
+            for key, signature in servable.signatures.items():
+                signature_map.signature_def[key].CopyFrom(signature)
+            fill_model_spec(response.model_spec, request.model_spec.name, None, servable.version)
+        response.metadata["signature_def"].Pack(signature_map)
+        return response
+
+    # ModelService ----------------------------------------------------------------------------
+    def get_model_status(self, request: Any) -> Any:
+        """ModelService.GetModelStatus: last state of each version, newest first."""
+        apis = _apis()
+        if not request.HasField("model_spec"):
+            raise invalid("Missing ModelSpec")
+        spec = request.model_spec
+        version = int(spec.version.value) if spec.HasField("version") else None
+        events = self.manager.status(spec.name, version)
+        response = apis.get_model_status_pb2.GetModelStatusResponse()
+        state_enum = apis.get_model_status_pb2.ModelVersionStatus.State
+        for event in events:
+            entry = response.model_version_status.add(
+                version=event.version, state=state_enum.Value(event.state)
+            )
+            entry.status.error_code = status_fields(event.error)["error_code"]
+            entry.status.error_message = status_fields(event.error)["error_message"]
+        return response
+
+    def reload_config(self, request: Any) -> tuple[Any, RpcError | None]:
+        """ModelService.HandleReloadConfigRequest; the response's status mirrors the RPC's."""
+        from tfship.serve_client._server_config import from_config_list
+        from tfship.serve_client._server_status import ServerConfigError
+
+        response = _apis().model_management_pb2.ReloadConfigResponse()
+        error: RpcError | None = None
+        if request.config.WhichOneof("config") != "model_config_list":
+            error = invalid(
+                "ServerModelConfig type not supported by HandleReloadConfigRequest. Only "
+                "ModelConfigList is currently supported"
+            )
+        else:
+            try:
+                models = from_config_list(request.config.model_config_list, where="config")
+                self.manager.apply_config(models)
+            except ServerConfigError as exc:
+                error = invalid(str(exc).removeprefix("config: "))
+            except RpcError as exc:
+                error = exc
+        fields = status_fields(error)
+        response.status.error_code = fields["error_code"]
+        response.status.error_message = fields["error_message"]
+        return response, error
+
+
+# Predict helpers -----------------------------------------------------------------------------
+def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
+    """Check the request inputs against the signature and decode them (TF's GetInputValues)."""
+    sig_inputs, defaults = signature.inputs, signature.defaults
+    if len(inputs) > len(sig_inputs) or (len(inputs) < len(sig_inputs) and not defaults):
+        extra = sorted(set(inputs) - set(sig_inputs))
+        missing = sorted(set(sig_inputs) - set(inputs))
+        raise invalid(
+            f"input size does not match signature: {len(inputs)}!={len(sig_inputs)} "
+            f"len({{{_keys(inputs)}}}) != len({{{_keys(sig_inputs)}}}). "
+            f"Sent extra: {{{','.join(extra)}}}. Missing but required: {{{','.join(missing)}}}."
+        )
+    feeds: dict[str, NDArray[Any]] = {}
+    used: list[str] = []
+    for index, alias in enumerate(sorted(sig_inputs)):
+        info = sig_inputs[alias]
+        if alias in inputs:
+            proto = inputs[alias]
+            used.append(alias)
+        elif alias in defaults:
+            proto = defaults[alias]
+        else:
+            raise invalid(
+                f"Signature input alias: {alias}(feed name: {info.name}) not found in request "
+                f"and no default value provided. Inputs expected to be in the request "
+                f"{{{_keys(inputs)}}}, or default input alias set: {_keys(defaults)}"
+            )
+        try:
+            value = to_ndarray(proto)
+        except TensorDecodeError as exc:
+            raise invalid(f"tensor parsing error: {alias}") from exc
+        if info.dtype and int(proto.dtype) != int(info.dtype):
+            raise invalid(
+                f"Expects arg[{index}] to be {dtype_name(int(info.dtype))} but "
+                f"{dtype_name(int(proto.dtype))} is provided"
+            )
+        feeds[alias] = value
+    if inputs and len(used) != len(inputs):
+        raise invalid(
+            f"Inputs contains invalid name. Used request inputs: {','.join(sorted(used))}, "
+            f"request input: {_keys(inputs)}"
+        )
+    return feeds
+
+
+def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    for alias in output_filter:
+        if alias not in signature.outputs:
+            raise invalid(
+                f"output tensor alias not found in signature: {alias} Outputs expected to be "
+                f"in the set {{{_keys(signature.outputs)}}}."
+            )
+        if alias in seen:
+            raise invalid(f"duplicate output tensor alias: {alias}")
+        seen.add(alias)
+    return list(output_filter) if output_filter else sorted(signature.outputs)
+
+
+def _output_enum(info: Any, value: NDArray[Any]) -> int:
+    # The signature's dtype names the tensor; trust the array when they disagree in kind.
+    enum = int(info.dtype)
+    try:
+        actual = enum_for_array(np.asarray(value))
+    except TensorDecodeError:
+        return enum
+    if enum in (0, 14) or (enum == DT_STRING) != (actual == DT_STRING):
+        return actual if enum != 14 else enum
+    return enum
+
+
+def _run(
+    servable: Servable, feeds: Mapping[str, Any], key: str, outputs: Sequence[str]
+) -> dict[str, NDArray[Any]]:
+    from tfship.serve_client._server_status import from_exception
+
+    try:
+        result = servable.run(feeds, key, outputs)
+    except RpcError:
+        raise
+    except Exception as exc:  # the engine's failures become statuses, never tracebacks
+        raise from_exception(exc) from exc
+    return {alias: np.asarray(result[alias]) for alias in outputs}
+
+
+# Classify / Regress helpers ------------------------------------------------------------------
+def serialized_examples(input_proto: Any) -> NDArray[Any]:
+    """The request's Examples as a 1-D string tensor; context bytes are prepended (merge)."""
+    kind = input_proto.WhichOneof("kind")
+    if kind == "example_list":
+        blobs = [e.SerializeToString() for e in input_proto.example_list.examples]
+    elif kind == "example_list_with_context":
+        with_context = input_proto.example_list_with_context
+        context = with_context.context.SerializeToString()
+        blobs = [context + e.SerializeToString() for e in with_context.examples]
+    else:
+        blobs = []
+    if not blobs:
+        raise invalid("Input is empty.")
+    out = np.empty(len(blobs), dtype=object)
+    out[:] = blobs
+    return out
+
+
+def classification_outputs(signature: Any, method_check: bool) -> list[str]:
+    """TF Serving's PreProcessClassification: the output aliases to fetch, or the error."""
+    if method_check and signature.method_name != CLASSIFY_METHOD:
+        raise invalid(
+            f"Expected classification signature method_name to be {CLASSIFY_METHOD}. Was: "
+            + signature.method_name
+        )
+    if len(signature.inputs) != 1:
+        raise invalid("Expected one input Tensor.")
+    if len(signature.outputs) not in (1, 2):
+        raise invalid(f"Expected one or two output Tensors, found {len(signature.outputs)}")
+    if "inputs" not in signature.inputs:
+        raise RpcError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"No classification inputs found in SignatureDef: {signature}",
+        )
+    outputs = [k for k in ("classes", "scores") if k in signature.outputs]
+    if not outputs:
+        raise RpcError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            'Expected classification signature outputs to contain at least one of "classes" or '
+            f'"scores". Signature was: {signature}',
+        )
+    return outputs
+
+
+def regression_outputs(signature: Any, method_check: bool) -> list[str]:
+    """TF Serving's PreProcessRegression: ``["outputs"]`` or the error."""
+    if method_check and signature.method_name != REGRESS_METHOD:
+        raise invalid(
+            f"Expected regression signature method_name to be {REGRESS_METHOD}. Was: "
+            + signature.method_name
+        )
+    if len(signature.inputs) != 1:
+        raise invalid("Expected one input Tensor.")
+    if len(signature.outputs) != 1:
+        raise invalid("Expected one output Tensor.")
+    if "inputs" not in signature.inputs:
+        raise RpcError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"No regression inputs found in SignatureDef: {signature}",
+        )
+    if "outputs" not in signature.outputs:
+        raise RpcError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"No regression outputs found in SignatureDef: {signature}",
+        )
+    return ["outputs"]
+
+
+def _check_class_tensor(
+    name: str, value: NDArray[Any], want: int, num_examples: int
+) -> None:
+    if value.ndim != 2:
+        raise invalid(
+            f"Expected Tensor shape: [batch_size num_classes] but got {_shape_text(value.shape)}"
+        )
+    enum = enum_for_array(value)
+    if enum != want:
+        kind = "DT_STRING" if want == DT_STRING else "DT_FLOAT"
+        raise invalid(f"Expected {name} Tensor of {kind}. Got: {dtype_enum_name(enum)}")
+    if value.shape[0] != num_examples:
+        raise invalid(
+            f"Expected {name} output batch size of {num_examples}. Got: {value.shape[0]}"
+        )
+
+
+def fill_classifications(
+    result: Any, values: Mapping[str, NDArray[Any]], num_examples: int
+) -> None:
+    """TF Serving's PostProcessClassificationResult into a ``ClassificationResult``."""
+    classes, scores = values.get("classes"), values.get("scores")
+    if classes is not None:
+        _check_class_tensor("classes", classes, DT_STRING, num_examples)
+    if scores is not None:
+        _check_class_tensor("scores", scores, DT_FLOAT, num_examples)
+    if classes is not None and scores is not None and classes.shape[1] != scores.shape[1]:
+        raise invalid(
+            "Tensors class and score should match in dim_size(1). Got "
+            f"{classes.shape[1]} vs. {scores.shape[1]}"
+        )
+    width = (classes if classes is not None else scores).shape[1]  # type: ignore[union-attr]
+    for row in range(num_examples):
+        entry = result.classifications.add()
+        for column in range(width):
+            cls = entry.classes.add()
+            if classes is not None:
+                label = classes[row, column]
+                text = label if isinstance(label, bytes) else str(label).encode()
+                cls.label = text.decode("utf-8", errors="replace")
+            if scores is not None:
+                cls.score = float(scores[row, column])
+
+
+def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> None:
+    """TF Serving's PostProcessRegressionResult into a ``RegressionResult``."""
+    if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == 1)):
+        raise invalid(
+            "Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got "
+            + _shape_text(value.shape)
+        )
+    if value.shape[0] != num_examples:
+        raise invalid(
+            f"Input batch size did not match output batch size: {num_examples} vs. "
+            f"{value.shape[0]}"
+        )
+    enum = enum_for_array(value)
+    if enum != DT_FLOAT:
+        raise invalid(f"Expected output Tensor of DT_FLOAT.  Got: {dtype_enum_name(enum)}")
+    for number in value.reshape(-1).tolist():
+        result.regressions.add(value=number)

@@ -1,0 +1,99 @@
+"""The gRPC face of the local server: TF Serving's two services on the official stubs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from tfship.serve_client._server_core import ServingCore
+from tfship.serve_client._server_status import LocalServerError, RpcError
+
+logger = logging.getLogger(__name__)
+
+# TF Serving calls SetMaxMessageSize(INT32_MAX) in both directions.
+MAX_MESSAGE_BYTES = 2**31 - 1
+
+
+def _answer(context: Any, call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except RpcError as exc:
+        context.abort(exc.code, exc.wire_message())
+    except Exception as exc:  # a bug must become INTERNAL, never a dropped connection
+        logger.exception("unexpected error while serving a request")
+        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024])
+
+
+def _servicers(core: ServingCore) -> tuple[Any, Any]:
+    from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+
+    class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):  # type: ignore[misc]
+        def Classify(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
+            return _answer(context, lambda: core.classify(request))
+
+        def Regress(self, request: Any, context: Any) -> Any:  # noqa: N802
+            return _answer(context, lambda: core.regress(request))
+
+        def Predict(self, request: Any, context: Any) -> Any:  # noqa: N802
+            return _answer(context, lambda: core.predict(request))
+
+        def MultiInference(self, request: Any, context: Any) -> Any:  # noqa: N802
+            return _answer(context, lambda: core.multi_inference(request))
+
+        def GetModelMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
+            return _answer(context, lambda: core.get_model_metadata(request))
+
+    class ModelService(model_service_pb2_grpc.ModelServiceServicer):  # type: ignore[misc]
+        def GetModelStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+            return _answer(context, lambda: core.get_model_status(request))
+
+        def HandleReloadConfigRequest(self, request: Any, context: Any) -> Any:  # noqa: N802
+            response, error = core.reload_config(request)
+            if error is not None:
+                context.abort(error.code, error.wire_message())
+            return response
+
+    return PredictionService(), ModelService()
+
+
+def start_grpc(
+    core: ServingCore,
+    host: str,
+    port: int,
+    *,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    workers: int = 64,
+) -> tuple[Any, int]:
+    """Start a gRPC server with both services; returns it and the bound port (port 0 picks one).
+
+    Raises:
+        LocalServerError: when the address cannot be bound.
+    """
+    from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+
+    options = [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        # a second server on a busy port must fail, not share it silently
+        ("grpc.so_reuseport", 0),
+    ]
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfship-grpc"),
+        options=options,
+    )
+    prediction, model = _servicers(core)
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(prediction, server)
+    model_service_pb2_grpc.add_ModelServiceServicer_to_server(model, server)
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(target)
+    except RuntimeError as exc:
+        raise LocalServerError(f"cannot bind gRPC to {target}: {exc}") from exc
+    if bound == 0:
+        raise LocalServerError(f"cannot bind gRPC to {target}: the address is in use or invalid")
+    server.start()
+    return server, bound

@@ -1,0 +1,475 @@
+"""Which versions are loaded: polling base paths, version policies, labels, state history.
+
+Behaves like TensorFlow Serving's ServerCore with an AvailabilityPreservingPolicy: versions are
+the numeric children of a model's base path; a new version is loaded and AVAILABLE before an
+old one unloads, so a swap under load drops no request; each version's states (START, LOADING,
+AVAILABLE, UNLOADING, END) are recorded, and a failed load ends in END with its error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from tfship.serve_client._server_config import ModelConfig
+from tfship.serve_client._server_status import RpcError, from_exception, invalid
+
+logger = logging.getLogger(__name__)
+
+_NUMERIC = re.compile(r"^\d+$")
+_INT64_MAX = 2**63 - 1
+STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
+
+
+@dataclass(frozen=True)
+class StateEvent:
+    """One state a model version went through, with the load error for a failed END.
+
+    Example:
+        >>> StateEvent("m", 1, "AVAILABLE", 0.0).state
+        'AVAILABLE'
+    """
+
+    model: str
+    version: int
+    state: str
+    time: float
+    error: RpcError | None = None
+
+
+class Servable:
+    """One loaded version: its serve MetaGraphDef (read from the file) and the engine that runs it.
+
+    Example:
+        >>> servable = Servable.load("m", 1, "/srv/m/1")  # doctest: +SKIP
+        >>> servable.run({"x": x}, "serving_default", ["y"])  # doctest: +SKIP
+    """
+
+    def __init__(self, name: str, version: int, path: str, meta_graph: Any, model: Any) -> None:
+        self.name = name
+        self.version = version
+        self.path = path
+        self.meta_graph = meta_graph
+        self.signatures: Mapping[str, Any] = meta_graph.signature_def
+        self.model = model
+        self._inflight = 0
+        self._idle = threading.Condition()
+        self.batcher: Any = None
+
+    @classmethod
+    def load(cls, name: str, version: int, path: str) -> Servable:
+        """Read ``saved_model.pb`` for the serve MetaGraphDef and load the model with tfship."""
+        from tfship.loaders import load
+
+        meta_graph = read_serve_meta_graph(path)
+        return cls(name, version, path, meta_graph, load(path))
+
+    def run(
+        self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
+    ) -> dict[str, Any]:
+        """Run one signature on numpy feeds; returns the requested outputs by alias."""
+        if self.batcher is not None:
+            result: dict[str, Any] = self.batcher.run(self, feeds, signature, outputs)
+            return result
+        return self.run_now(feeds, signature, outputs)
+
+    def run_now(
+        self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
+    ) -> dict[str, Any]:
+        """Run immediately, bypassing the batcher."""
+        result: dict[str, Any] = self.model.run(dict(feeds), signature=signature, outputs=list(outputs))
+        return result
+
+    @contextmanager
+    def hold(self) -> Iterator[Servable]:
+        """Count a request in flight so an unload waits for it to finish."""
+        with self._idle:
+            self._inflight += 1
+        try:
+            yield self
+        finally:
+            with self._idle:
+                self._inflight -= 1
+                self._idle.notify_all()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Wait for requests in flight (bounded), then release the model."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._inflight == 0, timeout=timeout)
+        if self.batcher is not None:
+            self.batcher.close()
+        close = getattr(self.model, "close", None)
+        if callable(close):
+            close()
+
+
+def read_serve_meta_graph(path: str) -> Any:
+    """The MetaGraphDef tagged exactly {"serve"} of the SavedModel at ``path``."""
+    from google.protobuf import text_format
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    pb, pbtxt = os.path.join(path, "saved_model.pb"), os.path.join(path, "saved_model.pbtxt")
+    if os.path.exists(pb):
+        with open(pb, "rb") as handle:
+            saved_model.ParseFromString(handle.read())
+    elif os.path.exists(pbtxt):
+        with open(pbtxt, encoding="utf-8") as handle:
+            text_format.Parse(handle.read(), saved_model)
+    else:
+        raise RpcError(
+            grpc.StatusCode.NOT_FOUND,
+            "Could not find SavedModel .pb or .pbtxt at supplied export directory path: " + path,
+        )
+    for meta_graph in saved_model.meta_graphs:
+        if set(meta_graph.meta_info_def.tags) == {"serve"}:
+            return meta_graph
+    found = [sorted(m.meta_info_def.tags) for m in saved_model.meta_graphs]
+    raise RpcError(
+        grpc.StatusCode.NOT_FOUND,
+        "Could not find meta graph def matching supplied tags: { serve }. To inspect available "
+        f"tag-sets in the SavedModel, please use the SavedModel CLI: `saved_model_cli` "
+        f"(found tag-sets: {found})",
+    )
+
+
+def list_versions(base_path: str, model: str) -> dict[int, str] | None:
+    """Numeric version directories under ``base_path`` (None when the base path is missing)."""
+    try:
+        children = sorted(os.listdir(base_path))
+    except OSError:
+        return None
+    versions: dict[int, str] = {}
+    for child in children:
+        full = os.path.join(base_path, child)
+        if not _NUMERIC.match(child) or not os.path.isdir(full) or int(child) > _INT64_MAX:
+            continue
+        number = int(child)
+        if number in versions:
+            logger.warning("model %s: duplicate version directories %s and %s", model,
+                           versions[number], full)
+            continue
+        versions[number] = full
+    return versions
+
+
+@dataclass
+class _Version:
+    number: int
+    path: str
+    state: str = "new"  # manager-side harness state: new | ready | error
+    servable: Servable | None = None
+
+
+@dataclass
+class _Model:
+    config: ModelConfig
+    harnesses: dict[int, _Version] = field(default_factory=dict)
+    # last published state per version, as TF Serving's ServableStateMonitor keeps it
+    states: dict[int, StateEvent] = field(default_factory=dict)
+    history: list[StateEvent] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    warned_empty: bool = False
+    active: bool = True  # False once a reloaded config leaves the model out
+
+
+Loader = Callable[[str, int, str], Servable]
+Warmup = Callable[[Servable], None]
+
+
+class ModelManager:
+    """Keeps the configured models' versions loaded according to their policies.
+
+    Example:
+        >>> manager = ModelManager([ModelConfig("m", "/srv/m")])  # doctest: +SKIP
+        >>> manager.start(); manager.status("m", None)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        models: Sequence[ModelConfig],
+        *,
+        poll_seconds: float = 1.0,
+        loader: Loader | None = None,
+        warmup: Warmup | None = None,
+        allow_labels_for_unavailable: bool = False,
+        on_load: Callable[[Servable], None] | None = None,
+    ) -> None:
+        self._poll_seconds = poll_seconds
+        self._loader: Loader = loader or Servable.load
+        self._warmup = warmup
+        self._on_load = on_load
+        self._allow_unavailable_labels = allow_labels_for_unavailable
+        self._models: dict[str, _Model] = {}
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._reconcile_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pending = list(models)
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load every model's initial versions (blocking, as TF Serving does), then poll."""
+        self.apply_config(self._pending)
+        self._thread = threading.Thread(target=self._poll_loop, name="tfship-poll", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop polling and unload every version (each goes UNLOADING then END)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._reconcile_lock:
+            for model in list(self._models.values()):
+                for version in sorted(model.harnesses):
+                    self._unload(model, model.harnesses[version])
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self._poll_seconds):
+            try:
+                with self._reconcile_lock:
+                    for model in list(self._models.values()):
+                        self._reconcile(model)
+            except Exception:  # the poller must outlive one bad poll
+                logger.exception("polling model base paths failed")
+
+    # configuration ---------------------------------------------------------------------------
+    def apply_config(self, models: Sequence[ModelConfig]) -> None:
+        """Serve exactly these models: load new ones, drop those left out, then assign labels.
+
+        Raises:
+            RpcError: FAILED_PRECONDITION when a label names a version that is not available.
+        """
+        with self._reconcile_lock:
+            wanted = {m.name: m for m in models}
+            for name, model in list(self._models.items()):
+                if name not in wanted and model.active:
+                    model.active = False
+                    model.labels = {}
+                    self._reconcile(model)
+            for config in models:
+                with self._lock:
+                    model = self._models.setdefault(config.name, _Model(config))
+                    model.config, model.active = config, True
+                self._reconcile(model)
+            for config in models:
+                self._assign_labels(self._models[config.name], config.labels)
+
+    def _assign_labels(self, model: _Model, labels: Mapping[str, int]) -> None:
+        with self._lock:
+            if not self._allow_unavailable_labels:
+                for version in sorted(labels.values()):
+                    harness = model.harnesses.get(version)
+                    if harness is None or harness.state != "ready":
+                        raise RpcError(
+                            grpc.StatusCode.FAILED_PRECONDITION,
+                            f"Request to assign label to version {version} of model "
+                            f"{model.config.name}, which is not currently available for "
+                            "inference",
+                        )
+            model.labels = dict(labels)
+
+    # the policy ------------------------------------------------------------------------------
+    def _reconcile(self, model: _Model) -> None:
+        config = model.config
+        if not model.active:
+            self._aspire(model, {})
+            while self._next_action(model, set()):
+                pass
+            return
+        found = list_versions(config.base_path, config.name)
+        if found is None:
+            logger.error("Could not find base path %s for servable %s", config.base_path,
+                         config.name)
+            return
+        if not found and not model.warned_empty:
+            logger.warning(
+                "No versions of servable %s found under base path %s. Did you forget to name "
+                "your leaf directory as a number (eg. '/1/')?", config.name, config.base_path)
+        model.warned_empty = not found
+        if config.policy.kind == "specific":
+            for missing in sorted(set(config.policy.versions) - set(found)):
+                logger.warning("model %s: version %d of the policy is not under %s",
+                               config.name, missing, config.base_path)
+        aspired = {v: found[v] for v in config.policy.choose(found)}
+        self._aspire(model, aspired)
+        while self._next_action(model, set(aspired)):
+            pass
+
+    def _aspire(self, model: _Model, aspired: Mapping[int, str]) -> None:
+        with self._lock:
+            for number, path in aspired.items():
+                if number not in model.harnesses:
+                    model.harnesses[number] = _Version(number, path)
+                    self._publish(model, number, "START")
+            for number in list(model.harnesses):
+                harness = model.harnesses[number]
+                if number not in aspired and harness.state == "new":
+                    del model.harnesses[number]
+                    self._publish(model, number, "END")
+                elif number not in aspired and harness.state == "error":
+                    del model.harnesses[number]  # forgotten; its END state stays in the monitor
+
+    def _next_action(self, model: _Model, aspired: set[int]) -> bool:
+        """One step of TF Serving's AvailabilityPreservingPolicy; False when nothing is left."""
+        harnesses = model.harnesses
+        has_aspired = any(v in aspired for v in harnesses)
+        aspired_ready = any(v in aspired and h.state == "ready" for v, h in harnesses.items())
+        unaspired_ready = sorted(
+            v for v, h in harnesses.items() if v not in aspired and h.state == "ready"
+        )
+        if unaspired_ready and (not has_aspired or aspired_ready or len(unaspired_ready) > 1):
+            self._unload(model, harnesses[unaspired_ready[0]])
+            return True
+        new = [v for v, h in harnesses.items() if v in aspired and h.state == "new"]
+        if new:
+            self._load(model, harnesses[max(new)])
+            return True
+        return False
+
+    def _load(self, model: _Model, harness: _Version) -> None:
+        name = model.config.name
+        with self._lock:
+            self._publish(model, harness.number, "LOADING")
+        try:
+            servable = self._loader(name, harness.number, harness.path)
+            if self._warmup is not None:
+                self._warmup(servable)
+            if self._on_load is not None:
+                self._on_load(servable)
+        except Exception as exc:  # any failure ends this version's load, never the server
+            error = from_exception(exc)
+            logger.error("Loading servable %s version %d failed: %s", name, harness.number,
+                         error.message)
+            with self._lock:
+                harness.state = "error"
+                self._publish(model, harness.number, "END", error)
+            return
+        with self._lock:
+            harness.servable = servable
+            harness.state = "ready"
+            self._publish(model, harness.number, "AVAILABLE")
+        logger.info("Successfully loaded servable version {name: %s version: %d}", name,
+                    harness.number)
+
+    def _unload(self, model: _Model, harness: _Version) -> None:
+        with self._lock:
+            if harness.state == "ready":
+                self._publish(model, harness.number, "UNLOADING")
+            # From here no new request can resolve to this version.
+            model.harnesses.pop(harness.number, None)
+            servable, harness.servable = harness.servable, None
+        if servable is not None:
+            servable.close()
+        with self._lock:
+            if model.states.get(harness.number) is None or (
+                model.states[harness.number].state != "END"
+            ):
+                self._publish(model, harness.number, "END")
+
+    def _publish(
+        self, model: _Model, version: int, state: str, error: RpcError | None = None
+    ) -> None:
+        event = StateEvent(model.config.name, version, state, time.time(), error)
+        model.states[version] = event
+        model.history.append(event)
+        self._changed.notify_all()
+
+    # queries ---------------------------------------------------------------------------------
+    @contextmanager
+    def servable(self, spec: Any) -> Iterator[Servable]:
+        """Resolve a ``ModelSpec`` to a loaded version, held for the duration of a request.
+
+        Raises:
+            RpcError: INVALID_ARGUMENT (no name, unknown label) or NOT_FOUND, with TF Serving's
+                texts.
+        """
+        if not spec.name:
+            raise invalid("ModelSpec has no name specified.")
+        which = spec.WhichOneof("version_choice")
+        with self._lock:
+            model = self._models.get(spec.name)
+            if which == "version_label":
+                version = None if model is None else model.labels.get(spec.version_label)
+                if version is None:
+                    raise invalid(f"Unrecognized servable version label: {spec.version_label}")
+                request = f"Specific({spec.name}, {version})"
+            elif which == "version":
+                version = int(spec.version.value)
+                request = f"Specific({spec.name}, {version})"
+            else:
+                version = None
+                request = f"Latest({spec.name})"
+            servable = None if model is None else self._pick(model, version)
+            if servable is None:
+                raise RpcError(
+                    grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}"
+                )
+            holder = servable.hold()
+            holder.__enter__()
+        try:
+            yield servable
+        finally:
+            holder.__exit__(None, None, None)
+
+    @staticmethod
+    def _pick(model: _Model, version: int | None) -> Servable | None:
+        ready = {v: h.servable for v, h in model.harnesses.items() if h.state == "ready"}
+        if version is None:
+            return ready[max(ready)] if ready else None
+        return ready.get(version)
+
+    def status(self, name: str, version: int | None) -> list[StateEvent]:
+        """Last state of each tracked version (descending), as GetModelStatus reports them.
+
+        Raises:
+            RpcError: NOT_FOUND when the model or version was never tracked.
+        """
+        with self._lock:
+            model = self._models.get(name)
+            states = {} if model is None else dict(model.states)
+        if version is not None:
+            if version not in states:
+                raise RpcError(
+                    grpc.StatusCode.NOT_FOUND, f"Could not find version {version} of model {name}"
+                )
+            return [states[version]]
+        if not states:
+            raise RpcError(
+                grpc.StatusCode.NOT_FOUND, f"Could not find any versions of model {name}"
+            )
+        return [states[v] for v in sorted(states, reverse=True)]
+
+    def history(self, name: str) -> list[StateEvent]:
+        """Every state every version of ``name`` went through, oldest first."""
+        with self._lock:
+            model = self._models.get(name)
+            return [] if model is None else list(model.history)
+
+    def model_names(self) -> list[str]:
+        """Names of the configured models."""
+        with self._lock:
+            return sorted(self._models)
+
+    def available_versions(self, name: str) -> list[int]:
+        """Versions of ``name`` that can serve requests now, ascending."""
+        with self._lock:
+            model = self._models.get(name)
+            if model is None:
+                return []
+            return sorted(v for v, h in model.harnesses.items() if h.state == "ready")
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float | None) -> bool:
+        """Block until ``predicate()`` holds after a state change (or the timeout passes)."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout=timeout)

@@ -1,0 +1,249 @@
+"""TensorProto <-> numpy on the server side, with TensorFlow's own rules.
+
+Requests are decoded like C++ ``Tensor::FromProto``: a non-empty ``tensor_content`` wins; typed
+``*_val`` fields shorter than the shape are padded by repeating their last value; an empty field
+means zeros. Responses are encoded like ``Tensor::AsProtoField``: dtype, full shape and the typed
+repeated field, never ``tensor_content`` (clients that only read ``tensor_content`` must fail here
+as they fail against TensorFlow Serving).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+class TensorDecodeError(ValueError):
+    """Raised when a TensorProto cannot be turned into an array (TF's FromProto fails)."""
+
+
+@dataclass(frozen=True)
+class _DType:
+    name: str  # TF's DataTypeString, used in error messages ("float", "double", ...)
+    numpy: Any  # numpy dtype, or None when numpy has no exact equivalent
+    field: str  # typed repeated field of TensorProto
+
+
+# DataType enum value -> how it is stored. Values are types_pb2.DataType numbers, stable across
+# TensorFlow versions, so no TensorFlow import is needed to read this table.
+_DTYPES: dict[int, _DType] = {
+    1: _DType("float", np.float32, "float_val"),
+    2: _DType("double", np.float64, "double_val"),
+    3: _DType("int32", np.int32, "int_val"),
+    4: _DType("uint8", np.uint8, "int_val"),
+    5: _DType("int16", np.int16, "int_val"),
+    6: _DType("int8", np.int8, "int_val"),
+    7: _DType("string", np.object_, "string_val"),
+    8: _DType("complex64", np.complex64, "scomplex_val"),
+    9: _DType("int64", np.int64, "int64_val"),
+    10: _DType("bool", np.bool_, "bool_val"),
+    14: _DType("bfloat16", None, "half_val"),
+    17: _DType("uint16", np.uint16, "int_val"),
+    18: _DType("complex128", np.complex128, "dcomplex_val"),
+    19: _DType("half", np.float16, "half_val"),
+    22: _DType("uint32", np.uint32, "uint32_val"),
+    23: _DType("uint64", np.uint64, "uint64_val"),
+}
+_NUMPY_TO_ENUM: dict[np.dtype[Any], int] = {
+    np.dtype(spec.numpy): enum for enum, spec in _DTYPES.items() if spec.numpy is not None
+}
+DT_STRING = 7
+DT_FLOAT = 1
+_MAX_ELEMENTS = 2**31  # a shape promising more elements than a 2 GiB message can hold is bogus
+
+
+def dtype_name(enum: int) -> str:
+    """TensorFlow's ``DataTypeString`` for a DataType number ("float", "double", "string")."""
+    spec = _DTYPES.get(enum)
+    if spec is not None:
+        return spec.name
+    names = {0: "invalid", 20: "resource", 21: "variant", 15: "qint16", 11: "qint8"}
+    return names.get(enum, f"dtype_{enum}")
+
+
+def dtype_enum_name(enum: int) -> str:
+    """The proto enum name of a DataType number ("DT_FLOAT"), as ``DataType_Name`` prints it."""
+    spec = _DTYPES.get(enum)
+    if spec is None:
+        return "DT_INVALID" if enum == 0 else f"DT_{enum}"
+    return "DT_" + spec.name.upper()
+
+
+def enum_for_array(array: NDArray[Any]) -> int:
+    """The DataType number of a numpy array; object and bytes arrays are DT_STRING."""
+    if array.dtype.kind in ("O", "S", "U"):
+        return DT_STRING
+    enum = _NUMPY_TO_ENUM.get(array.dtype)
+    if enum is None:
+        raise TensorDecodeError(f"numpy dtype {array.dtype} has no TensorFlow DataType")
+    return enum
+
+
+def shape_of(proto: Any) -> tuple[int, ...]:
+    """The fully defined shape of a TensorProto, or TensorDecodeError."""
+    shape = proto.tensor_shape
+    if shape.unknown_rank:
+        raise TensorDecodeError("tensor shape has unknown rank")
+    dims = tuple(int(d.size) for d in shape.dim)
+    if any(d < 0 for d in dims):
+        raise TensorDecodeError(f"tensor shape {list(dims)} has a negative dimension")
+    if int(np.prod(dims, dtype=np.float64)) > _MAX_ELEMENTS:
+        raise TensorDecodeError(f"tensor shape {list(dims)} has too many elements")
+    return dims
+
+
+def to_ndarray(proto: Any) -> NDArray[Any]:
+    """Decode a ``TensorProto`` like TensorFlow's ``Tensor::FromProto``.
+
+    Args:
+        proto: a ``tensorflow.TensorProto``.
+
+    Returns:
+        A numpy array; strings come back as an object array of ``bytes``.
+
+    Raises:
+        TensorDecodeError: when TensorFlow would refuse the proto (unknown dtype, more values than
+            the shape holds, a ``tensor_content`` of the wrong size).
+
+    Example:
+        >>> from tensorflow.core.framework import tensor_pb2
+        >>> p = tensor_pb2.TensorProto(dtype=1, float_val=[1.5])
+        >>> p.tensor_shape.dim.add().size = 3
+        >>> to_ndarray(p).tolist()
+        [1.5, 1.5, 1.5]
+    """
+    spec = _DTYPES.get(int(proto.dtype))
+    if spec is None:
+        raise TensorDecodeError(f"unsupported dtype {dtype_enum_name(int(proto.dtype))}")
+    dims = shape_of(proto)
+    count = int(np.prod(dims, dtype=np.int64))
+    if spec.field == "string_val":
+        return _strings(proto, dims, count)
+    if proto.tensor_content:
+        return _from_content(proto.tensor_content, spec, int(proto.dtype), dims, count)
+    return _from_field(proto, spec, int(proto.dtype), dims, count)
+
+
+def _numpy_dtype(spec: _DType, enum: int) -> np.dtype[Any]:
+    if spec.numpy is not None:
+        return np.dtype(spec.numpy)
+    if enum == 14:  # bfloat16 ships with TensorFlow through ml_dtypes
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    raise TensorDecodeError(f"unsupported dtype {spec.name}")
+
+
+def _from_content(
+    content: bytes, spec: _DType, enum: int, dims: tuple[int, ...], count: int
+) -> NDArray[Any]:
+    dtype = _numpy_dtype(spec, enum)
+    if len(content) != count * dtype.itemsize:
+        raise TensorDecodeError(
+            f"tensor_content holds {len(content)} bytes, shape {list(dims)} of {spec.name} "
+            f"needs {count * dtype.itemsize}"
+        )
+    return np.frombuffer(content, dtype=dtype).reshape(dims).copy()
+
+
+def _from_field(
+    proto: Any, spec: _DType, enum: int, dims: tuple[int, ...], count: int
+) -> NDArray[Any]:
+    dtype = _numpy_dtype(spec, enum)
+    values = getattr(proto, spec.field)
+    if spec.field in ("scomplex_val", "dcomplex_val"):
+        flat = np.asarray(values, dtype=np.float64)
+        if flat.size % 2:
+            raise TensorDecodeError(f"{spec.field} holds an odd number of values")
+        raw = (flat[0::2] + 1j * flat[1::2]).astype(dtype)
+    elif spec.field == "half_val":  # half/bfloat16 travel as their 16-bit patterns
+        raw = np.asarray(values, dtype=np.int64).astype(np.uint16).view(dtype)
+    else:
+        raw = np.asarray(values, dtype=dtype)
+    return _pad(raw, spec, dims, count, dtype)
+
+
+def _pad(
+    raw: NDArray[Any], spec: _DType, dims: tuple[int, ...], count: int, dtype: np.dtype[Any]
+) -> NDArray[Any]:
+    if raw.size > count:
+        raise TensorDecodeError(
+            f"{spec.field} holds {raw.size} values, more than shape {list(dims)} holds ({count})"
+        )
+    if raw.size == count:
+        return raw.reshape(dims)
+    if raw.size == 0:
+        return np.zeros(dims, dtype=dtype)
+    # FromProto repeats the last value to fill the shape (how scalars broadcast in protos).
+    out = np.empty(count, dtype=dtype)
+    out[: raw.size] = raw
+    out[raw.size :] = raw[-1]
+    return out.reshape(dims)
+
+
+def _strings(proto: Any, dims: tuple[int, ...], count: int) -> NDArray[Any]:
+    values = list(proto.string_val)
+    if len(values) > count:
+        raise TensorDecodeError(
+            f"string_val holds {len(values)} values, more than shape {list(dims)} holds ({count})"
+        )
+    out = np.empty(count, dtype=object)
+    if values:
+        out[: len(values)] = values
+        out[len(values) :] = values[-1]
+    else:
+        out[:] = b""
+    return out.reshape(dims)
+
+
+def from_ndarray(array: NDArray[Any], tensor_proto_cls: Any, enum: int | None = None) -> Any:
+    """Encode an array like TensorFlow's ``Tensor::AsProtoField`` (typed field, no content).
+
+    Args:
+        array: the output array; object/bytes/str arrays are strings.
+        tensor_proto_cls: the ``TensorProto`` class to build.
+        enum: the DataType number to write; inferred from the array when None.
+
+    Returns:
+        A ``TensorProto`` with ``dtype``, ``tensor_shape`` and one typed ``*_val`` field.
+
+    Example:
+        >>> from tensorflow.core.framework import tensor_pb2
+        >>> p = from_ndarray(np.array([[1.0, 2.0]], np.float32), tensor_pb2.TensorProto)
+        >>> list(p.float_val), p.tensor_content
+        ([1.0, 2.0], b'')
+    """
+    array = np.asarray(array)
+    if enum is None:
+        enum = enum_for_array(array)
+    spec = _DTYPES.get(enum)
+    if spec is None:
+        raise TensorDecodeError(f"cannot encode dtype {dtype_enum_name(enum)}")
+    proto = tensor_proto_cls(dtype=enum)
+    for size in array.shape:
+        proto.tensor_shape.dim.add().size = int(size)
+    field = getattr(proto, spec.field)
+    flat = array.reshape(-1)
+    if spec.field == "string_val":
+        field.extend(_as_bytes(v) for v in flat.tolist())
+    elif spec.field in ("scomplex_val", "dcomplex_val"):
+        pairs = np.empty(flat.size * 2, dtype=np.float64)
+        pairs[0::2] = flat.real
+        pairs[1::2] = flat.imag
+        field.extend(pairs.tolist())
+    elif spec.field == "half_val":
+        field.extend(flat.view(np.uint16).astype(np.int32).tolist())
+    else:
+        field.extend(flat.astype(_numpy_dtype(spec, enum), copy=False).tolist())
+    return proto
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return str(value).encode("utf-8")

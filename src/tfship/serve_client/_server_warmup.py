@@ -1,0 +1,95 @@
+"""Replay ``assets.extra/tf_serving_warmup_requests`` while a version loads, as TF Serving does.
+
+The file is a TFRecord of ``PredictionLog``s. Each supported log (predict, classify, regress,
+multi_inference) is replayed against the version being loaded; a failing request, an
+unsupported log type, a corrupt file or more than 1000 records fail that version's load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import grpc
+
+from tfship.serve_client._server_status import RpcError, invalid
+
+logger = logging.getLogger(__name__)
+
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+MAX_RECORDS = 1000
+_REPLAYED = {
+    "predict_log": "predict_on",
+    "classify_log": "classify_on",
+    "regress_log": "regress_on",
+    "multi_inference_log": "multi_inference_on",
+}
+
+
+def run_warmup(core: Any, servable: Any, iterations: int = 1) -> int:
+    """Replay the warmup file of ``servable`` through ``core``; returns the records replayed.
+
+    Args:
+        core: the ``ServingCore`` whose ``*_on`` methods run a request on one version.
+        servable: the version being loaded.
+        iterations: times each record is replayed (TF Serving's num_request_iterations).
+
+    Raises:
+        RpcError: the status TF Serving would report for that warmup failure.
+    """
+    path = os.path.join(servable.path, WARMUP_FILE)
+    if not os.path.exists(path):
+        return 0
+    count = 0
+    for record in _records(path):
+        log = _parse(record, path)
+        for _ in range(iterations):
+            _replay(core, servable, log)
+        count += 1
+        if count > MAX_RECORDS:
+            raise invalid(
+                f"Number of warmup records exceeds the maximum ({MAX_RECORDS}) at {path}"
+            )
+    logger.info("Finished reading warmup data for model at %s. Number of warmup records "
+                "read: %d.", path, count)
+    return count
+
+
+def _records(path: str) -> Any:
+    from tfship._tf import tf
+
+    tf_ = tf()
+    try:
+        yield from tf_.compat.v1.io.tf_record_iterator(path)
+    except tf_.errors.DataLossError as exc:
+        raise RpcError(
+            grpc.StatusCode.DATA_LOSS,
+            f"{exc.message}. Please verify your warmup data is in TFRecord format.",
+        ) from exc
+
+
+def _parse(record: bytes, path: str) -> Any:
+    from google.protobuf.message import DecodeError
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    log = prediction_log_pb2.PredictionLog()
+    try:
+        log.ParseFromString(record)
+    except DecodeError as exc:
+        shown = record.decode("utf-8", errors="replace")
+        raise invalid(f"Failed to parse warmup record: {shown} from {path}") from exc
+    return log
+
+
+def _replay(core: Any, servable: Any, log: Any) -> None:
+    kind = log.WhichOneof("log_type")
+    if kind is None:
+        return  # TF Serving skips records without a log
+    method = _REPLAYED.get(kind)
+    if method is None:
+        number = log.DESCRIPTOR.fields_by_name[kind].number
+        raise RpcError(
+            grpc.StatusCode.UNIMPLEMENTED, f"Unsupported log_type for warmup: {number}"
+        )
+    getattr(core, method)(servable, getattr(log, kind).request)

@@ -1,0 +1,162 @@
+"""Tiny real exports and running servers shared by the server tests.
+
+* ``module_base``: a TF2 ``tf.Module`` SavedModel under versions 1 and 2 (``y = x @ w + v``
+  where ``v`` is the version, so a response tells which version answered), with a string
+  signature and a two-input signature.
+* ``estimator_base``: a canned ``LinearClassifier`` (binary) trained a few steps and exported
+  with a parsing receiver: classification, regression and predict signatures.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+
+from tfship._tf import estimator, tf
+from tfship.serve_client._server import ModelServer
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def export_module(directory: Path, version: int) -> Path:
+    """Write the TF2 test model as ``directory/<version>``; outputs depend on ``version``."""
+    tf_ = tf()
+    offset = float(version)
+
+    class Model(tf_.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = tf_.Variable([[1.0], [2.0]])
+
+        @tf_.function(input_signature=[tf_.TensorSpec([None, 2], tf_.float32, name="x")])
+        def serve(self, x: Any) -> dict[str, Any]:
+            return {"y": tf_.matmul(x, self.w) + offset, "doubled": x * 2.0}
+
+        @tf_.function(input_signature=[tf_.TensorSpec([None], tf_.string, name="text")])
+        def strings(self, text: Any) -> dict[str, Any]:
+            return {
+                "upper_bytes": tf_.strings.upper(text),
+                "upper": tf_.strings.upper(text),
+                "length": tf_.strings.length(text, unit="BYTE"),
+            }
+
+        @tf_.function(
+            input_signature=[
+                tf_.TensorSpec([None], tf_.float32, name="a"),
+                tf_.TensorSpec([None], tf_.int64, name="b"),
+            ]
+        )
+        def pair(self, a: Any, b: Any) -> dict[str, Any]:
+            return {"sum": a + tf_.cast(b, tf_.float32)}
+
+    model = Model()
+    path = directory / str(version)
+    tf_.saved_model.save(
+        model,
+        str(path),
+        signatures={
+            "serving_default": model.serve,
+            "strings": model.strings,
+            "pair": model.pair,
+        },
+    )
+    return path
+
+
+def export_estimator(directory: Path) -> Path:
+    """Train a binary LinearClassifier for a few steps and export it with a parsing receiver."""
+    tf_, est = tf(), estimator()
+    column = tf_.feature_column.numeric_column("x")
+    model_dir = directory / "model_dir"
+    classifier = est.LinearClassifier(
+        feature_columns=[column], model_dir=str(model_dir), n_classes=2
+    )
+
+    def input_fn() -> Any:
+        data = {"x": np.array([[0.0], [1.0], [2.0], [3.0]], np.float32)}
+        labels = np.array([[0], [0], [1], [1]], np.int64)
+        return tf_.data.Dataset.from_tensor_slices((data, labels)).repeat().batch(4)
+
+    classifier.train(input_fn, steps=3)
+    spec = tf_.feature_column.make_parse_example_spec([column])
+    receiver = est.export.build_parsing_serving_input_receiver_fn(spec)
+    exported = Path(classifier.export_saved_model(str(directory / "export"), receiver).decode())
+    base = directory / "base"
+    base.mkdir()
+    exported.rename(base / "1")
+    shutil.rmtree(directory / "export")
+    return base
+
+
+@pytest.fixture(scope="session")
+def module_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Base path holding versions 1 and 2 of the TF2 module (never modified by tests)."""
+    base = tmp_path_factory.mktemp("module") / "base"
+    base.mkdir()
+    for version in (1, 2):
+        export_module(base, version)
+    return base
+
+
+@pytest.fixture(scope="session")
+def module_version3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished version 3 of the module, outside any base path, to drop in during tests."""
+    staging = tmp_path_factory.mktemp("module3")
+    return export_module(staging, 3)
+
+
+@pytest.fixture(scope="session")
+def estimator_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Base path with version 1 of the canned estimator export (parsing receiver)."""
+    return export_estimator(tmp_path_factory.mktemp("estimator"))
+
+
+@pytest.fixture(scope="session")
+def server(module_base: Path, estimator_base: Path) -> Iterator[ModelServer]:
+    """One server for read-only tests: ``module`` (all versions) and ``linear``, gRPC + REST."""
+    from tfship.serve_client._server_config import ModelConfig, VersionPolicy
+
+    models = [
+        ModelConfig("module", str(module_base), VersionPolicy("all"), {"stable": 1, "canary": 2}),
+        ModelConfig("linear", str(estimator_base)),
+    ]
+    srv = ModelServer(models, port=0, rest_port=0, poll_seconds=0.2)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def channel(server: ModelServer) -> Iterator[grpc.Channel]:
+    """A plain channel to the shared server, with the 2 GiB limits TF Serving uses."""
+    options = [
+        ("grpc.max_send_message_length", 2**31 - 1),
+        ("grpc.max_receive_message_length", 2**31 - 1),
+    ]
+    ch = grpc.insecure_channel(server.address, options=options)
+    try:
+        yield ch
+    finally:
+        ch.close()
+
+
+@pytest.fixture(scope="session")
+def stub(channel: grpc.Channel) -> Any:
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    return prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+
+@pytest.fixture(scope="session")
+def model_stub(channel: grpc.Channel) -> Any:
+    from tensorflow_serving.apis import model_service_pb2_grpc
+
+    return model_service_pb2_grpc.ModelServiceStub(channel)
