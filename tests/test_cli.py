@@ -1,0 +1,108 @@
+"""The tfship command: version, help on every verb, one-line errors, schema/data verbs, demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from tfship import __version__
+from tfship.cli import COMMANDS, cli
+from tfship.errors import TfshipError
+
+
+def test_version_and_module_entry_point() -> None:
+    assert CliRunner().invoke(cli, ["--version"]).output.strip() == f"tfship, version {__version__}"
+    out = subprocess.run([sys.executable, "-m", "tfship", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == f"tfship, version {__version__}"
+
+
+def test_every_listed_verb_loads_and_has_help() -> None:
+    runner = CliRunner()
+    listed = cli.list_commands(click.Context(cli))
+    assert {"schema", "data", "train", "demo"} <= set(listed)
+    for name in listed:
+        assert name in COMMANDS
+        result = runner.invoke(cli, [name, "-h"])
+        assert result.exit_code == 0, (name, result.output)
+        assert "Usage:" in result.output
+
+
+def test_tfship_error_is_one_line_with_its_exit_code(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["schema", "check", str(tmp_path / "nope.json")])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: schema file {tmp_path / 'nope.json'} does not exist\n"
+    assert "Traceback" not in result.output
+
+
+def test_exit_codes_live_on_the_classes() -> None:
+    from tfship import errors
+
+    codes = {name: getattr(errors, name).exit_code for name in errors.__all__}
+    assert codes["TfshipError"] == 1 and codes["InputError"] == 2 and codes["VerdictError"] == 3
+    assert all(issubclass(getattr(errors, n), TfshipError) for n in errors.__all__)
+
+
+def test_schema_infer_and_check(tmp_path: Path) -> None:
+    runner = CliRunner()
+    data = tmp_path / "d.csv"
+    data.write_text("colour,size,label\nred,1.5,yes\nblue,,no\nred,2.5,yes\n")
+    result = runner.invoke(cli, ["schema", "infer", str(data), "--label", "label"])
+    assert result.exit_code == 0, result.output
+    proposed = json.loads(result.stdout)
+    assert proposed["label"] == {"name": "label", "kind": "binary", "vocabulary": ["no", "yes"]}
+    size = next(f for f in proposed["features"] if f["name"] == "size")
+    assert size["dtype"] == "float32" and size["default"] == 2.0
+    out = tmp_path / "s.json"
+    infer = runner.invoke(cli, ["schema", "infer", str(data), "--label", "label", "--out", str(out)])
+    assert infer.exit_code == 0, infer.output
+    checked = runner.invoke(cli, ["schema", "check", str(out)])
+    assert checked.exit_code == 0 and "size" in checked.stdout and "default 2.0" in checked.stdout
+    missing = runner.invoke(cli, ["schema", "infer", str(data), "--label", "price"])
+    assert missing.exit_code == 2 and "label column 'price' is not in" in missing.stderr
+
+
+def test_data_penguins_and_synth(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(cli, ["data", "penguins", "--out", str(tmp_path)]).exit_code == 0
+    schema = tmp_path / "s.json"
+    train_csv = str(tmp_path / "train.csv")
+    runner.invoke(cli, ["schema", "infer", train_csv, "--label", "species", "--out", str(schema)])
+    result = runner.invoke(cli, ["data", "synth", "--schema", str(schema), "--rows", "50",
+                                 "--out", str(tmp_path / "synth.csv")])
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "synth.csv").read_text().splitlines()) == 51
+
+
+@pytest.mark.slow
+def test_verbose_brings_tensorflow_logs_back(tmp_path: Path) -> None:
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"label": {"name": "y", "kind": "binary"}, "features": [{"name": "x"}]}))
+    (tmp_path / "d.csv").write_text("x,y\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
+    args = ["train", "--schema", str(schema), "--train", str(tmp_path / "d.csv"), "--eval",
+            str(tmp_path / "d.csv"), "--max-steps", "2", "--export", "", "--model", "linear"]
+
+    def stderr_of(*flags: str, model_dir: str) -> str:
+        cmd = [sys.executable, "-m", "tfship", *flags, *args, "--model-dir", str(tmp_path / model_dir)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stderr
+
+    quiet, loud = stderr_of(model_dir="q"), stderr_of("--verbose", model_dir="v")
+    assert "tensorflow" not in quiet.lower()
+    assert "tensorflow" in loud.lower() or "INFO" in loud
+
+
+@pytest.mark.slow
+def test_demo_runs_the_life_of_a_model(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--workdir", str(tmp_path / "demo"), "--max-steps", "40"])
+    assert result.exit_code == 0, result.output
+    assert "demo finished" in result.stdout
+    for kind in ("best", "latest", "final"):
+        versions = [p for p in (tmp_path / "demo" / "model" / "export" / kind).iterdir() if p.name.isdigit()]
+        assert versions, kind
