@@ -25,7 +25,7 @@ def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExpo
     t, est = tf(), estimator()
     fc = t.feature_column
     columns = [
-        fc.numeric_column("x"),
+        fc.numeric_column("x", default_value=0.0),
         fc.numeric_column("v2", shape=[2]),
         fc.indicator_column(fc.categorical_column_with_vocabulary_list("color", COLORS)),
         fc.embedding_column(fc.categorical_column_with_hash_bucket("tags", 16), 3),

@@ -106,9 +106,19 @@ class SignatureAdapter:
             if self.parsing:
                 return self.run_examples(object_array(serialized), outputs)
             columns: Mapping[str, Any] = self._columns_from_examples(serialized)
+        elif isinstance(inputs, Mapping) and self._is_one_record(inputs):
+            columns = {k: RecordColumn([v]) for k, v in inputs.items()}
         else:
             columns = _as_columns(inputs)
         return self.run_columns(self.typed_columns(columns), outputs)
+
+    def _is_one_record(self, inputs: Mapping[str, Any]) -> bool:
+        """Whether a dict holds one row: every dense value has exactly one row's rank."""
+        dense = [(self.fields[k], v) for k, v in inputs.items() if k in self.fields]
+        dense = [(f, v) for f, v in dense if not f.sparse]
+        if not dense or any(f.shape is None for f, _ in dense):
+            return False
+        return all(_fits_one_row(f, v) for f, v in dense)
 
     def _columns_from_examples(self, serialized: list[bytes]) -> dict[str, Any]:
         """A raw signature takes features: read them out of the examples, by input name."""
@@ -225,6 +235,18 @@ class SignatureAdapter:
         return np.broadcast_to(fld.default, (rows, *fld.default.shape)).copy()
 
 
+def _fits_one_row(fld: Field, value: Any) -> bool:
+    """Whether ``value`` has the shape of one row of ``fld`` (a scalar for a [1] field too)."""
+    try:
+        shape = () if isinstance(value, (str, bytes)) else np.shape(value)
+    except ValueError:  # ragged nested lists
+        return False
+    if not shape:
+        return all(d == 1 for d in fld.shape or ())
+    want = fld.shape or ()
+    return len(shape) == len(want) and all(w is None or w == g for w, g in zip(want, shape))
+
+
 def _serialized_examples(inputs: Any, example_key: str | None) -> list[bytes] | None:
     """The serialized examples in ``inputs``, when they are Examples or bytes; else None."""
     if _is_example(inputs) or isinstance(inputs, bytes):
@@ -296,11 +318,8 @@ def _is_scalar(value: Any) -> bool:
 def _as_columns(inputs: Any) -> Mapping[str, Any]:
     """A mapping name -> column for a dict of columns, one record, records or a DataFrame."""
     if hasattr(inputs, "to_dict") and hasattr(inputs, "columns") and hasattr(inputs, "iloc"):
-        return {str(c): inputs[c].to_numpy() for c in inputs.columns}
+        return {str(c): _frame_column(inputs[c].to_numpy()) for c in inputs.columns}
     if isinstance(inputs, Mapping):
-        if inputs and all(_is_scalar(v) for v in inputs.values()):
-            # A dict of scalars is one record.
-            return {k: [v] for k, v in inputs.items()}
         return inputs
     if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(r, Mapping) for r in inputs):
         return _records_to_columns(inputs)
@@ -310,6 +329,13 @@ def _as_columns(inputs: Any) -> Mapping[str, Any]:
         "predict() takes a dict of columns, a list of record dicts, a pandas DataFrame, "
         f"tf.train.Example(s) or serialized examples; got {type(inputs).__name__}"
     )
+
+
+def _frame_column(values: Array) -> Any:
+    # A DataFrame column of lists is a 1-D object array; as a list, numpy stacks its rows.
+    if values.dtype == object and len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
+        return list(values)
+    return values
 
 
 _MISSING = object()
@@ -412,7 +438,6 @@ def _ragged_error(fld: Field, where: str) -> ModelInputError:
 def _fit_rank(fld: Field, arr: Array, where: str) -> Array:
     if fld.shape is None:
         return arr
-    want = (arr.shape[0], *fld.shape) if arr.ndim else None
     row_shape = arr.shape[1:]
     if len(row_shape) == len(fld.shape) and all(
         w is None or w == g for w, g in zip(fld.shape, row_shape)
@@ -425,7 +450,6 @@ def _fit_rank(fld: Field, arr: Array, where: str) -> Array:
     raise ModelInputError(
         f"{where}: input {fld.name!r}: expected {fld.describe()} "
         f"(array shape {_shape((None, *fld.shape))}), got shape {list(arr.shape)}"
-        + ("" if want is None else "")
     )
 
 
@@ -575,11 +599,10 @@ def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn
 def sparse_from_lengths(fld: Field, lengths: Array, flat: Any, where: str) -> SparseColumn:
     """The COO form of a variable-length column given its row lengths and flattened values."""
     rows = lengths.size
-    values = safe_cast(fld, _to_array(fld, flat if len(flat) else [], where), where).reshape(-1)
-    if fld.dtype != "string" and values.dtype == object:
-        values = values.astype(_np_dtype(fld.dtype))
-    if values.size == 0:
+    if len(flat) == 0:
         values = np.zeros(0, dtype=_np_dtype(fld.dtype))
+    else:
+        values = safe_cast(fld, _to_array(fld, flat, where), where).reshape(-1)
     row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
     starts = np.cumsum(lengths) - lengths
     positions = np.arange(values.size, dtype=np.int64) - np.repeat(starts, lengths)

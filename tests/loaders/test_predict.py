@@ -1,0 +1,206 @@
+"""LocalModel.predict / predict_batches: every input kind, safe casts, and every error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from loaders.support import (
+    EstimatorExports,
+    KerasExport,
+    estimator_predictions,
+    make_rows,
+    records_of,
+)
+from tfship.errors import ModelInputError
+from tfship.loaders import LocalModel, load
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def parsing(estimator_exports: EstimatorExports) -> Any:
+    with load(estimator_exports.parsing, signature="predict") as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def raw(estimator_exports: EstimatorExports) -> Any:
+    with load(estimator_exports.raw) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def keras(keras_export: KerasExport) -> Any:
+    with load(keras_export.path) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, Any]:
+    return make_rows(24, seed=11)
+
+
+@pytest.fixture(scope="module")
+def want(estimator_exports: EstimatorExports, rows: dict[str, Any]) -> np.ndarray:
+    return estimator_predictions(estimator_exports, rows)["probabilities"]
+
+
+def _examples(rows: dict[str, Any]) -> list[Any]:
+    from tfship._tf import tf
+
+    train = tf().train
+    out = []
+    for r in records_of(rows):
+        feats = {
+            "x": train.Feature(float_list=train.FloatList(value=[r["x"]])),
+            "v2": train.Feature(float_list=train.FloatList(value=r["v2"])),
+            "color": train.Feature(bytes_list=train.BytesList(value=[r["color"].encode()])),
+            "tags": train.Feature(bytes_list=train.BytesList(value=[t.encode() for t in r["tags"]])),
+        }
+        out.append(train.Example(features=train.Features(feature=feats)))
+    return out
+
+
+def _probabilities(model: LocalModel, inputs: Any, **kw: Any) -> np.ndarray:
+    return model.predict(inputs, outputs=["probabilities"], **kw)["probabilities"]
+
+
+@pytest.mark.parametrize(
+    "kind", ["records", "columns", "lists", "dataframe", "examples", "serialized", "keyed"]
+)
+def test_every_input_kind_equals_estimator_predict(
+    parsing: LocalModel, rows: dict[str, Any], want: np.ndarray, kind: str
+) -> None:
+    records = records_of(rows)
+    inputs: Any = {
+        "records": records,
+        "columns": rows,
+        "lists": {k: [r[k] for r in records] for k in records[0]},
+        "dataframe": pd.DataFrame(records),
+        "examples": _examples(rows),
+        "serialized": [e.SerializeToString() for e in _examples(rows)],
+        "keyed": {"examples": [e.SerializeToString() for e in _examples(rows)]},
+    }[kind]
+    np.testing.assert_allclose(_probabilities(parsing, inputs), want, rtol=1e-5)
+
+
+def test_one_record_and_one_example_give_one_row(
+    parsing: LocalModel, rows: dict[str, Any], want: np.ndarray
+) -> None:
+    record = records_of(rows)[3]
+    np.testing.assert_allclose(_probabilities(parsing, record), want[3:4], rtol=1e-5)
+    np.testing.assert_allclose(_probabilities(parsing, _examples(rows)[3]), want[3:4], rtol=1e-5)
+
+
+def test_parsed_feed_equals_serialized_path(parsing: LocalModel, rows: dict[str, Any]) -> None:
+    adapter = parsing.adapter()
+    columns = adapter.typed_columns(rows)
+    direct = adapter.run_columns(columns, None)
+    serialized = adapter.run_examples(adapter.serialize(columns), None)
+    for key in direct:
+        np.testing.assert_array_equal(direct[key], serialized[key])
+
+
+def test_raw_signature_takes_lists_triples_and_examples(
+    raw: LocalModel, rows: dict[str, Any], want: np.ndarray
+) -> None:
+    np.testing.assert_allclose(_probabilities(raw, rows), want, rtol=1e-5)
+    np.testing.assert_allclose(_probabilities(raw, records_of(rows)), want, rtol=1e-5)
+    np.testing.assert_allclose(_probabilities(raw, _examples(rows)), want, rtol=1e-5)
+    tags = rows["tags"]
+    triple = (
+        np.array([[i, j] for i, r in enumerate(tags) for j in range(len(r))]),
+        [v for r in tags for v in r],
+        [len(tags), max(map(len, tags))],
+    )
+    np.testing.assert_allclose(_probabilities(raw, {**rows, "tags": triple}), want, rtol=1e-5)
+
+
+def test_defaults_fill_missing_values(parsing: LocalModel, rows: dict[str, Any]) -> None:
+    records = records_of(rows)[:4]
+    without_x = [{k: v for k, v in r.items() if k != "x"} for r in records]
+    zero_x = [{**r, "x": 0.0} for r in records]
+    np.testing.assert_allclose(
+        _probabilities(parsing, without_x), _probabilities(parsing, zero_x), rtol=1e-6
+    )
+    no_tags = [{k: v for k, v in r.items() if k != "tags"} for r in records]
+    empty_tags = [{**r, "tags": []} for r in records]
+    np.testing.assert_allclose(
+        _probabilities(parsing, no_tags), _probabilities(parsing, empty_tags), rtol=1e-6
+    )
+
+
+def test_safe_casts_are_silent(keras: LocalModel, keras_export: KerasExport) -> None:
+    a = np.array([[1, 2, 3], [4, 5, 6]])  # int64 -> float32: exact
+    b = [0.0, 2.0]  # whole floats -> int64: exact
+    want = keras_export.model({"a": a.astype(np.float32), "b": np.array([0, 2])})["score"]
+    np.testing.assert_allclose(keras.predict({"a": a, "b": b})["score"], want.numpy(), rtol=1e-5)
+    one = keras.predict({"a": [1.0, 2.0, 3.0], "b": 0})  # one record
+    np.testing.assert_allclose(one["score"], want.numpy()[:1], rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "match"),
+    [
+        ({"a": [[0.1, 0.2, 0.3]], "b": [1.5]}, r"input 'b': expected int64, got float64 .*1\.5"),
+        ({"a": [[2**25, 0, 0]], "b": [1]}, r"input 'a': expected float32.*does not fit exactly"),
+        ({"a": [["1", "2", "3"]], "b": [1]}, r"input 'a': expected float32.*strings are not"),
+        ({"a": [[0.0, 0.0]], "b": [1]}, r"input 'a': expected float32 \[3\] per row.*\[1, 2\]"),
+        ({"a": [[0.0, 0.0, 0.0]], "b": [1, 2]}, r"different numbers of rows \('a': 1, 'b': 2\)"),
+        ({"a": [[0.0, 0.0, 0.0]]}, r"missing required input 'b' \(int64 \[\] per row\)"),
+        (
+            {"a": [[0.0, 0.0, 0.0]], "b": [1], "bb": [1]},
+            r"unknown input 'bb'; valid names: a, b",
+        ),
+        ({"a": [[0.0, 0.0, 0.0], [1.0]], "b": [1, 2]}, r"input 'a'.*rows of different lengths"),
+    ],
+)
+def test_input_errors_name_the_input_and_the_expectation(
+    keras: LocalModel, inputs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ModelInputError, match=match):
+        keras.predict(inputs)
+
+
+def test_parsing_errors_name_the_feature(parsing: LocalModel, rows: dict[str, Any]) -> None:
+    records = records_of(rows)[:3]
+    with pytest.raises(ModelInputError, match=r"record 1: missing required input 'v2'"):
+        parsing.predict([records[0], {k: v for k, v in records[1].items() if k != "v2"}])
+    with pytest.raises(ModelInputError, match=r"unknown input 'colour'; valid names: .*color"):
+        parsing.predict([{**records[0], "colour": "red"}])
+    with pytest.raises(ModelInputError, match=r"input 'color': expected string, got float64"):
+        parsing.predict([{**records[0], "color": 1.5}])
+
+
+def test_examples_into_a_feature_signature_name_the_features(
+    keras: LocalModel, rows: dict[str, Any]
+) -> None:
+    example = _examples(rows)[0]
+    with pytest.raises(ModelInputError, match=r"unknown input 'color', 'tags', 'v2', 'x'"):
+        keras.predict([example])
+
+
+def test_wrong_kinds_of_input_are_type_errors(keras: LocalModel) -> None:
+    with pytest.raises(TypeError, match="dict of columns, a list of record dicts"):
+        keras.predict(3.0)
+    with pytest.raises(ValueError, match="at least one row"):
+        keras.predict([])
+
+
+def test_predict_batches_streams_in_order(
+    parsing: LocalModel, rows: dict[str, Any], want: np.ndarray
+) -> None:
+    records = records_of(rows)
+    sizes = []
+    chunks = []
+    for out in parsing.predict_batches(iter(records), 5, outputs=["probabilities"]):
+        sizes.append(len(out["probabilities"]))
+        chunks.append(out["probabilities"])
+    assert sizes == [5, 5, 5, 5, 4]
+    np.testing.assert_allclose(np.concatenate(chunks), want, rtol=1e-5)
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        next(parsing.predict_batches(records, 0))
