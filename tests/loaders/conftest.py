@@ -74,4 +74,4 @@ def keras_export(tmp_path_factory: pytest.TempPathFactory) -> KerasExport:
     model = t.keras.Model({"a": a, "b": b}, {"score": out})
     path = tmp_path_factory.mktemp("keras") / "1"
     t.saved_model.save(model, str(path))
-    return KerasExport(model, path)
+    return KerasExport(model.get_weights(), path)

@@ -88,7 +88,17 @@ def estimator_predictions(exports: EstimatorExports, rows: dict[str, Any]) -> di
 
 @dataclass
 class KerasExport:
-    """A small Keras functional model saved with ``tf.saved_model.save``."""
+    """A small Keras functional model saved with ``tf.saved_model.save``, and its weights.
 
-    model: Any
+    ``reference`` recomputes the model in numpy: calling the Keras object itself after an
+    Estimator has built graphs in the same process is not allowed by Keras 2.15.
+    """
+
+    weights: list[Any]
     path: Path
+
+    def reference(self, a: Any, b: Any) -> Any:
+        w1, b1, w2, b2 = self.weights
+        hidden = np.maximum(np.asarray(a, np.float32) @ w1 + b1, 0.0)
+        hidden = hidden + np.asarray(b, np.float32)[:, None]
+        return hidden @ w2 + b2
