@@ -110,11 +110,21 @@ def _predict_fallback(outputs: Mapping[str, Any], tensors: dict[str, Any]) -> tu
     # No Predict output: serve the union of all outputs' tensors as one Predict signature.
     merged: dict[str, Any] = {}
     for key in keys:
-        for name, tensor in outputs[key].outputs.items():
+        for name, tensor in _output_tensors(outputs[key]).items():
             merged.setdefault(name, tensor)
     if not merged:
         return None
     return "+".join(keys), predict_cls(merged).as_signature_def(tensors)
+
+
+def _output_tensors(output: Any) -> dict[str, Any]:
+    # Classify/Regress outputs keep their tensors in fields, Predict outputs in a dict.
+    if hasattr(output, "outputs"):
+        return dict(output.outputs)
+    names = {"scores": "scores", "classes": "classes", "value": "outputs"}
+    return {
+        key: getattr(output, attr) for attr, key in names.items() if getattr(output, attr, None) is not None
+    }
 
 
 def _as_dict(tensors: Any) -> dict[str, Any]:

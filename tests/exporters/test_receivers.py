@@ -1,0 +1,196 @@
+"""Receivers: parity with tf.estimator's signatures where it is right, fixes where it is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from export_helpers import data, examples, parse_spec, run_signature, saved_signatures, sparse_tags, tree
+
+from tfship._tf import estimator, tf
+from tfship.exporters import (
+    both_receiver,
+    build_receiver,
+    export_model,
+    parsing_receiver,
+    raw_receiver,
+)
+
+
+def _inputs(sig: Any) -> list[str]:
+    return sorted(sig.inputs)
+
+
+def test_parsing_receiver_matches_tf_estimator(classifier: Any, tmp_path: Path) -> None:
+    ours = export_model(classifier, tmp_path / "ours", parsing_receiver(parse_spec())).path
+    fn = estimator().export.build_parsing_serving_input_receiver_fn(parse_spec())
+    theirs = Path(classifier.export_saved_model(str(tmp_path / "theirs"), fn).decode())
+    ours_sigs, their_sigs = saved_signatures(ours), saved_signatures(theirs)
+    assert set(ours_sigs) == set(their_sigs) == {"serving_default", "classification", "regression", "predict"}
+    for key, sig in their_sigs.items():
+        assert _inputs(ours_sigs[key]) == _inputs(sig)
+        assert sorted(ours_sigs[key].outputs) == sorted(sig.outputs)
+        assert ours_sigs[key].method_name == sig.method_name
+        assert ours_sigs[key].inputs[_inputs(sig)[0]].name == "input_example_tensor:0"
+    assert _inputs(ours_sigs["serving_default"]) == ["inputs"]
+    assert _inputs(ours_sigs["predict"]) == ["examples"]
+    assert sorted(ours_sigs["classification"].outputs) == ["classes", "scores"]
+    # Same layout apart from our metadata file.
+    assert [f for f in tree(ours) if not f.startswith("assets.extra")] == tree(theirs)
+    assert (ours / "variables" / "variables.data-00000-of-00001").exists()
+
+
+def test_raw_receiver_keeps_serving_default_where_tf_estimator_drops_it(
+    classifier: Any, tmp_path: Path, export_logs: Any
+) -> None:
+    fn = estimator().export.build_raw_serving_input_receiver_fn(
+        {"x": tf().constant([1.0]), "color": tf().constant([b"r"])}
+    )
+    with pytest.raises(Exception):  # noqa: B017 - the canned model needs 'tags': any error
+        classifier.export_saved_model(str(tmp_path / "theirs"), fn)
+    result = export_model(classifier, tmp_path / "ours", raw_receiver(parse_spec()))
+    sigs = saved_signatures(result.path)
+    assert set(sigs) == {"serving_default", "predict"}
+    assert _inputs(sigs["serving_default"]) == ["color", "tags", "x"]
+    assert result.signatures.written["serving_default"]["from"] == "predict"
+    assert set(result.signatures.excluded) == {"classification", "regression"}
+    assert "single tensor input of type tf.string" in result.signatures.excluded["classification"]
+    assert "got 3 input(s): color, tags, x" in result.signatures.excluded["regression"]
+    line = next(m for m in export_logs() if m.startswith("signatures:"))
+    assert "serving_default (predict)" in line and "excluded classification" in line
+
+
+def test_tf_estimator_raw_receiver_has_only_predict(classifier: Any, tmp_path: Path) -> None:
+    # The reference fact our raw receiver fixes: with a raw receiver, no serving_default.
+    t = tf()
+
+    def fn() -> Any:
+        feats = {
+            "x": t.compat.v1.placeholder(t.float32, [None], name="x"),
+            "color": t.compat.v1.placeholder(t.string, [None], name="color"),
+            "tags": t.compat.v1.sparse_placeholder(t.string, name="tags"),
+        }
+        return estimator().export.ServingInputReceiver(feats, feats)
+
+    theirs = Path(classifier.export_saved_model(str(tmp_path / "theirs"), fn).decode())
+    assert set(saved_signatures(theirs)) == {"predict"}
+
+
+def test_sparse_feature_round_trips_through_raw_receiver(classifier: Any, tmp_path: Path) -> None:
+    result = export_model(classifier, tmp_path, raw_receiver(parse_spec()))
+    info = saved_signatures(result.path)["serving_default"].inputs["tags"]
+    assert info.HasField("coo_sparse")
+    for n, seed in ((5, 3), (2, 4)):  # two batch sizes
+        d = data(n, seed)
+        feeds = {"x": d["x"], "color": d["color"].astype(object), "tags": sparse_tags(d["tags"])}
+        got = run_signature(result.path, "serving_default", feeds)
+        predictions = classifier.predict(_input_fn(n, seed), yield_single_examples=False)
+        expected = next(iter(predictions))["probabilities"]
+        assert got["probabilities"].shape == (n, 2)
+        np.testing.assert_allclose(got["probabilities"], expected, rtol=1e-5)
+
+
+def _input_fn(n: int, seed: int) -> Any:
+    return lambda: _dataset(n, seed)
+
+
+def _dataset(n: int, seed: int) -> Any:
+    t = tf()
+    d = data(n, seed)
+    idx, vals, shape = sparse_tags(d["tags"])
+    tags = t.sparse.SparseTensor(idx, vals.astype(bytes), shape)
+    return t.data.Dataset.from_tensors({"x": d["x"], "color": d["color"], "tags": tags})
+
+
+def test_both_receiver_serves_examples_and_raw_tensors_alike(classifier: Any, tmp_path: Path) -> None:
+    result = export_model(classifier, tmp_path, both_receiver(parse_spec()))
+    sigs = saved_signatures(result.path)
+    assert {"serving_default", "classification", "predict", "raw:predict"} <= set(sigs)
+    assert _inputs(sigs["raw:predict"]) == ["color", "tags", "x"]
+    d = data(4, 7)
+    ex = np.array([e.SerializeToString() for e in examples(4, 7)], dtype=object)
+    by_example = run_signature(result.path, "predict", {"examples": ex})
+    raw = {"x": d["x"], "color": d["color"].astype(object), "tags": sparse_tags(d["tags"])}
+    by_raw = run_signature(result.path, "raw:predict", raw)
+    np.testing.assert_allclose(by_example["probabilities"], by_raw["probabilities"], rtol=1e-6)
+
+
+def test_both_receiver_with_raw_default(classifier: Any, tmp_path: Path) -> None:
+    result = export_model(classifier, tmp_path, both_receiver(parse_spec(), default="raw"))
+    sigs = saved_signatures(result.path)
+    assert _inputs(sigs["serving_default"]) == ["color", "tags", "x"]
+    assert _inputs(sigs["parsing:classification"]) == ["inputs"]
+    assert _inputs(sigs["parsing:predict"]) == ["examples"]
+
+
+def test_tensor_specs_keep_full_shape_and_dtype() -> None:
+    t = tf()
+    specs = {
+        "dense": t.TensorSpec([None, 2], t.float64),
+        "ids": t.SparseTensorSpec([None, None], t.int64),
+        "words": t.RaggedTensorSpec([None, None], t.string, ragged_rank=1),
+    }
+    receiver = raw_receiver(specs, default_batch_size=3)
+    with t.Graph().as_default():
+        built = receiver()
+    dense = built.receiver_tensors["dense"]
+    assert dense.shape.as_list() == [3, 2] and dense.dtype == t.float64
+    assert isinstance(built.receiver_tensors["ids"], t.sparse.SparseTensor)
+    assert isinstance(built.receiver_tensors["words"], t.RaggedTensor)
+    assert receiver.parse_spec is None  # float64 cannot travel in a tf.Example
+    with pytest.raises(ValueError, match="tf.Example"):
+        build_receiver(specs, "parsing")
+
+
+def test_parsing_receiver_from_feature_columns_and_batch_size() -> None:
+    from export_helpers import feature_columns
+
+    t = tf()
+    receiver = parsing_receiver(feature_columns(), receiver_key="ex", default_batch_size=2)
+    with t.Graph().as_default():
+        built = receiver()
+    (key,) = built.receiver_tensors
+    tensor = built.receiver_tensors[key]
+    assert key == "ex" and tensor.shape.as_list() == [2] and tensor.dtype == t.string
+    assert isinstance(built.features["tags"], t.sparse.SparseTensor)
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "match"),
+    [
+        (42, TypeError, "Schema, a parse spec"),
+        ({"x": 1.0}, TypeError, "only tf.io parsing features"),
+    ],
+)
+def test_bad_sources_are_rejected(source: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        build_receiver(source, "raw")
+
+
+def test_rank_zero_spec_is_rejected() -> None:
+    with pytest.raises(ValueError, match="feature 'x'.*batch"):
+        raw_receiver({"x": tf().TensorSpec([], tf().float32)})
+
+
+def test_model_without_predict_output_still_gets_serving_default(tmp_path: Path) -> None:
+    t = tf()
+    est_mod = estimator()
+
+    def model_fn(features: Any, labels: Any, mode: Any) -> Any:
+        w = t.compat.v1.get_variable("w", [], initializer=t.compat.v1.ones_initializer())
+        pred = features["x"] * w
+        if mode == est_mod.ModeKeys.PREDICT:
+            out = {"serving_default": est_mod.export.RegressionOutput(pred)}
+            return est_mod.EstimatorSpec(mode, predictions=pred, export_outputs=out)
+        loss = t.reduce_mean(t.square(pred - labels))
+        step = t.compat.v1.train.get_global_step()
+        return est_mod.EstimatorSpec(mode, loss=loss, train_op=step.assign_add(1))
+
+    est = est_mod.Estimator(model_fn, model_dir=str(tmp_path / "m"))
+    est.train(lambda: t.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])), steps=1)
+    result = export_model(est, tmp_path / "e", raw_receiver({"x": t.TensorSpec([None], t.float32)}))
+    assert result.signatures.written["serving_default"]["method"] == "predict"
+    out = run_signature(result.path, "serving_default", {"x": np.array([3.0], np.float32)})
+    assert out["outputs"].shape == (1,)
