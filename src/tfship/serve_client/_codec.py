@@ -175,8 +175,7 @@ def numpy_dtype(enum: int) -> np.dtype[Any]:
     name = _NUMPY_OF_ENUM.get(enum)
     if name is None:
         raise MalformedResponseError(
-            f"tensor dtype enum {enum} is not supported; expected one of "
-            f"{sorted(_NUMPY_OF_ENUM)}"
+            f"tensor dtype enum {enum} is not supported; expected one of {sorted(_NUMPY_OF_ENUM)}"
         )
     return _bfloat16() if name == "bfloat16" else np.dtype(name)
 
@@ -449,9 +448,7 @@ def _fill(flat: np.ndarray[Any, Any], count: int, dtype: np.dtype[Any]) -> np.nd
     return np.concatenate([flat, pad])
 
 
-def _from_content(
-    content: memoryview, dtype: np.dtype[Any], shape: tuple[int, ...]
-) -> np.ndarray[Any, Any]:
+def _from_content(content: memoryview, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     count = _count(shape)
     if len(content) != count * dtype.itemsize:
         raise MalformedResponseError(

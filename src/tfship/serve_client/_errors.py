@@ -17,6 +17,7 @@
         ├── UnimplementedError (1)        UNIMPLEMENTED: the server lacks that RPC or feature
         ├── CallCancelledError (1)        CANCELLED
         ├── ServerInternalError (1)       INTERNAL, UNKNOWN, DATA_LOSS, ABORTED, ALREADY_EXISTS
+        ├── ModelLoadFailedError (1)      the version waited for ended with a load error
         └── MalformedResponseError (1)    the answer could not be decoded
 
 The class comes from the status code through :data:`CODE_TO_ERROR`, refined by TF Serving's
@@ -41,6 +42,7 @@ __all__ = [
     "InvalidInputError",
     "MalformedResponseError",
     "MessageTooLargeError",
+    "ModelLoadFailedError",
     "ModelNotFoundError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
@@ -154,6 +156,10 @@ class CallCancelledError(ServingCallError):
 
 class ServerInternalError(ServingCallError):
     """Raised on ``INTERNAL``, ``UNKNOWN``, ``DATA_LOSS``, ``ABORTED`` or ``ALREADY_EXISTS``."""
+
+
+class ModelLoadFailedError(ServingCallError):
+    """Raised when waiting for a version that ended (``END``) with a load error."""
 
 
 class MalformedResponseError(ServingCallError):

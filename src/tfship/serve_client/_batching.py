@@ -1,0 +1,170 @@
+"""Client-side micro-batching: concurrent ``predict`` calls merged into one request.
+
+Calls that ask the same model, signature, version and outputs with inputs of the same names
+are queued; the first one waits up to ``max_delay`` seconds (or until ``max_batch_size`` rows
+are queued), sends the rows of all of them concatenated along dimension 0, and hands every
+caller its own slice of each output. Outputs must therefore be batch-major, as TF Serving's
+own batching requires.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BatchingConfig", "MicroBatcher"]
+
+
+@dataclass(frozen=True)
+class BatchingConfig:
+    """How ``ServingClient(batching=...)`` merges concurrent predict calls.
+
+    Example:
+        >>> BatchingConfig(max_batch_size=32, max_delay=0.005).max_batch_size
+        32
+    """
+
+    max_batch_size: int = 64
+    max_delay: float = 0.002
+
+    def __post_init__(self) -> None:
+        if self.max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
+        if self.max_delay < 0:
+            raise ValueError(f"max_delay must be >= 0, got {self.max_delay}")
+
+
+@dataclass
+class _Pending:
+    inputs: Mapping[str, Any]
+    rows: int
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Queue:
+    items: list[_Pending] = field(default_factory=list)
+    rows: int = 0
+    full: threading.Event = field(default_factory=threading.Event)
+
+
+class MicroBatcher:
+    """Merge concurrent predict calls (used by ``ServingClient``; see :class:`BatchingConfig`)."""
+
+    def __init__(self, run: Callable[..., Any], config: BatchingConfig) -> None:
+        self._run = run
+        self._config = config
+        self._lock = threading.Lock()
+        self._queues: dict[tuple[Any, ...], _Queue] = {}
+
+    def close(self) -> None:
+        """Nothing to release: callers always flush their own batches."""
+
+    def submit(self, model: str, inputs: Any, **call: Any) -> Any:
+        """Queue one predict call, or run it alone when its inputs cannot be batched."""
+        rows = _rows(inputs)
+        if rows is None or rows >= self._config.max_batch_size:
+            return self._run(model, inputs, **call)
+        key = _key(model, inputs, call)
+        pending = _Pending(inputs, rows)
+        with self._lock:
+            queue = self._queues.setdefault(key, _Queue())
+            queue.items.append(pending)
+            queue.rows += rows
+            leader = len(queue.items) == 1
+            if queue.rows >= self._config.max_batch_size:
+                queue.full.set()
+        if leader:
+            queue.full.wait(self._config.max_delay)
+            with self._lock:
+                if self._queues.get(key) is queue:
+                    del self._queues[key]
+            self._flush(model, queue.items, call)
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _flush(self, model: str, items: list[_Pending], call: Mapping[str, Any]) -> None:
+        try:
+            if len(items) == 1:
+                items[0].result = self._run(model, items[0].inputs, **call)
+            else:
+                merged = {k: _concat([p.inputs[k] for p in items]) for k in items[0].inputs}
+                combined = self._run(model, merged, **call)
+                _split(combined, items)
+        except BaseException as exc:  # every waiting caller gets the failure
+            for item in items:
+                item.error = exc
+        finally:
+            for item in items:
+                item.done.set()
+
+
+def _rows(inputs: Any) -> int | None:
+    """Rows (dim 0) shared by every input, or None when the call cannot be batched."""
+    if not isinstance(inputs, Mapping) or not inputs:
+        return None
+    sizes = set()
+    for value in inputs.values():
+        if isinstance(value, np.ndarray):
+            if value.ndim == 0:
+                return None
+            sizes.add(value.shape[0])
+        elif isinstance(value, (list, tuple)):
+            sizes.add(len(value))
+        else:
+            return None
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def _key(model: str, inputs: Mapping[str, Any], call: Mapping[str, Any]) -> tuple[Any, ...]:
+    def describe(value: Any) -> tuple[Any, ...]:
+        if isinstance(value, np.ndarray):
+            return ("array", value.dtype.str, value.shape[1:])
+        return ("list",)
+
+    output_filter = call.get("output_filter")
+    return (
+        model,
+        call.get("signature"),
+        call.get("version"),
+        call.get("label"),
+        None if output_filter is None else tuple(output_filter),
+        call.get("timeout"),
+        tuple(sorted((k, describe(v)) for k, v in inputs.items())),
+    )
+
+
+def _concat(parts: Sequence[Any]) -> Any:
+    if all(isinstance(p, (list, tuple)) for p in parts):
+        merged: list[Any] = []
+        for part in parts:
+            merged.extend(part)
+        return merged
+    return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+def _split(combined: Any, items: list[_Pending]) -> None:
+    from tfship.serve_client._client import PredictResult
+    from tfship.serve_client._errors import MalformedResponseError
+
+    total = sum(item.rows for item in items)
+    for key, value in combined.outputs.items():
+        if value.ndim == 0 or value.shape[0] != total:
+            raise MalformedResponseError(
+                f"output {key!r} has shape {list(value.shape)}, not {total} rows first; "
+                "it cannot be split between batched calls: create the client without batching"
+            )
+    start = 0
+    for item in items:
+        stop = start + item.rows
+        outputs = {k: v[start:stop] for k, v in combined.outputs.items()}
+        item.result = PredictResult(outputs, combined.model_spec, lambda: combined.raw)
+        start = stop
