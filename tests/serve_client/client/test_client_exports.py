@@ -1,0 +1,55 @@
+"""The client's public surface: exactly these names, each importable, without eager TensorFlow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import tfship.serve_client as serve_client
+
+CLIENT_NAMES = {
+    "DEFAULT",
+    "BatchingConfig",
+    "CallCancelledError",
+    "ClassifyResult",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InvalidInputError",
+    "MalformedResponseError",
+    "MessageTooLargeError",
+    "ModelLoadFailedError",
+    "ModelMetadata",
+    "ModelNotFoundError",
+    "ModelSpec",
+    "MultiInferenceResult",
+    "PermissionDeniedError",
+    "PredictResult",
+    "RegressResult",
+    "ResourceExhaustedError",
+    "RetryPolicy",
+    "ServerInternalError",
+    "ServingCallError",
+    "ServingClient",
+    "ServingSignatureNotFoundError",
+    "TLSConfig",
+    "UnavailableError",
+    "UnimplementedError",
+    "VersionNotFoundError",
+    "VersionStatus",
+    "decode_tensor",
+    "encode_tensor",
+}
+
+
+def test_client_exports_are_exactly_the_public_names() -> None:
+    assert set(serve_client._CLIENT_EXPORTS) == CLIENT_NAMES
+    assert serve_client.__all__ == sorted(serve_client.__all__)
+    assert CLIENT_NAMES <= set(serve_client.__all__)
+    for name in CLIENT_NAMES:
+        assert getattr(serve_client, name) is not None
+
+
+def test_importing_the_package_does_not_import_tensorflow() -> None:
+    code = "import sys, tfship.serve_client; print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
