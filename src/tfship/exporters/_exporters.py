@@ -400,7 +400,7 @@ class _BestLogic(_ExporterLogic):
             "exported",
             result.version,
             result.global_step,
-            f"exported {result.version}: {why} at step {result.global_step}",
+            f"exported {result.version}: {why} at step {step}",
         )
         self._gc_best(base, result.version)
         return str(result.path)

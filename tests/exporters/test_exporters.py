@@ -1,0 +1,278 @@
+"""LatestExporter, FinalExporter, BestExporter: tf.estimator parity and the bugs they fix."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from export_helpers import input_fn, make_classifier, numeric_dirs, parse_spec
+
+from tfship._tf import estimator
+from tfship.exporters import (
+    BestExporter,
+    FinalExporter,
+    LatestExporter,
+    MetricNotFoundError,
+    best_checkpoint,
+    parsing_receiver,
+    read_eval_history,
+    resolve_mode,
+)
+
+FAST = {"verify": False}
+
+
+def _receiver() -> Any:
+    return parsing_receiver(parse_spec())
+
+
+def _evals(
+    exporter: Any, est: Any, base: Path, ckpt: str, values: list[float], metric: str = "auc"
+) -> list[Any]:
+    return [
+        exporter.export(est, str(base), ckpt, {"loss": 1.0, metric: v, "global_step": 10 + i}, False)
+        for i, v in enumerate(values)
+    ]
+
+
+def test_exporters_are_accepted_by_eval_spec_and_names_are_checked() -> None:
+    est = estimator()
+    exporters = [
+        LatestExporter("a", _receiver()),
+        BestExporter("b", _receiver()),
+        FinalExporter("c", _receiver()),
+    ]
+    spec = est.EvalSpec(input_fn, exporters=exporters)
+    assert [e.name for e in spec.exporters] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="must have unique names"):
+        est.EvalSpec(input_fn, exporters=[LatestExporter("a", _receiver()), BestExporter("a", _receiver())])
+    for bad in ("", None, 3):
+        with pytest.raises(ValueError, match="non-empty string"):
+            LatestExporter(bad, _receiver())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="receiver"):
+        LatestExporter("x", None)
+
+
+@pytest.mark.parametrize("keep", [0, -1, 1.5, True])
+def test_keep_must_be_positive(keep: Any) -> None:
+    with pytest.raises(ValueError, match="keep must be a positive int"):
+        LatestExporter("x", _receiver(), keep=keep)
+    with pytest.raises(ValueError, match="keep must be a positive int"):
+        BestExporter("x", _receiver(), keep=keep)
+
+
+def test_compare_fn_contract_is_checked() -> None:
+    with pytest.raises(ValueError, match="best_eval_result and current_eval_result"):
+        BestExporter("x", _receiver(), compare_fn=lambda a, b: True)
+    BestExporter("x", _receiver(), compare_fn=lambda best_eval_result, current_eval_result: True)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        BestExporter("x", _receiver(), mode="biggest")
+    with pytest.raises(ValueError, match="min_delta"):
+        BestExporter("x", _receiver(), min_delta=-1)
+
+
+def test_mode_auto() -> None:
+    assert resolve_mode("loss", "auto") == "min"
+    assert resolve_mode("average_loss", "auto") == "min"
+    assert resolve_mode("auc", "auto") == "max"
+    assert resolve_mode("accuracy", "auto") == "max"
+    assert resolve_mode("metrics/recall", "auto") == "max"
+    assert resolve_mode("auc", "min") == "min"
+
+
+def test_latest_keeps_n_newest_and_never_touches_foreign_dirs(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path, export_logs: Callable[[], list[str]]
+) -> None:
+    foreign = ["1000000000", "123", "temp-1700000000", ".meta"]
+    for name in foreign:
+        (tmp_path / name).mkdir()
+    latest = LatestExporter("latest", _receiver(), keep=2, **FAST)
+    paths = [
+        latest.export(classifier, str(tmp_path), checkpoints[10], {"global_step": 10}, False)
+        for _ in range(5)
+    ]
+    assert all(isinstance(p, str) for p in paths)
+    ours = [n for n in numeric_dirs(tmp_path) if n not in foreign]
+    assert ours == [Path(p).name for p in paths[-2:]]
+    assert all((tmp_path / name).exists() for name in foreign)
+    assert [d.line for d in latest.decisions][0] == f"exported {Path(paths[0]).name} at step 10"
+    assert sum("removed" in line for line in export_logs()) == 3
+
+
+def test_export_uses_the_evaluated_checkpoint_not_the_latest(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    latest = LatestExporter("latest", _receiver(), **FAST)
+    path = latest.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False)
+    meta = json.loads((Path(path) / "assets.extra" / "tfship.json").read_text())
+    assert meta["global_step"] == 5 and meta["checkpoint"] == checkpoints[5]
+
+
+def test_final_exports_only_on_the_final_evaluation(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    final = FinalExporter("final", _receiver(), **FAST)
+    assert final.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False) is None
+    assert numeric_dirs(tmp_path) == []
+    path = final.export(classifier, str(tmp_path), checkpoints[10], {"global_step": 10}, True)
+    assert numeric_dirs(tmp_path) == [Path(path).name]
+    assert final.decisions[0].line == "skipped: step 5 is not the final evaluation"
+
+
+def test_final_export_without_max_steps_is_idempotent(tmp_path: Path) -> None:
+    est = make_classifier(tmp_path / "m")
+    est.train(input_fn, steps=3)  # no max_steps: train_and_evaluate would never call it final
+    final = FinalExporter("final", _receiver(), **FAST)
+    first = final.export_final(est)
+    assert first is not None and Path(first).parent == tmp_path / "m" / "export" / "final"
+    assert final.export_final(est) is None
+    assert final.decisions[-1].line == f"skipped: step 3 already exported as {Path(first).name}"
+
+
+def test_best_exports_only_improvements_and_logs_each_decision(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path, export_logs: Callable[[], list[str]]
+) -> None:
+    best = BestExporter("best", _receiver(), metric="auc", keep=None, **FAST)
+    results = _evals(best, classifier, tmp_path, checkpoints[10], [0.905, 0.889, 0.912])
+    assert [r is not None for r in results] == [True, False, True]
+    v1, v3 = Path(results[0]).name, Path(results[2]).name
+    assert [d.line for d in best.decisions] == [
+        f"exported {v1}: auc 0.905 (first best) at step 10",
+        "skipped: auc 0.889 <= best 0.905 at step 11",
+        f"exported {v3}: auc 0.912 > 0.905 at step 12",
+    ]
+    assert f"best: exported {v3}: auc 0.912 > 0.905 at step 12" in export_logs()
+    record = json.loads((tmp_path / "tfship-best.json").read_text())
+    assert record["value"] == 0.912 and record["version"] == int(v3) and record["global_step"] == 10
+    assert record["checkpoint"] == checkpoints[10]
+
+
+def test_restart_then_worse_eval_exports_nothing(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    # tensorflow/tensorflow#47396: the first call in a new process always exported.
+    first_run = BestExporter("best", _receiver(), metric="loss", **FAST)
+    _evals(first_run, classifier, tmp_path, checkpoints[10], [0.5, 0.438], metric="loss")
+    restarted = BestExporter("best", _receiver(), metric="loss", **FAST)
+    assert (
+        _evals(restarted, classifier, tmp_path, checkpoints[10], [0.9, 0.7, 0.45], metric="loss")
+        == [None] * 3
+    )
+    assert restarted.decisions[0].line == "skipped: loss 0.9 >= best 0.438 at step 10"
+    assert len(numeric_dirs(tmp_path)) == 1
+
+
+def test_best_record_is_recovered_from_version_metadata(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    _evals(
+        BestExporter("best", _receiver(), metric="auc", **FAST), classifier, tmp_path, checkpoints[10], [0.8]
+    )
+    (tmp_path / "tfship-best.json").unlink()
+    again = BestExporter("best", _receiver(), metric="auc", **FAST)
+    assert _evals(again, classifier, tmp_path, checkpoints[10], [0.7]) == [None]
+    assert again.best_record(tmp_path)["value"] == 0.8  # type: ignore[index]
+
+
+def test_nan_first_eval_does_not_block_later_exports(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    best = BestExporter("best", _receiver(), metric="loss", **FAST)
+    results = _evals(
+        best, classifier, tmp_path, checkpoints[10], [math.nan, math.inf, 0.7, 0.6], metric="loss"
+    )
+    assert [r is not None for r in results] == [False, False, True, True]
+    assert best.decisions[0].line == "skipped: loss nan is not finite and never becomes best at step 10"
+
+
+def test_keep_n_best_keeps_the_best_not_the_newest(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    # compare_fn that exports everything, so the newest are not the best.
+    best = BestExporter(
+        "best",
+        _receiver(),
+        metric="auc",
+        keep=2,
+        compare_fn=lambda best_eval_result, current_eval_result: True,
+        **FAST,
+    )
+    paths = _evals(best, classifier, tmp_path, checkpoints[10], [0.9, 0.95, 0.5, 0.6, 0.7])
+    names = [Path(p).name for p in paths]
+    # best two by auc: 0.95 and 0.9; the newest (0.7, also the current record) is never removed.
+    assert numeric_dirs(tmp_path) == sorted([names[0], names[1], names[4]])
+
+
+def test_keep_one_best_leaves_exactly_the_best(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    # tensorflow/tensorflow#25899: "why are there N models in best_exporter?"
+    best = BestExporter("best", _receiver(), metric="auc", **FAST)
+    paths = _evals(best, classifier, tmp_path, checkpoints[10], [0.7, 0.8, 0.75, 0.9])
+    assert numeric_dirs(tmp_path) == [Path(paths[3]).name]
+
+
+def test_min_delta(classifier: Any, checkpoints: dict[int, str], tmp_path: Path) -> None:
+    best = BestExporter("best", _receiver(), metric="loss", min_delta=0.05, **FAST)
+    results = _evals(best, classifier, tmp_path, checkpoints[10], [0.5, 0.47, 0.4], metric="loss")
+    assert [r is not None for r in results] == [True, False, True]
+    assert best.decisions[1].line == "skipped: loss 0.47 does not beat best 0.5 by min_delta 0.05 at step 11"
+
+
+def test_missing_metric_lists_the_metrics_that_exist(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    best = BestExporter("best", _receiver(), metric="auc", **FAST)
+    with pytest.raises(
+        MetricNotFoundError, match="metric 'auc' not found.*metrics that exist: accuracy, loss"
+    ):
+        best.export(
+            classifier,
+            str(tmp_path),
+            checkpoints[10],
+            {"loss": 1.0, "accuracy": 0.5, "global_step": 1},
+            False,
+        )
+
+
+def test_changing_the_metric_starts_afresh(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    _evals(
+        BestExporter("best", _receiver(), metric="auc", **FAST), classifier, tmp_path, checkpoints[10], [0.9]
+    )
+    by_loss = BestExporter("best", _receiver(), metric="loss", **FAST)
+    assert by_loss.best_record(tmp_path) is None
+
+
+@pytest.mark.slow
+def test_train_and_evaluate_with_a_named_eval(tmp_path: Path) -> None:
+    est_mod = estimator()
+    est = make_classifier(tmp_path / "m")
+    best = BestExporter("best", _receiver(), metric="loss")
+    latest = LatestExporter("latest", _receiver(), keep=1)
+    final = FinalExporter("final", _receiver())
+    eval_spec = est_mod.EvalSpec(
+        input_fn,
+        steps=1,
+        name="holdout",
+        exporters=[best, latest, final],
+        start_delay_secs=0,
+        throttle_secs=0,
+    )
+    _, exports = est_mod.train_and_evaluate(est, est_mod.TrainSpec(input_fn, max_steps=10), eval_spec)
+    export_root = tmp_path / "m" / "export"
+    assert sorted(p.name for p in export_root.iterdir()) == ["best", "final", "latest"]
+    assert len(numeric_dirs(export_root / "final")) == 1 and len(numeric_dirs(export_root / "latest")) == 1
+    assert exports[1] == str(export_root / "latest" / numeric_dirs(export_root / "latest")[0])
+    history = read_eval_history(tmp_path / "m")
+    assert [r.step for r in history] == [5, 10] and history[0].eval_dir == "eval_holdout"
+    ckpt, record = best_checkpoint(tmp_path / "m", "loss", "min")
+    assert record.metrics["loss"] == min(r.metrics["loss"] for r in history)
+    assert ckpt.endswith(f"model.ckpt-{record.step}")
+    record_file = json.loads((export_root / "best" / "tfship-best.json").read_text())
+    assert record_file["global_step"] == record.step
