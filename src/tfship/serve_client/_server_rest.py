@@ -464,14 +464,18 @@ def examples_request_from_json(body: bytes, request: Any) -> None:
 
 # responses -> JSON ---------------------------------------------------------------------------
 def format_decimal(value: float, single: bool) -> str:
-    """json_tensor.cc's WriteDecimal: shortest round-trip text, ".0" on whole numbers."""
+    """json_tensor.cc's WriteDecimal: ``%g`` if it round-trips, else full precision; ".0" on
+    whole numbers written without an exponent; NaN/Infinity spelled as JavaScript does."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "-Infinity" if value < 0 else "Infinity"
-    text = repr(np.float32(value)) if single else repr(float(value))
-    text = text.removeprefix("np.float32(").removesuffix(")")
-    if "." not in text and "e" not in text and "inf" not in text:
+    cast = np.float32 if single else np.float64
+    value = float(cast(value))
+    text = f"{value:g}"
+    if cast(float(text)) != cast(value):
+        text = f"{value:.{9 if single else 17}g}"
+    if "." not in text and "e" not in text:
         text += ".0"
     return text
 
