@@ -55,6 +55,13 @@ _CLIENT_EXPORTS: dict[str, str] = {
 }
 _SERVER_EXPORTS: dict[str, str] = {
     # server side: names defined by _server*.py
+    "BatchingOptions": "_server",
+    "LocalServerError": "_server_status",
+    "ModelConfig": "_server_config",
+    "ModelServer": "_server",
+    "ServerConfigError": "_server_status",
+    "StateEvent": "_server_manager",
+    "VersionPolicy": "_server_config",
 }
 _EXPORTS = {**_CLIENT_EXPORTS, **_SERVER_EXPORTS}
 
