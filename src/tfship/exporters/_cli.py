@@ -1,0 +1,190 @@
+"""``tfship export``: export a checkpoint of a trained model directory as a new version."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tfship.errors import InputError
+
+logger = logging.getLogger("tfship.exporters")
+
+
+def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    metric, _, mode = value.partition(":")
+    mode = mode or "auto"
+    if not metric or mode not in ("min", "max", "auto"):
+        raise click.BadParameter(f"expected METRIC:MODE with MODE min, max or auto; got {value!r}")
+    return metric, mode
+
+
+@click.command()
+@click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--schema",
+    "schema_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Schema JSON. Default: the one training recorded in the model dir.",
+)
+@click.option(
+    "--receiver",
+    "kind",
+    type=click.Choice(["parsing", "raw", "both"]),
+    default="parsing",
+    show_default=True,
+    help="Serialized tf.Examples, raw tensors, or both (parsing default, raw alternative).",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Base directory of the versions (TF Serving's base path).",
+)
+@click.option("--checkpoint", default=None, help="Checkpoint to export. Default: the newest.")
+@click.option(
+    "--best-by",
+    default=None,
+    callback=_best_by,
+    metavar="METRIC:MODE",
+    help="Export the best evaluated checkpoint, e.g. auc:max or loss:min.",
+)
+@click.option("--eval-name", default=None, help="Evaluation to rank by (eval_<name>); with --best-by.")
+@click.option(
+    "--warmup",
+    "warmup_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL, CSV or TFRecord of examples to write as warmup requests.",
+)
+@click.option(
+    "--version",
+    "version",
+    default=None,
+    type=click.IntRange(min=0),
+    help="Explicit version number. Default: max(now, newest + 1).",
+)
+@click.option("--version-by", type=click.Choice(["time", "step"]), default="time", show_default=True)
+@click.option("--no-verify", is_flag=True, help="Publish without loading the export back first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def export(
+    model_dir: Path,
+    schema_path: Path | None,
+    kind: str,
+    out: Path,
+    checkpoint: str | None,
+    best_by: tuple[str, str] | None,
+    eval_name: str | None,
+    warmup_path: Path | None,
+    version: int | None,
+    version_by: str,
+    no_verify: bool,
+    as_json: bool,
+) -> None:
+    """Export a checkpoint of MODEL_DIR as a new, verified SavedModel version under OUT."""
+    if checkpoint and best_by:
+        raise click.UsageError("--checkpoint and --best-by are exclusive: choose one")
+    from tfship.exporters._events import best_checkpoint
+    from tfship.exporters._export import export_model
+    from tfship.exporters._receivers import build_receiver
+    from tfship.schema import Schema
+    from tfship.trainer import build_estimator
+
+    schema = Schema.load(schema_path) if schema_path else None
+    estimator = build_estimator(schema, model_dir)
+    if schema is None:
+        from tfship.trainer import read_trainer_file
+
+        schema = Schema.from_dict((read_trainer_file(model_dir) or {})["schema"])
+    eval_result: dict[str, Any] | None = None
+    if best_by:
+        checkpoint, record = best_checkpoint(model_dir, best_by[0], best_by[1], eval_name)
+        eval_result = {**record.metrics, "global_step": record.step}
+        logger.info("best %s: step %d (%s)", best_by[0], record.step, record.eval_dir)
+    warmup = read_warmup_records(warmup_path) if warmup_path else None
+    result = export_model(
+        estimator,
+        out,
+        build_receiver(schema, kind),
+        checkpoint_path=checkpoint,
+        version=version,
+        version_by=version_by,
+        warmup=warmup,
+        verify=not no_verify,
+        exporter={"name": "cli", "kind": "cli", **({"best_by": list(best_by)} if best_by else {})},
+        eval_result=eval_result,
+    )
+    logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
+    if as_json:
+        click.echo(json.dumps(result_to_dict(result), indent=2, sort_keys=True))
+        return
+    _echo_result(result)
+
+
+def result_to_dict(result: Any) -> dict[str, Any]:
+    """The JSON form of an ``ExportResult``."""
+    return {
+        "path": str(result.path),
+        "version": result.version,
+        "global_step": result.global_step,
+        "checkpoint": result.checkpoint,
+        "verified": result.verified,
+        "warmup_records": result.warmup_records,
+        "seconds": round(result.seconds, 3),
+        "signatures": result.signatures.to_dict(),
+        "metrics": result.metadata.get("metrics", {}),
+    }
+
+
+def _echo_result(result: Any) -> None:
+    click.echo(f"version     {result.version}")
+    click.echo(f"path        {result.path}")
+    click.echo(f"checkpoint  {result.checkpoint} (step {result.global_step})")
+    verified = "yes" if result.verified else "no"
+    warm = f", {result.warmup_records} warmup requests replayed" if result.warmup_records else ""
+    click.echo(f"verified    {verified}{warm if result.verified else ''}")
+    for key, sig in sorted(result.signatures.written.items()):
+        origin = f" (from {sig['from']})" if sig.get("from") else ""
+        click.echo(f"signature   {key:<24} {sig['method']:<9} inputs: {', '.join(sig['inputs'])}{origin}")
+    for key, reason in sorted(result.signatures.excluded.items()):
+        click.echo(f"excluded    {key:<24} {reason}")
+
+
+def read_warmup_records(path: Path) -> list[Any]:
+    """Records for warmup requests from a JSONL, CSV or TFRecord (of tf.Example) file.
+
+    Raises:
+        InputError: the file is missing, empty, or not one of these formats.
+    """
+    if not path.exists():
+        raise InputError(f"warmup file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        records: list[Any] = []
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except ValueError as exc:
+                    raise InputError(f"{path}:{line_no}: not a JSON object: {exc}") from None
+    elif suffix == ".csv":
+        with path.open(newline="") as handle:
+            records = [dict(row) for row in csv.DictReader(handle)]
+    elif suffix in (".tfrecord", ".tfrecords", ".rio"):
+        from tfship._tf import tf
+
+        records = [bytes(r) for r in tf().compat.v1.io.tf_record_iterator(str(path))]
+    else:
+        raise InputError(
+            f"warmup file {path}: unknown format {suffix or '(none)'}; use .jsonl, .csv or .tfrecord"
+        )
+    if not records:
+        raise InputError(f"warmup file {path} holds no records")
+    return records
