@@ -16,8 +16,13 @@ def _imports_tensorflow(body: str) -> bool:
     return out.stdout.strip().splitlines()[-1] == "True"
 
 
-def test_import_tfship_does_not_import_tensorflow() -> None:
-    assert not _imports_tensorflow("import tfship, tfship.errors, tfship.cli")
+PACKAGES = ["tfship", "tfship.errors", "tfship.cli", "tfship.schema", "tfship.data", "tfship.trainer",
+            "tfship.exporters", "tfship.inspect", "tfship.loaders", "tfship.serve_client"]
+
+
+@pytest.mark.parametrize("module", PACKAGES)
+def test_import_does_not_import_tensorflow(module: str) -> None:
+    assert not _imports_tensorflow(f"import {module}")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"]])
