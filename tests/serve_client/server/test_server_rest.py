@@ -25,7 +25,8 @@ def call(server: ModelServer, method: str, path: str, body: Any = None) -> tuple
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.headers["Content-Type"], response.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+        with exc:
+            return exc.code, exc.headers["Content-Type"], exc.read().decode()
 
 
 def error_of(text: str) -> str:

@@ -1,0 +1,113 @@
+"""The serving step of ``tfship demo``: start the local server on an export, call it, stop it."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tfship.serve_client._server import ModelServer
+
+
+class DemoServer:
+    """A started server plus what the demo printed; ``stop()`` or ``with`` ends it.
+
+    Example:
+        >>> with run_demo_step(Path("export/best"), "penguins", print) as demo:  # doctest: +SKIP
+        ...     demo.address
+        '127.0.0.1:40123'
+    """
+
+    def __init__(self, server: ModelServer) -> None:
+        self.server = server
+        self.address = server.address
+        self.rest_url = server.rest_url
+
+    def stop(self) -> None:
+        """Stop the server (idempotent)."""
+        self.server.stop()
+
+    def __enter__(self) -> DemoServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def run_demo_step(base_path: Path, model_name: str, echo: Callable[[str], None]) -> DemoServer:
+    """Serve ``base_path`` as ``model_name`` on free ports and call it over gRPC and REST.
+
+    Prints the ports, the model status, the signatures from GetModelMetadata and one Classify
+    or Predict call with an empty Example (features take their defaults). The server keeps
+    running until the returned object's ``stop()`` (or the end of its ``with`` block).
+
+    Args:
+        base_path: an export base directory holding numeric version sub-directories.
+        model_name: the name clients use.
+        echo: where to print progress (``click.echo`` in the CLI).
+
+    Returns:
+        A :class:`DemoServer`; use it as a context manager or call ``stop()``.
+    """
+    server = ModelServer(model_base_path=base_path, model_name=model_name, port=0, rest_port=0)
+    server.start()
+    try:
+        version = server.wait_until_available(model_name, timeout=60)
+        echo(f"serving {model_name} version {version}: gRPC {server.address}, "
+             f"REST {server.rest_url}")
+        _call(server, model_name, echo)
+    except BaseException:
+        server.stop()
+        raise
+    return DemoServer(server)
+
+
+def _call(server: ModelServer, model_name: str, echo: Callable[[str], None]) -> None:
+    import grpc
+    from tensorflow_serving.apis import (
+        get_model_metadata_pb2,
+        prediction_service_pb2_grpc,
+    )
+
+    with urllib.request.urlopen(f"{server.rest_url}/v1/models/{model_name}", timeout=30) as r:
+        status = json.loads(r.read())["model_version_status"]
+    echo("GET /v1/models/" + model_name + " -> " + ", ".join(
+        f"version {s['version']} {s['state']}" for s in status))
+    with grpc.insecure_channel(server.address) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
+        request.model_spec.name = model_name
+        response = stub.GetModelMetadata(request, timeout=30)
+        signatures = get_model_metadata_pb2.SignatureDefMap()
+        response.metadata["signature_def"].Unpack(signatures)
+        echo("GetModelMetadata -> signatures: " + ", ".join(sorted(signatures.signature_def)))
+        _classify_defaults(stub, model_name, signatures, echo)
+
+
+def _classify_defaults(
+    stub: Any, model_name: str, signatures: Any, echo: Callable[[str], None]
+) -> None:
+    import grpc
+    from tensorflow_serving.apis import classification_pb2
+
+    default = signatures.signature_def.get("serving_default")
+    if default is None or default.method_name != "tensorflow/serving/classify":
+        return
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.name = model_name
+    request.input.example_list.examples.add()
+    try:
+        result = stub.Classify(request, timeout=30).result.classifications[0]
+    except grpc.RpcError as exc:
+        echo(f"Classify (empty Example) -> {exc.code().name}: {exc.details()}")
+        return
+    best = max(result.classes, key=lambda c: c.score)
+    echo(f"Classify (every feature at its default) -> {best.label!r} ({best.score:.3f})")

@@ -1,0 +1,99 @@
+"""``tfship serve`` end to end, the demo step and the public names of the server side."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+import tfship.serve_client as serve_client
+from tfship._tf import tf
+from tfship.cli import cli
+from tfship.serve_client._server_demo import run_demo_step
+
+pytestmark = pytest.mark.slow
+
+
+def test_server_names_are_exported() -> None:
+    server_names = {
+        "BatchingOptions", "LocalServerError", "ModelConfig", "ModelServer",
+        "ServerConfigError", "StateEvent", "VersionPolicy",
+    }
+    assert server_names <= set(serve_client.__all__)
+    assert serve_client.__all__ == sorted(serve_client.__all__)
+    for name in server_names:
+        assert getattr(serve_client, name).__name__ == name
+
+
+def test_serve_runs_until_sigterm(module_base: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(module_base),
+         "--model-name", "module", "--port", "0", "--rest-port", "0", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert process.stdout is not None
+        info = json.loads(process.stdout.readline())
+        assert info["models"][0]["available_versions"] == [2]
+        assert info["grpc"].startswith("127.0.0.1:") and info["grpc"] != "127.0.0.1:0"
+        with grpc.insecure_channel(info["grpc"]) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "module"
+            request.inputs["x"].CopyFrom(tf().make_tensor_proto(np.zeros([1, 2], np.float32)))
+            assert stub.Predict(request, timeout=30).model_spec.version.value == 2
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "stopped" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model-base-path", "/does/not/exist"], "Could not find base path /does/not/exist"),
+        ([], "nothing to serve"),
+        (["--model-base-path", ".", "--version-policy", "newest"], "version policy 'newest'"),
+    ],
+)
+def test_serve_errors_are_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--port", "0", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_serve_reads_a_model_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "m" base_path: "relative/path" } }')
+    result = CliRunner().invoke(cli, ["serve", "--port", "0", "--model-config", str(config)])
+    assert result.exit_code == 2
+    assert "Expected model m to have an absolute path or URI; got base_path()=relative/path" \
+        in result.output
+
+
+def test_demo_step_serves_calls_and_stops(estimator_base: Path) -> None:
+    lines: list[str] = []
+    with run_demo_step(estimator_base, "linear", lines.append) as demo:
+        address = demo.address
+        assert lines[0].startswith("serving linear version 1: gRPC 127.0.0.1:")
+        assert any(line.startswith("GetModelMetadata -> signatures: ") for line in lines)
+        assert any(line.startswith("Classify (every feature at its default) -> ")
+                   for line in lines) or any("Classify (empty Example)" in s for s in lines)
+    with grpc.insecure_channel(address) as channel:
+        with pytest.raises(grpc.FutureTimeoutError):
+            grpc.channel_ready_future(channel).result(timeout=0.5)
