@@ -107,6 +107,10 @@ class RetryPolicy:
         return cap * (1.0 - self.jitter * rng.random())
 
 
+DEFAULT_RETRIES = RetryPolicy()
+"""The default: 5 attempts, 50 ms doubling up to 2 s, half jitter, on UNAVAILABLE only."""
+
+
 @dataclass(frozen=True)
 class TLSConfig:
     """TLS (or mutual TLS with ``client_cert`` + ``client_key``) for the channel.
@@ -781,7 +785,7 @@ class ServingClient:
         target: str,
         *,
         timeout: float | None = 30.0,
-        retries: int | RetryPolicy | None = RetryPolicy(),
+        retries: int | RetryPolicy | None = DEFAULT_RETRIES,
         tls: Any = None,
         max_message_bytes: int = 2**31 - 1,
         options: Sequence[tuple[str, Any]] = (),

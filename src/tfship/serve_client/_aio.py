@@ -1,0 +1,353 @@
+"""``AsyncServingClient``: the ``ServingClient`` API as coroutines on ``grpc.aio``.
+
+A semaphore bounds the requests in flight (``max_in_flight``): thousands of ``gather``-ed
+calls queue client-side instead of flooding the server. Requests, results, errors, retries
+and validation are the sync client's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from tfship.serve_client._client import (
+    _RESPONSES,
+    DEFAULT,
+    DEFAULT_RETRIES,
+    DEFAULT_SIGNATURE,
+    ClassifyResult,
+    ModelMetadata,
+    MultiInferenceResult,
+    PredictResult,
+    RegressResult,
+    RetryPolicy,
+    VersionStatus,
+    _deadline_error,
+    _MetadataCache,
+    _retry_delay,
+    _serialize,
+    channel_options,
+    check_ready,
+    check_reload,
+    classify_result,
+    encode_inputs,
+    examples_input,
+    metadata_result,
+    model_spec_proto,
+    multi_inference_request,
+    multi_inference_result,
+    pick_signature,
+    predict_request,
+    predict_result,
+    regress_result,
+    reload_request,
+    resolve_retries,
+    response_parser,
+    status_list,
+    tls_credentials,
+)
+from tfship.serve_client._codec import protos
+from tfship.serve_client._errors import (
+    DeadlineExceededError,
+    ModelNotFoundError,
+    ServingCallError,
+    UnavailableError,
+    UnimplementedError,
+    rpc_errors,
+)
+
+__all__ = ["AsyncServingClient"]
+
+T = TypeVar("T")
+
+
+class AsyncServingClient:
+    """The :class:`ServingClient` API on asyncio, with a bound on requests in flight.
+
+    Create it inside a running event loop; options are the sync client's, plus
+    ``max_in_flight`` (calls beyond it wait their turn client-side).
+
+    Example:
+        >>> async with AsyncServingClient("127.0.0.1:8500", max_in_flight=32) as client:  # doctest: +SKIP
+        ...     results = await asyncio.gather(*(client.predict("m", {"x": row}) for row in rows))
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float | None = 30.0,
+        retries: int | RetryPolicy | None = DEFAULT_RETRIES,
+        tls: Any = None,
+        max_message_bytes: int = 2**31 - 1,
+        options: Sequence[tuple[str, Any]] = (),
+        headers: Mapping[str, str] | None = None,
+        keepalive: float | None = 60.0,
+        validate: bool = True,
+        max_in_flight: int = 64,
+    ) -> None:
+        import grpc.aio
+
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        self.target = target
+        self.timeout = timeout
+        self.retry_policy = resolve_retries(retries)
+        self.validate = validate
+        self.max_in_flight = max_in_flight
+        self.headers = tuple((k.lower(), v) for k, v in (headers or {}).items())
+        creds, tls_options = tls_credentials(tls)
+        all_options = channel_options(max_message_bytes, keepalive, [*tls_options, *options])
+        if creds is None:
+            self._channel = grpc.aio.insecure_channel(target, options=all_options)
+        else:
+            self._channel = grpc.aio.secure_channel(target, creds, options=all_options)
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._calls: dict[str, Any] = {}
+        self._metadata = _MetadataCache()
+        self._rng = random.Random()
+        self._closed = False
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    async def __aenter__(self) -> AsyncServingClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channel; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._channel.close()
+
+    def __repr__(self) -> str:
+        return f"AsyncServingClient({self.target!r}, max_in_flight={self.max_in_flight})"
+
+    async def _call(self, method: str, request: Any, *, model: str | None, version: Any, timeout: Any) -> Any:
+        if self._closed:
+            raise RuntimeError("this AsyncServingClient is closed")
+        stub = self._calls.get(method)
+        if stub is None:
+            service, _ = _RESPONSES[method]
+            stub = self._channel.unary_unary(
+                service + method,
+                request_serializer=_serialize,
+                response_deserializer=response_parser(method),
+            )
+            self._calls[method] = stub
+        budget = self.timeout if timeout is DEFAULT else timeout
+        deadline = None if budget is None else time.monotonic() + budget
+        context = {"model": model, "version": version, "method": method}
+
+        async def attempt(remaining: float | None) -> Any:
+            async with self._slots:
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                try:
+                    return await stub(request, timeout=remaining, metadata=self.headers or None)
+                finally:
+                    self.in_flight -= 1
+
+        return await _with_retries(attempt, self.retry_policy, deadline, self._rng, context)
+
+    async def _signatures(self, model: str, version: Any, label: Any) -> dict[str, Any] | None:
+        if not self.validate:
+            return None
+        key = (model, version, label)
+        cached = self._metadata.get(key)
+        if cached is None:
+            try:
+                cached = (await self.metadata(model, version=version, label=label)).signatures
+            except UnimplementedError:
+                return None
+            self._metadata.put(key, cached)
+        return cached
+
+    async def predict(
+        self,
+        model: str,
+        inputs: Any,
+        *,
+        signature: str | None = None,
+        version: int | None = None,
+        label: str | None = None,
+        output_filter: Sequence[str] | None = None,
+        timeout: Any = DEFAULT,
+    ) -> PredictResult:
+        """Like :meth:`ServingClient.predict`."""
+        sig = pick_signature(await self._signatures(model, version, label), signature, model)
+        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE)
+        request = predict_request(
+            model,
+            encoded,
+            signature=signature,
+            version=version,
+            label=label,
+            output_filter=output_filter,
+        )
+        data = await self._call("Predict", request, model=model, version=version or label, timeout=timeout)
+        return predict_result(data)
+
+    async def classify(
+        self,
+        model: str,
+        examples: Iterable[Any],
+        *,
+        context: Any = None,
+        signature: str | None = None,
+        version: int | None = None,
+        label: str | None = None,
+        schema: Any = None,
+        timeout: Any = DEFAULT,
+    ) -> ClassifyResult:
+        """Like :meth:`ServingClient.classify`."""
+        request = protos().classification_pb2.ClassificationRequest()
+        request.model_spec.CopyFrom(
+            model_spec_proto(model, version=version, label=label, signature=signature)
+        )
+        request.input.CopyFrom(examples_input(examples, context, schema))
+        response = await self._call(
+            "Classify", request, model=model, version=version or label, timeout=timeout
+        )
+        return classify_result(response.result, response.model_spec, response)
+
+    async def regress(
+        self,
+        model: str,
+        examples: Iterable[Any],
+        *,
+        context: Any = None,
+        signature: str | None = None,
+        version: int | None = None,
+        label: str | None = None,
+        schema: Any = None,
+        timeout: Any = DEFAULT,
+    ) -> RegressResult:
+        """Like :meth:`ServingClient.regress`."""
+        request = protos().regression_pb2.RegressionRequest()
+        request.model_spec.CopyFrom(
+            model_spec_proto(model, version=version, label=label, signature=signature)
+        )
+        request.input.CopyFrom(examples_input(examples, context, schema))
+        response = await self._call(
+            "Regress", request, model=model, version=version or label, timeout=timeout
+        )
+        return regress_result(response.result, response.model_spec, response)
+
+    async def multi_inference(
+        self,
+        model: str,
+        examples: Iterable[Any],
+        tasks: Sequence[tuple[str, str]],
+        *,
+        context: Any = None,
+        version: int | None = None,
+        label: str | None = None,
+        schema: Any = None,
+        timeout: Any = DEFAULT,
+    ) -> MultiInferenceResult:
+        """Like :meth:`ServingClient.multi_inference`."""
+        request = multi_inference_request(
+            model, examples_input(examples, context, schema), tasks, version=version, label=label
+        )
+        response = await self._call(
+            "MultiInference", request, model=model, version=version or label, timeout=timeout
+        )
+        return multi_inference_result(response)
+
+    async def metadata(
+        self,
+        model: str,
+        *,
+        version: int | None = None,
+        label: str | None = None,
+        timeout: Any = DEFAULT,
+    ) -> ModelMetadata:
+        """Like :meth:`ServingClient.metadata`."""
+        request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
+        request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
+        request.metadata_field.append("signature_def")
+        response = await self._call(
+            "GetModelMetadata", request, model=model, version=version or label, timeout=timeout
+        )
+        return metadata_result(response)
+
+    async def status(
+        self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
+    ) -> list[VersionStatus]:
+        """Like :meth:`ServingClient.status`."""
+        request = protos().get_model_status_pb2.GetModelStatusRequest()
+        request.model_spec.CopyFrom(model_spec_proto(model, version=version))
+        response = await self._call("GetModelStatus", request, model=model, version=version, timeout=timeout)
+        return status_list(response)
+
+    async def wait_until_available(
+        self,
+        model: str,
+        version: int | None = None,
+        *,
+        timeout: float = 60.0,
+        poll: float = 0.1,
+    ) -> VersionStatus:
+        """Like :meth:`ServingClient.wait_until_available`."""
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while True:
+            try:
+                remaining = max(0.05, min(5.0, deadline - time.monotonic()))
+                found = await self.status(model, version=version, timeout=remaining)
+                ready = check_ready(found, model, version)
+                if ready is not None:
+                    return ready
+                last = ", ".join(f"{s.version}: {s.state}" for s in found)
+            except (UnavailableError, ModelNotFoundError, DeadlineExceededError) as exc:
+                last = exc.details or str(exc)
+            if time.monotonic() + poll >= deadline:
+                where = "" if version is None else f" version {version}"
+                raise DeadlineExceededError(
+                    f"model {model!r}{where} not available after {timeout:g} s; last seen: {last}",
+                    code="DEADLINE_EXCEEDED",
+                    model=model,
+                    version=version,
+                )
+            await asyncio.sleep(poll)
+
+    async def reload_config(self, config: Any, *, timeout: Any = DEFAULT) -> None:
+        """Like :meth:`ServingClient.reload_config`."""
+        response = await self._call(
+            "HandleReloadConfigRequest", reload_request(config), model=None, version=None, timeout=timeout
+        )
+        check_reload(response)
+        self._metadata = _MetadataCache()
+
+
+async def _with_retries(
+    attempt: Callable[[float | None], Awaitable[T]],
+    policy: RetryPolicy,
+    deadline: float | None,
+    rng: random.Random,
+    context: Mapping[str, Any],
+) -> T:
+    """The async twin of ``run_with_retries`` (same policy, same deadline rules)."""
+    number = 0
+    while True:
+        number += 1
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise _deadline_error(context, number - 1)
+        try:
+            with rpc_errors(**context):
+                return await attempt(remaining)
+        except ServingCallError as exc:
+            delay = _retry_delay(exc, number, policy, deadline, rng)
+            if delay is None:
+                if number > 1:
+                    exc.args = (f"{exc.args[0]} (after {number} attempts)",)
+                raise
+            await asyncio.sleep(delay)

@@ -1,0 +1,469 @@
+"""``tfship client``: call a TF Serving (or ``tfship serve``) server from the shell.
+
+Each command is thin: options -> ``ServingClient`` call -> printed result. Inputs come from
+JSON, JSONL, CSV or ``.npy`` files (or inline JSON); ``--json`` prints machine-readable output.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tfship.errors import InputError
+
+_COMMON_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--server",
+        "-s",
+        default="127.0.0.1:8500",
+        show_default=True,
+        help="gRPC target HOST:PORT or unix:PATH (with --rest: http://HOST:PORT).",
+    ),
+    click.option("--model", "-m", required=True, help="Model name."),
+    click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds per call."),
+    click.option("--rest", is_flag=True, help="Use TF Serving's REST API instead of gRPC."),
+    click.option("--ca-cert", type=click.Path(exists=True, dir_okay=False), help="TLS: CA (PEM)."),
+    click.option("--client-cert", type=click.Path(exists=True, dir_okay=False), help="mTLS cert."),
+    click.option("--client-key", type=click.Path(exists=True, dir_okay=False), help="mTLS key."),
+    click.option("--server-name", help="TLS: name to expect in the server's certificate."),
+    click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+]
+_VERSION_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option("--version", "-V", "version", type=click.IntRange(min=0), help="Version number."),
+    click.option("--label", "-l", help="Version label (e.g. stable); not with --version."),
+]
+
+
+def _options(*groups: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    def apply(func: Any) -> Any:
+        for group in reversed(groups):
+            for option in reversed(group):
+                func = option(func)
+        return func
+
+    return apply
+
+
+@click.group("client")
+def client() -> None:
+    """Call a TF Serving server: status, metadata, predict, classify, regress, wait."""
+
+
+@contextmanager
+def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
+    tls = None
+    if opts.get("ca_cert") or opts.get("client_cert") or opts.get("server_name"):
+        from tfship.serve_client._client import TLSConfig
+
+        tls = TLSConfig(
+            ca_cert=opts.get("ca_cert"),
+            client_cert=opts.get("client_cert"),
+            client_key=opts.get("client_key"),
+            server_name=opts.get("server_name"),
+        )
+    if opts.get("rest"):
+        from tfship.serve_client._rest import RestServingClient
+
+        with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls) as rest:
+            yield rest
+        return
+    from tfship.serve_client._client import ServingClient
+
+    with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls) as grpc_client:
+        yield grpc_client
+
+
+def _check_version(version: int | None, label: str | None) -> None:
+    if version is not None and label is not None:
+        raise click.UsageError("give --version or --label, not both")
+
+
+# ---------------------------------------------------------------------------------- status
+
+
+@client.command("status")
+@_options(_COMMON_OPTIONS)
+@click.option("--version", "-V", "version", type=click.IntRange(min=0), help="One version only.")
+def status_command(version: int | None, **opts: Any) -> None:
+    """Show the state of each version of a model (newest first).
+
+    Example: tfship client status --server 127.0.0.1:8500 --model penguins
+    """
+    with _connect(opts) as conn:
+        found = conn.status(opts["model"], version=version)
+    rows = [
+        {"version": s.version, "state": s.state, "error_code": s.error_code, "error_message": s.error_message}
+        for s in found
+    ]
+    if opts["as_json"]:
+        _print_json({"model": opts["model"], "versions": rows})
+        return
+    click.echo(f"model {opts['model']}")
+    for row in rows:
+        error = "" if row["error_code"] == "OK" else f"  {row['error_code']}: {row['error_message']}"
+        click.echo(f"  version {row['version']:<12} {row['state']}{error}")
+
+
+# -------------------------------------------------------------------------------- metadata
+
+
+@client.command("metadata")
+@_options(_COMMON_OPTIONS, _VERSION_OPTIONS)
+@click.option("--signature", "-k", help="Show only this signature.")
+def metadata_command(version: int | None, label: str | None, signature: str | None, **opts: Any) -> None:
+    """Show a served model's signatures: inputs and outputs with dtypes and shapes.
+
+    Example: tfship client metadata -s 127.0.0.1:8500 -m penguins --signature predict
+    """
+    _check_version(version, label)
+    with _connect(opts) as conn:
+        meta = conn.metadata(opts["model"], version=version, label=label)
+    keys = [signature] if signature else [k for k in meta.signatures if not k.startswith("__")]
+    signatures = {key: _signature_dict(meta.signature(key)) for key in keys}
+    if opts["as_json"]:
+        _print_json({"model_spec": _spec_dict(meta.model_spec), "signatures": signatures})
+        return
+    click.echo(f"model {meta.model_spec.name} version {meta.model_spec.version}")
+    for key, sig in signatures.items():
+        click.echo(f"signature {key!r} ({sig['method_name']})")
+        for side in ("inputs", "outputs"):
+            for name, info in sig[side].items():
+                click.echo(f"  {side[:-1]:<6} {name}: {info['dtype']} {_shape_text(info['shape'])}")
+
+
+def _signature_dict(sig: Any) -> dict[str, Any]:
+    def tensors(table: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            k: {"dtype": t.dtype, "shape": None if t.shape is None else list(t.shape)}
+            for k, t in table.items()
+        }
+
+    return {
+        "method_name": sig.method_name,
+        "inputs": tensors(sig.inputs),
+        "outputs": tensors(sig.outputs),
+    }
+
+
+def _shape_text(shape: list[int | None] | None) -> str:
+    if shape is None:
+        return "(unknown rank)"
+    return "[" + ", ".join("-1" if d is None else str(d) for d in shape) + "]"
+
+
+# --------------------------------------------------------------------------------- predict
+
+
+@client.command("predict")
+@_options(_COMMON_OPTIONS, _VERSION_OPTIONS)
+@click.option("--signature", "-k", help="Signature key (default serving_default).")
+@click.option(
+    "--input",
+    "-i",
+    "input_paths",
+    multiple=True,
+    help="Inputs: a .json/.jsonl/.csv file, a .npy file, or NAME=FILE.npy (repeatable).",
+)
+@click.option("--data", "-d", help="Inline JSON inputs, e.g. '{\"x\": [[1.0, 2.0]]}'.")
+@click.option("--output", "-o", "outputs", multiple=True, help="Only these outputs (repeatable).")
+def predict_command(
+    version: int | None,
+    label: str | None,
+    signature: str | None,
+    input_paths: tuple[str, ...],
+    data: str | None,
+    outputs: tuple[str, ...],
+    **opts: Any,
+) -> None:
+    """Run a signature on inputs and print its outputs.
+
+    Example: tfship client predict -m m -d '{"x": [[1.0, 2.0]]}'
+    """
+    _check_version(version, label)
+    inputs = read_predict_inputs(input_paths, data)
+    with _connect(opts) as conn:
+        result = conn.predict(
+            opts["model"],
+            inputs,
+            signature=signature,
+            version=version,
+            label=label,
+            output_filter=list(outputs) or None,
+        )
+    if opts["as_json"]:
+        _print_json(
+            {
+                "model_spec": _spec_dict(result.model_spec),
+                "outputs": {k: _jsonable(v) for k, v in result.outputs.items()},
+            }
+        )
+        return
+    _print_spec(result.model_spec)
+    import numpy as np
+
+    for key, value in result.outputs.items():
+        shown = _decode_strings(value)
+        click.echo(f"{key}: {value.dtype if value.dtype != object else 'string'} {list(value.shape)}")
+        click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
+
+
+def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
+    """Predict inputs from files and inline JSON: a dict name -> values, or one bare value."""
+    if not paths and data is None:
+        raise InputError("give inputs with --input FILE or --data JSON")
+    merged: dict[str, Any] = {}
+    bare: Any = None
+    if data is not None:
+        bare = _merge(merged, _columns(_parse_json(data, "--data"), "--data"))
+    for spec in paths:
+        name, _, file = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        loaded = _read_values(Path(file))
+        if name:
+            merged[name] = loaded
+        else:
+            bare = _merge(merged, _columns(loaded, file))
+    if bare is not None:
+        if merged:
+            raise InputError("a bare array input cannot be mixed with named inputs; use NAME=FILE")
+        return bare
+    return merged
+
+
+def _merge(target: dict[str, Any], values: Any) -> Any:
+    if isinstance(values, dict):
+        target.update(values)
+        return None
+    return values
+
+
+def _columns(values: Any, where: str) -> Any:
+    """Records (a list of dicts) become columns; a dict or a bare array stays as it is."""
+    if isinstance(values, list) and values and all(isinstance(v, dict) for v in values):
+        keys = list(values[0])
+        for number, record in enumerate(values, 1):
+            if list(record) != keys and set(record) != set(keys):
+                raise InputError(
+                    f"{where}: record {number} has fields {sorted(record)}; "
+                    f"expected the same fields as record 1: {sorted(keys)}"
+                )
+        return {key: [record[key] for record in values] for key in keys}
+    return values
+
+
+def _read_values(path: Path) -> Any:
+    if not path.is_file():
+        raise InputError(f"input file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        import numpy as np
+
+        try:
+            return np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise InputError(f"{path}: not a .npy array without pickled objects: {exc}") from None
+    if suffix in (".json", ".jsonl", ".csv"):
+        return read_records(path) if suffix != ".json" else _parse_json(path.read_text(), str(path))
+    raise InputError(f"{path}: unknown input format {suffix!r}; expected .json, .jsonl, .csv or .npy")
+
+
+def read_records(path: Path) -> list[Any]:
+    """Records from a .json list, .jsonl lines or .csv rows (numbers parsed in CSV cells)."""
+    suffix = path.suffix.lower()
+    text = path.read_text()
+    if suffix == ".jsonl":
+        records = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                records.append(_parse_json(line, f"{path}:{number}"))
+        return records
+    if suffix == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        return [{k: _cell(v) for k, v in row.items()} for row in reader]
+    if suffix == ".json":
+        loaded = _parse_json(text, str(path))
+        if isinstance(loaded, dict) and "instances" in loaded:
+            loaded = loaded["instances"]
+        if isinstance(loaded, dict) and "examples" in loaded:
+            loaded = loaded["examples"]
+        return loaded if isinstance(loaded, list) else [loaded]
+    raise InputError(f"{path}: unknown records format {suffix!r}; expected .json, .jsonl or .csv")
+
+
+def _cell(text: str | None) -> Any:
+    if text is None:
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+# ------------------------------------------------------------------------ classify/regress
+
+
+def _example_command(kind: str) -> Callable[..., None]:
+    def command(
+        version: int | None,
+        label: str | None,
+        signature: str | None,
+        input_path: str | None,
+        data: str | None,
+        context: str | None,
+        schema_path: str | None,
+        **opts: Any,
+    ) -> None:
+        _check_version(version, label)
+        records = _read_example_records(input_path, data)
+        schema = None
+        if schema_path is not None:
+            from tfship.schema import Schema
+
+            schema = Schema.load(schema_path)
+        extra = {"context": _parse_json(context, "--context")} if context else {}
+        with _connect(opts) as conn:
+            call = conn.classify if kind == "classify" else conn.regress
+            result = call(
+                opts["model"],
+                records,
+                signature=signature,
+                version=version,
+                label=label,
+                schema=schema,
+                **extra,
+            )
+        _print_example_result(kind, result, opts["as_json"])
+
+    command.__doc__ = (
+        f"{kind.capitalize()} records (tf.Example features) with a {kind} signature.\n\n"
+        f"Example: tfship client {kind} -m penguins -i penguins.jsonl"
+    )
+    return command
+
+
+def _read_example_records(input_path: str | None, data: str | None) -> list[Any]:
+    if (input_path is None) == (data is None):
+        raise InputError("give records with exactly one of --input FILE or --data JSON")
+    if data is not None:
+        loaded = _parse_json(data, "--data")
+        return loaded if isinstance(loaded, list) else [loaded]
+    path = Path(input_path or "")
+    if not path.is_file():
+        raise InputError(f"input file {path} does not exist")
+    return read_records(path)
+
+
+def _print_example_result(kind: str, result: Any, as_json: bool) -> None:
+    if as_json:
+        if kind == "classify":
+            body: Any = [[[lbl, score] for lbl, score in row] for row in result.classes]
+        else:
+            body = [float(v) for v in result.values]
+        _print_json({"model_spec": _spec_dict(result.model_spec), "results": body})
+        return
+    _print_spec(result.model_spec)
+    if kind == "classify":
+        for number, row in enumerate(result.classes):
+            best = max(row, key=lambda pair: pair[1]) if row else ("", 0.0)
+            pairs = ", ".join(f"{lbl or '#' + str(i)}={score:.4f}" for i, (lbl, score) in enumerate(row))
+            click.echo(f"example {number}: {best[0]}  ({pairs})")
+    else:
+        for number, value in enumerate(result.values):
+            click.echo(f"example {number}: {float(value):.6g}")
+
+
+for _kind in ("classify", "regress"):
+    _cmd = _example_command(_kind)
+    _cmd = click.option(
+        "--schema",
+        "schema_path",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Schema JSON: convert records with its dtypes and defaults.",
+    )(_cmd)
+    _cmd = click.option("--context", help="JSON record merged into every example.")(_cmd)
+    _cmd = click.option("--data", "-d", help="Inline JSON record or list of records.")(_cmd)
+    _cmd = click.option("--input", "-i", "input_path", help="Records: .json, .jsonl or .csv.")(_cmd)
+    _cmd = click.option("--signature", "-k", help="Signature key (default serving_default).")(_cmd)
+    _cmd = _options(_COMMON_OPTIONS, _VERSION_OPTIONS)(_cmd)
+    client.command(_kind)(_cmd)
+
+
+# ------------------------------------------------------------------------------------ wait
+
+
+@client.command("wait")
+@_options(_COMMON_OPTIONS)
+@click.option("--version", "-V", "version", type=click.IntRange(min=0), help="Wait for this one.")
+def wait_command(version: int | None, **opts: Any) -> None:
+    """Wait until the model (or one version) is AVAILABLE; --timeout bounds the wait.
+
+    Example: tfship client wait -m penguins --timeout 60
+    """
+    with _connect(opts) as conn:
+        ready = conn.wait_until_available(opts["model"], version, timeout=opts["timeout"])
+    if opts["as_json"]:
+        _print_json({"model": opts["model"], "version": ready.version, "state": ready.state})
+        return
+    click.echo(f"model {opts['model']} version {ready.version} is {ready.state}")
+
+
+# ---------------------------------------------------------------------------------- output
+
+
+def _spec_dict(spec: Any) -> dict[str, Any]:
+    return {"name": spec.name, "version": spec.version, "signature_name": spec.signature_name}
+
+
+def _print_spec(spec: Any) -> None:
+    signature = f" signature {spec.signature_name}" if spec.signature_name else ""
+    click.echo(f"model {spec.name} version {spec.version}{signature}")
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, allow_nan=True))
+
+
+def _decode_strings(value: Any) -> Any:
+    if value.dtype != object:
+        return value
+    import numpy as np
+
+    out = np.empty(value.shape, dtype=object)
+    out.flat[:] = [_text(v) for v in value.flat]
+    return out
+
+
+def _text(item: Any) -> Any:
+    if isinstance(item, bytes):
+        try:
+            return item.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(item).decode("ascii")}
+    return item
+
+
+def _jsonable(value: Any) -> Any:
+    """numpy -> JSON: strings as text (or {"b64": ...} when not UTF-8), NaN/inf kept."""
+    if value.dtype == object:
+        return _decode_strings(value).tolist()
+    if value.dtype.kind == "c":
+        return [[z.real, z.imag] for z in value.ravel().tolist()]
+    # json.dumps writes NaN/Infinity for non-finite floats, as TF Serving's REST API does.
+    return value.tolist()

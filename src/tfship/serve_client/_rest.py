@@ -1,0 +1,462 @@
+"""``RestServingClient``: the ``ServingClient`` API over TF Serving's REST endpoint.
+
+Same methods, same result types, same errors. Differences that come from REST itself:
+TF Serving's REST answers carry no model_spec (the result reports the version asked for, or
+None), ``output_filter`` is applied client-side, and there is no MultiInference or reload.
+Output dtypes (lost in JSON) come from the signature, fetched once from ``/metadata``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import socket
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from tfship.serve_client._client import (
+    DEFAULT,
+    DEFAULT_RETRIES,
+    DEFAULT_SIGNATURE,
+    ClassifyResult,
+    ModelMetadata,
+    ModelSpec,
+    MultiInferenceResult,
+    PredictResult,
+    RegressResult,
+    RetryPolicy,
+    TLSConfig,
+    VersionStatus,
+    _MetadataCache,
+    check_ready,
+    encode_inputs,
+    pick_signature,
+    resolve_retries,
+    run_with_retries,
+    signature_infos,
+    to_example,
+)
+from tfship.serve_client._codec import decode_tensor, protos
+from tfship.serve_client._errors import (
+    DeadlineExceededError,
+    ModelNotFoundError,
+    ServingCallError,
+    UnavailableError,
+    UnimplementedError,
+    error_from_status,
+)
+
+__all__ = ["RestServingClient"]
+
+# TF Serving's HTTP status for each code (http_rest_api_handler), read backwards.
+_CODE_OF_HTTP: dict[int, str] = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_STATE = {"UNKNOWN", "START", "LOADING", "AVAILABLE", "UNLOADING", "END"}
+
+
+class RestServingClient:
+    """The :class:`ServingClient` API over HTTP/JSON (``/v1/models/...``).
+
+    Args:
+        url: ``http://host:port`` (``host:port`` is accepted; ``https`` when ``tls`` is set).
+        timeout: default deadline of each call in seconds (``None``: no deadline).
+        retries: a :class:`RetryPolicy`, or the number of retries on ``UNAVAILABLE`` (503).
+        tls: ``True`` or a :class:`TLSConfig` (CA and client certificate as PEM files or bytes).
+        headers: HTTP headers sent with every call.
+        validate: check inputs against the signature before sending.
+
+    Example:
+        >>> with RestServingClient("http://127.0.0.1:8501") as rest:  # doctest: +SKIP
+        ...     rest.predict("iris", {"x": [[5.1, 3.5, 1.4, 0.2]]}).as_numpy("scores")
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float | None = 30.0,
+        retries: int | RetryPolicy | None = DEFAULT_RETRIES,
+        tls: Any = None,
+        headers: Mapping[str, str] | None = None,
+        validate: bool = True,
+    ) -> None:
+        scheme = "https" if tls else "http"
+        self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
+        self.timeout = timeout
+        self.retry_policy = resolve_retries(retries)
+        self.validate = validate
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        handlers: list[Any] = [urllib.request.ProxyHandler({})]  # never via a proxy
+        if tls:
+            handlers.append(urllib.request.HTTPSHandler(context=_ssl_context(tls)))
+        self._opener = urllib.request.build_opener(*handlers)
+        self._metadata = _MetadataCache()
+        self._rng = random.Random()
+        self._closed = False
+
+    def __enter__(self) -> RestServingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Forget cached metadata; calling it again does nothing."""
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return f"RestServingClient({self.url!r}, timeout={self.timeout})"
+
+    # -- HTTP with retries and error mapping
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        model: str | None,
+        version: int | str | None,
+        timeout: Any,
+    ) -> Any:
+        if self._closed:
+            raise RuntimeError("this RestServingClient is closed")
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        budget = self.timeout if timeout is DEFAULT else timeout
+        deadline = None if budget is None else time.monotonic() + budget
+        context = {"model": model, "version": version, "method": f"{method} {path}"}
+
+        def attempt(remaining: float | None) -> Any:
+            request = urllib.request.Request(self.url + path, data=data, method=method, headers=self.headers)
+            return self._send(request, remaining, context)
+
+        return run_with_retries(
+            attempt,
+            policy=self.retry_policy,
+            deadline=deadline,
+            rng=self._rng,
+            sleep=time.sleep,
+            context=context,
+        )
+
+    def _send(self, request: Any, remaining: float | None, context: Mapping[str, Any]) -> Any:
+        try:
+            with self._opener.open(request, timeout=remaining) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise _http_error(exc, context) from None
+        except (TimeoutError, socket.timeout) as exc:
+            raise error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context) from None
+        except (urllib.error.URLError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                raise error_from_status("DEADLINE_EXCEEDED", str(reason), **context) from None
+            raise error_from_status("UNAVAILABLE", f"cannot connect: {reason}", **context) from None
+
+    def _model_path(self, model: str, version: int | None, label: str | None) -> str:
+        if version is not None and label is not None:
+            raise ValueError("give version or label, not both")
+        if not model:
+            raise ValueError("model name must be a non-empty string")
+        path = f"/v1/models/{quote(model, safe='')}"
+        if version is not None:
+            if isinstance(version, bool) or int(version) < 0:
+                raise ValueError(f"version must be a non-negative int, got {version!r}")
+            path += f"/versions/{int(version)}"
+        elif label is not None:
+            path += f"/labels/{quote(label, safe='')}"
+        return path
+
+    def _signatures(self, model: str, version: int | None, label: str | None) -> dict[str, Any]:
+        key = (model, version, label)
+        cached = self._metadata.get(key)
+        if cached is None:
+            cached = self.metadata(model, version=version, label=label).signatures
+            self._metadata.put(key, cached)
+        return cached
+
+    # -- the API
+    def predict(
+        self,
+        model: str,
+        inputs: Any,
+        *,
+        signature: str | None = None,
+        version: int | None = None,
+        label: str | None = None,
+        output_filter: Sequence[str] | None = None,
+        timeout: Any = DEFAULT,
+    ) -> PredictResult:
+        """Like :meth:`ServingClient.predict`, over ``POST .../models/NAME:predict``."""
+        # Output dtypes are lost in JSON: the signature is needed even without validation.
+        sig = pick_signature(self._signatures(model, version, label), signature, model)
+        key = signature or DEFAULT_SIGNATURE
+        encoded = encode_inputs(inputs, sig if self.validate else None, model, key)
+        body: dict[str, Any] = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
+        if signature:
+            body["signature_name"] = signature
+        path = self._model_path(model, version, label) + ":predict"
+        answer = self._request("POST", path, body, model=model, version=version or label, timeout=timeout)
+        outputs = _outputs_from_json(answer.get("outputs"), sig)
+        if output_filter is not None:
+            outputs = {k: outputs[k] for k in output_filter if k in outputs}
+        return PredictResult(outputs, ModelSpec(model, version, key), lambda: answer)
+
+    def classify(
+        self,
+        model: str,
+        examples: Iterable[Any],
+        *,
+        context: Any = None,
+        signature: str | None = None,
+        version: int | None = None,
+        label: str | None = None,
+        schema: Any = None,
+        timeout: Any = DEFAULT,
+    ) -> ClassifyResult:
+        """Like :meth:`ServingClient.classify`, over ``POST .../models/NAME:classify``."""
+        answer = self._examples_call(
+            "classify", model, examples, context, signature, version, label, schema, timeout
+        )
+        classes = [[(str(lbl), float(score)) for lbl, score in row] for row in answer["results"]]
+        spec = ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
+        return ClassifyResult(classes, spec, answer)
+
+    def regress(
+        self,
+        model: str,
+        examples: Iterable[Any],
+        *,
+        context: Any = None,
+        signature: str | None = None,
+        version: int | None = None,
+        label: str | None = None,
+        schema: Any = None,
+        timeout: Any = DEFAULT,
+    ) -> RegressResult:
+        """Like :meth:`ServingClient.regress`, over ``POST .../models/NAME:regress``."""
+        answer = self._examples_call(
+            "regress", model, examples, context, signature, version, label, schema, timeout
+        )
+        values = np.array(answer["results"], dtype=np.float32).reshape(-1)
+        spec = ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
+        return RegressResult(values, spec, answer)
+
+    def _examples_call(
+        self,
+        verb: str,
+        model: str,
+        examples: Iterable[Any],
+        context: Any,
+        signature: str | None,
+        version: int | None,
+        label: str | None,
+        schema: Any,
+        timeout: Any,
+    ) -> Any:
+        records = [_example_json(to_example(e, schema)) for e in examples]
+        if not records:
+            raise ValueError("give at least one example")
+        body: dict[str, Any] = {"examples": records}
+        if context is not None:
+            body["context"] = _example_json(to_example(context, schema))
+        if signature:
+            body["signature_name"] = signature
+        path = self._model_path(model, version, label) + f":{verb}"
+        return self._request("POST", path, body, model=model, version=version or label, timeout=timeout)
+
+    def multi_inference(self, model: str, *args: Any, **kwargs: Any) -> MultiInferenceResult:
+        """Not in TF Serving's REST API: raises UnimplementedError (use ServingClient)."""
+        raise UnimplementedError(
+            "TF Serving's REST API has no MultiInference; use ServingClient (gRPC)",
+            code="UNIMPLEMENTED",
+            model=model,
+        )
+
+    def reload_config(self, config: Any, **kwargs: Any) -> None:
+        """Not in TF Serving's REST API: raises UnimplementedError (use ServingClient)."""
+        raise UnimplementedError(
+            "TF Serving's REST API cannot reload the model config; use ServingClient (gRPC)",
+            code="UNIMPLEMENTED",
+        )
+
+    def metadata(
+        self,
+        model: str,
+        *,
+        version: int | None = None,
+        label: str | None = None,
+        timeout: Any = DEFAULT,
+    ) -> ModelMetadata:
+        """Like :meth:`ServingClient.metadata`, over ``GET .../models/NAME/metadata``."""
+        from google.protobuf import json_format
+
+        pb = protos()
+        path = self._model_path(model, version, label) + "/metadata"
+        answer = self._request("GET", path, model=model, version=version or label, timeout=timeout)
+        sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+        doc = answer.get("metadata", {}).get("signature_def", {})
+        json_format.ParseDict(doc, sig_map, ignore_unknown_fields=True)
+        spec = json_format.ParseDict(
+            answer.get("model_spec", {}), pb.model_pb2.ModelSpec(), ignore_unknown_fields=True
+        )
+        return ModelMetadata(ModelSpec.from_proto(spec), signature_infos(sig_map.signature_def), answer)
+
+    def status(
+        self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
+    ) -> list[VersionStatus]:
+        """Like :meth:`ServingClient.status`, over ``GET .../models/NAME``."""
+        answer = self._request(
+            "GET", self._model_path(model, version, None), model=model, version=version, timeout=timeout
+        )
+        found = []
+        for entry in answer.get("model_version_status", []):
+            status = entry.get("status", {})
+            state = entry.get("state", "UNKNOWN")
+            found.append(
+                VersionStatus(
+                    version=int(entry.get("version", 0)),
+                    state=state if state in _STATE else "UNKNOWN",
+                    error_code=status.get("error_code", "OK"),
+                    error_message=status.get("error_message", ""),
+                )
+            )
+        return found
+
+    def wait_until_available(
+        self,
+        model: str,
+        version: int | None = None,
+        *,
+        timeout: float = 60.0,
+        poll: float = 0.1,
+    ) -> VersionStatus:
+        """Like :meth:`ServingClient.wait_until_available`."""
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while True:
+            try:
+                remaining = max(0.05, min(5.0, deadline - time.monotonic()))
+                found = self.status(model, version=version, timeout=remaining)
+                ready = check_ready(found, model, version)
+                if ready is not None:
+                    return ready
+                last = ", ".join(f"{s.version}: {s.state}" for s in found)
+            except (UnavailableError, ModelNotFoundError, DeadlineExceededError) as exc:
+                last = exc.details or str(exc)
+            if time.monotonic() + poll >= deadline:
+                where = "" if version is None else f" version {version}"
+                raise DeadlineExceededError(
+                    f"model {model!r}{where} not available after {timeout:g} s; last seen: {last}",
+                    code="DEADLINE_EXCEEDED",
+                    model=model,
+                    version=version,
+                )
+            time.sleep(poll)
+
+
+def _ssl_context(tls: Any) -> ssl.SSLContext:
+    if tls is True:
+        return ssl.create_default_context()
+    if not isinstance(tls, TLSConfig):
+        raise TypeError(f"tls must be True or a TLSConfig for REST, got {tls!r}")
+    ca = tls.ca_cert
+    if isinstance(ca, bytes):
+        context = ssl.create_default_context(cadata=ca.decode("ascii"))
+    else:
+        context = ssl.create_default_context(cafile=None if ca is None else str(ca))
+    if tls.client_cert is not None:
+        if isinstance(tls.client_cert, bytes) or isinstance(tls.client_key, bytes):
+            raise ValueError("REST mutual TLS needs client_cert and client_key as file paths")
+        context.load_cert_chain(str(tls.client_cert), None if tls.client_key is None else str(tls.client_key))
+    return context
+
+
+def _http_error(exc: urllib.error.HTTPError, context: Mapping[str, Any]) -> ServingCallError:
+    raw = exc.read()
+    try:
+        message = str(json.loads(raw).get("error", ""))
+    except (ValueError, AttributeError):
+        message = raw.decode("utf-8", "replace")[:1024]
+    code = _CODE_OF_HTTP.get(exc.code, "INTERNAL")
+    return error_from_status(code, message or f"HTTP {exc.code}", **context)
+
+
+def _to_json(array: np.ndarray[Any, Any]) -> Any:
+    if array.dtype.kind == "O":
+        return _nested_strings(array.tolist())
+    if array.dtype.kind == "c":
+        raise TypeError("TF Serving's REST API does not accept complex inputs; use gRPC")
+    if array.dtype.kind == "f" and array.dtype.itemsize == 2:
+        raise TypeError("TF Serving's REST API does not accept half/bfloat16 inputs; use gRPC")
+    return array.tolist()
+
+
+def _nested_strings(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_nested_strings(v) for v in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _outputs_from_json(value: Any, sig: Any) -> dict[str, np.ndarray[Any, Any]]:
+    names = list(sig.outputs)
+    if not isinstance(value, dict) or (len(names) == 1 and names[0] not in value):
+        value = {names[0]: value}
+    return {key: _array(item, sig.outputs.get(key)) for key, item in value.items()}
+
+
+def _array(value: Any, info: Any) -> np.ndarray[Any, Any]:
+    dtype = getattr(info, "dtype", None)
+    if dtype == "string":
+        decoded = _strings_to_bytes(value)
+        array = np.array(decoded, dtype=object)
+        return array
+    if dtype in (None, "invalid"):
+        return np.asarray(value)
+    return np.asarray(value, dtype=dtype)
+
+
+def _strings_to_bytes(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_strings_to_bytes(v) for v in value]
+    if isinstance(value, dict) and "b64" in value:
+        return base64.b64decode(value["b64"])
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return value
+
+
+def _example_json(example: Any) -> dict[str, Any]:
+    """A tf.train.Example as TF Serving's REST example object (bytes as {"b64": ...})."""
+    out: dict[str, Any] = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        if kind == "float_list":
+            out[name] = [float(v) for v in feature.float_list.value]
+        elif kind == "int64_list":
+            out[name] = [int(v) for v in feature.int64_list.value]
+        elif kind == "bytes_list":
+            out[name] = [{"b64": base64.b64encode(v).decode("ascii")} for v in feature.bytes_list.value]
+    return out

@@ -1,0 +1,75 @@
+"""Client-side micro-batching: concurrent predicts share requests, each gets its own rows."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+
+from tfship.serve_client import _errors as errors
+from tfship.serve_client._batching import BatchingConfig
+from tfship.serve_client._client import ServingClient
+
+from .conftest import ScriptedServer
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _run_together(client: ServingClient, count: int, call: Any) -> list[Any]:
+    barrier = threading.Barrier(count)
+
+    def one(i: int) -> Any:
+        barrier.wait()
+        return call(client, i)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def test_concurrent_predicts_are_merged(scripted: ScriptedServer) -> None:
+    config = BatchingConfig(max_batch_size=64, max_delay=0.2)
+    with ServingClient(scripted.address, validate=False, batching=config) as client:
+        results = _run_together(client, 8, lambda c, i: c.predict("m", {"x": np.full((2, 3), i, np.float32)}))
+    for i, result in enumerate(results):
+        assert np.array_equal(result.as_numpy("x"), np.full((2, 3), i, np.float32))
+    assert len(scripted.calls) < 8  # merged into fewer requests than calls
+
+
+def test_full_batch_is_sent_without_waiting(scripted: ScriptedServer) -> None:
+    config = BatchingConfig(max_batch_size=4, max_delay=30.0)
+    with ServingClient(scripted.address, validate=False, batching=config) as client:
+        results = _run_together(client, 4, lambda c, i: c.predict("m", {"x": [[float(i)]]}))
+    assert sorted(float(r.as_numpy("x")[0, 0]) for r in results) == [0.0, 1.0, 2.0, 3.0]
+    assert len(scripted.calls) == 1
+
+
+def test_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
+    scripted.failures = [(grpc.StatusCode.INVALID_ARGUMENT, "bad batch")]
+    config = BatchingConfig(max_batch_size=3, max_delay=30.0)
+
+    def call(c: ServingClient, i: int) -> Any:
+        try:
+            return c.predict("m", {"x": [[1.0]]})
+        except errors.InvalidInputError as exc:
+            return exc
+
+    with ServingClient(scripted.address, validate=False, batching=config) as client:
+        results = _run_together(client, 3, call)
+    assert all(isinstance(r, errors.InvalidInputError) for r in results)
+
+
+def test_batching_against_the_server(server: Any) -> None:
+    config = BatchingConfig(max_batch_size=32, max_delay=0.05)
+    with ServingClient(server.address, batching=config) as client:
+        results = _run_together(client, 6, lambda c, i: c.predict("m", {"x": [[float(i), 1.0]]}))
+    for i, result in enumerate(results):
+        assert np.allclose(result.as_numpy("y"), [[i + 2.0 + 2.0]])
+
+
+def test_config_is_checked() -> None:
+    with pytest.raises(ValueError, match="max_batch_size"):
+        BatchingConfig(max_batch_size=0)

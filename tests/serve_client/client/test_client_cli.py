@@ -1,0 +1,149 @@
+"""`tfship client ...` through click's CliRunner, against the real local server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tfship.cli import cli
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["client", *args], catch_exceptions=False)
+
+
+def test_status(server: Any) -> None:
+    result = run("status", "-s", server.address, "-m", "m")
+    assert result.exit_code == 0, result.output
+    assert "version 2" in result.output and "AVAILABLE" in result.output
+    data = json.loads(run("status", "-s", server.address, "-m", "m", "--json").output)
+    assert [v["version"] for v in data["versions"]] == [2, 1]
+
+
+def test_metadata(server: Any) -> None:
+    result = run("metadata", "-s", server.address, "-m", "m", "-k", "serving_default")
+    assert result.exit_code == 0, result.output
+    assert "input  x: float32 [-1, 2]" in result.output
+    data = json.loads(run("metadata", "-s", server.address, "-m", "m", "--json").output)
+    assert data["signatures"]["serving_default"]["inputs"]["x"] == {"dtype": "float32", "shape": [None, 2]}
+    assert "__saved_model_init_op" not in data["signatures"]
+
+
+def test_predict_inline_and_json(server: Any) -> None:
+    result = run(
+        "predict", "-s", server.address, "-m", "m", "-d", '{"x": [[1.0, 2.0]]}', "--json", "--label", "stable"
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["outputs"]["y"] == [[6.0]]
+    assert data["model_spec"]["version"] == 1
+    human = run("predict", "-s", server.address, "-m", "m", "-d", '{"x": [[1.0, 2.0]]}', "-o", "y")
+    assert "model m version 2 signature serving_default" in human.output
+    assert "y: float32 [1, 1]" in human.output and "doubled" not in human.output
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "npy", "named-npy", "json"])
+def test_predict_from_files(server: Any, tmp_path: Path, kind: str) -> None:
+    rows = [[1.0, 2.0], [3.0, 4.0]]
+    if kind == "jsonl":
+        path = tmp_path / "in.jsonl"
+        path.write_text("\n".join(json.dumps({"x": r}) for r in rows) + "\n")
+        spec = str(path)
+    elif kind == "json":
+        path = tmp_path / "in.json"
+        path.write_text(json.dumps([{"x": r} for r in rows]))
+        spec = str(path)
+    elif kind == "csv":
+        path = tmp_path / "in.csv"
+        path.write_text("text\nab\ncd\n")
+        result = run("predict", "-s", server.address, "-m", "m", "-k", "strings", "-i", str(path), "--json")
+        assert json.loads(result.output)["outputs"]["upper"] == ["AB", "CD"]
+        return
+    else:
+        path = tmp_path / "in.npy"
+        np.save(path, np.array(rows, np.float32))
+        spec = str(path) if kind == "npy" else f"x={path}"
+    result = run("predict", "-s", server.address, "-m", "m", "-i", spec, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["outputs"]["y"] == [[7.0], [13.0]]
+
+
+def test_classify_and_regress(server: Any, tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"x": [0.0, 0.0]}\n{"x": [5.0, 0.0]}\n')
+    result = run("classify", "-s", server.address, "-m", "m", "-k", "classify", "-i", str(path))
+    assert result.exit_code == 0, result.output
+    assert "example 0: pos" in result.output and "example 1: neg" in result.output
+    data = json.loads(
+        run(
+            "regress",
+            "-s",
+            server.address,
+            "-m",
+            "m",
+            "-k",
+            "regress",
+            "-d",
+            '[{"x": [1.0, 2.0]}]',
+            "-V",
+            "1",
+            "--json",
+        ).output
+    )
+    assert data["results"] == [4.0]
+
+
+def test_classify_over_rest(server: Any) -> None:
+    result = run(
+        "classify",
+        "--rest",
+        "-s",
+        server.rest_url,
+        "-m",
+        "m",
+        "-k",
+        "classify",
+        "-d",
+        '{"x": [0.0, 0.0]}',
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    assert [c[0] for c in json.loads(result.output)["results"][0]] == ["neg", "pos"]
+
+
+def test_wait(server: Any) -> None:
+    result = run("wait", "-s", server.address, "-m", "m", "--timeout", "5")
+    assert result.output.strip() == "model m version 2 is AVAILABLE"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["predict", "-m", "ghost", "-d", '{"x": [[1.0, 2.0]]}'], 2, "Latest(ghost)"),
+        (["predict", "-m", "m", "-d", '{"x": [1.0]}'], 2, "shape [1] does not fit"),
+        (["predict", "-m", "m", "-d", "{oops"], 2, "--data: invalid JSON"),
+        (["predict", "-m", "m"], 2, "give inputs with --input FILE or --data JSON"),
+        (["status", "-m", "m", "-V", "9"], 2, "Could not find version 9"),
+        (["wait", "-m", "m", "-V", "9", "--timeout", "0.3"], 1, "not available after"),
+    ],
+)
+def test_errors_are_one_line(server: Any, args: list[str], code: int, message: str) -> None:
+    result = CliRunner().invoke(cli, ["client", args[0], "-s", server.address, *args[1:]])
+    assert result.exit_code == code, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0]
+
+
+def test_version_and_label_together_is_a_usage_error(server: Any) -> None:
+    result = CliRunner().invoke(
+        cli, ["client", "predict", "-s", server.address, "-m", "m", "-V", "1", "-l", "stable", "-d", "{}"]
+    )
+    assert result.exit_code == 2
+    assert "--version or --label, not both" in result.output

@@ -1,0 +1,114 @@
+"""RestServingClient gives the same answers and errors as ServingClient on the same server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tfship.serve_client import _errors as errors
+from tfship.serve_client._client import ServingClient
+from tfship.serve_client._rest import RestServingClient
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+X = [[1.0, 2.0], [3.0, 4.0]]
+
+
+@pytest.fixture(scope="module")
+def rest(server: Any) -> Any:
+    with RestServingClient(server.rest_url, timeout=20) as c:
+        yield c
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"inputs": {"x": X}},
+        {"inputs": {"x": X}, "version": 1},
+        {"inputs": {"x": X}, "label": "stable"},
+        {"inputs": {"text": ["ab", "é"]}, "signature": "strings"},
+        {"inputs": {"x": X}, "output_filter": ["doubled"]},
+    ],
+)
+def test_predict_parity(client: ServingClient, rest: Any, call: dict[str, Any]) -> None:
+    over_grpc = client.predict("m", **call)
+    over_rest = rest.predict("m", **call)
+    assert set(over_rest.outputs) == set(over_grpc.outputs)
+    for key, value in over_grpc.outputs.items():
+        assert over_rest.outputs[key].dtype == value.dtype
+        if value.dtype == object:
+            assert over_rest.outputs[key].tolist() == value.tolist()
+        else:
+            assert np.allclose(over_rest.outputs[key], value)
+    assert over_rest.model_spec.name == "m"
+
+
+def test_classify_regress_parity(client: ServingClient, rest: Any) -> None:
+    records = [{"x": [1.0, 2.0]}, {"x": [0.0, 0.5]}]
+    grpc_c = client.classify("m", records, signature="classify")
+    rest_c = rest.classify("m", records, signature="classify")
+    assert [[lbl for lbl, _ in row] for row in rest_c.classes] == [["neg", "pos"]] * 2
+    assert np.allclose(rest_c.scores, grpc_c.scores, atol=1e-6)
+    grpc_r = client.regress("m", records, signature="regress", version=1)
+    rest_r = rest.regress("m", records, signature="regress", version=1)
+    assert np.allclose(rest_r.values, grpc_r.values)
+    ctx = rest.classify("m", [{}], context={"x": [0.0, 0.0]}, signature="classify")
+    assert np.allclose(
+        ctx.scores, client.classify("m", [{}], context={"x": [0.0, 0.0]}, signature="classify").scores
+    )
+
+
+def test_status_and_metadata_parity(client: ServingClient, rest: Any) -> None:
+    assert rest.status("m") == client.status("m")
+    rest_meta, grpc_meta = rest.metadata("m", version=1), client.metadata("m", version=1)
+    assert set(rest_meta.signatures) == set(grpc_meta.signatures)
+    assert rest_meta.model_spec.version == 1
+    assert rest_meta.signature().inputs["x"].shape == (None, 2)
+    assert rest.wait_until_available("m", timeout=5).version == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"model": "ghost"}, errors.ModelNotFoundError),
+        ({"model": "m", "version": 9}, errors.VersionNotFoundError),
+        ({"model": "m", "signature": "nope"}, errors.ServingSignatureNotFoundError),
+    ],
+)
+def test_error_parity(server: Any, kwargs: dict[str, Any], error: type) -> None:
+    with (
+        RestServingClient(server.rest_url, validate=False) as rest_c,
+        ServingClient(server.address, validate=False) as grpc_c,
+    ):
+        for c in (rest_c, grpc_c):
+            with pytest.raises(error):
+                if "signature" in kwargs:
+                    c.regress(examples=[{"x": [1.0, 1.0]}], **kwargs)
+                else:
+                    c.status(**kwargs)
+
+
+def test_rest_validation_and_server_errors(rest: Any, server: Any) -> None:
+    with pytest.raises(errors.InvalidInputError, match="dtype float64 does not match"):
+        rest.predict("m", {"x": np.array(X)})
+    with RestServingClient(server.rest_url, validate=False) as raw:
+        with pytest.raises(errors.InvalidInputError) as info:
+            raw.predict("m", {"x": [["a", "b"]]})
+    assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_down_rest_server_is_unavailable() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with RestServingClient(f"127.0.0.1:{port}", retries=1) as rest_c:
+        with pytest.raises(errors.UnavailableError, match="after 2 attempts"):
+            rest_c.status("m")
+
+
+def test_rest_has_no_multi_inference(rest: Any) -> None:
+    with pytest.raises(errors.UnimplementedError, match="use ServingClient"):
+        rest.multi_inference("m", [{"x": [1.0, 1.0]}], [("regress", "regress")])
