@@ -3,11 +3,13 @@
 Importing this package is cheap: the gRPC stubs (which pull in TensorFlow's protos, hence
 TensorFlow) load on first use of a name below.
 
-Client side: ``ServingClient`` (gRPC) with typed results (``PredictResult.as_numpy``), a
-deadline on every call, retries with backoff on ``UNAVAILABLE``, validation against the served
-signature, TLS, ``unix:`` targets and optional micro-batching; ``encode_tensor`` and
-``decode_tensor`` convert between numpy and ``TensorProto`` with TensorFlow's rules; every
-failure is a ``ServingCallError`` subclass chosen from the gRPC status.
+Client side: ``ServingClient`` (gRPC; ``AsyncServingClient`` on asyncio and
+``RestServingClient`` over HTTP/JSON have the same API) with typed results
+(``PredictResult.as_numpy``), a deadline on every call, retries with backoff on
+``UNAVAILABLE``, validation against the served signature, TLS, ``unix:`` targets and
+optional micro-batching; ``encode_tensor`` and ``decode_tensor`` convert between numpy and
+``TensorProto`` with TensorFlow's rules; every failure is a ``ServingCallError`` subclass
+chosen from the gRPC status.
 
 Example:
     >>> from tfship.serve_client import ServingClient
@@ -23,6 +25,7 @@ from typing import Any
 # public name -> private module that defines it
 _CLIENT_EXPORTS: dict[str, str] = {
     "DEFAULT": "_client",
+    "AsyncServingClient": "_aio",
     "BatchingConfig": "_batching",
     "CallCancelledError": "_errors",
     "ClassifyResult": "_client",
@@ -40,6 +43,7 @@ _CLIENT_EXPORTS: dict[str, str] = {
     "PredictResult": "_client",
     "RegressResult": "_client",
     "ResourceExhaustedError": "_errors",
+    "RestServingClient": "_rest",
     "RetryPolicy": "_client",
     "ServerInternalError": "_errors",
     "ServingCallError": "_errors",

@@ -9,6 +9,8 @@ import tfship.serve_client as serve_client
 
 CLIENT_NAMES = {
     "DEFAULT",
+    "AsyncServingClient",
+    "RestServingClient",
     "BatchingConfig",
     "CallCancelledError",
     "ClassifyResult",
