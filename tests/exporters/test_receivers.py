@@ -19,6 +19,13 @@ from tfship.exporters import (
 )
 
 
+def _tags(path: Path) -> list[str]:
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    sm = saved_model_pb2.SavedModel.FromString((path / "saved_model.pb").read_bytes())
+    return [tag for mg in sm.meta_graphs for tag in mg.meta_info_def.tags]
+
+
 def _inputs(sig: Any) -> list[str]:
     return sorted(sig.inputs)
 
@@ -37,6 +44,7 @@ def test_parsing_receiver_matches_tf_estimator(classifier: Any, tmp_path: Path) 
     assert _inputs(ours_sigs["serving_default"]) == ["inputs"]
     assert _inputs(ours_sigs["predict"]) == ["examples"]
     assert sorted(ours_sigs["classification"].outputs) == ["classes", "scores"]
+    assert _tags(ours) == _tags(theirs) == ["serve"]
     # Same layout apart from our metadata file.
     assert [f for f in tree(ours) if not f.startswith("assets.extra")] == tree(theirs)
     assert (ours / "variables" / "variables.data-00000-of-00001").exists()
@@ -194,3 +202,18 @@ def test_model_without_predict_output_still_gets_serving_default(tmp_path: Path)
     assert result.signatures.written["serving_default"]["method"] == "predict"
     out = run_signature(result.path, "serving_default", {"x": np.array([3.0], np.float32)})
     assert out["outputs"].shape == (1,)
+
+
+def test_regression_head_serves_regress_by_default(tmp_path: Path) -> None:
+    t = tf()
+    cols = [t.feature_column.numeric_column("x")]
+    est = estimator().LinearRegressor(cols, model_dir=str(tmp_path / "m"))
+    est.train(lambda: t.data.Dataset.from_tensors(({"x": [1.0, 2.0]}, [1.0, 2.0])), steps=2)
+    spec = {"x": t.io.FixedLenFeature([], t.float32)}
+    ours = export_model(est, tmp_path / "ours", parsing_receiver(spec))
+    fn = estimator().export.build_parsing_serving_input_receiver_fn(spec)
+    theirs = Path(est.export_saved_model(str(tmp_path / "theirs"), fn).decode())
+    ours_sigs, their_sigs = saved_signatures(ours.path), saved_signatures(theirs)
+    assert set(ours_sigs) == set(their_sigs) == {"serving_default", "regression", "predict"}
+    assert ours_sigs["serving_default"].method_name == "tensorflow/serving/regress"
+    assert sorted(ours_sigs["regression"].outputs) == sorted(their_sigs["regression"].outputs) == ["outputs"]
