@@ -129,7 +129,7 @@ def export_model(
         raise TypeError(f"receiver must be a Receiver or a receiver function, got {receiver!r}")
     started = time.perf_counter()
     base = Path(os.fsdecode(export_dir_base))
-    ckpt = _checkpoint(estimator, checkpoint_path)
+    ckpt = resolve_checkpoint(estimator, checkpoint_path)
     step = checkpoint_step(ckpt)
     base.mkdir(parents=True, exist_ok=True)
     sweep_staging(base)
@@ -309,7 +309,13 @@ def checkpoint_step(ckpt: str) -> int | None:
         return None
 
 
-def _checkpoint(est: Any, checkpoint_path: str | None) -> str:
+def resolve_checkpoint(est: Any, checkpoint_path: str | None) -> str:
+    """The checkpoint to export: the given file prefix, the newest in a given directory, or the
+    newest in the model dir.
+
+    Raises:
+        CheckpointNotFoundError: there is no such checkpoint.
+    """
     t = tf()
     if checkpoint_path is None:
         found = t.train.latest_checkpoint(est.model_dir)

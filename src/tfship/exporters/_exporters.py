@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship.exporters._errors import MetricNotFoundError
-from tfship.exporters._export import ExportResult, checkpoint_step, export_model
+from tfship.exporters._export import ExportResult, checkpoint_step, export_model, resolve_checkpoint
 from tfship.exporters._publish import (
     Version,
     list_versions,
@@ -278,9 +278,7 @@ class _FinalLogic(_ExporterLogic):
         eval_result: Mapping[str, Any] | None,
     ) -> str | None:
         self._start(base)
-        from tfship.exporters._export import _checkpoint
-
-        ckpt = _checkpoint(estimator, checkpoint_path)
+        ckpt = resolve_checkpoint(estimator, checkpoint_path)
         step = _step(eval_result, ckpt)
         for version in self._ours(base):
             if step is not None and version.metadata.get("global_step") == step:
