@@ -276,3 +276,21 @@ def test_train_and_evaluate_with_a_named_eval(tmp_path: Path) -> None:
     assert ckpt.endswith(f"model.ckpt-{record.step}")
     record_file = json.loads((export_root / "best" / "tfship-best.json").read_text())
     assert record_file["global_step"] == record.step
+
+
+def test_standard_exporters_and_final_exports_after_training(tmp_path: Path) -> None:
+    from tfship.exporters import run_final_exports, standard_exporters
+
+    made = standard_exporters(parse_spec(), ["final", "best"], receiver="both", metric="auc", verify=False)
+    assert [(type(e).__name__, e.name) for e in made] == [
+        ("BestExporter", "best"),
+        ("FinalExporter", "final"),
+    ]
+    assert made[0].mode == "max" and made[0].receiver.kind == "both"
+    with pytest.raises(ValueError, match="unknown export kinds"):
+        standard_exporters(parse_spec(), ["newest"])
+    est = make_classifier(tmp_path / "m")
+    est.train(input_fn, steps=2)
+    (path,) = run_final_exports(est, made)
+    assert Path(path).parent == tmp_path / "m" / "export" / "final"
+    assert run_final_exports(est, made) == []

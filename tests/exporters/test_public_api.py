@@ -30,6 +30,8 @@ PUBLIC = [
     "read_eval_history",
     "read_warmup",
     "resolve_mode",
+    "run_final_exports",
+    "standard_exporters",
     "verify_export",
 ]
 

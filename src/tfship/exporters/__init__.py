@@ -41,6 +41,8 @@ _EXPORTS: dict[str, str] = {
     "read_eval_history": "_events",
     "read_warmup": "_warmup",
     "resolve_mode": "_exporters",
+    "run_final_exports": "_exporters",
+    "standard_exporters": "_exporters",
     "verify_export": "_export",
 }
 # These derive from tf.estimator.Exporter, so they are created when first asked for.

@@ -590,6 +590,69 @@ def is_tfship_exporter(obj: Any) -> bool:
     return isinstance(obj, _ExporterLogic)
 
 
-def final_exporters(exporters: Iterable[Any]) -> list[Any]:
-    """The ``FinalExporter``s among ``exporters`` (for calling ``export_final`` after training)."""
-    return [e for e in exporters if isinstance(e, _FinalLogic)]
+EXPORT_KINDS = ("best", "latest", "final")
+
+
+def standard_exporters(
+    source: Any,
+    kinds: Iterable[str] = EXPORT_KINDS,
+    *,
+    receiver: str = "parsing",
+    metric: str = "loss",
+    mode: str = "auto",
+    keep_best: int | None = 1,
+    keep_latest: int | None = 5,
+    **options: Any,
+) -> list[Any]:
+    """Exporters named ``best``, ``latest`` and ``final`` (those in ``kinds``) sharing a receiver.
+
+    Args:
+        source: a Schema, parse spec, feature columns, TensorSpecs, or a ``Receiver``.
+        kinds: which of ``best``, ``latest``, ``final`` to make, in that order.
+        receiver: ``parsing``, ``raw`` or ``both`` (ignored when ``source`` is a ``Receiver``).
+        metric, mode, keep_best: the ``BestExporter``'s ranking and how many it keeps.
+        keep_latest: how many versions the ``LatestExporter`` keeps.
+        options: passed to every exporter (``warmup``, ``verify``, ``assets_extra``, ...).
+
+    Example:
+        >>> exporters = standard_exporters(schema, ["best", "final"], metric="auc")  # doctest: +SKIP
+        >>> [e.name for e in exporters]  # doctest: +SKIP
+        ['best', 'final']
+    """
+    from tfship.exporters._receivers import build_receiver
+
+    wanted = list(kinds)
+    unknown = sorted(set(wanted) - set(EXPORT_KINDS))
+    if unknown:
+        raise ValueError(f"unknown export kinds {unknown}; choose from {', '.join(EXPORT_KINDS)}")
+    rec = build_receiver(source, receiver)
+    made: list[Any] = []
+    if "best" in wanted:
+        made.append(
+            exporter_class("BestExporter")("best", rec, metric=metric, mode=mode, keep=keep_best, **options)
+        )
+    if "latest" in wanted:
+        made.append(exporter_class("LatestExporter")("latest", rec, keep=keep_latest, **options))
+    if "final" in wanted:
+        made.append(exporter_class("FinalExporter")("final", rec, **options))
+    return made
+
+
+def run_final_exports(estimator: Any, exporters: Iterable[Any]) -> list[str]:
+    """Call ``export_final`` on every ``FinalExporter`` among ``exporters``; call after training.
+
+    A run without ``max_steps`` never has a final evaluation, so ``train_and_evaluate`` never
+    triggers a ``FinalExporter``; this does. A step already exported is skipped, so calling it
+    after a run that did export is harmless. Returns the new version paths.
+
+    Example:
+        >>> run_final_exports(estimator, exporters)  # doctest: +SKIP
+        ['model/export/final/1795236337']
+    """
+    paths = []
+    for exporter in exporters:
+        if isinstance(exporter, _FinalLogic):
+            path = exporter.export_final(estimator)
+            if path is not None:
+                paths.append(path)
+    return paths
