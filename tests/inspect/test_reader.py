@@ -16,14 +16,35 @@ from tfship.inspect import read_saved_model
 def test_public_names() -> None:
     assert tfship.inspect.__all__ == sorted(tfship.inspect.__all__)
     assert set(tfship.inspect.__all__) == {
+        "BreakingChangeError",
+        "Change",
+        "CheckFailedError",
+        "CheckReport",
+        "DEFAULT_DENYLIST",
+        "DenylistedOpError",
+        "DiffReport",
+        "ExampleRequest",
         "FeatureSpecEntry",
+        "Finding",
         "MetaGraphInfo",
         "SavedModelInfo",
         "SignatureInfo",
         "TensorInfo",
+        "VersionInfo",
+        "VersionsReport",
+        "check_saved_model",
+        "content_hash",
+        "describe",
+        "diff_saved_models",
+        "example_request",
+        "list_versions",
         "read_saved_model",
-        *getattr(tfship.inspect, "_LATER_NAMES", ()),
+        "render_show",
+        "scan_saved_model",
+        "write_warmup",
     }
+    for name in tfship.inspect.__all__:
+        assert getattr(tfship.inspect, name) is not None
 
 
 def test_canned_parsing_export(exports: dict[str, pathlib.Path]) -> None:

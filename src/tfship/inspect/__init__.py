@@ -1,6 +1,7 @@
 """Inspect SavedModels from their protos: signatures, feature specs, versions, diffs, readiness.
 
-Nothing here loads or runs a model, and importing this package does not import TensorFlow.
+Nothing here loads or runs a model, and importing this package does not import TensorFlow
+(reading a SavedModel does not either: only its protocol buffer modules are imported).
 
 Example:
     >>> from tfship.inspect import read_saved_model
@@ -11,6 +12,15 @@ Example:
 
 from __future__ import annotations
 
+from tfship.inspect._check import (
+    CheckFailedError,
+    CheckReport,
+    Finding,
+    check_saved_model,
+    content_hash,
+)
+from tfship.inspect._describe import describe
+from tfship.inspect._diff import BreakingChangeError, Change, DiffReport, diff_saved_models
 from tfship.inspect._reader import (
     FeatureSpecEntry,
     MetaGraphInfo,
@@ -19,12 +29,36 @@ from tfship.inspect._reader import (
     TensorInfo,
     read_saved_model,
 )
+from tfship.inspect._request import ExampleRequest, example_request, write_warmup
+from tfship.inspect._scan import DEFAULT_DENYLIST, DenylistedOpError, scan_saved_model
+from tfship.inspect._show import render_show
+from tfship.inspect._versions import VersionInfo, VersionsReport, list_versions
 
 __all__ = [
+    "BreakingChangeError",
+    "Change",
+    "CheckFailedError",
+    "CheckReport",
+    "DEFAULT_DENYLIST",
+    "DenylistedOpError",
+    "DiffReport",
+    "ExampleRequest",
     "FeatureSpecEntry",
+    "Finding",
     "MetaGraphInfo",
     "SavedModelInfo",
     "SignatureInfo",
     "TensorInfo",
+    "VersionInfo",
+    "VersionsReport",
+    "check_saved_model",
+    "content_hash",
+    "describe",
+    "diff_saved_models",
+    "example_request",
+    "list_versions",
     "read_saved_model",
+    "render_show",
+    "scan_saved_model",
+    "write_warmup",
 ]

@@ -104,3 +104,222 @@ def _filtered_description(info: Any, tag_set: str | None, signature: str | None)
             mg_doc["signatures"] = {signature: mg_doc["signatures"][signature]}
         doc["meta_graphs"] = [mg_doc]
     return doc
+
+
+@inspect.command("versions", context_settings=_CONTEXT)
+@click.argument("base_path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def versions(base_path: str, as_json: bool) -> None:
+    """List the numeric versions under a model base path and the one TF Serving would serve.
+
+    Example:
+
+        tfship inspect versions export/best
+    """
+    from tfship.inspect._versions import list_versions, render_versions
+
+    report = list_versions(base_path)
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        click.echo(render_versions(report), nl=False)
+
+
+@inspect.command("diff", context_settings=_CONTEXT)
+@click.argument("a")
+@click.argument("b")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def diff(a: str, b: str, as_json: bool) -> None:
+    """Compare two exports (A old, B new); exit 3 when a change breaks existing clients.
+
+    Example:
+
+        tfship inspect diff export/best/1700000001 export/best/1700000123
+    """
+    from tfship.inspect._diff import BreakingChangeError, diff_saved_models, render_diff
+    from tfship.inspect._reader import read_saved_model
+
+    report = diff_saved_models(read_saved_model(a), read_saved_model(b))
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        click.echo(render_diff(report), nl=False)
+    if report.breaking:
+        first = report.breaking[0]
+        raise BreakingChangeError(
+            f"{len(report.breaking)} breaking change(s) from {a} to {b}, first: {first.where}: {first.detail}"
+        )
+
+
+@inspect.command("check", context_settings=_CONTEXT)
+@click.argument("path")
+@click.option(
+    "--tag-set",
+    "--tag_set",
+    "tag_set",
+    default="serve",
+    show_default=True,
+    help="The tag-set TF Serving will load.",
+)
+@click.option(
+    "--denylist",
+    default=None,
+    metavar="OPS",
+    help="Comma-separated denylisted ops (default: ReadFile,WriteFile,PrintV2).",
+)
+@click.option("--strict", is_flag=True, help="Fail (exit 3) on warnings too.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def check(path: str, tag_set: str, denylist: str | None, strict: bool, as_json: bool) -> None:
+    """Check an export for serving readiness; exit 3 when it is not ready.
+
+    Example:
+
+        tfship inspect check export/best/1700000123
+    """
+    from tfship.inspect._check import CheckFailedError, check_saved_model, render_check
+    from tfship.inspect._scan import parse_denylist
+
+    report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        click.echo(render_check(report), nl=False)
+    failing = report.errors + (report.warnings if strict else [])
+    if failing:
+        raise CheckFailedError(
+            f"{path} is not ready to serve: {len(failing)} finding(s), first: "
+            f"{failing[0].check}: {failing[0].message}"
+        )
+
+
+@inspect.command("scan", context_settings=_CONTEXT)
+@click.argument("path", required=False)
+@click.option("--dir", "dir_", metavar="PATH", help="The SavedModel directory (like PATH).")
+@click.option(
+    "--tag-set",
+    "--tag_set",
+    "tag_set",
+    default=None,
+    help="Scan only this tag-set (default: every MetaGraph).",
+)
+@click.option(
+    "--denylist",
+    "--op_denylist",
+    "denylist",
+    default=None,
+    metavar="OPS",
+    help="Comma-separated ops (default: ReadFile,WriteFile,PrintV2; '' for none).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def scan(
+    path: str | None, dir_: str | None, tag_set: str | None, denylist: str | None, as_json: bool
+) -> None:
+    """Scan every op of the graph and its functions for denylisted ops; exit 3 if found.
+
+    Example:
+
+        tfship inspect scan export/best/1700000123 --denylist ReadFile,WriteFile,PyFunc
+    """
+    from tfship.inspect._reader import read_saved_model
+    from tfship.inspect._scan import DenylistedOpError, parse_denylist, render_scan, scan_saved_model
+
+    chosen = _path_argument(path, dir_)
+    ops = parse_denylist(denylist)
+    results = scan_saved_model(read_saved_model(chosen), ops, tags=tag_set)
+    if as_json:
+        _emit_json(
+            {
+                "schema": "tfship.inspect.scan",
+                "version": 1,
+                "denylist": sorted(ops),
+                "meta_graphs": [{"tags": list(mg.tags), "found": sorted(found)} for mg, found in results],
+            }
+        )
+    else:
+        click.echo(render_scan(results, ops), nl=False)
+    found = sorted({op for _, f in results for op in f})
+    if found:
+        raise DenylistedOpError(f"{chosen} uses denylisted ops: {', '.join(found)}")
+
+
+@inspect.command("request", context_settings=_CONTEXT)
+@click.argument("path")
+@click.option(
+    "--signature",
+    "--signature-def",
+    "--signature_def",
+    "signature",
+    default=None,
+    metavar="KEY",
+    help="Signature key (default: serving_default).",
+)
+@click.option("--tag-set", "--tag_set", "tag_set", default="serve", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["rest", "grpc", "warmup"]),
+    default="rest",
+    show_default=True,
+    help="REST JSON body, gRPC request (text proto), or warmup file.",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1, max=1000),
+    default=1,
+    show_default=True,
+    help="Rows (examples) in the request.",
+)
+@click.option("--model-name", default=None, help="Served model name (default: the base dir name).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write here (binary for grpc); required for warmup.",
+)
+def request(
+    path: str,
+    signature: str | None,
+    tag_set: str,
+    fmt: str,
+    batch: int,
+    model_name: str | None,
+    output: str | None,
+) -> None:
+    """Build a ready-to-send example request for a signature.
+
+    Examples:
+
+        tfship inspect request export/best/1700000123 --format rest
+
+        tfship inspect request export/best/1700000123 --format warmup \\
+            -o export/best/1700000123/assets.extra/tf_serving_warmup_requests
+    """
+    from tfship.errors import InputError
+    from tfship.inspect._reader import read_saved_model
+    from tfship.inspect._request import example_request, write_warmup
+
+    req = example_request(
+        read_saved_model(path), signature=signature, tags=tag_set, batch=batch, model_name=model_name
+    )
+    if fmt == "warmup":
+        if output is None:
+            raise InputError("--format warmup writes a binary TFRecord file: give --output FILE")
+        count = write_warmup(output, [req])
+        click.echo(f"wrote {count} warmup record(s) ({req.verb}) to {output}", err=True)
+        return
+    click.echo(f"# POST {req.url_path}" if fmt == "rest" else f"# {type(req.grpc).__name__}", err=True)
+    if fmt == "rest":
+        text = json.dumps(req.rest, indent=2) + "\n"
+        data = text.encode()
+    else:
+        from google.protobuf import text_format
+
+        text = text_format.MessageToString(req.grpc)
+        data = req.grpc.SerializeToString()
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        with open(output, "wb") as stream:
+            stream.write(data)
+        click.echo(f"wrote {output}", err=True)

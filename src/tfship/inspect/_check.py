@@ -1,0 +1,341 @@
+"""Serving readiness: is this export ready for TF Serving? A list of findings with severities.
+
+Severities: ``error`` (TF Serving will refuse it or a request will fail), ``warning`` (it will
+serve, with a catch), ``info`` (facts worth knowing, such as the content hash), ``ok``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfship.errors import InputError, ModelError, VerdictError
+from tfship.inspect import _protos
+from tfship.inspect._describe import assets, variables
+from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
+from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
+from tfship.inspect._tfrecord import read_records
+
+WARMUP_FILE = pathlib.Path("assets.extra") / "tf_serving_warmup_requests"
+MAX_WARMUP_RECORDS = 1000  # TF Serving refuses a warmup file with more records
+CLASSIFY = "tensorflow/serving/classify"
+REGRESS = "tensorflow/serving/regress"
+PREDICT = "tensorflow/serving/predict"
+SEVERITIES = ("error", "warning", "info", "ok")
+
+
+class CheckFailedError(VerdictError):
+    """Raised when ``check`` finds an error (or, with ``--strict``, a warning); exit code 3."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One result of a readiness check.
+
+    Example:
+        >>> Finding("serving_default", "ok", "signature serving_default exists").severity
+        'ok'
+    """
+
+    check: str
+    severity: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-ready form."""
+        return {"check": self.check, "severity": self.severity, "message": self.message}
+
+
+@dataclass
+class CheckReport:
+    """All findings for one export.
+
+    Example:
+        >>> report = check_saved_model("export/best/1700000000")  # doctest: +SKIP
+        >>> [f.check for f in report.errors]  # doctest: +SKIP
+        []
+    """
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    content_hash: str | None = None
+
+    def add(self, check: str, severity: str, message: str) -> None:
+        """Record a finding."""
+        self.findings.append(Finding(check, severity, message))
+
+    @property
+    def errors(self) -> list[Finding]:
+        """Findings of severity ``error``."""
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """Findings of severity ``warning``."""
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (schema ``tfship.inspect.check`` version 1)."""
+        return {
+            "schema": "tfship.inspect.check",
+            "version": 1,
+            "path": self.path,
+            "ready": not self.errors,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "content_hash": self.content_hash,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def content_hash(path: str | os.PathLike[str]) -> str:
+    """SHA-256 over every file's relative path and bytes, in path order (``sha256:<hex>``).
+
+    Estimator exports of TF 2.15 have no ``fingerprint.pb``; this identifies an export's
+    content whatever its directory name or timestamps.
+    """
+    root = pathlib.Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    for file in files:
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        with file.open("rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+def signature_problems(sig: SignatureInfo) -> list[str]:
+    """TF Serving's validity rules for a signature (empty when valid)."""
+    problems: list[str] = []
+    if sig.method_name in (CLASSIFY, REGRESS):
+        inp = sig.inputs.get("inputs")
+        if len(sig.inputs) != 1 or inp is None or inp.dtype != "string":
+            found = ", ".join(f"{k} ({t.dtype})" for k, t in sig.inputs.items()) or "none"
+            problems.append(f"needs exactly one string input named 'inputs'; found {found}")
+    if sig.method_name == CLASSIFY:
+        allowed = {"classes": "string", "scores": "float32"}
+        bad = [f"{k} ({t.dtype})" for k, t in sig.outputs.items() if allowed.get(k) != t.dtype]
+        if bad or not sig.outputs:
+            problems.append(
+                "outputs must be 'classes' (string) and/or 'scores' (float32); "
+                f"found {', '.join(bad) or 'none'}"
+            )
+    elif sig.method_name == REGRESS:
+        out = sig.outputs.get("outputs")
+        if len(sig.outputs) != 1 or out is None or out.dtype != "float32":
+            found = ", ".join(f"{k} ({t.dtype})" for k, t in sig.outputs.items()) or "none"
+            problems.append(f"needs exactly one float32 output named 'outputs'; found {found}")
+    elif sig.method_name == PREDICT:
+        if not sig.inputs or not sig.outputs:
+            problems.append("a predict signature needs at least one input and one output")
+    return problems
+
+
+def _serving_signatures(mg: MetaGraphInfo) -> list[SignatureInfo]:
+    return [s for k, s in mg.signatures.items() if not k.startswith("__")]
+
+
+def _check_layout(report: CheckReport, path: pathlib.Path, info: SavedModelInfo) -> None:
+    if path.resolve().name.isdigit():
+        report.add("version_dir", "ok", f"version directory {path.resolve().name} is numeric")
+    else:
+        report.add(
+            "version_dir",
+            "error",
+            f"TF Serving serves only numeric version directories; this one is named "
+            f"{path.resolve().name!r}: place it as <model base path>/<number>",
+        )
+    report.add("saved_model_file", "ok", f"{info.file.name} present")
+    declared = variables(info)
+    index = path / "variables" / "variables.index"
+    data = list((path / "variables").glob("variables.data-*")) if index.parent.is_dir() else []
+    if declared["count"] and (not index.is_file() or not data):
+        report.add(
+            "variables",
+            "error",
+            f"the graph declares {declared['count']} variables but variables/variables.index "
+            "and variables.data-* are missing",
+        )
+    else:
+        report.add(
+            "variables", "ok", f"{declared['count']} variables, {declared['files_bytes']} bytes in variables/"
+        )
+    missing = [a["filename"] for a in assets(info) if not a["present"]]
+    if missing:
+        report.add("assets", "error", "asset files missing under assets/: " + ", ".join(missing))
+    else:
+        report.add("assets", "ok", f"{len(assets(info))} asset files present")
+
+
+def _check_signatures(report: CheckReport, mg: MetaGraphInfo) -> None:
+    if "serving_default" in mg.signatures:
+        report.add("serving_default", "ok", "signature serving_default exists")
+    else:
+        report.add(
+            "serving_default",
+            "warning",
+            "no serving_default signature: every request must name one of " + ", ".join(mg.signatures),
+        )
+    for sig in _serving_signatures(mg):
+        for problem in signature_problems(sig):
+            report.add("signature_valid", "error", f"signature {sig.key!r} ({sig.method_name}): " + problem)
+        for direction, table in (("input", sig.inputs), ("output", sig.outputs)):
+            for key, tensor in table.items():
+                if tensor.shape is not None and (not tensor.shape or tensor.shape[0] is not None):
+                    report.add(
+                        "batch_dimension",
+                        "warning",
+                        f"signature {sig.key!r} {direction} {key!r} has shape "
+                        f"{list(tensor.shape)}: no unknown batch dimension first, so "
+                        "requests cannot be batched",
+                    )
+                if direction == "input" and tensor.encoding != "dense":
+                    report.add(
+                        "sparse_input",
+                        "warning",
+                        f"signature {sig.key!r} input {key!r} is {tensor.encoding}: "
+                        "TF Serving's Predict API (REST and gRPC) cannot feed it",
+                    )
+    if not any(f.check == "signature_valid" for f in report.errors):
+        report.add("signature_valid", "ok", "every signature follows TF Serving's rules")
+
+
+def _check_ops(
+    report: CheckReport, mg: MetaGraphInfo, denylist: Iterable[str], registered: Callable[[str], bool] | None
+) -> None:
+    ops = all_ops(mg)
+    denied = sorted(ops & frozenset(denylist))
+    if denied:
+        report.add("denylisted_ops", "error", "denylisted ops used: " + ", ".join(denied))
+    else:
+        report.add("denylisted_ops", "ok", "no denylisted ops")
+    if registered is not None:
+        unknown = sorted(op for op in ops if not registered(op))
+        if unknown:
+            report.add(
+                "registered_ops",
+                "error",
+                "ops this TensorFlow does not register (custom ops?): " + ", ".join(unknown),
+            )
+        else:
+            report.add("registered_ops", "ok", f"all {len(ops)} ops are registered")
+
+
+def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
+    kind = data.WhichOneof("log_type")
+    where = f"warmup record {index}"
+    if kind not in ("predict_log", "classify_log", "regress_log"):
+        return [] if kind else [f"{where} is empty"]
+    request = getattr(data, kind).request
+    key = request.model_spec.signature_name or "serving_default"
+    if key not in mg.signatures:
+        return [f"{where} names signature {key!r}, which does not exist"]
+    sig = mg.signatures[key]
+    if kind == "predict_log":
+        unknown = sorted(set(request.inputs) - set(sig.inputs))
+        missing = sorted(set(sig.inputs) - set(request.inputs))
+        problems = [f"{where}: unknown input {k!r} for signature {key!r}" for k in unknown]
+        problems += [f"{where}: missing input {k!r} of signature {key!r}" for k in missing]
+        return problems
+    wanted = CLASSIFY if kind == "classify_log" else REGRESS
+    if sig.method_name != wanted:
+        return [f"{where} is a {kind} but signature {key!r} is {sig.method_name}"]
+    return []
+
+
+def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) -> None:
+    file = path / WARMUP_FILE
+    if not file.is_file():
+        report.add(
+            "warmup",
+            "info",
+            "no warmup file (assets.extra/tf_serving_warmup_requests): the first requests will be slow",
+        )
+        return
+    log_pb2 = _protos.cached_proto_module("tensorflow_serving.apis.prediction_log_pb2")
+    problems: list[str] = []
+    count = 0
+    try:
+        with file.open("rb") as stream:
+            for count, record in enumerate(read_records(stream, where=str(WARMUP_FILE)), 1):
+                log = log_pb2.PredictionLog()
+                try:
+                    log.ParseFromString(record)
+                except Exception:  # DecodeError: the record is not a PredictionLog
+                    problems.append(f"warmup record {count - 1} is not a PredictionLog")
+                    continue
+                problems.extend(_warmup_problems(log, mg, count - 1))
+    except InputError as exc:
+        problems.append(str(exc))
+    if count > MAX_WARMUP_RECORDS:
+        problems.append(f"{count} warmup records; TF Serving accepts at most {MAX_WARMUP_RECORDS}")
+    for problem in problems[:20]:
+        report.add("warmup", "error", problem)
+    if not problems:
+        report.add("warmup", "ok", f"warmup file valid ({count} records)")
+
+
+def _tensorflow_registry() -> Callable[[str], bool]:
+    from tfship._tf import tf
+
+    tf()
+    from tensorflow.python.framework import op_def_registry
+
+    return lambda op: op_def_registry.get(op) is not None
+
+
+def check_saved_model(
+    path: str | os.PathLike[str],
+    *,
+    tags: str = "serve",
+    denylist: Iterable[str] = DEFAULT_DENYLIST,
+    check_registered_ops: bool = True,
+) -> CheckReport:
+    """Check an export for serving readiness with TF Serving.
+
+    Args:
+        path: the export (version) directory.
+        tags: the tag-set TF Serving will load.
+        denylist: op types that must not appear.
+        check_registered_ops: also check every op is registered in this TensorFlow (imports
+            TensorFlow, about two seconds).
+
+    Raises:
+        ModelError: the path is missing or holds no readable SavedModel.
+
+    Example:
+        >>> report = check_saved_model("export/best/1700000000")  # doctest: +SKIP
+        >>> report.to_dict()["ready"]  # doctest: +SKIP
+        True
+    """
+    root = pathlib.Path(path)
+    info = read_saved_model(root)
+    report = CheckReport(str(root))
+    _check_layout(report, root, info)
+    try:
+        mg = info.meta_graph(tags)
+    except ModelError as exc:
+        report.add("tag_set", "error", str(exc))
+        return report
+    _check_signatures(report, mg)
+    registry = _tensorflow_registry() if check_registered_ops else None
+    _check_ops(report, mg, denylist, registry)
+    _check_warmup(report, root, mg)
+    report.content_hash = content_hash(root)
+    fingerprint = "present" if (root / "fingerprint.pb").is_file() else "absent"
+    report.add("content_hash", "info", f"{report.content_hash} (fingerprint.pb {fingerprint})")
+    return report
+
+
+def render_check(report: CheckReport) -> str:
+    """Human-readable findings in check order, and a verdict line."""
+    lines = [f"{f.severity.upper():8} {f.check}: {f.message}" for f in report.findings]
+    verdict = "NOT READY" if report.errors else "ready"
+    lines.append(f"{report.path}: {verdict} ({len(report.errors)} errors, {len(report.warnings)} warnings)")
+    return "\n".join(lines) + "\n"

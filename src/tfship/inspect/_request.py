@@ -1,0 +1,250 @@
+"""Ready-to-send example requests for a signature: TF Serving REST JSON, a gRPC request, or a
+warmup file (TFRecord of ``PredictionLog``).
+
+Values come from the signature: for a parsing signature, one ``tf.train.Example`` per row built
+from the recovered feature spec (defaults where known, zeros and empty strings otherwise); for
+raw inputs, zeros of the right dtype and shape (unknown dims become the batch size for the
+first dim and 1 for the others).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import pathlib
+from dataclasses import dataclass
+from typing import Any
+
+from tfship.errors import ModelInputError
+from tfship.inspect import _protos
+from tfship.inspect._reader import FeatureSpecEntry, SavedModelInfo, SignatureInfo, TensorInfo
+from tfship.inspect._tfrecord import write_records
+
+CLASSIFY = "tensorflow/serving/classify"
+REGRESS = "tensorflow/serving/regress"
+PREDICT = "tensorflow/serving/predict"
+_VERBS = {CLASSIFY: "classify", REGRESS: "regress"}
+_ZERO: dict[str, Any] = {"string": "", "bool": False}
+_TENSOR_FIELDS = {
+    "float32": "float_val",
+    "float64": "double_val",
+    "float16": "half_val",
+    "int8": "int_val",
+    "int16": "int_val",
+    "int32": "int_val",
+    "uint8": "int_val",
+    "uint16": "int_val",
+    "int64": "int64_val",
+    "uint32": "uint32_val",
+    "uint64": "uint64_val",
+    "bool": "bool_val",
+    "string": "string_val",
+}
+
+
+@dataclass(frozen=True)
+class ExampleRequest:
+    """An example request for one signature.
+
+    Attributes:
+        verb: ``predict``, ``classify`` or ``regress`` (the TF Serving API to call).
+        url_path: the REST path, e.g. ``/v1/models/penguins:predict``.
+        rest: the REST JSON body.
+        grpc: the gRPC request proto (``PredictRequest``, ``ClassificationRequest`` or
+            ``RegressionRequest``).
+
+    Example:
+        >>> req = example_request(read_saved_model("m/1"), model_name="m")  # doctest: +SKIP
+        >>> req.url_path  # doctest: +SKIP
+        '/v1/models/m:classify'
+    """
+
+    verb: str
+    url_path: str
+    rest: dict[str, Any]
+    grpc: Any
+
+    def warmup_record(self) -> bytes:
+        """This request as one serialized ``PredictionLog`` (a warmup record)."""
+        log = _protos.cached_proto_module("tensorflow_serving.apis.prediction_log_pb2")
+        record = log.PredictionLog()
+        getattr(record, f"{self.verb}_log").request.CopyFrom(self.grpc)
+        return bytes(record.SerializeToString())
+
+
+def _zero(dtype: str) -> Any:
+    if dtype in _ZERO:
+        return _ZERO[dtype]
+    return 0.0 if dtype.startswith(("float", "bfloat", "complex")) else 0
+
+
+def _filled(shape: tuple[int | None, ...], value: Any) -> Any:
+    if not shape:
+        return value
+    return [_filled(shape[1:], value) for _ in range(shape[0] or 1)]
+
+
+def _feature_values(entry: FeatureSpecEntry) -> list[Any]:
+    if entry.default is not None:
+        return list(entry.default)
+    count = 1
+    for d in entry.shape:
+        count *= d or 1
+    return [_zero(entry.dtype)] * count
+
+
+def _example(spec: dict[str, FeatureSpecEntry]) -> Any:
+    example_pb2 = _protos.cached_proto_module("tensorflow.core.example.example_pb2")
+    example = example_pb2.Example()
+    for name, entry in spec.items():
+        feature = example.features.feature[name]
+        values = _feature_values(entry)
+        if entry.dtype == "string":
+            feature.bytes_list.value.extend(str(v).encode() for v in values)
+        elif entry.dtype.startswith("float"):
+            feature.float_list.value.extend(float(v) for v in values)
+        else:
+            feature.int64_list.value.extend(int(v) for v in values)
+    return example
+
+
+def _example_json(spec: dict[str, FeatureSpecEntry]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name, entry in spec.items():
+        values = _feature_values(entry)
+        scalar = entry.kind == "fixed" and entry.shape in ((), (1,))
+        row[name] = values[0] if scalar else values
+    return row
+
+
+def _row_value(tensor: TensorInfo) -> Any:
+    shape = tensor.shape[1:] if tensor.shape else ()
+    return _filled(shape, _zero(tensor.dtype))
+
+
+def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> Any:
+    tensor_pb2 = _protos.cached_proto_module("tensorflow.core.framework.tensor_pb2")
+    proto = tensor_pb2.TensorProto(dtype=tensor.proto.dtype)
+    shape = [len(rows), *_dims(rows[0])]
+    for d in shape:
+        proto.tensor_shape.dim.add(size=d)
+    flat = _flatten(rows)
+    values = getattr(proto, _TENSOR_FIELDS.get(tensor.dtype, "float_val"))
+    values.extend(v if not isinstance(v, str) else v.encode() for v in flat)
+    return proto
+
+
+def _dims(value: Any) -> list[int]:
+    return [len(value), *_dims(value[0])] if isinstance(value, list) and value else []
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return [x for item in value for x in _flatten(item)]
+    return [value]
+
+
+def _check_dense(sig: SignatureInfo) -> None:
+    for key, tensor in sig.inputs.items():
+        if tensor.encoding != "dense":
+            raise ModelInputError(
+                f"signature {sig.key!r} input {key!r} is a {tensor.encoding} tensor; TF Serving's "
+                "Predict API (REST and gRPC) only sends dense tensors. Export a raw receiver with "
+                "dense placeholders or a parsing receiver (tf.Example input) instead"
+            )
+
+
+def _predict(sig: SignatureInfo, model: str, batch: int) -> tuple[dict[str, Any], Any]:
+    _check_dense(sig)
+    predict_pb2 = _protos.cached_proto_module("tensorflow_serving.apis.predict_pb2")
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model
+    request.model_spec.signature_name = sig.key
+    spec = sig.feature_spec
+    instances: list[dict[str, Any]] = [{} for _ in range(batch)]
+    for key, tensor in sig.inputs.items():
+        if spec is not None:
+            serialized = _example(spec).SerializeToString()
+            rows: list[Any] = [serialized] * batch
+            for row in instances:
+                row[key] = {"b64": base64.b64encode(serialized).decode()}
+        else:
+            rows = [_row_value(tensor) for _ in range(batch)]
+            for row, value in zip(instances, rows):
+                row[key] = value
+        request.inputs[key].CopyFrom(_tensor_proto(tensor, rows))
+    return {"signature_name": sig.key, "instances": instances}, request
+
+
+def _classify_or_regress(sig: SignatureInfo, model: str, batch: int) -> tuple[dict[str, Any], Any]:
+    spec = sig.feature_spec
+    if spec is None:
+        raise ModelInputError(
+            f"signature {sig.key!r} ({sig.method_name}) takes serialized tf.Examples but its "
+            "feature spec could not be recovered from the graph; no example request can be built",
+        )
+    module = "classification_pb2" if sig.method_name == CLASSIFY else "regression_pb2"
+    pb2 = _protos.cached_proto_module(f"tensorflow_serving.apis.{module}")
+    request = pb2.ClassificationRequest() if sig.method_name == CLASSIFY else pb2.RegressionRequest()
+    request.model_spec.name = model
+    request.model_spec.signature_name = sig.key
+    for _ in range(batch):
+        request.input.example_list.examples.add().CopyFrom(_example(spec))
+    body = {"signature_name": sig.key, "examples": [_example_json(spec) for _ in range(batch)]}
+    return body, request
+
+
+def model_name_of(info: SavedModelInfo) -> str:
+    """The model name TF Serving would use: the base directory of a numeric version dir."""
+    path = info.path.resolve()
+    return path.parent.name if path.name.isdigit() else path.name
+
+
+def example_request(
+    info: SavedModelInfo,
+    *,
+    signature: str | None = None,
+    tags: str = "serve",
+    batch: int = 1,
+    model_name: str | None = None,
+) -> ExampleRequest:
+    """Build an example request for one signature of a SavedModel.
+
+    Args:
+        info: the SavedModel (``read_saved_model``).
+        signature: the signature key; ``None`` means ``serving_default``.
+        tags: the tag-set of the MetaGraph to serve.
+        batch: how many rows (examples) the request carries.
+        model_name: the served model name; defaults to the export's base directory name.
+
+    Raises:
+        SignatureNotFoundError: the tag-set or signature does not exist.
+        ModelInputError: the signature cannot be called through TF Serving's APIs (sparse input).
+
+    Example:
+        >>> req = example_request(read_saved_model("export/best/1"))  # doctest: +SKIP
+        >>> sorted(req.rest)  # doctest: +SKIP
+        ['examples', 'signature_name']
+    """
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    sig = info.meta_graph(tags).signature(signature)
+    model = model_name or model_name_of(info)
+    verb = _VERBS.get(sig.method_name, "predict")
+    if verb == "predict":
+        rest, grpc = _predict(sig, model, batch)
+    else:
+        rest, grpc = _classify_or_regress(sig, model, batch)
+    return ExampleRequest(verb, f"/v1/models/{model}:{verb}", rest, grpc)
+
+
+def write_warmup(path: str | pathlib.Path, requests: list[ExampleRequest]) -> int:
+    """Write requests as a TF Serving warmup file (TFRecord of ``PredictionLog``)."""
+    buffer = io.BytesIO()
+    count = write_records(buffer, (r.warmup_record() for r in requests))
+    target = pathlib.Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(target)  # atomic: a reader never sees half a file
+    return count
