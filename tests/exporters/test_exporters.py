@@ -294,3 +294,16 @@ def test_standard_exporters_and_final_exports_after_training(tmp_path: Path) -> 
     (path,) = run_final_exports(est, made)
     assert Path(path).parent == tmp_path / "m" / "export" / "final"
     assert run_final_exports(est, made) == []
+
+
+def test_a_record_left_behind_by_a_crash_is_reconciled_with_the_versions(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    first = BestExporter("best", _receiver(), metric="auc", keep=None, **FAST)
+    _evals(first, classifier, tmp_path, checkpoints[10], [0.8])
+    stale = (tmp_path / "tfship-best.json").read_text()
+    _evals(first, classifier, tmp_path, checkpoints[10], [0.9])
+    (tmp_path / "tfship-best.json").write_text(stale)  # as if killed before the record was rewritten
+    restarted = BestExporter("best", _receiver(), metric="auc", keep=None, **FAST)
+    assert _evals(restarted, classifier, tmp_path, checkpoints[10], [0.85]) == [None]
+    assert restarted.decisions[0].line == "skipped: auc 0.85 <= best 0.9 at step 10"

@@ -455,19 +455,18 @@ class _BestLogic(_ExporterLogic):
                 record = json.loads(path.read_text())
             except ValueError:
                 logger.info("%s: ignoring unreadable best record %s", self._name, path)
+        if record is not None and not self._matches(record):
+            record = None
+        # A crash between publishing a version and rewriting the record leaves the record
+        # behind the versions: the better of the two is the best so far.
+        from_versions = self._record_from_versions(base)
+        if record is None or (
+            from_versions is not None
+            and _num(record.get("value")) is not None
+            and self._better(from_versions["value"], float(record["value"]))
+        ):
+            record = from_versions
         if record is None:
-            record = self._record_from_versions(base)
-        if record is None:
-            return None
-        if record.get("metric") != self._metric or record.get("mode") != self._mode:
-            logger.info(
-                "%s: best record ranks by %s (%s), this exporter by %s (%s): starting afresh",
-                self._name,
-                record.get("metric"),
-                record.get("mode"),
-                self._metric,
-                self._mode,
-            )
             return None
         value = _num(record.get("value"))
         if value is None or not math.isfinite(value):
@@ -483,13 +482,28 @@ class _BestLogic(_ExporterLogic):
         )
         return record
 
+    def _matches(self, record: Mapping[str, Any]) -> bool:
+        if record.get("metric") != self._metric or record.get("mode") != self._mode:
+            logger.info(
+                "%s: best record ranks by %s (%s), this exporter by %s (%s): starting afresh",
+                self._name,
+                record.get("metric"),
+                record.get("mode"),
+                self._metric,
+                self._mode,
+            )
+            return False
+        return True
+
     def _record_from_versions(self, base: Path) -> dict[str, Any] | None:
         # The record file may be lost; our versions' metadata still says how good each was.
         best: dict[str, Any] | None = None
         for v in self._ours(base):
             info = v.metadata.get("exporter", {})
             value = _num(info.get("value"))
-            if info.get("metric") != self._metric or value is None or not math.isfinite(value):
+            if info.get("metric") != self._metric or info.get("mode") != self._mode:
+                continue
+            if value is None or not math.isfinite(value):
                 continue
             if best is None or self._better_or_equal(value, best["value"]):
                 best = {
@@ -505,6 +519,9 @@ class _BestLogic(_ExporterLogic):
 
     def _better_or_equal(self, a: float, b: float) -> bool:
         return a >= b if self._mode == "max" else a <= b
+
+    def _better(self, a: float, b: float) -> bool:
+        return a > b if self._mode == "max" else a < b
 
     def _save_record(
         self, base: Path, value: float | None, metrics: Mapping[str, Any], result: ExportResult
