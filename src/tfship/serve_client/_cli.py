@@ -173,6 +173,12 @@ def _shape_text(shape: list[int | None] | None) -> str:
 )
 @click.option("--data", "-d", help="Inline JSON inputs, e.g. '{\"x\": [[1.0, 2.0]]}'.")
 @click.option("--output", "-o", "outputs", multiple=True, help="Only these outputs (repeatable).")
+@click.option(
+    "--schema",
+    "schema_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Schema JSON: send the records as serialized tf.Examples (for a parsing signature).",
+)
 def predict_command(
     version: int | None,
     label: str | None,
@@ -180,6 +186,7 @@ def predict_command(
     input_paths: tuple[str, ...],
     data: str | None,
     outputs: tuple[str, ...],
+    schema_path: str | None,
     **opts: Any,
 ) -> None:
     """Run a signature on inputs and print its outputs.
@@ -187,8 +194,13 @@ def predict_command(
     Example: tfship client predict -m m -d '{"x": [[1.0, 2.0]]}'
     """
     _check_version(version, label)
-    inputs = read_predict_inputs(input_paths, data)
+    if schema_path is None:
+        inputs = read_predict_inputs(input_paths, data)
     with _connect(opts) as conn:
+        if schema_path is not None:
+            inputs = _example_inputs(
+                conn, opts["model"], version, label, signature, input_paths, data, schema_path
+            )
         result = conn.predict(
             opts["model"],
             inputs,
@@ -212,6 +224,34 @@ def predict_command(
         shown = _decode_strings(value)
         click.echo(f"{key}: {value.dtype if value.dtype != object else 'string'} {list(value.shape)}")
         click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
+
+
+def _example_inputs(
+    conn: Any,
+    model: str,
+    version: int | None,
+    label: str | None,
+    signature: str | None,
+    input_paths: tuple[str, ...],
+    data: str | None,
+    schema_path: str,
+) -> dict[str, Any]:
+    """Records -> serialized Examples, keyed by the signature's one string input."""
+    from tfship.schema import Schema
+    from tfship.serve_client._client import to_example
+
+    if len(input_paths) > 1:
+        raise InputError("with --schema give one records file (--input) or --data")
+    records = _read_example_records(input_paths[0] if input_paths else None, data)
+    sig = conn.metadata(model, version=version, label=label).signature(signature)
+    strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
+    if len(sig.inputs) != 1 or not strings:
+        raise InputError(
+            f"--schema needs a signature with one string input (serialized tf.Examples); "
+            f"signature {sig.key!r} has inputs {sorted(sig.inputs)}"
+        )
+    schema = Schema.load(schema_path)
+    return {strings[0]: [to_example(r, schema).SerializeToString() for r in records]}
 
 
 def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:

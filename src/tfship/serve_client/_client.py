@@ -960,7 +960,12 @@ class ServingClient:
             label=label,
             output_filter=output_filter,
         )
-        data = self._call("Predict", request, model=model, version=version or label, timeout=timeout)
+        try:
+            data = self._call("Predict", request, model=model, version=version or label, timeout=timeout)
+        except (InvalidInputError, ModelNotFoundError, ServingSignatureNotFoundError):
+            # The served signature may have changed under us (a new version): fetch it again.
+            self._metadata.drop(model)
+            raise
         return predict_result(data)
 
     def classify(

@@ -270,3 +270,16 @@ def classifier_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     exported.rename(base / "1")
     shutil.rmtree(root / "export")
     return base
+
+
+@pytest.fixture(scope="session")
+def classifier_server(classifier_base: Path) -> Iterator[Any]:
+    """``tfship serve`` serving the classifier as ``penguins``."""
+    from tfship.serve_client._server import ModelServer
+
+    srv = ModelServer(model_base_path=classifier_base, model_name="penguins", port=0, rest_port=0)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()

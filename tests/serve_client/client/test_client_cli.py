@@ -147,3 +147,42 @@ def test_version_and_label_together_is_a_usage_error(server: Any) -> None:
     )
     assert result.exit_code == 2
     assert "--version or --label, not both" in result.output
+
+
+@pytest.mark.slow
+def test_parsing_signatures_with_a_schema(classifier_server: Any, tmp_path: Path) -> None:
+    from .conftest import CLASSIFIER_SCHEMA
+
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(CLASSIFIER_SCHEMA))
+    records = tmp_path / "records.csv"
+    records.write_text("species,bill,island\nA,36,Dream\nC,51.5,Biscoe\n")
+    common = [
+        "-s",
+        classifier_server.address,
+        "-m",
+        "penguins",
+        "-i",
+        str(records),
+        "--schema",
+        str(schema),
+        "--json",
+    ]
+    predicted = json.loads(run("predict", *common, "-k", "predict", "-o", "probabilities").output)
+    probabilities = np.array(predicted["outputs"]["probabilities"])
+    assert probabilities.shape == (2, 3) and np.allclose(probabilities.sum(axis=1), 1.0)
+    classified = json.loads(run("classify", *common).output)
+    scores = np.array([[score for _, score in row] for row in classified["results"]])
+    assert np.allclose(scores, probabilities, atol=1e-6)  # same model, two signatures
+
+
+def test_schema_needs_a_parsing_signature(server: Any, tmp_path: Path) -> None:
+    from .conftest import CLASSIFIER_SCHEMA
+
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(CLASSIFIER_SCHEMA))
+    args = ["-s", server.address, "-m", "m", "-d", '{"bill": 1}', "--schema", str(schema)]
+    result = CliRunner().invoke(cli, ["client", "predict", *args])
+    assert result.exit_code == 2
+    assert "--schema needs a signature with one string input" in result.output
+    assert "signature 'serving_default' has inputs ['x']" in result.output

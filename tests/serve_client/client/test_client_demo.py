@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,16 +14,18 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.mark.slow
-def test_demo_step_classifies_records_with_the_schema(classifier_base: Path) -> None:
+def test_demo_step_classifies_records_with_the_schema(classifier_server: Any) -> None:
     from tfship.schema import Schema
-    from tfship.serve_client._server import ModelServer
 
     lines: list[str] = []
     records = [{"bill": 36, "island": "Dream", "species": "A"}, {"bill": "51.5", "island": "Biscoe"}]
-    with ModelServer(model_base_path=classifier_base, model_name="penguins", port=0) as srv:
-        run_demo_step(
-            srv.address, "penguins", records, lines.append, schema=Schema.from_dict(CLASSIFIER_SCHEMA)
-        )
+    run_demo_step(
+        classifier_server.address,
+        "penguins",
+        records,
+        lines.append,
+        schema=Schema.from_dict(CLASSIFIER_SCHEMA),
+    )
     text = "\n".join(lines)
     assert "serving_default is tensorflow/serving/classify" in text
     assert "answered by version 1" in text
