@@ -1,0 +1,357 @@
+"""``tfship predict --runner beam``: the batch job as an Apache Beam pipeline.
+
+Rows are read per file, converted one by one (bad rows to a rejects output), and scored by
+Beam's ``RunInference`` with :class:`LocalModelHandler`, a ``ModelHandler`` on ``LocalModel``:
+Beam batches the rows, loads the model once per worker and routes failures to its dead-letter
+output, which joins the rejects. The last step gathers results by (file, line) and writes the
+same files, in the same order, as the local runner. DirectRunner runs in this process; other
+runners are chosen with ``--beam-option runner=...`` and their own options.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfship._tf import is_verbose
+from tfship.errors import InputError, ModelInputError
+from tfship.loaders._convert import _sparse, convert_value
+from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
+from tfship.loaders._predict import Column, Field, object_array
+from tfship.loaders._readers import Reject, expand_inputs, read_chunks
+from tfship.loaders._writers import RejectsWriter, format_for, make_writer
+
+log = logging.getLogger(__name__)
+_NAMESPACE = "tfship"
+_ERROR_KEY = "__tfship_error__"
+
+
+class _QuietBeam(logging.Filter):
+    """Drops Beam's notices below ERROR (some go straight to the root logger)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from_beam = record.name.startswith("apache_beam") or "apache_beam" in record.pathname
+        return record.levelno >= logging.ERROR or not from_beam
+
+
+_QUIET = _QuietBeam()
+
+
+def _beam() -> Any:
+    if not is_verbose():
+        # Optional-connector notices on import, type-hint conversions, memory probes.
+        logging.getLogger().addFilter(_QUIET)
+        logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    try:
+        import apache_beam
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise InputError(
+            "--runner beam needs Apache Beam: pip install 'tfship[beam]'"
+        ) from exc
+    return apache_beam
+
+
+def pipeline_options(options: Sequence[str]) -> Any:
+    """Beam ``PipelineOptions`` from ``KEY=VALUE`` strings (DirectRunner unless told)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    flags: list[str] = []
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--beam-option {option!r}: expected KEY=VALUE, e.g. runner=DirectRunner")
+        flags.append(f"--{key.strip().lstrip('-')}={value}")
+    if not any(f.startswith("--runner=") for f in flags):
+        flags.append("--runner=DirectRunner")
+    return PipelineOptions(flags)
+
+
+def _counter(name: str) -> Any:
+    from apache_beam.metrics.metric import Metrics
+
+    return Metrics.counter(_NAMESPACE, name)
+
+
+# -- per-row steps (module level: Beam pickles them) --------------------------------------------
+
+
+def read_rows(
+    item: tuple[int, str], fields: dict[str, Field], keep: list[str], serialized_ok: bool
+) -> Iterator[Any]:
+    """Rows of one file as ((file index, line), row); unreadable rows tagged ``rejects``."""
+    from apache_beam import pvalue
+
+    rows_in = _counter("rows_in")
+    index, path = item
+    wanted = set(fields) | set(keep)
+    for chunk in read_chunks(Path(path), 4096, wanted):
+        rows_in.inc(chunk.rows + len(chunk.rejects))
+        for reject in chunk.rejects:
+            yield pvalue.TaggedOutput("rejects", ((index, reject.line), reject.to_dict()))
+        if chunk.serialized is not None:
+            for line, data in zip(chunk.lines.tolist(), chunk.serialized):
+                yield (index, line), {"serialized": data, "source": path, "text": None}
+            continue
+        columns = {
+            k: (v.to_pylist() if hasattr(v, "to_pylist") else list(v))
+            for k, v in chunk.columns.items()
+        }
+        for i, line in enumerate(chunk.lines.tolist()):
+            row = {k: (None if _is_sentinel(v[i]) else v[i]) for k, v in columns.items()}
+            text = chunk.texts[i] if chunk.texts is not None else None
+            yield (index, line), {"raw": row, "source": path, "text": text}
+
+
+def _is_sentinel(value: Any) -> bool:
+    from tfship.loaders._predict import _MISSING
+
+    return value is _MISSING
+
+
+def convert_row(
+    element: tuple[tuple[int, int], dict[str, Any]],
+    fields: dict[str, Field],
+    keep: list[str],
+    parsing: bool,
+) -> Iterator[Any]:
+    """Typed values of one row, or a tagged reject with the reason."""
+    from apache_beam import pvalue
+
+    key, row = element
+    if "serialized" in row:
+        if parsing:
+            yield key, {"serialized": row["serialized"], "keep": {}}
+            return
+        from tfship.loaders._readers import example_columns
+
+        raw = {k: v[0] for k, v in example_columns(object_array([row["serialized"]]), list(fields)).items()}
+        row = {**row, "raw": {k: (None if _is_sentinel(v) else v) for k, v in raw.items()}}
+    raw = row["raw"]
+    try:
+        values = {name: convert_value(fld, raw.get(name)) for name, fld in fields.items()}
+    except ValueError as exc:
+        reject = Reject(row["source"], key[1], str(exc), row["text"])
+        yield pvalue.TaggedOutput("rejects", (key, reject.to_dict()))
+        return
+    yield key, {"values": values, "keep": {k: raw.get(k) for k in keep}}
+
+
+def _handler_class() -> Any:
+    """The ``LocalModelHandler`` class, built on first use (Beam is an optional extra)."""
+    base: Any = _beam().ml.inference.base
+
+    class LocalModelHandler(base.ModelHandler):  # type: ignore[misc,name-defined]
+        """A Beam ``ModelHandler`` on ``LocalModel``: typed rows in, output dicts out."""
+
+        def __init__(self, path: str, signature: str | None, outputs: list[str] | None):
+            super().__init__()
+            self.path = path
+            self.signature = signature
+            self.outputs = outputs
+
+        def load_model(self) -> Any:
+            from tfship.loaders._model import load
+
+            return load(self.path, signature=self.signature)
+
+        def run_inference(
+            self, batch: Sequence[dict[str, Any]], model: Any, inference_args: Any = None
+        ) -> Iterable[Any]:
+            adapter = model.adapter(self.signature)
+            keys = model.output_keys(adapter.sig.key, self.outputs)
+            try:
+                outputs = _run_rows(adapter, batch, keys)
+            except ModelInputError:
+                # One bad row fails the batch: score rows one by one and mark the culprits.
+                return [self._one(adapter, row, keys) for row in batch]
+            return [
+                base.PredictionResult(row, {k: outputs[k][i] for k in keys})
+                for i, row in enumerate(batch)
+            ]
+
+        def _one(self, adapter: Any, row: dict[str, Any], keys: list[str]) -> Any:
+            try:
+                out = _run_rows(adapter, [row], keys)
+            except ModelInputError as exc:
+                return base.PredictionResult(row, {_ERROR_KEY: f"the model rejected the row: {exc}"})
+            return base.PredictionResult(row, {k: out[k][0] for k in keys})
+
+        def get_metrics_namespace(self) -> str:
+            return _NAMESPACE
+
+    return LocalModelHandler
+
+
+def _run_rows(adapter: Any, rows: Sequence[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
+    if "serialized" in rows[0]:
+        result: dict[str, Any] = adapter.run_examples(
+            object_array([r["serialized"] for r in rows]), keys
+        )
+        return result
+    columns: dict[str, Column] = {}
+    for name, fld in adapter.fields.items():
+        values = [r["values"][name] for r in rows]
+        dtype = object if fld.dtype == "string" else np.dtype(fld.dtype)
+        if fld.sparse:
+            lengths = np.asarray([len(v) for v in values], dtype=np.int64)
+            flat = np.asarray([x for v in values for x in v], dtype=dtype)
+            columns[name] = _sparse(fld, lengths, flat)
+        else:
+            shape = tuple(d or 1 for d in fld.shape or ())
+            columns[name] = np.asarray(values, dtype=dtype).reshape((len(rows), *shape))
+    out: dict[str, Any] = adapter.run_columns(columns, keys)
+    return out
+
+
+def split_result(element: tuple[tuple[int, int], Any], sources: dict[int, str]) -> Iterator[Any]:
+    """Predictions go on; rows the model refused become tagged rejects."""
+    from apache_beam import pvalue
+
+    key, result = element
+    inference = result.inference
+    if _ERROR_KEY in inference:
+        reject = Reject(sources[key[0]], key[1], inference[_ERROR_KEY])
+        yield pvalue.TaggedOutput("rejects", (key, reject.to_dict()))
+        return
+    _counter("predicted").inc()
+    yield key, (result.example.get("keep", {}), inference)
+
+
+def dead_letter(element: Any, sources: dict[int, str]) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """A batch Beam could not score at all (its dead-letter output), as one reject per row."""
+    batch, exception = element
+    for key, _ in batch:
+        reason = f"inference failed: {exception}"
+        yield key, Reject(sources[key[0]], key[1], reason).to_dict()
+
+
+def write_predictions(
+    items: list[Any], output: str, fmt: str, signature: str, keys: list[str], keep: list[str]
+) -> int:
+    """Write all predictions in (file, line) order with the local runner's writer."""
+    items = sorted(items, key=lambda kv: kv[0])
+    writer = make_writer(fmt, Path(output), signature=signature)
+    try:
+        for start in range(0, len(items), 4096):
+            part = items[start : start + 4096]
+            kept = {k: [v[0].get(k) for _, v in part] for k in keep}
+            outputs = {k: np.stack([v[1][k] for _, v in part]) for k in keys}
+            writer.write(kept, outputs)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return len(items)
+
+
+def write_rejects(items: list[Any], path: str | None) -> int:
+    """Write the rejects in (file, line) order, counting them as a Beam metric."""
+    _counter("rejected").inc(len(items))
+    if path is None:
+        for _, reject in sorted(items, key=lambda kv: kv[0]):
+            log.warning("rejected %s:%s: %s", reject["file"], reject["line"], reject["reason"])
+        return len(items)
+    writer = RejectsWriter(Path(path))
+    for _, reject in sorted(items, key=lambda kv: kv[0]):
+        writer.write(Reject(reject["file"], reject["line"], reject["reason"], reject["record"]))
+    writer.close()
+    return len(items)
+
+
+def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -> JobSummary:
+    """Run ``spec`` as a Beam pipeline; same outputs, rejects and summary as the local runner.
+
+    Example:
+        >>> run_beam_job(Path("export/dnn"), JobSpec(["eval.csv"], Path("p.csv")), [])
+        ... # doctest: +SKIP
+    """
+    import time
+
+    from tfship.loaders._model import load
+
+    beam = _beam()
+    from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+
+    files = expand_inputs(spec.inputs)
+    fmt = format_for(spec.output, spec.fmt)
+    if fmt == "tfrecord":
+        raise InputError("--runner beam writes jsonl, csv or parquet; tfrecord is local only")
+    # Read the signature once here, to check columns and to give the workers plain data.
+    with load(model_path, signature=spec.signature) as model:
+        from tfship.loaders._job import ChunkPreparer
+
+        adapter = model.adapter(spec.signature)
+        keys = model.output_keys(adapter.sig.key, spec.outputs)
+        preparer = ChunkPreparer(adapter, spec.keep_columns, want_inputs=False)
+        for path in files:
+            preparer.check_columns(path)
+        fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key
+        export_dir = str(model.path)
+    keep = list(spec.keep_columns)
+    sources = {i: str(p) for i, p in enumerate(files)}
+    handler: Any = KeyedModelHandler(_handler_class()(export_dir, signature, list(keys)))
+    started = time.perf_counter()
+    with beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
+        read = (
+            pipeline
+            | "Files" >> beam.Create(sorted(sources.items()))
+            | "Read" >> beam.FlatMap(read_rows, fields, keep, parsing).with_outputs(
+                "rejects", main="rows"
+            )
+        )
+        converted = (
+            read.rows
+            | "Convert" >> beam.FlatMap(convert_row, fields, keep, parsing).with_outputs(
+                "rejects", main="rows"
+            )
+        )
+        predicted, dlq = converted.rows | "Predict" >> RunInference(
+            handler
+        ).with_exception_handling()
+        scored = predicted | "Split" >> beam.FlatMap(split_result, sources).with_outputs(
+            "rejects", main="rows"
+        )
+        failed = dlq.failed_inferences | "DeadLetter" >> beam.FlatMap(dead_letter, sources)
+        _ = (
+            scored.rows
+            | "GatherPredictions" >> beam.combiners.ToList()
+            | "WritePredictions"
+            >> beam.Map(write_predictions, str(spec.output), fmt, signature, list(keys), keep)
+        )
+        _ = (
+            (read.rejects, converted.rejects, scored.rejects, failed)
+            | "AllRejects" >> beam.Flatten()
+            | "GatherRejects" >> beam.combiners.ToList()
+            | "WriteRejects" >> beam.Map(write_rejects, str(spec.rejects) if spec.rejects else None)
+        )
+    summary = JobSummary(
+        output=str(spec.output),
+        rejects=str(spec.rejects) if spec.rejects else None,
+        files=len(files),
+        seconds=time.perf_counter() - started,
+    )
+    counters = _counters(pipeline)
+    summary.rows_in = counters.get("rows_in", 0)
+    summary.predicted = counters.get("predicted", 0)
+    summary.rejected = counters.get("rejected", 0)
+    _check_rejects(spec, summary)
+    return summary
+
+
+def _counters(pipeline: Any) -> dict[str, int]:
+    from apache_beam.metrics.metric import MetricsFilter
+
+    result = pipeline.result if hasattr(pipeline, "result") else None
+    if result is None:
+        return {}
+    found = result.metrics().query(MetricsFilter().with_namespace(_NAMESPACE))["counters"]
+    totals: dict[str, int] = {}
+    for counter in found:
+        name = counter.key.metric.name
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[name] = totals.get(name, 0) + int(value or 0)
+    return totals

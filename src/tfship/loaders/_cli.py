@@ -1,0 +1,177 @@
+"""``tfship predict`` and ``tfship bench``: thin click commands over the loaders package."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
+from tfship.loaders._readers import Reject
+
+
+def _split_list(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+def _print_summary(summary: JobSummary, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(summary.to_dict()))
+    else:
+        click.echo(summary.line())
+
+
+@click.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--input",
+    "-i",
+    "inputs",
+    multiple=True,
+    required=True,
+    help="Input file or glob (CSV, JSONL, Parquet, TFRecord of tf.Example); repeatable.",
+)
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv", "parquet", "tfrecord"]),
+    default=None,
+    help="Output format (default: from the output's suffix). tfrecord = TF Serving PredictionLog.",
+)
+@click.option("--signature", "-s", default=None, help="Signature key (default: serving_default).")
+@click.option("--outputs", default=None, help="Comma-separated output keys (default: all).")
+@click.option("--batch-size", default=1024, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--keep-columns", default=None, help="Comma-separated input columns copied to the output."
+)
+@click.option(
+    "--rejects",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="JSONL file for rejected rows (file, line, reason, record).",
+)
+@click.option(
+    "--max-rejects",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Exit non-zero when more rows than this were rejected (default: no limit).",
+)
+@click.option(
+    "--runner",
+    type=click.Choice(["local", "beam"]),
+    default="local",
+    show_default=True,
+    help="Run in this process, or as an Apache Beam pipeline.",
+)
+@click.option(
+    "--beam-option",
+    "beam_options",
+    multiple=True,
+    help="Beam pipeline option KEY=VALUE (e.g. runner=DirectRunner); repeatable.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def predict(
+    model: Path,
+    inputs: tuple[str, ...],
+    output: Path,
+    fmt: str | None,
+    signature: str | None,
+    outputs: str | None,
+    batch_size: int,
+    keep_columns: str | None,
+    rejects: Path | None,
+    max_rejects: int | None,
+    runner: str,
+    beam_options: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Batch-predict files of records with MODEL (a SavedModel or an export base directory).
+
+    Rows keep their input order; a bad row goes to --rejects with its file, line and reason,
+    and the run goes on. The summary shows rows in = predicted + rejected.
+
+    Example: tfship predict export/dnn -i 'data/*.csv' -o preds.csv --keep-columns id
+    """
+    spec = JobSpec(
+        inputs=inputs,
+        output=output,
+        fmt=fmt,
+        signature=signature,
+        outputs=_split_list(outputs),
+        batch_size=batch_size,
+        keep_columns=_split_list(keep_columns) or [],
+        rejects=rejects,
+        max_rejects=max_rejects,
+    )
+    def job() -> JobSummary:
+        if runner == "beam":
+            from tfship.loaders._beam import run_beam_job
+
+            return run_beam_job(model, spec, beam_options)
+        from tfship.loaders._job import run_job
+        from tfship.loaders._model import load
+
+        with load(model, signature=signature) as loaded:
+            return run_job(loaded, spec, echo_reject=_echo_reject)
+
+    try:
+        summary = job()
+    except TooManyRejectsError as exc:
+        _print_summary(exc.summary, as_json)
+        raise
+    _print_summary(summary, as_json)
+
+
+def _echo_reject(reject: Reject) -> None:
+    click.echo(f"rejected {reject.source}:{reject.line}: {reject.reason}", err=True)
+
+
+@click.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--signature", "-s", default=None, help="Signature key (default: serving_default).")
+@click.option(
+    "--batch-sizes",
+    default="1,64,1024",
+    show_default=True,
+    help="Comma-separated batch sizes to time.",
+)
+@click.option(
+    "--input",
+    "-i",
+    "input_file",
+    default=None,
+    help="Rows to time with (CSV, JSONL, Parquet, TFRecord); default: synthetic rows.",
+)
+@click.option("--seconds", default=2.0, show_default=True, help="Time spent per batch size.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def bench(
+    model: Path,
+    signature: str | None,
+    batch_sizes: str,
+    input_file: str | None,
+    seconds: float,
+    as_json: bool,
+) -> None:
+    """Time MODEL: load, first call, and p50/p99 latency and rows/s per batch size.
+
+    Example: tfship bench export/dnn --batch-sizes 1,64,1024
+    """
+    from tfship.loaders._bench import BenchReport, run_bench
+
+    sizes = []
+    for item in batch_sizes.split(","):
+        item = item.strip()
+        if not item.isdigit() or int(item) < 1:
+            raise click.BadParameter(
+                f"{item!r} is not a positive integer", param_hint="--batch-sizes"
+            )
+        sizes.append(int(item))
+    report: BenchReport = run_bench(
+        model, signature=signature, batch_sizes=sizes, input_file=input_file, seconds=seconds
+    )
+    click.echo(json.dumps(report.to_dict()) if as_json else report.table())

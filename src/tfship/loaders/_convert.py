@@ -1,0 +1,323 @@
+"""Chunk conversion for batch jobs: raw columns from a file to typed columns, bad rows set aside.
+
+Unlike ``predict`` (which raises at the first problem), a batch job must keep going: every
+row that cannot be converted gets a reason, and the others go on. CSV cells arrive as Arrow
+string arrays and are converted with Arrow kernels (fast path); a chunk where a kernel fails
+is converted again value by value, only to find which rows are bad. The rules are the
+schema's: tokens such as ``""`` or ``NA`` mean missing, ``|`` separates the values of a
+multi-valued cell, an integer feature accepts ``3.0`` but not ``3.5``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tfship.loaders._predict import (
+    _MISSING,
+    Column,
+    Field,
+    SparseColumn,
+    empty_sparse,
+)
+from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS
+
+Array = npt.NDArray[Any]
+_PLACEHOLDER = {"string": "", "float32": "0", "float64": "0", "int64": "0", "int32": "0"}
+
+
+@dataclass
+class Converted:
+    """Typed columns for every row of a chunk (bad rows hold placeholders) and the bad rows."""
+
+    columns: dict[str, Column]
+    bad: dict[int, str] = field(default_factory=dict)
+
+    def mark(self, rows: Sequence[int] | Array, reason: str) -> None:
+        for row in np.asarray(rows, dtype=np.int64).tolist():
+            self.bad.setdefault(row, reason)
+
+
+def convert_chunk(fields: Mapping[str, Field], raw: Mapping[str, Any], rows: int) -> Converted:
+    """Convert the raw columns of one chunk; ``raw`` maps names to Arrow arrays or lists."""
+    out = Converted({})
+    for name, fld in fields.items():
+        column = raw.get(name)
+        if column is None:
+            out.columns[name] = _absent(fld, rows, out)
+        elif isinstance(column, list):
+            out.columns[name] = _from_python(fld, column, out)
+        else:
+            out.columns[name] = _from_arrow(fld, column, out)
+    return out
+
+
+def _absent(fld: Field, rows: int, out: Converted) -> Column:
+    if fld.sparse:
+        return empty_sparse(fld, rows)
+    if fld.default is None:
+        out.mark(range(rows), f"field {fld.name!r}: missing, and the feature has no default")
+        return _placeholder(fld, rows)
+    return np.broadcast_to(fld.default, (rows, *fld.default.shape)).copy()
+
+
+def _np_dtype(name: str) -> Any:
+    return object if name == "string" else np.dtype(name)
+
+
+def _placeholder(fld: Field, rows: int) -> Array:
+    shape = tuple(d or 1 for d in fld.shape or ())
+    if fld.dtype == "string":
+        return np.full((rows, *shape), "", dtype=object)
+    return np.zeros((rows, *shape), dtype=_np_dtype(fld.dtype))
+
+
+def select_rows(column: Column, keep: Array) -> Column:
+    """The rows of ``column`` where the boolean mask ``keep`` is true."""
+    if not isinstance(column, SparseColumn):
+        return column[keep]
+    new_row = np.cumsum(keep) - 1
+    entries = keep[column.indices[:, 0]] if column.indices.size else np.zeros(0, bool)
+    indices = column.indices[entries].copy()
+    if indices.size:
+        indices[:, 0] = new_row[indices[:, 0]]
+    width = int(indices[:, 1].max()) + 1 if indices.size else 0
+    return SparseColumn(indices, column.values[entries], np.array([int(keep.sum()), width]))
+
+
+def slice_rows(column: Column, start: int, stop: int) -> Column:
+    """Rows ``start:stop`` of a column."""
+    if not isinstance(column, SparseColumn):
+        return column[start:stop]
+    keep = np.zeros(column.rows, dtype=bool)
+    keep[start:stop] = True
+    return select_rows(column, keep)
+
+
+# -- python values (JSON records, Examples, fallbacks) ---------------------------------------------
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None or value is _MISSING:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip() in MISSING_TOKENS
+
+
+def coerce(dtype: str, value: Any) -> Any:
+    """One value as ``dtype``'s Python type; ValueError/TypeError when that would lose it."""
+    if dtype == "string":
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return str(value)
+        raise TypeError(f"expected a string, found {type(value).__name__}")
+    if isinstance(value, bool) or isinstance(value, (list, dict)):
+        raise TypeError(f"expected a number, found {type(value).__name__}")
+    if isinstance(value, bytes):
+        value = value.decode()
+    if dtype.startswith("float"):
+        return float(value.strip() if isinstance(value, str) else value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    number = float(value.strip() if isinstance(value, str) else value)
+    if not number.is_integer():
+        raise ValueError(f"{value!r} is not a whole number")
+    return int(number)
+
+
+def _split(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, np.ndarray):
+        return list(value.reshape(-1).tolist())
+    if isinstance(value, str):
+        text = value.strip()
+        return [] if text == "" else text.split(CSV_LIST_SEPARATOR)
+    return [value]
+
+
+def convert_value(fld: Field, value: Any) -> list[Any]:
+    """The values of one field of one record; ValueError with the reason when it is bad."""
+    at = f"field {fld.name!r}"
+    if fld.sparse:
+        values = [] if _is_missing(value) else _split(value)
+    elif _is_missing(value) or (isinstance(value, (list, tuple)) and not value):
+        if fld.default is None:
+            raise ValueError(f"{at}: missing, and the feature has no default")
+        return list(fld.default.reshape(-1).tolist())
+    else:
+        values = _split(value) if fld.shape else [value]
+    try:
+        out = [coerce(fld.dtype, v) for v in values]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{at}: expected {fld.dtype}, found {value!r} ({exc})") from None
+    size = None if fld.shape is None else math.prod(d or 1 for d in fld.shape)
+    if not fld.sparse and len(out) != size:
+        raise ValueError(
+            f"{at}: expected {size} values (shape {list(fld.shape or ())}), found {len(out)}"
+        )
+    return out
+
+
+def _from_python(fld: Field, values: list[Any], out: Converted) -> Column:
+    per_row: list[list[Any]] = []
+    for row, value in enumerate(values):
+        try:
+            per_row.append(convert_value(fld, value))
+        except ValueError as exc:
+            out.mark([row], str(exc))
+            per_row.append([] if fld.sparse else _placeholder(fld, 1).reshape(-1).tolist())
+    if fld.sparse:
+        lengths = np.fromiter((len(v) for v in per_row), np.int64, len(per_row))
+        flat = [v for vals in per_row for v in vals]
+        return _sparse(fld, lengths, np.asarray(flat, dtype=_np_dtype(fld.dtype)))
+    shape = tuple(d or 1 for d in fld.shape or ())
+    return np.asarray(per_row, dtype=_np_dtype(fld.dtype)).reshape((len(values), *shape))
+
+
+def _sparse(fld: Field, lengths: Array, flat: Array) -> SparseColumn:
+    rows = lengths.size
+    if flat.size == 0:
+        flat = np.zeros(0, dtype=_np_dtype(fld.dtype))
+    row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    positions = np.arange(flat.size, dtype=np.int64) - np.repeat(starts, lengths)
+    width = int(lengths.max()) if rows else 0
+    return SparseColumn(np.stack([row_ids, positions], 1), flat, np.array([rows, width], np.int64))
+
+
+# -- arrow columns (CSV cells, Parquet columns) --------------------------------------------------
+
+
+def _from_arrow(fld: Field, column: Any, out: Converted) -> Column:
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        fast = _typed_arrow(fld, column)
+        if fast is not None:
+            return fast
+        return _from_python(fld, column.to_pylist(), out)
+    try:
+        return _text_arrow(fld, column, out)
+    except (pa.ArrowInvalid, ValueError):
+        # Some cell does not parse: find which, value by value.
+        return _from_python(fld, column.to_pylist(), out)
+
+
+def _typed_arrow(fld: Field, column: Any) -> Array | None:
+    """A numeric Parquet column that needs no conversion at all, else None."""
+    import pyarrow as pa
+
+    if fld.sparse or fld.shape != () or column.null_count:
+        return None
+    if fld.dtype == "string" or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        return None
+    values: Array = column.to_numpy(zero_copy_only=False)
+    if values.dtype == np.dtype(fld.dtype):
+        return values
+    if values.dtype.kind in "iu" and fld.dtype.startswith("float"):
+        if values.size and int(np.abs(values).max()) > 2**24:
+            return None
+        return values.astype(fld.dtype)
+    if values.dtype.kind == "f" and fld.dtype.startswith("float"):
+        return values.astype(fld.dtype)
+    return None
+
+
+def _missing_mask(trimmed: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tokens = pa.array(sorted(MISSING_TOKENS))
+    return pc.or_kleene(pc.is_null(trimmed), pc.is_in(trimmed, value_set=tokens)).fill_null(True)
+
+
+def _cast(values: Any, dtype: str) -> Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    result: Array
+    if dtype == "string":
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    if dtype.startswith("int"):
+        # "3.0" is a whole number: Arrow's int parser refuses it, so go through float64 and check.
+        try:
+            result = pc.cast(values, pa.int64()).to_numpy(zero_copy_only=False).astype(dtype)
+            return result
+        except pa.ArrowInvalid:
+            floats: Array = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+            if not np.all(np.isfinite(floats) & (floats == np.round(floats))):
+                raise ValueError("not whole numbers") from None
+            return floats.astype(dtype)
+    result = pc.cast(values, pa.from_numpy_dtype(np.dtype(dtype))).to_numpy(zero_copy_only=False)
+    return result
+
+
+def _text_arrow(fld: Field, column: Any, out: Converted) -> Column:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    trimmed = pc.utf8_trim_whitespace(column)
+    missing = _missing_mask(trimmed).to_numpy(zero_copy_only=False)
+    rows = len(column)
+    if fld.shape == () and not fld.sparse:
+        placeholder = _PLACEHOLDER.get(fld.dtype, "0")
+        source = column if fld.dtype == "string" else trimmed
+        filled = pc.if_else(pa.array(missing), placeholder, source)
+        values = _cast(filled, fld.dtype)
+        return _fill_missing(fld, values, missing, out)
+    lists = pc.split_pattern(pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), column),
+                             CSV_LIST_SEPARATOR)
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+    flat = pc.list_flatten(lists)
+    if fld.dtype != "string":
+        flat = pc.utf8_trim_whitespace(flat)
+    values = _cast(flat, fld.dtype)
+    if fld.sparse:
+        return _sparse(fld, lengths.astype(np.int64), values)
+    return _fixed_lists(fld, lengths, values, missing, rows, out)
+
+
+def _fill_missing(fld: Field, values: Array, missing: Array, out: Converted) -> Array:
+    if not missing.any():
+        return values
+    if fld.default is None:
+        out.mark(np.flatnonzero(missing), f"field {fld.name!r}: missing, and the feature has no default")
+        return values
+    values = values.copy()
+    values[missing] = fld.default.reshape(-1)[0]
+    return values
+
+
+def _fixed_lists(
+    fld: Field, lengths: Array, flat: Array, missing: Array, rows: int, out: Converted
+) -> Array:
+    shape = tuple(d or 1 for d in fld.shape or ())
+    size = math.prod(shape)
+    result = _placeholder(fld, rows).reshape(rows, size)
+    wrong = (lengths != size) & ~missing
+    if wrong.any():
+        for row in np.flatnonzero(wrong).tolist():
+            out.mark(
+                [row],
+                f"field {fld.name!r}: expected {size} values (shape {list(shape)}), "
+                f"found {int(lengths[row])}",
+            )
+    ok = (lengths == size) & ~missing
+    entries = np.repeat(ok, lengths)
+    result[ok] = flat[entries].reshape(-1, size)
+    if missing.any():
+        if fld.default is None:
+            out.mark(np.flatnonzero(missing), f"field {fld.name!r}: missing, and the feature has no default")
+        else:
+            result[missing] = fld.default.reshape(-1)
+    return result.reshape((rows, *shape))

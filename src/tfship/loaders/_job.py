@@ -1,0 +1,427 @@
+"""The batch job behind ``tfship predict``: files in, predictions out, in order, nothing lost.
+
+Reading and conversion run in a background thread, one chunk ahead of the model (TensorFlow
+releases the GIL while it runs), through a bounded queue, so memory stays flat whatever the
+input size. Every row ends up either in the output or in the rejects, with its file, line and
+reason; the summary shows that predicted + rejected = rows in.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tfship.errors import DataError, InputError, ModelInputError
+from tfship.loaders._convert import convert_chunk, select_rows, slice_rows
+from tfship.loaders._predict import Column
+from tfship.loaders._readers import (
+    Chunk,
+    Reject,
+    columns_of,
+    example_columns,
+    expand_inputs,
+    read_chunks,
+)
+from tfship.loaders._writers import RejectsWriter, Writer, format_for, make_writer
+
+if TYPE_CHECKING:
+    from tfship.loaders._model import LocalModel
+    from tfship.loaders._predict import SignatureAdapter
+
+Array = npt.NDArray[Any]
+log = logging.getLogger(__name__)
+
+
+class TooManyRejectsError(DataError):
+    """Raised after a batch job when more rows were rejected than ``--max-rejects`` allows."""
+
+    def __init__(self, message: str, *, summary: JobSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+@dataclass
+class JobSummary:
+    """What a batch job did: rows in, predicted, rejected, time, and where it wrote.
+
+    Example:
+        >>> JobSummary(rows_in=10, predicted=9, rejected=1, seconds=0.5, output="p.csv").line()
+        'rows in: 10, predicted: 9, rejected: 1 (20 rows/s, 0.50 s) -> p.csv'
+    """
+
+    rows_in: int = 0
+    predicted: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+    output: str = ""
+    rejects: str | None = None
+    files: int = 0
+    first_rejects: list[Reject] = field(default_factory=list, repr=False)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_in / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        """The one-line summary ``tfship predict`` prints."""
+        return (
+            f"rows in: {self.rows_in:,}, predicted: {self.predicted:,}, "
+            f"rejected: {self.rejected:,} ({self.rows_per_second:,.0f} rows/s, "
+            f"{self.seconds:.2f} s) -> {self.output}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows_in": self.rows_in,
+            "predicted": self.predicted,
+            "rejected": self.rejected,
+            "seconds": round(self.seconds, 4),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "output": self.output,
+            "rejects": self.rejects,
+            "files": self.files,
+        }
+
+
+@dataclass
+class Prepared:
+    """A chunk after conversion: the good rows, ready to run, and the rows set aside."""
+
+    source: str
+    lines: Array
+    columns: dict[str, Column] | None
+    serialized: Array | None
+    keep: dict[str, Any]
+    rejects: list[Reject]
+    rows_in: int
+
+    @property
+    def rows(self) -> int:
+        return int(self.lines.size)
+
+
+@dataclass
+class JobSpec:
+    """Everything a batch job needs to know, shared by the local and the Beam runners."""
+
+    inputs: Sequence[str]
+    output: Path
+    fmt: str | None = None
+    signature: str | None = None
+    outputs: Sequence[str] | None = None
+    batch_size: int = 1024
+    keep_columns: Sequence[str] = ()
+    rejects: Path | None = None
+    max_rejects: int | None = None
+    chunk_rows: int = 16384
+
+
+class ChunkPreparer:
+    """Converts reader chunks for one signature; also used by the Beam pipeline."""
+
+    def __init__(self, adapter: SignatureAdapter, keep_columns: Sequence[str], want_inputs: bool):
+        self.adapter = adapter
+        self.keep_columns = list(keep_columns)
+        self.want_inputs = want_inputs
+
+    @property
+    def wanted(self) -> set[str]:
+        return set(self.adapter.fields) | set(self.keep_columns)
+
+    def check_columns(self, path: Path) -> None:
+        """Fail before any work when a file lacks a required feature or a kept column."""
+        names = columns_of(path)
+        if names is None:
+            return
+        required = [f.name for f in self.adapter.fields.values() if f.required]
+        missing = [n for n in required if n not in names]
+        if missing:
+            raise InputError(
+                f"{path}: no column {', '.join(map(repr, missing))}, required by "
+                f"{self.adapter.where} (no default); the file has: {', '.join(names)}"
+            )
+        absent = [n for n in self.keep_columns if n not in names]
+        if absent:
+            raise InputError(
+                f"{path}: --keep-columns {', '.join(map(repr, absent))} not in the file; "
+                f"the file has: {', '.join(names)}"
+            )
+
+    def prepare(self, chunk: Chunk) -> Prepared:
+        rows_in = chunk.rows + len(chunk.rejects)
+        rejects = list(chunk.rejects)
+        if chunk.serialized is not None and self.adapter.parsing:
+            kept = example_columns(chunk.serialized, self.keep_columns) if self.keep_columns else {}
+            return Prepared(chunk.source, chunk.lines, None, chunk.serialized, kept, rejects, rows_in)
+        raw = chunk.columns
+        if chunk.serialized is not None:
+            raw = example_columns(chunk.serialized, sorted(self.wanted))
+        converted = convert_chunk(self.adapter.fields, raw, chunk.rows)
+        good = np.ones(chunk.rows, dtype=bool)
+        for row, reason in sorted(converted.bad.items()):
+            good[row] = False
+            text = chunk.texts[row] if chunk.texts is not None else None
+            rejects.append(Reject(chunk.source, int(chunk.lines[row]), reason, text))
+        rejects.sort(key=lambda r: r.line)
+        columns = converted.columns
+        keep: dict[str, Any] = {k: raw.get(k) for k in self.keep_columns}
+        if not good.all():
+            columns = {k: select_rows(c, good) for k, c in columns.items()}
+            keep = {k: _take(v, good) for k, v in keep.items()}
+        return Prepared(chunk.source, chunk.lines[good], columns, None, keep, rejects, rows_in)
+
+
+def _take(column: Any, mask: Array) -> Any:
+    if column is None:
+        return [None] * int(mask.sum())
+    if hasattr(column, "filter"):
+        import pyarrow as pa
+
+        return column.filter(pa.array(mask))
+    if isinstance(column, np.ndarray):
+        return column[mask]
+    return [v for v, m in zip(column, mask.tolist()) if m]
+
+
+def _take_keep(keep: Mapping[str, Any], mask: Array) -> dict[str, Any]:
+    return {k: _take(v, mask) for k, v in keep.items()}
+
+
+class BatchRunner:
+    """Runs prepared chunks through the model in batches; isolates rows the model refuses."""
+
+    def __init__(self, adapter: SignatureAdapter, keys: Sequence[str], batch_size: int):
+        self.adapter = adapter
+        self.keys = list(keys)
+        self.batch_size = batch_size
+
+    def run(self, prepared: Prepared) -> tuple[dict[str, Array], Array, list[tuple[int, str]]]:
+        """Outputs for the rows the model accepted, their mask, and (row, reason) for the rest."""
+        outputs: list[dict[str, Array]] = []
+        bad: list[tuple[int, str]] = []
+        for start in range(0, prepared.rows, self.batch_size):
+            stop = min(start + self.batch_size, prepared.rows)
+            self._isolate(prepared, start, stop, outputs, bad)
+        good = np.ones(prepared.rows, dtype=bool)
+        for row, _ in bad:
+            good[row] = False
+        merged = {k: np.concatenate([o[k] for o in outputs]) for k in self.keys} if outputs else {}
+        return merged, good, bad
+
+    def _call(self, prepared: Prepared, start: int, stop: int) -> dict[str, Array]:
+        if prepared.serialized is not None:
+            return self.adapter.run_examples(prepared.serialized[start:stop], self.keys)
+        assert prepared.columns is not None
+        batch = {k: slice_rows(c, start, stop) for k, c in prepared.columns.items()}
+        return self.adapter.run_columns(batch, self.keys)
+
+    def _isolate(
+        self,
+        prepared: Prepared,
+        start: int,
+        stop: int,
+        outputs: list[dict[str, Array]],
+        bad: list[tuple[int, str]],
+    ) -> None:
+        try:
+            outputs.append(self._call(prepared, start, stop))
+        except ModelInputError as exc:
+            # One bad row fails its whole batch: split until the culprits are alone.
+            if stop - start == 1:
+                bad.append((start, f"the model rejected the row: {exc}"))
+                return
+            middle = (start + stop) // 2
+            self._isolate(prepared, start, middle, outputs, bad)
+            self._isolate(prepared, middle, stop, outputs, bad)
+
+
+class _Progress:
+    """Rows and rows/s on stderr, on a terminal only, at most twice a second."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.perf_counter()
+        self.shown = 0.0
+
+    def update(self, rows: int, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not final and now - self.shown < 0.5:
+            return
+        self.shown = now
+        rate = rows / max(now - self.started, 1e-9)
+        sys.stderr.write(f"\r{rows:,} rows  {rate:,.0f} rows/s")
+        if final:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def background(produce: Iterator[Any], depth: int = 2) -> Iterator[Any]:
+    """Iterate ``produce`` in a thread, ``depth`` items ahead; errors surface in the consumer."""
+    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for item in produce:
+                while not stop.is_set():
+                    try:
+                        items.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put(("done", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread
+            items.put(("error", exc))
+
+    thread = threading.Thread(target=work, name="tfship-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "done":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def run_job(
+    model: LocalModel,
+    spec: JobSpec,
+    *,
+    progress: bool | None = None,
+    echo_reject: Callable[[Reject], None] | None = None,
+) -> JobSummary:
+    """Predict every row of ``spec.inputs`` into ``spec.output``; bad rows go to the rejects.
+
+    Args:
+        model: the loaded model.
+        spec: inputs, output, format, signature, outputs, batch size, kept columns, rejects.
+        progress: show a progress line on stderr; ``None``: only when stderr is a terminal.
+        echo_reject: called with each reject when there is no rejects file.
+
+    Returns:
+        The :class:`JobSummary`.
+
+    Raises:
+        InputError: an input is missing, of an unknown type, or lacks a required column.
+        TooManyRejectsError: more rows were rejected than ``spec.max_rejects`` (after the run;
+            the output and rejects files are written).
+
+    Example:
+        >>> run_job(model, JobSpec(["eval.csv"], Path("preds.csv"))).line()  # doctest: +SKIP
+        'rows in: 1,000, predicted: 1,000, rejected: 0 (...) -> preds.csv'
+    """
+    if spec.batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {spec.batch_size}")
+    files = expand_inputs(spec.inputs)
+    fmt = format_for(spec.output, spec.fmt)
+    adapter = model.adapter(spec.signature)
+    keys = model.output_keys(adapter.sig.key, spec.outputs)
+    preparer = ChunkPreparer(adapter, spec.keep_columns, want_inputs=fmt == "tfrecord")
+    for path in files:
+        preparer.check_columns(path)
+    summary = JobSummary(output=str(spec.output), files=len(files))
+    summary.rejects = str(spec.rejects) if spec.rejects else None
+    writer = make_writer(fmt, spec.output, signature=adapter.sig.key, model_name=model.path.parent.name)
+    rejects = RejectsWriter(spec.rejects) if spec.rejects else None
+    show = _Progress(sys.stderr.isatty() if progress is None else progress)
+    started = time.perf_counter()
+    chunk_rows = max(spec.chunk_rows, spec.batch_size)
+
+    def prepared_chunks() -> Iterator[Prepared]:
+        for path in files:
+            for chunk in read_chunks(path, chunk_rows, preparer.wanted):
+                yield preparer.prepare(chunk)
+
+    runner = BatchRunner(adapter, keys, spec.batch_size)
+    try:
+        for prepared in background(prepared_chunks()):
+            _handle(prepared, runner, writer, rejects, summary, echo_reject, fmt == "tfrecord")
+            show.update(summary.rows_in)
+        writer.close()
+        if rejects is not None:
+            rejects.close()
+    except BaseException:
+        writer.abort()
+        if rejects is not None:
+            rejects.abort()
+        raise
+    summary.seconds = time.perf_counter() - started
+    show.update(summary.rows_in, final=True)
+    _check_rejects(spec, summary)
+    return summary
+
+
+def _handle(
+    prepared: Prepared,
+    runner: BatchRunner,
+    writer: Writer,
+    rejects: RejectsWriter | None,
+    summary: JobSummary,
+    echo_reject: Callable[[Reject], None] | None,
+    want_inputs: bool,
+) -> None:
+    summary.rows_in += prepared.rows_in
+    all_rejects = list(prepared.rejects)
+    if prepared.rows:
+        outputs, good, bad = runner.run(prepared)
+        for row, reason in bad:
+            all_rejects.append(Reject(prepared.source, int(prepared.lines[row]), reason))
+        keep = prepared.keep if good.all() else _take_keep(prepared.keep, good)
+        inputs = _request_inputs(runner.adapter, prepared, good) if want_inputs else None
+        if outputs:
+            writer.write(keep, outputs, inputs)
+        summary.predicted += int(good.sum())
+    for reject in sorted(all_rejects, key=lambda r: r.line):
+        summary.rejected += 1
+        if len(summary.first_rejects) < 5:
+            summary.first_rejects.append(reject)
+        if rejects is not None:
+            rejects.write(reject)
+        elif echo_reject is not None:
+            echo_reject(reject)
+
+
+def _request_inputs(adapter: SignatureAdapter, prepared: Prepared, good: Array) -> dict[str, Any]:
+    """The inputs of each row as a PredictRequest would carry them (for PredictionLog)."""
+    if adapter.parsing:
+        assert adapter.example_key is not None
+        if prepared.serialized is not None:
+            return {adapter.example_key: prepared.serialized[good]}
+        assert prepared.columns is not None
+        columns = {k: select_rows(c, good) for k, c in prepared.columns.items()}
+        return {adapter.example_key: adapter.serialize(columns)}
+    assert prepared.columns is not None
+    return {
+        k: c[good] for k, c in prepared.columns.items() if isinstance(c, np.ndarray)
+    }
+
+
+def _check_rejects(spec: JobSpec, summary: JobSummary) -> None:
+    if spec.max_rejects is None or summary.rejected <= spec.max_rejects:
+        return
+    first = summary.first_rejects[0] if summary.first_rejects else None
+    detail = f"; first: {first.source}:{first.line}: {first.reason}" if first else ""
+    raise TooManyRejectsError(
+        f"{summary.rejected:,} of {summary.rows_in:,} rows rejected, more than "
+        f"--max-rejects {spec.max_rejects}{detail}",
+        summary=summary,
+    )

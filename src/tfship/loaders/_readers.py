@@ -1,0 +1,309 @@
+"""Streaming readers for batch jobs: CSV, JSONL, Parquet and TFRecord of ``tf.train.Example``.
+
+Each reader yields :class:`Chunk` s of at most ``chunk_rows`` rows, so memory does not grow with
+the file. Every row keeps its file and line (record number for Parquet and TFRecord) so that a
+rejected row can be found again. Rows that cannot even be read (bad JSON, a CSV line with the
+wrong number of cells) come out as rejects, not as errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tfship.errors import DataError, InputError
+from tfship.loaders._predict import _MISSING
+
+Array = npt.NDArray[Any]
+
+#: file suffix -> reader format.
+FORMATS: dict[str, str] = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".tfrecord": "tfrecord",
+    ".tfrecords": "tfrecord",
+    ".tfr": "tfrecord",
+}
+
+
+@dataclass
+class Reject:
+    """A row that did not make it: where it was, why, and its text when it has one."""
+
+    source: str
+    line: int
+    reason: str
+    record: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.source, "line": self.line, "reason": self.reason, "record": self.record}
+
+
+@dataclass
+class Chunk:
+    """Consecutive rows of one file, as raw columns (Arrow arrays or Python lists).
+
+    ``serialized`` holds the records of a TFRecord file instead of columns; ``texts`` the raw
+    text of each row (CSV, JSONL) for the rejects file.
+    """
+
+    source: str
+    lines: Array
+    columns: dict[str, Any]
+    rejects: list[Reject] = field(default_factory=list)
+    texts: list[str] | None = None
+    serialized: Array | None = None
+
+    @property
+    def rows(self) -> int:
+        return int(self.lines.size)
+
+
+def expand_inputs(patterns: Sequence[str]) -> list[Path]:
+    """Files named by paths or globs, in the order given (each glob sorted).
+
+    Raises:
+        InputError: a pattern matches nothing, or a file has an unknown suffix.
+    """
+    files: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(os.path.expanduser(pattern), recursive=True))
+        matches = [m for m in matches if os.path.isfile(m)]
+        if not matches:
+            raise InputError(f"input {pattern!r} matches no file")
+        files.extend(Path(m) for m in matches)
+    for path in files:
+        format_of(path)
+    return files
+
+
+def format_of(path: Path) -> str:
+    """The reader format of a file, from its suffix."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(
+            f"input {str(path)!r}: unknown file type {path.suffix!r}; "
+            f"known: {', '.join(sorted(FORMATS))}"
+        )
+    return fmt
+
+
+def columns_of(path: Path) -> list[str] | None:
+    """The column names of a CSV or Parquet file (None for formats without a header)."""
+    fmt = format_of(path)
+    if fmt == "csv":
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return next(csv.reader(f), [])
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.ParquetFile(path).schema_arrow.names)
+    return None
+
+
+def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> Iterator[Chunk]:
+    """Chunks of one file; ``wanted`` restricts the columns kept (None keeps all)."""
+    readers = {"csv": _csv, "jsonl": _jsonl, "parquet": _parquet, "tfrecord": _tfrecord}
+    return readers[format_of(path)](path, chunk_rows, wanted)
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+
+
+def _csv(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
+    with open(path, "rb") as f:
+        header = f.readline().decode("utf-8-sig")
+        names = next(csv.reader([header]), [])
+        if not names:
+            return
+        number = 1
+        while True:
+            lines = list(islice(f, chunk_rows))
+            if not lines:
+                return
+            numbers = np.arange(number + 1, number + 1 + len(lines), dtype=np.int64)
+            number += len(lines)
+            yield _csv_chunk(str(path), names, lines, numbers, wanted)
+
+
+def _csv_chunk(
+    source: str, names: list[str], lines: list[bytes], numbers: Array, wanted: set[str] | None
+) -> Chunk:
+    data = b"".join(lines)
+    if b"\n\n" in data or b"\n\r\n" in data or data[:1] in (b"\n", b"\r"):
+        keep = [i for i, line in enumerate(lines) if line.strip()]
+        lines = [lines[i] for i in keep]
+        numbers = numbers[keep]
+        data = b"".join(lines)
+    texts = [line.decode("utf-8", "replace").rstrip("\r\n") for line in lines]
+    try:
+        table = _arrow_csv(data, names)
+    except Exception:  # noqa: BLE001 - any Arrow parse failure sends the chunk to the slow path
+        return _csv_slow(source, names, texts, numbers, wanted)
+    columns = {n: table.column(n) for n in names if wanted is None or n in wanted}
+    return Chunk(source, numbers, columns, texts=texts)
+
+
+def _arrow_csv(data: bytes, names: list[str]) -> Any:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    # Every column is read as text; the conversion to the model's dtypes (with its own
+    # missing-value and list rules) happens later, column by column.
+    return pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+        parse_options=pacsv.ParseOptions(newlines_in_values=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={n: pa.string() for n in names},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+
+
+def _csv_slow(
+    source: str, names: list[str], texts: list[str], numbers: Array, wanted: set[str] | None
+) -> Chunk:
+    rejects: list[Reject] = []
+    good_rows: list[list[str]] = []
+    good_lines: list[int] = []
+    good_texts: list[str] = []
+    for text, number in zip(texts, numbers.tolist()):
+        try:
+            cells = next(csv.reader([text], strict=True), [])
+        except csv.Error as exc:
+            rejects.append(Reject(source, number, f"unparseable CSV line: {exc}", text))
+            continue
+        if len(cells) != len(names):
+            reason = f"expected {len(names)} CSV cells (as in the header), found {len(cells)}"
+            rejects.append(Reject(source, number, reason, text))
+            continue
+        good_rows.append(cells)
+        good_lines.append(number)
+        good_texts.append(text)
+    columns: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        if wanted is None or name in wanted:
+            columns[name] = [row[i] for row in good_rows]
+    lines = np.asarray(good_lines, dtype=np.int64)
+    return Chunk(source, lines, columns, rejects=rejects, texts=good_texts)
+
+
+# -- JSONL -------------------------------------------------------------------------------------
+
+
+def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
+    source = str(path)
+    with open(path, encoding="utf-8") as f:
+        number = 0
+        while True:
+            lines = list(islice(f, chunk_rows))
+            if not lines:
+                return
+            records: list[dict[str, Any]] = []
+            numbers: list[int] = []
+            texts: list[str] = []
+            rejects: list[Reject] = []
+            for line in lines:
+                number += 1
+                text = line.rstrip("\r\n")
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    rejects.append(Reject(source, number, f"unparseable JSON: {exc}", text))
+                    continue
+                if not isinstance(record, dict):
+                    reason = f"expected a JSON object, found {type(record).__name__}"
+                    rejects.append(Reject(source, number, reason, text))
+                    continue
+                records.append(record)
+                numbers.append(number)
+                texts.append(text)
+            names = set().union(*records) if records else set()
+            if wanted is not None:
+                names &= wanted
+            columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
+            lines_arr = np.asarray(numbers, dtype=np.int64)
+            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts)
+
+
+# -- Parquet -----------------------------------------------------------------------------------
+
+
+def _parquet(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - Arrow raises several types for a bad file
+        raise DataError(f"{path}: not a readable Parquet file ({exc})") from exc
+    names = [n for n in parquet.schema_arrow.names if wanted is None or n in wanted]
+    start = 0
+    for batch in parquet.iter_batches(batch_size=chunk_rows, columns=names):
+        lines = np.arange(start + 1, start + 1 + batch.num_rows, dtype=np.int64)
+        start += batch.num_rows
+        yield Chunk(str(path), lines, {n: batch.column(n) for n in names})
+
+
+# -- TFRecord ----------------------------------------------------------------------------------
+
+
+def _tfrecord(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
+    from tfship._tf import tf
+
+    t = tf()
+    dataset = t.data.TFRecordDataset(str(path)).batch(chunk_rows)
+    start = 0
+    iterator = iter(dataset.as_numpy_iterator())
+    while True:
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            return
+        except t.errors.OpError as exc:
+            raise DataError(
+                f"{path}: corrupt TFRecord after record {start}: {exc.message.splitlines()[0]}"
+            ) from exc
+        serialized = np.empty(len(batch), dtype=object)
+        serialized[:] = list(batch)
+        lines = np.arange(start + 1, start + 1 + len(batch), dtype=np.int64)
+        start += len(batch)
+        yield Chunk(str(path), lines, {}, serialized=serialized)
+
+
+def example_columns(serialized: Array, names: Sequence[str]) -> dict[str, list[Any]]:
+    """Features ``names`` of serialized examples as Python values (one list per name)."""
+    from tfship._tf import tf
+
+    parse = tf().train.Example.FromString
+    columns: dict[str, list[Any]] = {n: [] for n in names}
+    for data in serialized:
+        feats = parse(data).features.feature
+        for name in names:
+            feature = feats.get(name)
+            kind = feature.WhichOneof("kind") if feature is not None else None
+            if kind is None:
+                columns[name].append(_MISSING)
+                continue
+            values = list(getattr(feature, kind).value)
+            values = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in values]
+            columns[name].append(values[0] if len(values) == 1 else values)
+    return columns

@@ -1,0 +1,370 @@
+"""Streaming writers for batch jobs: JSONL, CSV, Parquet and TFRecord of ``PredictionLog``.
+
+Writers take one chunk at a time (pass-through columns plus model outputs) and write to a
+temporary sibling of the target, renamed into place by ``close``: a reader never sees half a
+file. JSONL and Parquet keep each output's per-row shape (``class_ids`` stays ``[1]``, as TF
+Serving's REST API answers); CSV has one cell per value: ``probabilities_0``,
+``probabilities_1``, ... or just ``class_ids`` when a row holds one value.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from tfship.errors import InputError
+
+Array = npt.NDArray[Any]
+WRITE_FORMATS = ("jsonl", "csv", "parquet", "tfrecord")
+
+
+class AtomicFile:
+    """A temporary sibling of ``path``, renamed onto it by ``commit`` and removed by ``abort``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        self.tmp = Path(tmp)
+
+    def commit(self) -> None:
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.tmp.unlink(missing_ok=True)
+
+
+class Writer:
+    """Base of the output writers: ``write`` chunks in order, then ``close`` (or ``abort``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = AtomicFile(path)
+        self.rows = 0
+
+    def write(
+        self,
+        keep: Mapping[str, Any],
+        outputs: Mapping[str, Array],
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Flush and close the underlying stream (before the rename)."""
+
+    def close(self) -> None:
+        self.finish()
+        self.file.commit()
+
+    def abort(self) -> None:
+        try:
+            self.finish()
+        finally:
+            self.file.abort()
+
+
+def make_writer(
+    fmt: str, path: Path, *, signature: str = "serving_default", model_name: str = ""
+) -> Writer:
+    """The writer for ``fmt`` (jsonl, csv, parquet, tfrecord)."""
+    if fmt == "jsonl":
+        return JsonlWriter(path)
+    if fmt == "csv":
+        return CsvWriter(path)
+    if fmt == "parquet":
+        return ParquetWriter(path)
+    if fmt == "tfrecord":
+        return PredictionLogWriter(path, signature=signature, model_name=model_name)
+    raise InputError(f"unknown output format {fmt!r}; choose one of: {', '.join(WRITE_FORMATS)}")
+
+
+def format_for(path: Path, fmt: str | None) -> str:
+    """The output format: ``fmt`` if given, else from the suffix of ``path``."""
+    if fmt is not None:
+        return fmt
+    guess = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet",
+             ".tfrecord": "tfrecord", ".tfrecords": "tfrecord"}.get(path.suffix.lower())
+    if guess is None:
+        raise InputError(
+            f"cannot tell the output format of {str(path)!r} from its suffix; "
+            f"pass --format ({', '.join(WRITE_FORMATS)})"
+        )
+    return guess
+
+
+# -- value helpers ------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            # JSON has no bytes: TF Serving's REST API uses the same {"b64": ...} wrapper.
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _json_values(array: Array) -> list[Any]:
+    rows: list[Any] = array.tolist()
+    if array.dtype == object:
+        return [_decode_nested(row) for row in rows]
+    return rows
+
+
+def _decode_nested(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode_nested(v) for v in value]
+    return _text(value)
+
+
+def _keep_values(column: Any) -> list[Any]:
+    if hasattr(column, "to_pylist"):
+        return column.to_pylist()  # type: ignore[no-any-return]
+    if isinstance(column, np.ndarray):
+        return _json_values(column)
+    return [None if v is _missing_sentinel() else v for v in column]
+
+
+def _missing_sentinel() -> Any:
+    from tfship.loaders._predict import _MISSING
+
+    return _MISSING
+
+
+# -- JSONL --------------------------------------------------------------------------------------
+
+
+class JsonlWriter(Writer):
+    """One JSON object per row: pass-through columns, then outputs (per-row shapes kept)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+
+    def write(
+        self,
+        keep: Mapping[str, Any],
+        outputs: Mapping[str, Array],
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        columns = {k: _keep_values(v) for k, v in keep.items()}
+        columns.update({k: _json_values(v) for k, v in outputs.items()})
+        names = list(columns)
+        dumps = json.dumps
+        lines = [
+            dumps(dict(zip(names, values)), ensure_ascii=False) for values in zip(*columns.values())
+        ]
+        if lines:
+            self.stream.write("\n".join(lines) + "\n")
+        self.rows += len(lines)
+
+    def finish(self) -> None:
+        self.stream.close()
+
+
+# -- Arrow based (CSV, Parquet) -----------------------------------------------------------------
+
+
+def _arrow_output(key: str, array: Array, flatten: bool) -> list[tuple[str, Any]]:
+    import pyarrow as pa
+
+    rows = array.shape[0]
+    per_row = int(np.prod(array.shape[1:])) if array.ndim > 1 else 1
+    flat = array.reshape(rows, per_row) if array.ndim != 1 else array.reshape(rows, 1)
+    if flatten:
+        if array.ndim == 1 or per_row == 1:
+            return [(key, _arrow_values(flat[:, 0]))]
+        return [(f"{key}_{i}", _arrow_values(flat[:, i])) for i in range(per_row)]
+    if array.ndim == 1:
+        return [(key, _arrow_values(array))]
+    values = _arrow_values(array.reshape(-1))
+    nested = values
+    for size in reversed(array.shape[1:]):
+        nested = pa.FixedSizeListArray.from_arrays(nested, size)
+    return [(key, nested)]
+
+
+def _arrow_values(values: Array) -> Any:
+    import pyarrow as pa
+
+    if values.dtype == object:
+        binary = pa.array(values, type=pa.binary()) if _all_bytes(values) else None
+        if binary is not None:
+            try:
+                return binary.cast(pa.string())
+            except pa.ArrowInvalid:
+                return binary
+        return pa.array([_text(v) if isinstance(v, bytes) else v for v in values.tolist()])
+    return pa.array(values)
+
+
+def _all_bytes(values: Array) -> bool:
+    return all(isinstance(v, bytes) for v in values[:16])
+
+
+def _arrow_keep(column: Any, as_text: bool) -> Any:
+    import pyarrow as pa
+
+    if isinstance(column, (pa.Array, pa.ChunkedArray)):
+        return column.cast(pa.string()) if as_text else column
+    values = _keep_values(column)
+    if as_text:
+        # CSV cells are text anyway; files of one job may type an id column differently.
+        return pa.array([None if v is None else _cell(v) for v in values], type=pa.string())
+    return pa.array(values)
+
+
+def _cell(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _table(keep: Mapping[str, Any], outputs: Mapping[str, Array], flatten: bool) -> Any:
+    import pyarrow as pa
+
+    names: list[str] = []
+    arrays: list[Any] = []
+    for name, column in keep.items():
+        names.append(name)
+        arrays.append(_arrow_keep(column, as_text=flatten))
+    for key, array in outputs.items():
+        for name, column in _arrow_output(key, array, flatten):
+            names.append(name)
+            arrays.append(column)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+class CsvWriter(Writer):
+    """CSV with a header; one cell per output value (``scores_0``, ``scores_1``, ...)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.stream: BinaryIO = open(self.file.tmp, "wb")  # noqa: SIM115
+        self.writer: Any = None
+
+    def write(
+        self,
+        keep: Mapping[str, Any],
+        outputs: Mapping[str, Array],
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        import pyarrow.csv as pacsv
+
+        table = _table(keep, outputs, flatten=True)
+        if self.writer is None:
+            options = pacsv.WriteOptions(quoting_style="needed")
+            self.writer = pacsv.CSVWriter(self.stream, table.schema, write_options=options)
+        self.writer.write_table(table)
+        self.rows += table.num_rows
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.stream.close()
+
+
+class ParquetWriter(Writer):
+    """Parquet; multi-valued outputs are fixed-size list columns."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writer: Any = None
+
+    def write(
+        self,
+        keep: Mapping[str, Any],
+        outputs: Mapping[str, Array],
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        import pyarrow.parquet as pq
+
+        table = _table(keep, outputs, flatten=False)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(str(self.file.tmp), table.schema)
+        self.writer.write_table(table.cast(self.writer.schema))
+        self.rows += table.num_rows
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+# -- TFRecord of PredictionLog ----------------------------------------------------------------
+
+
+class PredictionLogWriter(Writer):
+    """A TFRecord of ``PredictionLog`` (one per row, as TF Serving's request logs and tfx-bsl).
+
+    Each record holds a ``PredictLog``: the request (model, signature and the row's inputs:
+    its serialized ``tf.train.Example`` for a parsing signature) and the response outputs.
+    """
+
+    def __init__(self, path: Path, *, signature: str, model_name: str) -> None:
+        super().__init__(path)
+        from tfship._tf import tf
+
+        self.tf = tf()
+        self.signature = signature
+        self.model_name = model_name
+        self.writer = self.tf.io.TFRecordWriter(str(self.file.tmp))
+
+    def write(
+        self,
+        keep: Mapping[str, Any],
+        outputs: Mapping[str, Array],
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
+
+        make = self.tf.make_tensor_proto
+        rows = next(iter(outputs.values())).shape[0] if outputs else 0
+        for i in range(rows):
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = self.model_name
+            request.model_spec.signature_name = self.signature
+            for key, column in (inputs or {}).items():
+                if isinstance(column, np.ndarray):
+                    request.inputs[key].CopyFrom(make(column[i : i + 1]))
+            response = predict_pb2.PredictResponse()
+            response.model_spec.CopyFrom(request.model_spec)
+            for key, array in outputs.items():
+                response.outputs[key].CopyFrom(make(array[i : i + 1]))
+            log = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request, response=response)
+            )
+            self.writer.write(log.SerializeToString())
+        self.rows += rows
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+class RejectsWriter:
+    """The rejects file: one JSON object per rejected row (file, line, reason, record)."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = AtomicFile(path)
+        self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, reject: Any) -> None:
+        self.stream.write(json.dumps(reject.to_dict(), ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        self.stream.close()
+        self.file.commit()
+
+    def abort(self) -> None:
+        self.stream.close()
+        self.file.abort()

@@ -1,0 +1,69 @@
+"""`tfship predict --runner beam`: the DirectRunner pipeline writes what the local runner writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from loaders.support import EstimatorExports, make_rows
+from loaders.test_job import BAD_LINES, write_csv, write_input
+from tfship.cli import cli
+
+pytest.importorskip("apache_beam")
+pytestmark = pytest.mark.slow
+
+
+def _run(model: Path, tmp: Path, runner: str, inputs: list[Path]) -> tuple[Any, Path, Path]:
+    out, rejects = tmp / f"{runner}.csv", tmp / f"{runner}.rejects.jsonl"
+    args = ["predict", str(model), "-o", str(out), "--rejects", str(rejects),
+            "--keep-columns", "id", "--runner", runner, "--json"]
+    for path in inputs:
+        args += ["-i", str(path)]
+    if runner == "beam":
+        args += ["--beam-option", "runner=DirectRunner"]
+    return CliRunner().invoke(cli, args), out, rejects
+
+
+def test_direct_runner_output_equals_the_local_path(
+    estimator_exports: EstimatorExports, tmp_path: Path
+) -> None:
+    rows = make_rows(30, seed=31)
+    csv_in = write_csv(tmp_path / "a.csv", rows, extra=BAD_LINES)
+    jsonl_in = write_input("jsonl", tmp_path, make_rows(12, seed=32))
+    with open(jsonl_in, "a") as f:
+        f.write("{not json\n")
+    inputs = [csv_in, jsonl_in]
+    local, local_out, local_rejects = _run(estimator_exports.parsing, tmp_path, "local", inputs)
+    beam, beam_out, beam_rejects = _run(estimator_exports.parsing, tmp_path, "beam", inputs)
+    assert local.exit_code == 0, local.output
+    assert beam.exit_code == 0, beam.output
+    local_frame, beam_frame = pd.read_csv(local_out), pd.read_csv(beam_out)
+    assert list(beam_frame.columns) == list(local_frame.columns)
+    assert beam_frame["id"].tolist() == local_frame["id"].tolist()  # same rows, same order
+    # Beam picks its own batch sizes: the last float bit may differ between batchings.
+    numeric = [c for c in local_frame.columns if c.startswith("scores")]
+    np.testing.assert_allclose(beam_frame[numeric], local_frame[numeric], rtol=1e-6)
+    assert beam_frame["classes_0"].tolist() == local_frame["classes_0"].tolist()
+    assert beam_rejects.read_text() == local_rejects.read_text()
+    local_summary, beam_summary = json.loads(local.stdout), json.loads(beam.stdout)
+    for key in ("rows_in", "predicted", "rejected"):
+        assert beam_summary[key] == local_summary[key]
+    assert beam_summary["rows_in"] == 30 + 3 + 12 + 1
+    assert beam_summary["rejected"] == 4
+
+
+def test_a_bad_beam_option_is_a_usage_error(
+    estimator_exports: EstimatorExports, tmp_path: Path
+) -> None:
+    source = write_csv(tmp_path / "a.csv", make_rows(3, seed=1))
+    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), "-i", str(source),
+                                      "-o", str(tmp_path / "o.csv"), "--runner", "beam",
+                                      "--beam-option", "novalue"])
+    assert result.exit_code == 2
+    assert "--beam-option 'novalue': expected KEY=VALUE" in result.stderr
