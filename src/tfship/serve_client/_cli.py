@@ -251,7 +251,11 @@ def _example_inputs(
             f"signature {sig.key!r} has inputs {sorted(sig.inputs)}"
         )
     schema = Schema.load(schema_path)
-    return {strings[0]: [to_example(r, schema).SerializeToString() for r in records]}
+    return {
+        strings[0]: [
+            to_example(r, schema, f"record {i}").SerializeToString() for i, r in enumerate(records, 1)
+        ]
+    }
 
 
 def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
@@ -472,12 +476,26 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
 
 
 def _print_spec(spec: Any) -> None:
+    version = "" if spec.version is None else f" version {spec.version}"  # REST reports none
     signature = f" signature {spec.signature_name}" if spec.signature_name else ""
-    click.echo(f"model {spec.name} version {spec.version}{signature}")
+    click.echo(f"model {spec.name}{version}{signature}")
 
 
 def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, allow_nan=True))
+    click.echo(_json_text(value))
+
+
+def _json_text(value: Any, indent: str = "") -> str:
+    """Objects one key per line, arrays on one line: tensors stay readable, jq still works."""
+    if isinstance(value, dict) and value:
+        inner = indent + "  "
+        items = [f"{inner}{json.dumps(k)}: {_json_text(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        inner = indent + "  "
+        items = [inner + _json_text(v, inner) for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{indent}]"
+    return json.dumps(value, allow_nan=True)
 
 
 def _decode_strings(value: Any) -> Any:

@@ -356,7 +356,7 @@ def model_spec_proto(
     return spec
 
 
-def to_example(record: Any, schema: Any = None) -> Any:
+def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
     """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
     float -> float), an Example (returned as is) or its serialized bytes.
 
@@ -375,7 +375,7 @@ def to_example(record: Any, schema: Any = None) -> Any:
     if not isinstance(record, Mapping):
         raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
     if schema is not None:
-        return example_cls.FromString(schema.to_example(record).SerializeToString())
+        return example_cls.FromString(schema.to_example(record, where=where).SerializeToString())
     example = example_cls()
     for name, value in record.items():
         _fill_feature(example.features.feature, str(name), value)
@@ -415,7 +415,7 @@ def _feature_values(value: Any) -> list[Any]:
 def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
     """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
     pb = protos()
-    built = [to_example(record, schema) for record in examples]
+    built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
     if not built:
         raise ValueError("give at least one example")
     message = pb.input_pb2.Input()
@@ -424,7 +424,7 @@ def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = N
     else:
         target = message.example_list_with_context
         target.examples.extend(built)
-        target.context.CopyFrom(to_example(context, schema))
+        target.context.CopyFrom(to_example(context, schema, "context"))
     return message
 
 

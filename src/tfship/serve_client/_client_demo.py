@@ -95,7 +95,9 @@ def _predict(
     echo(f"$ tfship client predict --server {target} --model {model} -i records.jsonl")
     string_inputs = [k for k, info in sig.inputs.items() if info.dtype == "string"]
     if len(sig.inputs) == 1 and string_inputs:
-        serialized = [to_example(r, schema).SerializeToString() for r in records]
+        serialized = [
+            to_example(r, schema, f"record {i}").SerializeToString() for i, r in enumerate(records, 1)
+        ]
         inputs: Any = {string_inputs[0]: serialized}
     else:
         inputs = {key: [record[key] for record in records] for key in sig.inputs}
