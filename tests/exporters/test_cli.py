@@ -38,6 +38,7 @@ def test_export_newest_checkpoint_as_json(trained_dir: Path, tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["global_step"] == 10 and data["verified"] is True
+    assert data["metrics"]["global_step"] == 10 and "loss" in data["metrics"]  # its evaluation
     assert numeric_dirs(out) == [str(data["version"])]
     sigs = saved_signatures(out / str(data["version"]))
     assert {"serving_default", "predict", "raw:predict"} <= set(sigs)

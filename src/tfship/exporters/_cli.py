@@ -108,6 +108,8 @@ def export(
         checkpoint, record = best_checkpoint(model_dir, best_by[0], best_by[1], eval_name)
         eval_result = {**record.metrics, "global_step": record.step}
         logger.info("best %s: step %d (%s)", best_by[0], record.step, record.eval_dir)
+    else:
+        eval_result = _evaluation_of(estimator, model_dir, checkpoint, eval_name)
     warmup = read_warmup_records(warmup_path) if warmup_path else None
     result = export_model(
         estimator,
@@ -126,6 +128,24 @@ def export(
         click.echo(json.dumps(result_to_dict(result), indent=2, sort_keys=True))
         return
     _echo_result(result)
+
+
+def _evaluation_of(
+    estimator: Any, model_dir: Path, checkpoint: str | None, eval_name: str | None
+) -> dict[str, Any] | None:
+    # Record the metrics of the exported checkpoint when it was evaluated; none is fine.
+    from tfship.exporters._events import read_eval_history
+    from tfship.exporters._export import checkpoint_step, resolve_checkpoint
+
+    step = checkpoint_step(resolve_checkpoint(estimator, checkpoint))
+    try:
+        history = read_eval_history(model_dir, eval_name)
+    except InputError:
+        return None
+    for record in history:
+        if record.step == step:
+            return {**record.metrics, "global_step": step}
+    return None
 
 
 def result_to_dict(result: Any) -> dict[str, Any]:

@@ -370,8 +370,8 @@ def _metadata(
         "version": number,
         "exporter": dict(exporter or {}),
         "global_step": step,
-        "checkpoint": ckpt,
-        "model_dir": str(est.model_dir),
+        "checkpoint": _absolute(ckpt),
+        "model_dir": _absolute(str(est.model_dir)),
         "created": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
         "created_unix": round(now, 3),
         "metrics": jsonable_metrics(eval_result or {}),
@@ -383,6 +383,11 @@ def _metadata(
         "signatures": report.to_dict(),
         "warmup": {"records": n_warmup, "signature": SERVING_DEFAULT} if n_warmup else None,
     }
+
+
+def _absolute(path: str) -> str:
+    # Metadata outlives the working directory it was written from; remote URLs stay as they are.
+    return path if "://" in path else os.path.abspath(path)
 
 
 def jsonable_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
