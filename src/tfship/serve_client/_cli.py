@@ -33,6 +33,7 @@ _COMMON_OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--client-cert", type=click.Path(exists=True, dir_okay=False), help="mTLS cert."),
     click.option("--client-key", type=click.Path(exists=True, dir_okay=False), help="mTLS key."),
     click.option("--server-name", help="TLS: name to expect in the server's certificate."),
+    click.option("--header", "-H", "headers", multiple=True, help="Call metadata KEY=VALUE (repeatable)."),
     click.option("--json", "as_json", is_flag=True, help="Print JSON."),
 ]
 _VERSION_OPTIONS: list[Callable[[Any], Any]] = [
@@ -68,16 +69,27 @@ def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
             client_key=opts.get("client_key"),
             server_name=opts.get("server_name"),
         )
+    headers = _headers(opts.get("headers") or ())
     if opts.get("rest"):
         from tfship.serve_client._rest import RestServingClient
 
-        with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls) as rest:
+        with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as rest:
             yield rest
         return
     from tfship.serve_client._client import ServingClient
 
-    with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls) as grpc_client:
+    with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as grpc_client:
         yield grpc_client
+
+
+def _headers(pairs: tuple[str, ...]) -> dict[str, str]:
+    headers = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE", param_hint="--header")
+        headers[key.strip()] = value
+    return headers
 
 
 def _check_version(version: int | None, label: str | None) -> None:

@@ -1,0 +1,84 @@
+"""Validation fetches a model's signatures once, and is best effort on servers without metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+from click.testing import CliRunner
+
+from tfship.cli import cli
+from tfship.serve_client import _errors as errors
+from tfship.serve_client._client import ServingClient
+from tfship.serve_client._codec import protos
+
+from .conftest import ScriptedServer
+
+
+def _metadata_answer(request: bytes, context: Any) -> bytes:
+    pb = protos()
+    req = pb.get_model_metadata_pb2.GetModelMetadataRequest.FromString(request)
+    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+    sig = sig_map.signature_def["serving_default"]
+    sig.method_name = "tensorflow/serving/predict"
+    x = sig.inputs["x"]
+    x.name, x.dtype = "x:0", 1
+    x.tensor_shape.dim.add(size=-1)
+    sig.outputs["x"].CopyFrom(x)
+    resp = pb.get_model_metadata_pb2.GetModelMetadataResponse()
+    resp.model_spec.name = req.model_spec.name
+    resp.model_spec.version.value = 1
+    resp.metadata["signature_def"].Pack(sig_map)
+    data: bytes = resp.SerializeToString()
+    return data
+
+
+def _status_answer(request: bytes, context: Any) -> bytes:
+    pb = protos()
+    resp = pb.get_model_status_pb2.GetModelStatusResponse()
+    entry = resp.model_version_status.add()
+    entry.version, entry.state = 4, 30
+    data: bytes = resp.SerializeToString()
+    return data
+
+
+def _methods(server: ScriptedServer) -> list[str]:
+    return [method for method, _, _ in server.calls]
+
+
+def test_signatures_are_fetched_once(scripted: ScriptedServer) -> None:
+    scripted.handlers["GetModelMetadata"] = _metadata_answer
+    with ServingClient(scripted.address) as client:
+        for _ in range(3):
+            client.predict("m", {"x": [1.0, 2.0]})
+        with pytest.raises(errors.InvalidInputError, match=r"expects x: float32\[-1\]"):
+            client.predict("m", {"y": [1.0]})
+    assert _methods(scripted) == ["GetModelMetadata", "Predict", "Predict", "Predict"]
+
+
+def test_rejected_call_refetches_signatures(scripted: ScriptedServer) -> None:
+    scripted.handlers["GetModelMetadata"] = _metadata_answer
+    with ServingClient(scripted.address) as client:
+        client.predict("m", {"x": [1.0]})
+        scripted.failures = [(grpc.StatusCode.INVALID_ARGUMENT, "signature changed")]
+        with pytest.raises(errors.InvalidInputError):
+            client.predict("m", {"x": [1.0]})
+        client.predict("m", {"x": [1.0]})
+    assert _methods(scripted).count("GetModelMetadata") == 2
+
+
+def test_server_without_metadata_still_answers(scripted: ScriptedServer) -> None:
+    with ServingClient(scripted.address) as client:  # GetModelMetadata is UNIMPLEMENTED here
+        assert client.predict("m", {"anything": [[1.0]]}).as_numpy("anything").shape == (1, 1)
+
+
+def test_cli_sends_headers(scripted: ScriptedServer) -> None:
+    scripted.handlers["GetModelStatus"] = _status_answer
+    args = ["client", "status", "-s", scripted.address, "-m", "m", "-H", "x-api-key=s3cret"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "version 4" in result.output
+    assert scripted.calls[0][2]["x-api-key"] == "s3cret"
+    bad = CliRunner().invoke(cli, [*args[:-1], "novalue"])
+    assert bad.exit_code == 2 and "expected KEY=VALUE" in bad.output
