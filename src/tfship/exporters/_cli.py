@@ -125,7 +125,7 @@ def export(
     )
     logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
     if as_json:
-        click.echo(json.dumps(result_to_dict(result), indent=2, sort_keys=True))
+        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return
     _echo_result(result)
 
@@ -146,21 +146,6 @@ def _evaluation_of(
         if record.step == step:
             return {**record.metrics, "global_step": step}
     return None
-
-
-def result_to_dict(result: Any) -> dict[str, Any]:
-    """The JSON form of an ``ExportResult``."""
-    return {
-        "path": str(result.path),
-        "version": result.version,
-        "global_step": result.global_step,
-        "checkpoint": result.checkpoint,
-        "verified": result.verified,
-        "warmup_records": result.warmup_records,
-        "seconds": round(result.seconds, 3),
-        "signatures": result.signatures.to_dict(),
-        "metrics": result.metadata.get("metrics", {}),
-    }
 
 
 def _echo_result(result: Any) -> None:

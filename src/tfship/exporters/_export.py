@@ -78,6 +78,20 @@ class ExportResult:
     def __fspath__(self) -> str:
         return str(self.path)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able summary (``tfship export --json``)."""
+        return {
+            "path": str(self.path),
+            "version": self.version,
+            "global_step": self.global_step,
+            "checkpoint": self.checkpoint,
+            "verified": self.verified,
+            "warmup_records": self.warmup_records,
+            "seconds": round(self.seconds, 3),
+            "signatures": self.signatures.to_dict(),
+            "metrics": self.metadata.get("metrics", {}),
+        }
+
 
 def export_model(
     estimator: Any,
