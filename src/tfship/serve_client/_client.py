@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from tfship.serve_client._errors import (
     error_from_status,
     rpc_errors,
 )
+
+if TYPE_CHECKING:
+    from tfship.serve_client._batching import BatchingConfig, MicroBatcher
 
 __all__ = [
     "DEFAULT",
@@ -792,7 +795,7 @@ class ServingClient:
         headers: Mapping[str, str] | None = None,
         keepalive: float | None = 60.0,
         validate: bool = True,
-        batching: Any = None,
+        batching: BatchingConfig | None = None,
     ) -> None:
         import grpc
 
@@ -811,7 +814,7 @@ class ServingClient:
         self._metadata = _MetadataCache()
         self._rng = random.Random()
         self._closed = False
-        self._batcher = None
+        self._batcher: MicroBatcher | None = None
         if batching is not None:
             from tfship.serve_client._batching import MicroBatcher
 

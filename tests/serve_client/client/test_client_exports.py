@@ -55,3 +55,14 @@ def test_importing_the_package_does_not_import_tensorflow() -> None:
     code = "import sys, tfship.serve_client; print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_client_help_does_not_import_tensorflow() -> None:
+    code = (
+        "import sys\nfrom tfship.cli import cli\n"
+        "try:\n    cli.main(['client', 'predict', '--help'], standalone_mode=False)\n"
+        "except SystemExit:\n    pass\nprint('tensorflow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert "--schema" in out.stdout
