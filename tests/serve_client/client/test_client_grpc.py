@@ -210,3 +210,27 @@ def test_reload_config(model_base: Path) -> None:
                 from tfship.serve_client._codec import protos
 
                 c.reload_config(protos().model_server_config_pb2.ModelServerConfig())
+
+
+@pytest.mark.slow
+def test_retries_until_a_real_server_comes_up(model_base: Path) -> None:
+    import socket
+    import threading
+
+    from tfship.serve_client._client import RetryPolicy
+    from tfship.serve_client._server import ModelServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    late = ModelServer(model_base_path=model_base, model_name="m", port=port)
+    starter = threading.Timer(0.5, late.start)
+    policy = RetryPolicy(attempts=100, initial_backoff=0.05, max_backoff=0.25)
+    try:
+        with ServingClient(f"127.0.0.1:{port}", retries=policy) as c:
+            starter.start()
+            result = c.predict("m", {"x": X}, timeout=30)
+        assert np.allclose(result.as_numpy("y"), _expected_y(2))
+    finally:
+        starter.join()
+        late.stop()

@@ -112,3 +112,56 @@ def test_down_rest_server_is_unavailable() -> None:
 def test_rest_has_no_multi_inference(rest: Any) -> None:
     with pytest.raises(errors.UnimplementedError, match="use ServingClient"):
         rest.multi_inference("m", [{"x": [1.0, 1.0]}], [("regress", "regress")])
+
+
+def test_rest_over_tls(tmp_path: Any) -> None:
+    import json as json_module
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tfship.serve_client._client import TLSConfig
+
+    from .test_client_resilience import _certificate
+
+    cert, key, _ = _certificate("localhost")
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+
+    class Status(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server names
+            body = {
+                "model_version_status": [
+                    {
+                        "version": "5",
+                        "state": "AVAILABLE",
+                        "status": {"error_code": "OK", "error_message": ""},
+                    }
+                ]
+            }
+            data = json_module.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Status)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(tmp_path / "cert.pem"), str(tmp_path / "key.pem"))
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = httpd.server_address[1]
+        with RestServingClient(f"https://localhost:{port}", tls=TLSConfig(ca_cert=cert)) as c:
+            assert [(s.version, s.state) for s in c.status("m")] == [(5, "AVAILABLE")]
+        with RestServingClient(f"https://localhost:{port}", retries=0, tls=True) as untrusted:
+            with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
+                untrusted.status("m")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
