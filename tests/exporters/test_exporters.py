@@ -307,3 +307,28 @@ def test_a_record_left_behind_by_a_crash_is_reconciled_with_the_versions(
     restarted = BestExporter("best", _receiver(), metric="auc", keep=None, **FAST)
     assert _evals(restarted, classifier, tmp_path, checkpoints[10], [0.85]) == [None]
     assert restarted.decisions[0].line == "skipped: auc 0.85 <= best 0.9 at step 10"
+
+
+@pytest.mark.slow
+def test_history_seeds_the_best_from_earlier_evaluations_of_a_named_eval(tmp_path: Path) -> None:
+    est_mod = estimator()
+    est = make_classifier(tmp_path / "m")
+    eval_spec = est_mod.EvalSpec(input_fn, steps=1, name="holdout", start_delay_secs=0, throttle_secs=0)
+    est_mod.train_and_evaluate(est, est_mod.TrainSpec(input_fn, max_steps=10), eval_spec)
+    history = read_eval_history(tmp_path / "m", "holdout")
+    assert [r.step for r in history] == [5, 10]
+    best_past = history[0].metrics["loss"]
+    base = tmp_path / "m" / "export" / "best"
+    ckpt = est.latest_checkpoint()
+    seeded = BestExporter("best", _receiver(), metric="loss", history="holdout", **FAST)
+    worse = {"loss": best_past + 1.0, "global_step": 10}
+    assert seeded.export(est, str(base), ckpt, worse, False) is None
+    assert (
+        seeded.decisions[0].line == f"skipped: loss {best_past + 1.0:.6g} >= best {best_past:.6g} at step 10"
+    )
+    better = {"loss": best_past / 2, "global_step": 10}
+    assert seeded.export(est, str(base), ckpt, better, False) is not None
+    unseeded = BestExporter("other", _receiver(), metric="loss", **FAST)
+    assert unseeded.export(est, str(tmp_path / "other"), ckpt, worse, False) is not None
+    with pytest.raises(ValueError, match="history must be"):
+        BestExporter("x", _receiver(), history=3)  # type: ignore[arg-type]

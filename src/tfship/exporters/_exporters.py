@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfship.errors import InputError
 from tfship.exporters._errors import MetricNotFoundError
 from tfship.exporters._export import ExportResult, checkpoint_step, export_model, resolve_checkpoint
 from tfship.exporters._publish import (
@@ -316,6 +317,11 @@ class _BestLogic(_ExporterLogic):
         keep: how many of the best versions to keep (``None``: all).
         compare_fn: ``fn(best_eval_result=..., current_eval_result=...) -> bool`` overriding
             the metric comparison (tf.estimator's contract).
+        history: when there is no best record yet (no record file, none of our versions),
+            start from the best value in the model dir's evaluation history before the
+            current step: ``True`` reads ``eval`` (or the only ``eval_<name>``), a string
+            names the ``EvalSpec`` (``eval_<history>``). Off by default: an empty export
+            directory then gets the first evaluated model.
         assets_extra, as_text, warmup, verify, version_by: see ``export_model``.
 
     Example:
@@ -334,9 +340,12 @@ class _BestLogic(_ExporterLogic):
         min_delta: float = 0.0,
         keep: int | None = 1,
         compare_fn: Callable[..., bool] | None = None,
+        history: bool | str = False,
         **options: Any,
     ) -> None:
         super().__init__(name, receiver, **options)
+        if not isinstance(history, (bool, str)):
+            raise ValueError(f"history must be True, False or an evaluation name, got {history!r}")
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"metric must be a non-empty string, got {metric!r}")
         if not isinstance(min_delta, (int, float)) or min_delta < 0 or math.isnan(min_delta):
@@ -349,6 +358,7 @@ class _BestLogic(_ExporterLogic):
         self._keep = _check_keep(keep)
         self._compare_fn = compare_fn
         self._records: dict[Path, dict[str, Any] | None] = {}
+        self._history = history
 
     @property
     def metric(self) -> str:
@@ -382,6 +392,8 @@ class _BestLogic(_ExporterLogic):
         step = _step(metrics, checkpoint_path)
         value = self._value(metrics, base)
         record = self.best_record(base)
+        if record is None and self._history is not False and self._compare_fn is None:
+            record = self._records[base] = self._seed_from_history(estimator, step)
         better, why = self._compare(value, metrics, record)
         if not better:
             self._decide("skipped", None, step, f"skipped: {why} at step {step}")
@@ -481,6 +493,46 @@ class _BestLogic(_ExporterLogic):
             record.get("global_step"),
         )
         return record
+
+    def _seed_from_history(self, estimator: Any, step: int | None) -> dict[str, Any] | None:
+        from tfship.exporters._events import read_eval_history
+
+        name = None if self._history is True else str(self._history)
+        try:
+            evaluations = read_eval_history(estimator.model_dir, name)
+        except InputError:
+            if name is not None:
+                raise
+            return None  # nothing evaluated yet
+        past = [
+            r
+            for r in evaluations
+            if (step is None or r.step < step)
+            and self._metric in r.metrics
+            and math.isfinite(r.metrics[self._metric])
+        ]
+        if not past:
+            return None
+        sign = -1.0 if self._mode == "max" else 1.0
+        best = min(past, key=lambda r: (sign * r.metrics[self._metric], r.step))
+        value = best.metrics[self._metric]
+        logger.info(
+            "%s: best so far from the evaluation history (%s): %s %s at step %d",
+            self._name,
+            best.eval_dir,
+            self._metric,
+            fmt(value),
+            best.step,
+        )
+        return {
+            "metric": self._metric,
+            "mode": self._mode,
+            "value": value,
+            "global_step": best.step,
+            "version": None,
+            "source": best.eval_dir,
+            "metrics": dict(best.metrics),
+        }
 
     def _matches(self, record: Mapping[str, Any]) -> bool:
         if record.get("metric") != self._metric or record.get("mode") != self._mode:
