@@ -332,3 +332,13 @@ def test_history_seeds_the_best_from_earlier_evaluations_of_a_named_eval(tmp_pat
     assert unseeded.export(est, str(tmp_path / "other"), ckpt, worse, False) is not None
     with pytest.raises(ValueError, match="history must be"):
         BestExporter("x", _receiver(), history=3)  # type: ignore[arg-type]
+
+
+def test_step_versions_skip_a_step_already_exported(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path
+) -> None:
+    latest = LatestExporter("latest", _receiver(), version_by="step", **FAST)
+    first = latest.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False)
+    assert first is not None and Path(first).name == "5"
+    assert latest.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False) is None
+    assert latest.decisions[-1].line == "skipped: version 5 already exists"

@@ -215,10 +215,15 @@ class _LatestLogic(_ExporterLogic):
         checkpoint_path: str | None,
         eval_result: Mapping[str, Any] | None,
         is_the_final_export: bool,
-    ) -> str:
-        """Export ``checkpoint_path`` as a new version; returns its path."""
+    ) -> str | None:
+        """Export ``checkpoint_path`` as a new version; returns its path (``None`` if skipped)."""
         base = Path(os.fsdecode(export_path))
         self._start(base)
+        step = _step(eval_result, checkpoint_path)
+        if self._version_by == "step" and step is not None and (base / str(step)).exists():
+            # The same step evaluated again (e.g. a resumed run): its version already exists.
+            self._decide("skipped", step, step, f"skipped: version {step} already exists")
+            return None
         result = self._export(estimator, base, checkpoint_path, eval_result, {"keep": self._keep})
         self._decide(
             "exported",
