@@ -277,6 +277,65 @@ def keras_model(root: pathlib.Path) -> pathlib.Path:
     return path
 
 
+def tf2_composite(root: pathlib.Path) -> pathlib.Path:
+    """A ``tf.Module`` with ragged and sparse inputs, Python-valued arguments, a loop and a
+    branch (functions calling functions), saved with ``tf.saved_model.save``."""
+    t = tf()
+
+    class Composite(t.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.v = t.Variable(2.0)
+
+        @t.function(
+            input_signature=[
+                t.RaggedTensorSpec([None, None], t.float32),
+                t.SparseTensorSpec([None, 4], t.int64),
+            ]
+        )
+        def f(self, r: Any, s: Any) -> Any:
+            return {"r": t.reduce_sum(r, axis=1) * self.v, "s": t.sparse.reduce_sum(s, axis=1)}
+
+        @t.function
+        def g(self, x: Any, opts: Any = None, lst: Any = (1, 2)) -> Any:
+            return x * 2.0
+
+        @t.function
+        def loop(self, x: Any) -> Any:
+            i = t.constant(0)
+            while i < 3:
+                x = x + 1.0
+                i += 1
+            if t.reduce_sum(x) > 0:
+                x = x * 2.0
+            return x
+
+    m = Composite()
+    m.g.get_concrete_function(t.TensorSpec([None], t.float32), {"a": 1, "b": "z"}, [1, 2])
+    m.g.get_concrete_function(t.TensorSpec([2], t.float32), {"a": 2, "b": "y"}, [3])
+    loop = m.loop.get_concrete_function(t.TensorSpec([None], t.float32))
+    path = root / "tf2_composite" / "1"
+    t.saved_model.save(m, str(path), signatures={"serving_default": m.f, "loop": loop})
+    return path
+
+
+def keras_sequential(root: pathlib.Path) -> pathlib.Path:
+    """A Keras Sequential model with batch norm and dropout (training-dependent calls)."""
+    t = tf()
+    layers = t.keras.layers
+    model = t.keras.Sequential(
+        [
+            layers.Dense(8, activation="relu", input_shape=(5,)),
+            layers.BatchNormalization(),
+            layers.Dropout(0.2),
+            layers.Dense(1),
+        ]
+    )
+    path = root / "keras_seq" / "1"
+    t.saved_model.save(model, str(path))
+    return path
+
+
 BUILDERS = {
     "linear_parsing": linear_parsing,
     "linear_text": linear_text,
@@ -286,4 +345,6 @@ BUILDERS = {
     "multi_tag": multi_tag,
     "tf2_module": tf2_module,
     "keras": keras_model,
+    "tf2_composite": tf2_composite,
+    "keras_seq": keras_sequential,
 }

@@ -84,6 +84,7 @@ def test_show_json_sparse_and_filter(exports: dict[str, pathlib.Path]) -> None:
         (["show", "{model}", "--tag-set", "serve", "--signature", "nope"], "valid signatures: "),
         (["request", "{sparse}", "--signature", "sparse:serving_default"], "coo_sparse"),
         (["versions", "{model}"], "pass its parent"),
+        (["check", "{model}", "--tag-set", "serve,gpu"], "valid tag-sets: 'serve'"),
     ],
 )
 def test_errors_are_one_line_exit_2(

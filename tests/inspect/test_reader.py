@@ -163,3 +163,18 @@ def test_reading_does_not_import_tensorflow(exports: dict[str, pathlib.Path]) ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_proto_classes_are_tensorflows(exports: dict[str, pathlib.Path]) -> None:
+    # Read first, then import TensorFlow for real: same message classes, working TensorFlow.
+    code = (
+        "from tfship.inspect import read_saved_model\n"
+        f"info = read_saved_model({str(exports['keras'])!r})\n"
+        "import tensorflow as tf\n"
+        "from tensorflow.core.protobuf import saved_model_pb2\n"
+        "assert type(info.proto) is saved_model_pb2.SavedModel\n"
+        f"assert list(tf.saved_model.load({str(exports['keras'])!r}).signatures)\n"
+        "print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"

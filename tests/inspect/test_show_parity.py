@@ -21,6 +21,8 @@ HERE = pathlib.Path(__file__).parent
 SMCLI = pathlib.Path(sys.executable).parent / "saved_model_cli"
 _OPS = re.compile(r"(contains the following ops: )\{(.*)\}$", re.M)
 
+TF2 = ("tf2_module", "keras", "tf2_composite", "keras_seq")
+
 pytestmark = pytest.mark.slow
 
 
@@ -41,7 +43,7 @@ def _cases(exports: dict[str, pathlib.Path]) -> list[list[str]]:
     for name, path in exports.items():
         d = f"--dir={path}"
         cases.append([d])
-        if name in ("tf2_module", "keras"):
+        if name in TF2:
             continue  # --all of TF2 models runs in a fresh process below
         cases.append([d, "--all"])
         info = read_saved_model(path)
@@ -86,7 +88,7 @@ def test_show_matches_saved_model_cli(exports: dict[str, pathlib.Path]) -> None:
         assert _ours(_to_ours(argv)) == _normalise_ops(reference), argv
 
 
-@pytest.mark.parametrize("kind", ["tf2_module", "keras", "custom_sparse"])
+@pytest.mark.parametrize("kind", [*TF2, "custom_sparse"])
 def test_show_all_matches_a_fresh_saved_model_cli(exports: dict[str, pathlib.Path], kind: str) -> None:
     # A fresh process: the option order of concrete functions depends on the loader's counter.
     run = subprocess.run(

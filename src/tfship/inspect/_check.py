@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship.errors import InputError, ModelError, VerdictError
+from tfship.errors import InputError, VerdictError
 from tfship.inspect import _protos
 from tfship.inspect._describe import assets, variables
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
@@ -308,6 +308,7 @@ def check_saved_model(
 
     Raises:
         ModelError: the path is missing or holds no readable SavedModel.
+        SignatureNotFoundError: no MetaGraph has the tag-set.
 
     Example:
         >>> report = check_saved_model("export/best/1700000000")  # doctest: +SKIP
@@ -318,11 +319,7 @@ def check_saved_model(
     info = read_saved_model(root)
     report = CheckReport(str(root))
     _check_layout(report, root, info)
-    try:
-        mg = info.meta_graph(tags)
-    except ModelError as exc:
-        report.add("tag_set", "error", str(exc))
-        return report
+    mg = info.meta_graph(tags)  # an unknown tag-set is bad input (exit 2), not a finding
     _check_signatures(report, mg)
     registry = _tensorflow_registry() if check_registered_ops else None
     _check_ops(report, mg, denylist, registry)

@@ -2,10 +2,10 @@
 
 The generated ``*_pb2`` modules of TensorFlow and TF Serving only need ``google.protobuf``, but
 their parent packages' ``__init__`` files import all of TensorFlow (about two seconds and 400 MB).
-When TensorFlow is not imported yet, the parents are stood in for by empty packages just long
-enough to import the ``_pb2`` modules, and then taken out of ``sys.modules`` again, so a later
-``import tensorflow`` runs for real and finds the very same message classes (protobuf keeps one
-class per descriptor).
+We load those generated files under a private package, ``_tfship_protos``, with their imports
+pointed there too, so ``sys.modules["tensorflow"]`` is never touched (a concurrent or later
+``import tensorflow`` is unaffected). Protobuf keeps one message class per descriptor, so the
+classes are the very ones TensorFlow uses: ``isinstance`` checks and ``CopyFrom`` work across.
 """
 
 from __future__ import annotations
@@ -14,103 +14,100 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import os
+import re
 import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+PREFIX = "_tfship_protos"
 _TOPS = ("tensorflow", "tensorflow_serving")
+_IMPORT = re.compile(r"^(from|import) (tensorflow|tensorflow_serving)([. ])", re.M)
 _lock = threading.Lock()
+_roots: dict[str, str | None] = {}
 
 
-class _EmptyPackageLoader(importlib.abc.Loader):
+def _top_dir(top: str) -> str | None:
+    """The directory of an installed top-level package, found without importing it."""
+    if top not in _roots:
+        spec = importlib.machinery.PathFinder.find_spec(top)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        _roots[top] = locations[0] if locations else None
+    return _roots[top]
+
+
+class _ProtoLoader(importlib.abc.Loader):
+    def __init__(self, file: str | None) -> None:
+        self.file = file  # None for a package: an empty module
+
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None
 
     def exec_module(self, module: ModuleType) -> None:
-        # An empty package: its __init__ (which imports all of TensorFlow) is skipped on purpose.
-        return None
+        if self.file is None:
+            return
+        with open(self.file, encoding="utf-8") as stream:
+            source = _IMPORT.sub(rf"\1 {PREFIX}.\2\3", stream.read())
+        exec(compile(source, self.file, "exec"), module.__dict__)
 
 
-class _EmptyPackageFinder(importlib.abc.MetaPathFinder):
+class _ProtoFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname.split(".")[0] not in _TOPS:
+        if fullname != PREFIX and not fullname.startswith(PREFIX + "."):
             return None
-        directory = _package_dir(fullname, path)
-        if directory is None:
+        parts = fullname.split(".")[1:]
+        if not parts:
+            return _package_spec(fullname)
+        root = _top_dir(parts[0])
+        if root is None:
             return None
-        spec = importlib.machinery.ModuleSpec(fullname, _EmptyPackageLoader(), is_package=True)
-        spec.submodule_search_locations = [directory]
-        return spec
+        location = os.path.join(root, *parts[1:])
+        if os.path.isdir(location):
+            return _package_spec(fullname)
+        if os.path.isfile(location + ".py"):
+            return importlib.machinery.ModuleSpec(fullname, _ProtoLoader(location + ".py"))
+        return None
 
 
-def _package_dir(fullname: str, path: Sequence[str] | None) -> str | None:
-    last = fullname.rsplit(".", 1)[-1]
-    search = list(path) if path is not None else list(sys.path)
-    for entry in search:
-        candidate = os.path.join(entry or ".", last)
-        if os.path.isfile(os.path.join(candidate, "__init__.py")):
-            return candidate
-    return None
+def _package_spec(fullname: str) -> importlib.machinery.ModuleSpec:
+    spec = importlib.machinery.ModuleSpec(fullname, _ProtoLoader(None), is_package=True)
+    spec.submodule_search_locations = []
+    return spec
+
+
+_finder = _ProtoFinder()
 
 
 def proto_module(name: str) -> Any:
     """Import one generated proto module of TensorFlow or TF Serving, e.g.
-    ``tensorflow.core.protobuf.saved_model_pb2``, without running TensorFlow's ``__init__``.
+    ``tensorflow.core.protobuf.saved_model_pb2``, without importing TensorFlow.
 
     Example:
         >>> proto_module("tensorflow.core.framework.types_pb2").DT_FLOAT
         1
     """
-    if name in sys.modules:
-        return sys.modules[name]
+    if name.split(".")[0] not in _TOPS:
+        raise ValueError(f"not a TensorFlow or TF Serving proto module: {name!r}")
     with _lock:
-        if name.split(".")[0] in sys.modules:
-            # The real package is already imported (or being imported): use it.
-            return importlib.import_module(name)
-        return _import_with_empty_parents(name)
+        if _finder not in sys.meta_path:
+            sys.meta_path.append(_finder)
+    return importlib.import_module(f"{PREFIX}.{name}")
 
 
-def _import_with_empty_parents(name: str) -> Any:
-    finder = _EmptyPackageFinder()
-    before = set(sys.modules)
-    sys.meta_path.insert(0, finder)
-    try:
-        module = importlib.import_module(name)
-    finally:
-        sys.meta_path.remove(finder)
-        # Forget every module imported under the stand-in parents; the module objects live on
-        # through the references we hold, and a real import later starts clean.
-        for added in set(sys.modules) - before:
-            if added.split(".")[0] in _TOPS:
-                del sys.modules[added]
-    _cache[name] = module
-    return module
-
-
-_cache: dict[str, Any] = {}
-
-
-def cached_proto_module(name: str) -> Any:
-    """Like :func:`proto_module`, remembering modules imported with stand-in parents."""
-    if name in _cache:
-        return _cache[name]
-    module = proto_module(name)
-    _cache[name] = module
-    return module
+cached_proto_module = proto_module
 
 
 def saved_model_pb2() -> Any:
     """The ``SavedModel`` proto module."""
-    return cached_proto_module("tensorflow.core.protobuf.saved_model_pb2")
+    return proto_module("tensorflow.core.protobuf.saved_model_pb2")
 
 
 def types_pb2() -> Any:
     """The ``DataType`` enum module."""
-    return cached_proto_module("tensorflow.core.framework.types_pb2")
+    return proto_module("tensorflow.core.framework.types_pb2")
 
 
 def text_format() -> Any:
