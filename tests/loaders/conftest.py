@@ -57,7 +57,14 @@ def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExpo
         return est.export.ServingInputReceiver(receivers, receivers)
 
     raw = model.export_saved_model(str(root / "raw"), raw_receiver)
-    return EstimatorExports(model, columns, rows, Path(parsing.decode()), Path(raw.decode()))
+    # The same model parsing x as a scalar (shape []) rather than the column's [1].
+    scalar_spec = {**spec, "x": t.io.FixedLenFeature([], t.float32, default_value=0.0)}
+    scalar = model.export_saved_model(
+        str(root / "scalar"), est.export.build_parsing_serving_input_receiver_fn(scalar_spec)
+    )
+    return EstimatorExports(
+        model, columns, rows, Path(parsing.decode()), Path(raw.decode()), Path(scalar.decode())
+    )
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ class EstimatorExports:
     rows: dict[str, Any]
     parsing: Path
     raw: Path
+    scalar: Path
 
 
 def make_rows(n: int, seed: int) -> dict[str, Any]:

@@ -137,8 +137,10 @@ def test_jsonl_and_parquet_outputs_keep_row_shapes(
     assert [list(c) for c in frame["classes"]] == [[str(int(p[1] > p[0]))] for p in want]
 
 
+@pytest.mark.parametrize("export", ["parsing", "scalar"])
 def test_tfrecord_output_is_prediction_logs(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path,
+    export: str,
 ) -> None:
     from tensorflow_serving.apis import prediction_log_pb2
 
@@ -146,7 +148,8 @@ def test_tfrecord_output_is_prediction_logs(
 
     source = write_input("csv", tmp_path, rows)
     out = tmp_path / "out.tfrecord"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
+    model = getattr(estimator_exports, export)
+    result = predict(str(model), "-i", str(source), "-o", str(out),
                      "-s", "predict", "--outputs", "probabilities")
     assert result.exit_code == 0, result.output
     logs = [

@@ -302,6 +302,49 @@ def background(produce: Iterator[Any], depth: int = 2) -> Iterator[Any]:
         thread.join(timeout=5)
 
 
+class BackgroundWriter:
+    """Runs a writer's ``write`` calls in a thread, in order, so writing overlaps the model."""
+
+    def __init__(self, writer: Writer, depth: int = 2) -> None:
+        self.writer = writer
+        self.items: queue.Queue[tuple[Any, ...] | None] = queue.Queue(maxsize=depth)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="tfship-writer", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self.items.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    self.writer.write(*item)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the job's thread
+                    self.error = exc
+
+    def write(self, *item: Any) -> None:
+        self._raise()
+        self.items.put(item)
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _drain(self) -> None:
+        self.items.put(None)
+        self.thread.join()
+
+    def close(self) -> None:
+        self._drain()
+        self._raise()
+        self.writer.close()
+
+    def abort(self) -> None:
+        self._drain()
+        self.writer.abort()
+
+
 def run_job(
     model: LocalModel,
     spec: JobSpec,
@@ -340,7 +383,9 @@ def run_job(
         preparer.check_columns(path)
     summary = JobSummary(output=str(spec.output), files=len(files))
     summary.rejects = str(spec.rejects) if spec.rejects else None
-    writer = make_writer(fmt, spec.output, signature=adapter.sig.key, model_name=model.path.parent.name)
+    writer = BackgroundWriter(
+        make_writer(fmt, spec.output, signature=adapter.sig.key, model_name=model.path.parent.name)
+    )
     rejects = RejectsWriter(spec.rejects) if spec.rejects else None
     show = _Progress(sys.stderr.isatty() if progress is None else progress)
     started = time.perf_counter()
@@ -373,7 +418,7 @@ def run_job(
 def _handle(
     prepared: Prepared,
     runner: BatchRunner,
-    writer: Writer,
+    writer: BackgroundWriter,
     rejects: RejectsWriter | None,
     summary: JobSummary,
     echo_reject: Callable[[Reject], None] | None,

@@ -633,7 +633,7 @@ def _split_rows(col: Column, rows: int) -> list[Any]:
         for (row, _), value in zip(col.indices.tolist(), col.values.tolist()):
             out[row].append(value)
         return out
-    return [row.reshape(-1).tolist() for row in col]
+    return [list(row) for row in col.reshape(rows, -1).tolist()]
 
 
 def _feature(train: Any, dtype: str, values: list[Any]) -> Any:
