@@ -292,5 +292,9 @@ def test_demo_step_echoes_the_summary(
     source = write_csv(tmp_path / "eval.csv", rows)
     lines: list[str] = []
     run_demo_step(estimator_exports.parsing.parent, source, tmp_path / "work", lines.append)
-    assert any(f"rows in: {N}, predicted: {N}, rejected: 0" in line for line in lines)
-    assert (tmp_path / "work" / "predictions.csv").exists()
+    assert lines[0].startswith(f"$ tfship predict {estimator_exports.parsing.parent} -i {source}")
+    assert "-s predict --outputs classes,probabilities --keep-columns id" in lines[0]
+    assert f"rows in: {N}, predicted: {N}, rejected: 0" in lines[1]
+    assert lines[2].startswith("   id=id0, classes=")
+    frame = pd.read_csv(tmp_path / "work" / "predictions.csv")
+    assert list(frame.columns) == ["id", "classes", "probabilities_0", "probabilities_1"]
