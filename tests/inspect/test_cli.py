@@ -84,6 +84,8 @@ def test_show_json_sparse_and_filter(exports: dict[str, pathlib.Path]) -> None:
         (["show", "{model}", "--tag-set", "serve", "--signature", "nope"], "valid signatures: "),
         (["request", "{sparse}", "--signature", "sparse:serving_default"], "coo_sparse"),
         (["versions", "{model}"], "pass its parent"),
+        (["request", "{model}", "--value", "agee=1"], "valid features: age, color"),
+        (["request", "{model}", "--value", "age=abc"], "feature 'age': expected float32"),
         (["check", "{model}", "--tag-set", "serve,gpu"], "valid tag-sets: 'serve'"),
     ],
 )
@@ -242,6 +244,8 @@ def test_request_rest_and_grpc(exports: dict[str, pathlib.Path], tmp_path: pathl
     body = json.loads(rest.output.split("\n", 1)[1])  # after the "# POST ..." line on stderr
     assert body["signature_name"] == "serving_default"
     assert body["examples"] == [{"age": 0.0, "color": [""]}] * 2
+    chosen = run("request", str(exports["linear_parsing"]), "--value", "age=33", "--value", "color=red")
+    assert json.loads(chosen.output.split("\n", 1)[1])["examples"] == [{"age": 33.0, "color": ["red"]}]
     predict = run("request", str(exports["custom_sparse"]), "--format", "grpc", "-o", str(tmp_path / "r.pb"))
     assert predict.exit_code == 0
     from tfship.inspect._protos import cached_proto_module

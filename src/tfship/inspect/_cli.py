@@ -271,6 +271,13 @@ def scan(
 )
 @click.option("--model-name", default=None, help="Served model name (default: the base dir name).")
 @click.option(
+    "--value",
+    "value_items",
+    multiple=True,
+    metavar="NAME=JSON",
+    help="Use this value for a feature (or raw input), e.g. --value age=33 --value 'color=\"red\"'.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
@@ -284,6 +291,7 @@ def request(
     fmt: str,
     batch: int,
     model_name: str | None,
+    value_items: tuple[str, ...],
     output: str | None,
 ) -> None:
     """Build a ready-to-send example request for a signature.
@@ -300,7 +308,12 @@ def request(
     from tfship.inspect._request import example_request, write_warmup
 
     req = example_request(
-        read_saved_model(path), signature=signature, tags=tag_set, batch=batch, model_name=model_name
+        read_saved_model(path),
+        signature=signature,
+        tags=tag_set,
+        batch=batch,
+        model_name=model_name,
+        values=_parse_values(value_items),
     )
     if fmt == "warmup":
         if output is None:
@@ -323,3 +336,18 @@ def request(
         with open(output, "wb") as stream:
             stream.write(data)
         click.echo(f"wrote {output}", err=True)
+
+
+def _parse_values(items: tuple[str, ...]) -> dict[str, Any]:
+    from tfship.errors import InputError
+
+    values: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise InputError(f"--value {item!r}: expected NAME=JSON, e.g. age=33 or color='\"red\"'")
+        try:
+            values[name] = json.loads(text)
+        except ValueError:
+            values[name] = text  # a bare word is a string: --value color=red
+    return values

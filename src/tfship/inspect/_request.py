@@ -12,10 +12,11 @@ from __future__ import annotations
 import base64
 import io
 import pathlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfship.errors import ModelInputError
+from tfship.errors import InputError, ModelInputError
 from tfship.inspect import _protos
 from tfship.inspect._reader import FeatureSpecEntry, SavedModelInfo, SignatureInfo, TensorInfo
 from tfship.inspect._tfrecord import write_records
@@ -84,7 +85,10 @@ def _filled(shape: tuple[int | None, ...], value: Any) -> Any:
     return [_filled(shape[1:], value) for _ in range(shape[0] or 1)]
 
 
-def _feature_values(entry: FeatureSpecEntry) -> list[Any]:
+def _feature_values(entry: FeatureSpecEntry, values: Mapping[str, Any]) -> list[Any]:
+    if entry.name in values:
+        given = values[entry.name]
+        return _coerce(entry, list(given) if isinstance(given, (list, tuple)) else [given])
     if entry.default is not None:
         return list(entry.default)
     count = 1
@@ -93,31 +97,46 @@ def _feature_values(entry: FeatureSpecEntry) -> list[Any]:
     return [_zero(entry.dtype)] * count
 
 
-def _example(spec: dict[str, FeatureSpecEntry]) -> Any:
+def _coerce(entry: FeatureSpecEntry, row: list[Any]) -> list[Any]:
+    # TF Serving's REST API infers a feature's list type from the JSON numbers: 33 would be an
+    # int64_list for a float feature, so values take the feature's own type.
+    kind: type = str if entry.dtype == "string" else float if entry.dtype.startswith("float") else int
+    try:
+        return [v if isinstance(v, kind) else kind(v) for v in row]
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"feature {entry.name!r}: expected {entry.dtype} values, got {row!r}") from exc
+
+
+def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:
     example_pb2 = _protos.cached_proto_module("tensorflow.core.example.example_pb2")
     example = example_pb2.Example()
     for name, entry in spec.items():
         feature = example.features.feature[name]
-        values = _feature_values(entry)
-        if entry.dtype == "string":
-            feature.bytes_list.value.extend(str(v).encode() for v in values)
-        elif entry.dtype.startswith("float"):
-            feature.float_list.value.extend(float(v) for v in values)
-        else:
-            feature.int64_list.value.extend(int(v) for v in values)
+        row = _feature_values(entry, values)
+        try:
+            if entry.dtype == "string":
+                feature.bytes_list.value.extend(str(v).encode() for v in row)
+            elif entry.dtype.startswith("float"):
+                feature.float_list.value.extend(float(v) for v in row)
+            else:
+                feature.int64_list.value.extend(int(v) for v in row)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"feature {name!r}: expected {entry.dtype} values, got {row!r}") from exc
     return example
 
 
-def _example_json(spec: dict[str, FeatureSpecEntry]) -> dict[str, Any]:
+def _example_json(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for name, entry in spec.items():
-        values = _feature_values(entry)
+        given = _feature_values(entry, values)
         scalar = entry.kind == "fixed" and entry.shape in ((), (1,))
-        row[name] = values[0] if scalar else values
+        row[name] = given[0] if scalar else given
     return row
 
 
-def _row_value(tensor: TensorInfo) -> Any:
+def _row_value(tensor: TensorInfo, values: Mapping[str, Any]) -> Any:
+    if tensor.key in values:
+        return values[tensor.key]
     shape = tensor.shape[1:] if tensor.shape else ()
     return _filled(shape, _zero(tensor.dtype))
 
@@ -154,7 +173,9 @@ def _check_dense(sig: SignatureInfo) -> None:
             )
 
 
-def _predict(sig: SignatureInfo, model: str, batch: int) -> tuple[dict[str, Any], Any]:
+def _predict(
+    sig: SignatureInfo, model: str, batch: int, values: Mapping[str, Any]
+) -> tuple[dict[str, Any], Any]:
     _check_dense(sig)
     predict_pb2 = _protos.cached_proto_module("tensorflow_serving.apis.predict_pb2")
     request = predict_pb2.PredictRequest()
@@ -164,19 +185,21 @@ def _predict(sig: SignatureInfo, model: str, batch: int) -> tuple[dict[str, Any]
     instances: list[dict[str, Any]] = [{} for _ in range(batch)]
     for key, tensor in sig.inputs.items():
         if spec is not None:
-            serialized = _example(spec).SerializeToString()
+            serialized = _example(spec, values).SerializeToString()
             rows: list[Any] = [serialized] * batch
             for row in instances:
                 row[key] = {"b64": base64.b64encode(serialized).decode()}
         else:
-            rows = [_row_value(tensor) for _ in range(batch)]
+            rows = [_row_value(tensor, values) for _ in range(batch)]
             for row, value in zip(instances, rows):
                 row[key] = value
         request.inputs[key].CopyFrom(_tensor_proto(tensor, rows))
     return {"signature_name": sig.key, "instances": instances}, request
 
 
-def _classify_or_regress(sig: SignatureInfo, model: str, batch: int) -> tuple[dict[str, Any], Any]:
+def _classify_or_regress(
+    sig: SignatureInfo, model: str, batch: int, values: Mapping[str, Any]
+) -> tuple[dict[str, Any], Any]:
     spec = sig.feature_spec
     if spec is None:
         raise ModelInputError(
@@ -189,8 +212,8 @@ def _classify_or_regress(sig: SignatureInfo, model: str, batch: int) -> tuple[di
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key
     for _ in range(batch):
-        request.input.example_list.examples.add().CopyFrom(_example(spec))
-    body = {"signature_name": sig.key, "examples": [_example_json(spec) for _ in range(batch)]}
+        request.input.example_list.examples.add().CopyFrom(_example(spec, values))
+    body = {"signature_name": sig.key, "examples": [_example_json(spec, values) for _ in range(batch)]}
     return body, request
 
 
@@ -207,6 +230,7 @@ def example_request(
     tags: str = "serve",
     batch: int = 1,
     model_name: str | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> ExampleRequest:
     """Build an example request for one signature of a SavedModel.
 
@@ -216,6 +240,8 @@ def example_request(
         tags: the tag-set of the MetaGraph to serve.
         batch: how many rows (examples) the request carries.
         model_name: the served model name; defaults to the export's base directory name.
+        values: feature (parsing signatures) or input (raw signatures) name -> value to use
+            instead of the defaults and zeros.
 
     Raises:
         SignatureNotFoundError: the tag-set or signature does not exist.
@@ -230,11 +256,20 @@ def example_request(
         raise ValueError(f"batch must be at least 1, got {batch}")
     sig = info.meta_graph(tags).signature(signature)
     model = model_name or model_name_of(info)
+    values = dict(values or {})
+    names = sorted(sig.feature_spec) if sig.feature_spec is not None else list(sig.inputs)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        kind = "features" if sig.feature_spec is not None else "inputs"
+        raise InputError(
+            f"signature {sig.key!r} has no {kind} named {', '.join(map(repr, unknown))}; "
+            f"valid {kind}: {', '.join(names)}"
+        )
     verb = _VERBS.get(sig.method_name, "predict")
     if verb == "predict":
-        rest, grpc = _predict(sig, model, batch)
+        rest, grpc = _predict(sig, model, batch, values)
     else:
-        rest, grpc = _classify_or_regress(sig, model, batch)
+        rest, grpc = _classify_or_regress(sig, model, batch, values)
     return ExampleRequest(verb, f"/v1/models/{model}:{verb}", rest, grpc)
 
 
