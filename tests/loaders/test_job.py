@@ -298,3 +298,19 @@ def test_demo_step_echoes_the_summary(
     assert lines[2].startswith("   id=id0, classes=")
     frame = pd.read_csv(tmp_path / "work" / "predictions.csv")
     assert list(frame.columns) == ["id", "classes", "probabilities_0", "probabilities_1"]
+
+
+def test_progress_goes_to_stderr_only_when_asked(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tfship.loaders import JobSpec, load, run_job
+
+    source = write_csv(tmp_path / "in.csv", rows)
+    with load(estimator_exports.parsing) as model:
+        quiet = run_job(model, JobSpec([str(source)], tmp_path / "a.csv"), progress=False)
+        assert capsys.readouterr().err == ""
+        shown = run_job(model, JobSpec([str(source)], tmp_path / "b.csv"), progress=True)
+    err = capsys.readouterr().err
+    assert f"\r{N} rows" in err and "rows/s" in err and err.endswith("\n")
+    assert quiet.predicted == shown.predicted == N

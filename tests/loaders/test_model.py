@@ -182,6 +182,7 @@ def test_load_errors_name_the_path_and_choices(
 
 def test_a_closed_model_refuses_new_calls(keras_export: KerasExport) -> None:
     model = load(keras_export.path)
+    model.run({"a": np.zeros((1, 3), np.float32), "b": np.zeros(1, np.int64)})  # cached callable
     model.close()
     model.close()  # idempotent
     with pytest.raises(ModelError, match="closed"):

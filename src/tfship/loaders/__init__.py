@@ -3,6 +3,7 @@
 Estimator (TF1 graph) exports and TF2 SavedModels load the same way. ``LocalModel.run`` is the
 exact call TF Serving makes; ``LocalModel.predict`` accepts records, columns, DataFrames and
 ``tf.train.Example`` s, checks them against the signature and casts only when nothing is lost.
+``run_job`` is ``tfship predict``: files in, predictions out, bad rows to the rejects.
 Importing this package does not import TensorFlow.
 
 Example:
@@ -13,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, run_job
 from tfship.loaders._model import LocalModel, load
 
-__all__ = ["LocalModel", "load"]
+__all__ = ["JobSpec", "JobSummary", "LocalModel", "TooManyRejectsError", "load", "run_job"]

@@ -112,7 +112,12 @@ class Prepared:
 
 @dataclass
 class JobSpec:
-    """Everything a batch job needs to know, shared by the local and the Beam runners."""
+    """Everything a batch job needs to know, shared by the local and the Beam runners.
+
+    Example:
+        >>> JobSpec(["data/*.csv"], Path("preds.parquet"), keep_columns=["id"]).batch_size
+        1024
+    """
 
     inputs: Sequence[str]
     output: Path

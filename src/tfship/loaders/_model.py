@@ -200,6 +200,8 @@ class LocalModel:
         fetch_keys: Sequence[str],
     ) -> dict[str, Array]:
         """Feed graph tensors by name and fetch signature outputs; the one call into TF."""
+        if self._closed:
+            raise ModelError(f"model {self.path} is closed", path=str(self.path))
         fetch_names = [name for info in fetch_infos for name in _fetch_names(info)]
         runner = self._callable(tuple(feed_names), tuple(fetch_names))
         tf = _tf()
