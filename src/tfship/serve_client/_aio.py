@@ -87,6 +87,7 @@ class AsyncServingClient:
         headers: Mapping[str, str] | None = None,
         keepalive: float | None = 60.0,
         validate: bool = True,
+        cast: bool = False,
         max_in_flight: int = 64,
     ) -> None:
         import grpc.aio
@@ -97,6 +98,7 @@ class AsyncServingClient:
         self.timeout = timeout
         self.retry_policy = resolve_retries(retries)
         self.validate = validate
+        self.cast = cast
         self.max_in_flight = max_in_flight
         self.headers = tuple((k.lower(), v) for k, v in (headers or {}).items())
         creds, tls_options = tls_credentials(tls)
@@ -182,7 +184,7 @@ class AsyncServingClient:
     ) -> PredictResult:
         """Like :meth:`ServingClient.predict`."""
         sig = pick_signature(await self._signatures(model, version, label), signature, model)
-        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE)
+        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
         request = predict_request(
             model,
             encoded,

@@ -444,11 +444,14 @@ def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
     return signatures
 
 
-def encode_inputs(inputs: Any, signature: Any | None, model: str, signature_key: str) -> dict[str, Any]:
+def encode_inputs(
+    inputs: Any, signature: Any | None, model: str, signature_key: str, *, cast: bool = False
+) -> dict[str, Any]:
     """Encode predict inputs to TensorProtos, validated against the signature when known.
 
-    Python values take the signature's dtype; numpy arrays must already have it, so nothing
-    is cast silently. Names, dtypes and ranks are checked before anything is sent.
+    Python values take the signature's dtype; numpy arrays must already have it (or, with
+    ``cast``, be castable to it within the same kind, e.g. float64 -> float32), so nothing is
+    cast silently. Names, dtypes and ranks are checked before anything is sent.
     """
     if not isinstance(inputs, Mapping):
         if signature is None or len(signature.inputs) != 1:
@@ -464,7 +467,7 @@ def encode_inputs(inputs: Any, signature: Any | None, model: str, signature_key:
     encoded = {}
     for key, value in inputs.items():
         info = signature.inputs[key]
-        encoded[key] = _encode_checked(key, value, info, model, signature_key)
+        encoded[key] = _encode_checked(key, value, info, model, signature_key, cast)
     return encoded
 
 
@@ -493,18 +496,21 @@ def _check_names(inputs: Mapping[str, Any], signature: Any, model: str, key: str
         )
 
 
-def _encode_checked(key: str, value: Any, info: Any, model: str, signature: str) -> Any:
+def _encode_checked(key: str, value: Any, info: Any, model: str, signature: str, cast: bool) -> Any:
     where = f"model {model!r} signature {signature!r} input {key!r}"
     expected = info.dtype
     if isinstance(value, np.ndarray):
         got = "string" if value.dtype.kind in "OUS" else value.dtype.name
-        if expected not in ("invalid", got):
+        if expected in ("invalid", got):
+            proto = encode_tensor(value)
+        elif cast and got != "string" and _castable(value.dtype, expected):
+            proto = encode_tensor(value, dtype=expected)
+        else:
             raise InvalidInputError(
-                f"{where}: dtype {got} does not match the signature's {expected}; "
-                f"convert it first (e.g. array.astype({expected!r}))",
+                f"{where}: dtype {got} does not match the signature's {expected}; convert it "
+                f"first (array.astype({expected!r})) or create the client with cast=True",
                 model=model,
             )
-        proto = encode_tensor(value)
     else:
         try:
             proto = encode_tensor(value, dtype=None if expected == "invalid" else expected)
@@ -512,6 +518,14 @@ def _encode_checked(key: str, value: Any, info: Any, model: str, signature: str)
             raise InvalidInputError(f"{where}: {exc}; expected {expected}", model=model) from None
     _check_shape(where, [d.size for d in proto.tensor_shape.dim], info, model)
     return proto
+
+
+def _castable(got: np.dtype[Any], expected: str) -> bool:
+    try:
+        target = np.dtype(expected)
+    except TypeError:
+        return False
+    return bool(np.can_cast(got, target, casting="same_kind"))
 
 
 def _check_shape(where: str, shape: list[int], info: Any, model: str) -> None:
@@ -775,6 +789,8 @@ class ServingClient:
         headers: metadata sent with every call (e.g. an authorization token).
         keepalive: seconds between keepalive pings during calls (``None``: gRPC's default).
         validate: check inputs against the signature (fetched once per model) before sending.
+        cast: let numpy inputs be cast to the signature's dtype within the same kind
+            (float64 -> float32, int64 -> int32); off by default, as TF Serving refuses them.
         batching: a :class:`~tfship.serve_client.BatchingConfig` to merge concurrent predicts.
 
     Example:
@@ -795,6 +811,7 @@ class ServingClient:
         headers: Mapping[str, str] | None = None,
         keepalive: float | None = 60.0,
         validate: bool = True,
+        cast: bool = False,
         batching: BatchingConfig | None = None,
     ) -> None:
         import grpc
@@ -803,6 +820,7 @@ class ServingClient:
         self.timeout = timeout
         self.retry_policy = resolve_retries(retries)
         self.validate = validate
+        self.cast = cast
         self.headers = tuple((k.lower(), v) for k, v in (headers or {}).items())
         creds, tls_options = tls_credentials(tls)
         all_options = channel_options(max_message_bytes, keepalive, [*tls_options, *options])
@@ -954,7 +972,7 @@ class ServingClient:
         timeout: Any,
     ) -> PredictResult:
         sig = pick_signature(self._signatures(model, version, label), signature, model)
-        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE)
+        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
         request = predict_request(
             model,
             encoded,

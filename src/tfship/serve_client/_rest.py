@@ -82,6 +82,7 @@ class RestServingClient:
         tls: ``True`` or a :class:`TLSConfig` (CA and client certificate as PEM files or bytes).
         headers: HTTP headers sent with every call.
         validate: check inputs against the signature before sending.
+        cast: let numpy inputs be cast to the signature's dtype within the same kind.
 
     Example:
         >>> with RestServingClient("http://127.0.0.1:8501") as rest:  # doctest: +SKIP
@@ -97,12 +98,14 @@ class RestServingClient:
         tls: Any = None,
         headers: Mapping[str, str] | None = None,
         validate: bool = True,
+        cast: bool = False,
     ) -> None:
         scheme = "https" if tls else "http"
         self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
         self.timeout = timeout
         self.retry_policy = resolve_retries(retries)
         self.validate = validate
+        self.cast = cast
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         handlers: list[Any] = [urllib.request.ProxyHandler({})]  # never via a proxy
         if tls:
@@ -208,7 +211,7 @@ class RestServingClient:
         # Output dtypes are lost in JSON: the signature is needed even without validation.
         sig = pick_signature(self._signatures(model, version, label), signature, model)
         key = signature or DEFAULT_SIGNATURE
-        encoded = encode_inputs(inputs, sig if self.validate else None, model, key)
+        encoded = encode_inputs(inputs, sig if self.validate else None, model, key, cast=self.cast)
         body: dict[str, Any] = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
         if signature:
             body["signature_name"] = signature

@@ -234,3 +234,14 @@ def test_retries_until_a_real_server_comes_up(model_base: Path) -> None:
     finally:
         starter.join()
         late.stop()
+
+
+def test_cast_allows_same_kind_numpy_inputs(server: Any) -> None:
+    with ServingClient(server.address, cast=True) as casting:
+        result = casting.predict("m", {"x": np.array(X, np.float64)})
+        assert np.allclose(result.as_numpy("y"), _expected_y(2))
+        assert casting.predict("m", {"x": np.array(X, np.int64)}).as_numpy("y").dtype == np.float32
+        with pytest.raises(errors.InvalidInputError, match="dtype string does not match.*cast=True"):
+            casting.predict("m", {"x": np.array([["a", "b"]])})
+        with pytest.raises(errors.InvalidInputError, match="dtype complex128 does not match"):
+            casting.predict("m", {"x": np.array(X, np.complex128)})
