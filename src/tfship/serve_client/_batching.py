@@ -74,7 +74,13 @@ class MicroBatcher:
         key = _key(model, inputs, call)
         pending = _Pending(inputs, rows)
         with self._lock:
-            queue = self._queues.setdefault(key, _Queue())
+            queue = self._queues.get(key)
+            if queue is not None and queue.rows + rows > self._config.max_batch_size:
+                queue.full.set()  # send what is queued now; this call starts the next batch
+                del self._queues[key]
+                queue = None
+            if queue is None:
+                queue = self._queues[key] = _Queue()
             queue.items.append(pending)
             queue.rows += rows
             leader = len(queue.items) == 1

@@ -73,3 +73,17 @@ def test_batching_against_the_server(server: Any) -> None:
 def test_config_is_checked() -> None:
     with pytest.raises(ValueError, match="max_batch_size"):
         BatchingConfig(max_batch_size=0)
+
+
+def test_batches_never_exceed_the_size(scripted: ScriptedServer) -> None:
+    from tfship.serve_client._codec import protos
+
+    config = BatchingConfig(max_batch_size=5, max_delay=0.2)
+    with ServingClient(scripted.address, validate=False, batching=config) as client:
+        results = _run_together(client, 6, lambda c, i: c.predict("m", {"x": [[1.0]] * 2}))
+    assert all(r.as_numpy("x").shape == (2, 1) for r in results)
+    sizes = [
+        protos().predict_pb2.PredictRequest.FromString(body).inputs["x"].tensor_shape.dim[0].size
+        for _, body, _ in scripted.calls
+    ]
+    assert sum(sizes) == 12 and max(sizes) <= 5
