@@ -78,6 +78,14 @@ def step_train(state: DemoState, echo: Echo, max_steps: int) -> None:
     echo_summary(state.result)
 
 
+def step_exports(state: DemoState, echo: Echo) -> None:
+    """List every export version with the metadata its exporter recorded."""
+    from tfship.exporters._demo import describe_exports
+
+    assert state.model_dir is not None
+    describe_exports(state.model_dir / "export", echo)
+
+
 def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) -> DemoState:
     """Run every step of the demo in ``workdir`` (emptied first) and return what it made."""
     if workdir.exists():
@@ -89,6 +97,8 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
         step_data(state, echo)
     with _step("2. train a dnn on the penguins, exporting best, latest and final", echo):
         step_train(state, echo, max_steps)
+    with _step("3. the export versions and why each exists (assets.extra/tfship.json)", echo):
+        step_exports(state, echo)
     echo("")
     echo(f"demo finished in {time.monotonic() - started:.1f}s; everything is under {workdir}")
     return state
@@ -101,4 +111,6 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
 def demo(workdir: Path, max_steps: int) -> None:
     """Run the whole life of a model on the bundled penguins."""
     logging.getLogger("tfship").setLevel(logging.WARNING)
+    # The exporters' one-line decisions are part of the story the demo tells.
+    logging.getLogger("tfship.exporters").setLevel(logging.INFO)
     run_demo(workdir, max_steps=max_steps)

@@ -19,7 +19,6 @@ from tfship.trainer._train import (
     RunOptions,
     TrainResult,
     build_estimator,
-    parsing_receiver_fn,
     read_trainer_file,
     train,
 )
@@ -36,7 +35,6 @@ __all__ = [
     "make_head",
     "make_input_fn",
     "make_model_fn",
-    "parsing_receiver_fn",
     "read_trainer_file",
     "train",
 ]

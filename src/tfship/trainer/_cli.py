@@ -54,6 +54,8 @@ def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str,
 @click.option("--warm-start-from", default=None, help="Checkpoint or model dir to initialise from.")
 @click.option("--export", "exports", default="best,latest,final", show_default=True, callback=_kinds,
               help="Exporters to attach: any of best, latest, final; '' for none.")
+@click.option("--receiver", type=click.Choice(["parsing", "raw", "both"]), default="both", show_default=True,
+              help="Serving input of the exports: serialized tf.Examples, raw tensors, or both.")
 @click.option("--best-metric", default="loss", show_default=True)
 @click.option("--best-mode", type=click.Choice(["min", "max", "auto"]), default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -62,7 +64,7 @@ def train(schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str
           tower_dim: int, optimizer: str, learning_rate: float, batch_size: int, epochs: int | None,
           shuffle_buffer: int, reader_threads: int, parser_threads: int, prefetch: int, max_steps: int,
           checkpoint_every: int, keep_checkpoints: int, log_every: int, eval_throttle_secs: int,
-          seed: int, warm_start_from: str | None, exports: tuple[str, ...], best_metric: str,
+          seed: int, warm_start_from: str | None, exports: tuple[str, ...], receiver: str, best_metric: str,
           best_mode: str, as_json: bool) -> None:
     """Train an Estimator (Keras model + Head) from a schema, evaluate and export it."""
     from tfship import trainer
@@ -80,7 +82,7 @@ def train(schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str
     run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,
                              keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
                              eval_throttle_secs=eval_throttle_secs, exports=exports,
-                             best_metric=best_metric, best_mode=best_mode,
+                             receiver=receiver, best_metric=best_metric, best_mode=best_mode,
                              warm_start_from=warm_start_from)
     result = trainer.train(schema, model_dir, train_files, eval_files, model=model, inputs=inputs, run=run)
     if as_json:

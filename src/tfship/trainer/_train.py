@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -43,6 +42,7 @@ class RunOptions:
     best_metric: str = "loss"
     best_mode: str = "auto"
     keep_latest: int = 3
+    receiver: str = "both"
     warm_start_from: str | None = None
 
 
@@ -118,55 +118,21 @@ def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelConfig) ->
     tmp.replace(model_dir / TRAINER_FILE)
 
 
-def parsing_receiver_fn(schema: Schema) -> Any:
-    """A ``serving_input_receiver_fn`` that parses serialized ``tf.Example``s of the schema."""
-    return estimator().export.build_parsing_serving_input_receiver_fn(schema.parse_spec())
-
-
-def _metric_direction(metric: str, mode: str) -> str:
-    if mode != "auto":
-        return mode
-    lowered = metric.lower()
-    return "min" if any(k in lowered for k in ("loss", "error", "mse", "mae")) else "max"
-
-
 def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
+    from tfship.exporters import standard_exporters
+
     unknown = set(run.exports) - set(EXPORT_KINDS)
     if unknown:
         raise InputError(f"unknown export kinds {sorted(unknown)}; choose from {list(EXPORT_KINDS)}")
-    est = estimator()
-    receiver = parsing_receiver_fn(schema)
-    direction = _metric_direction(run.best_metric, run.best_mode)
-    exporters: list[Any] = []
-    if "best" in run.exports:
-        exporters.append(
-            est.BestExporter(
-                name="best",
-                serving_input_receiver_fn=receiver,
-                compare_fn=_compare_fn(run.best_metric, direction),
-                exports_to_keep=1,
-            )
-        )
-    if "latest" in run.exports:
-        exporters.append(est.LatestExporter("latest", receiver, exports_to_keep=run.keep_latest))
-    if "final" in run.exports:
-        exporters.append(est.FinalExporter("final", receiver))
+    exporters: list[Any] = standard_exporters(
+        schema,
+        run.exports,
+        receiver=run.receiver,
+        metric=run.best_metric,
+        mode=run.best_mode,
+        keep_latest=run.keep_latest,
+    )
     return exporters
-
-
-def _compare_fn(metric: str, direction: str) -> Any:
-    def compare(best_eval_result: Mapping[str, Any], current_eval_result: Mapping[str, Any]) -> bool:
-        if metric not in current_eval_result:
-            raise TrainError(f"metric {metric!r} is not evaluated; metrics are {sorted(current_eval_result)}")
-        current = float(current_eval_result[metric])
-        if not math.isfinite(current):
-            return False
-        best = best_eval_result.get(metric) if best_eval_result else None
-        if best is None or not math.isfinite(float(best)):
-            return True
-        return current < float(best) if direction == "min" else current > float(best)
-
-    return compare
 
 
 class _ProgressHook:
@@ -230,15 +196,20 @@ def train(
         hooks=[_ProgressHook(run.log_every)],
     )
     eval_inputs = InputConfig(**{**asdict(inputs), "epochs": 1})
+    exporters = _make_exporters(schema, run)
     eval_spec = est.EvalSpec(
         make_input_fn(schema, eval_files, eval_inputs, training=False),
         steps=None,
-        exporters=_make_exporters(schema, run),
+        exporters=exporters,
         start_delay_secs=0,
         throttle_secs=run.eval_throttle_secs,
     )
     try:
         metrics, _ = est.train_and_evaluate(estimator_obj, train_spec, eval_spec)
+        from tfship.exporters import run_final_exports
+
+        # A final export even when the last evaluation did not trigger one; no-op otherwise.
+        run_final_exports(estimator_obj, exporters)
     except tf().errors.InvalidArgumentError as exc:
         raise TrainError(f"training failed on bad input: {exc.message.splitlines()[0]}") from None
     return TrainResult(
