@@ -4,7 +4,8 @@ Like TF Serving's ``--enable_batching``: requests whose inputs agree on everythi
 dimension 0 are concatenated (up to ``max_batch_size`` rows, waiting at most
 ``batch_timeout_s`` for companions), run once, and the outputs are split back by rows. The
 first request of a batch leads it: it waits, runs the batch on its own thread and hands each
-companion its slice, so no extra threads are needed.
+companion its slice, so no extra threads are needed. A request alone in the server does not wait
+(unlike TF Serving, which always waits ``batch_timeout_micros``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Batcher:
         self.timeout = batch_timeout_s
         self._cond = threading.Condition()
         self._queues: dict[tuple[Any, ...], _Queue] = {}
+        self._inflight = 0  # requests inside run(), queued or running
         self.batches_run = 0
 
     def close(self) -> None:
@@ -66,9 +68,25 @@ class Batcher:
             return result
         task = _Task(feeds, rows)
         with self._cond:
+            self._inflight += 1
+        try:
+            return self._run_batched(servable, key, task, signature, outputs)
+        finally:
+            with self._cond:
+                self._inflight -= 1
+
+    def _run_batched(
+        self,
+        servable: Any,
+        key: tuple[Any, ...],
+        task: _Task,
+        signature: str,
+        outputs: Sequence[str],
+    ) -> dict[str, Any]:
+        with self._cond:
             queue = self._queues.setdefault(key, _Queue())
             queue.tasks.append(task)
-            queue.rows += rows
+            queue.rows += task.rows
             if queue.leader is None:
                 queue.leader, task.lead = task, True
             elif queue.rows >= self.max_batch_size:
@@ -84,9 +102,13 @@ class Batcher:
     def _lead(self, servable: Any, queue: _Queue, signature: str, outputs: Sequence[str]) -> None:
         deadline = time.monotonic() + self.timeout
         with self._cond:
-            self._cond.wait_for(
-                lambda: queue.rows >= self.max_batch_size, max(deadline - time.monotonic(), 0)
-            )
+            # Wait for companions only when other requests are in flight: a lone caller would
+            # just pay the timeout for nothing.
+            if self._inflight > len(queue.tasks):
+                self._cond.wait_for(
+                    lambda: queue.rows >= self.max_batch_size,
+                    max(deadline - time.monotonic(), 0),
+                )
             batch, taken = [], 0
             while queue.tasks and taken + queue.tasks[0].rows <= self.max_batch_size:
                 task = queue.tasks.pop(0)

@@ -107,7 +107,8 @@ def _classify_defaults(
     try:
         result = stub.Classify(request, timeout=30).result.classifications[0]
     except grpc.RpcError as exc:
-        echo(f"Classify (empty Example) -> {exc.code().name}: {exc.details()}")
+        first_line = (exc.details() or "").splitlines()[0] if exc.details() else ""
+        echo(f"Classify (empty Example) -> {exc.code().name}: {first_line}")
         return
     best = max(result.classes, key=lambda c: c.score)
     echo(f"Classify (every feature at its default) -> {best.label!r} ({best.score:.3f})")

@@ -1,0 +1,159 @@
+"""Predict requests/s of the local server at batch 1, against calling LocalModel in-process.
+
+One run measures, for 1, 8 and 32 concurrent clients: ``LocalModel.run`` from that many threads
+in this process; the server (``tfship serve``, in its own process) called over gRPC with the
+official stubs, without and with server-side batching. It prints requests/s and the ratios to
+in-process calls. Usage: ``python benchmarks/serving.py [--seconds 2]``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a file, this script's directory comes first on sys.path, where a sibling named after a
+# standard module (benchmarks/inspect.py) would shadow it for every library imported below.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+CLIENTS = (1, 8, 32)
+
+
+def export_model(base: Path) -> Path:
+    """A small MLP (16 -> 64 -> 8) as version 1 of ``base``."""
+    from tfship._tf import tf
+
+    tf_ = tf()
+    rng = np.random.default_rng(0)
+
+    class Mlp(tf_.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w1 = tf_.Variable(rng.normal(size=(16, 64)).astype(np.float32))
+            self.w2 = tf_.Variable(rng.normal(size=(64, 8)).astype(np.float32))
+
+        @tf_.function(input_signature=[tf_.TensorSpec([None, 16], tf_.float32, name="x")])
+        def serve(self, x: Any) -> dict[str, Any]:
+            hidden = tf_.nn.relu(tf_.matmul(x, self.w1))
+            return {"scores": tf_.nn.softmax(tf_.matmul(hidden, self.w2))}
+
+    model = Mlp()
+    path = base / "1"
+    tf_.saved_model.save(model, str(path), signatures={"serving_default": model.serve})
+    return path
+
+
+def rate(clients: int, seconds: float, make_call: Callable[[], Callable[[], None]]) -> float:
+    """Requests/s of ``clients`` threads each calling its own ``make_call()`` for ``seconds``."""
+    counts = [0] * clients
+    start = threading.Barrier(clients + 1)
+    stop = threading.Event()
+
+    def worker(index: int) -> None:
+        call = make_call()
+        call()  # warm the connection and the model's callable
+        start.wait()
+        while not stop.is_set():
+            call()
+            counts[index] += 1
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / (time.perf_counter() - began)
+
+
+def local_rates(version_dir: Path, seconds: float) -> dict[int, float]:
+    from tfship.loaders import load
+
+    model = load(version_dir)
+    x = np.ones([1, 16], np.float32)
+    try:
+        return {n: rate(n, seconds, lambda: lambda: model.run({"x": x})) for n in CLIENTS}
+    finally:
+        model.close()
+
+
+def start_server(base: Path, batching: bool) -> tuple[subprocess.Popen[str], str]:
+    args = [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base),
+            "--model-name", "bench", "--port", "0", "--json"]
+    if batching:
+        args += ["--enable-batching", "--max-batch-size", "32", "--batch-timeout-ms", "1"]
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env=env)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        process.kill()
+        raise SystemExit("the server did not start")
+    return process, json.loads(line)["grpc"]
+
+
+def server_rates(base: Path, batching: bool, seconds: float) -> dict[int, float]:
+    import grpc
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    from tfship._tf import tf
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "bench"
+    request.inputs["x"].CopyFrom(tf().make_tensor_proto(np.ones([1, 16], np.float32)))
+    process, address = start_server(base, batching)
+    channels: list[Any] = []
+
+    def make_call() -> Callable[[], None]:
+        channel = grpc.insecure_channel(address)
+        channels.append(channel)
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        return lambda: stub.Predict(request, timeout=30)
+
+    try:
+        return {n: rate(n, seconds, make_call) for n in CLIENTS}
+    finally:
+        for channel in channels:
+            channel.close()
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "bench"
+        base.mkdir()
+        version_dir = export_model(base)
+        local = local_rates(version_dir, args.seconds)
+        plain = server_rates(base, False, args.seconds)
+        batched = server_rates(base, True, args.seconds)
+    print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run)")
+    print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19}")
+    for n in CLIENTS:
+        print(
+            f"{n:>7} | {local[n]:>10.0f} | {plain[n]:>9.0f} ({plain[n] / local[n]:>5.2f}x) | "
+            f"{batched[n]:>9.0f} ({batched[n] / local[n]:>5.2f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
