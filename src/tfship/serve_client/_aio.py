@@ -30,6 +30,7 @@ from tfship.serve_client._client import (
     _retry_delay,
     _serialize,
     channel_options,
+    check_output_filter,
     check_ready,
     check_reload,
     classify_result,
@@ -185,6 +186,7 @@ class AsyncServingClient:
         """Like :meth:`ServingClient.predict`."""
         sig = pick_signature(await self._signatures(model, version, label), signature, model)
         encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
+        check_output_filter(output_filter, sig, model, signature or DEFAULT_SIGNATURE)
         request = predict_request(
             model,
             encoded,

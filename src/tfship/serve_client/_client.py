@@ -453,6 +453,9 @@ def encode_inputs(
     ``cast``, be castable to it within the same kind, e.g. float64 -> float32), so nothing is
     cast silently. Names, dtypes and ranks are checked before anything is sent.
     """
+    if _is_dataframe(inputs):
+        # One input per column; lists (not float64 arrays) so each takes the signature's dtype.
+        inputs = {str(column): inputs[column].tolist() for column in inputs.columns}
     if not isinstance(inputs, Mapping):
         if signature is None or len(signature.inputs) != 1:
             expected = "" if signature is None else f" (inputs: {_describe(signature.inputs)})"
@@ -469,6 +472,27 @@ def encode_inputs(
         info = signature.inputs[key]
         encoded[key] = _encode_checked(key, value, info, model, signature_key, cast)
     return encoded
+
+
+def _is_dataframe(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+
+
+def check_output_filter(
+    output_filter: Sequence[str] | None, signature: Any | None, model: str, key: str
+) -> None:
+    """Unknown output names fail before sending, listing the signature's outputs."""
+    if output_filter is None or signature is None:
+        return
+    if isinstance(output_filter, str):
+        raise TypeError("output_filter must be a list of output names, not a str")
+    unknown = sorted(set(output_filter) - set(signature.outputs))
+    if unknown:
+        raise InvalidInputError(
+            f"model {model!r} signature {key!r}: no outputs {unknown}; "
+            f"outputs are: {', '.join(signature.outputs)}",
+            model=model,
+        )
 
 
 def _describe(table: Mapping[str, Any]) -> str:
@@ -973,6 +997,7 @@ class ServingClient:
     ) -> PredictResult:
         sig = pick_signature(self._signatures(model, version, label), signature, model)
         encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
+        check_output_filter(output_filter, sig, model, signature or DEFAULT_SIGNATURE)
         request = predict_request(
             model,
             encoded,

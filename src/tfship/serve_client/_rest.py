@@ -36,6 +36,7 @@ from tfship.serve_client._client import (
     TLSConfig,
     VersionStatus,
     _MetadataCache,
+    check_output_filter,
     check_ready,
     encode_inputs,
     pick_signature,
@@ -212,6 +213,7 @@ class RestServingClient:
         sig = pick_signature(self._signatures(model, version, label), signature, model)
         key = signature or DEFAULT_SIGNATURE
         encoded = encode_inputs(inputs, sig if self.validate else None, model, key, cast=self.cast)
+        check_output_filter(output_filter, sig, model, key)
         body: dict[str, Any] = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
         if signature:
             body["signature_name"] = signature

@@ -245,3 +245,20 @@ def test_cast_allows_same_kind_numpy_inputs(server: Any) -> None:
             casting.predict("m", {"x": np.array([["a", "b"]])})
         with pytest.raises(errors.InvalidInputError, match="dtype complex128 does not match"):
             casting.predict("m", {"x": np.array(X, np.complex128)})
+
+
+def test_unknown_output_filter_fails_before_sending(client: ServingClient) -> None:
+    with pytest.raises(errors.InvalidInputError, match=r"no outputs \['z'\]; outputs are: doubled, y"):
+        client.predict("m", {"x": X}, output_filter=["y", "z"])
+    with pytest.raises(TypeError, match="not a str"):
+        client.predict("m", {"x": X}, output_filter="y")
+
+
+def test_dataframe_columns_are_inputs(client: ServingClient) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"text": ["ab", "cd"]})
+    assert client.predict("m", frame, signature="strings").as_numpy("upper").tolist() == [
+        b"AB",
+        b"CD",
+    ]
