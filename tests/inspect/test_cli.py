@@ -176,6 +176,7 @@ def test_diff_feature_spec(exports: dict[str, pathlib.Path]) -> None:
     doc = json.loads(result.output.split("\nError:")[0])
     where = {(c["kind"], c["where"]) for c in doc["changes"]}
     assert ("feature_type_changed", "serve/predict/features/color") in where
+    assert ("feature_default_changed", "serve/predict/features/color") not in where
     assert ("signature_removed", "serve/regression") in where
     assert ("signature_added", "serve/raw:predict") in where
 
@@ -190,7 +191,7 @@ def test_check_ready_and_warmup(exports: dict[str, pathlib.Path], tmp_path: path
     doc = json.loads(result.output)
     assert doc["ready"] is True and doc["content_hash"].startswith("sha256:")
     findings = {f["check"]: f for f in doc["findings"]}
-    assert findings["warmup"]["severity"] == "ok" and "1 records" in findings["warmup"]["message"]
+    assert findings["warmup"]["severity"] == "ok" and "(1 record)" in findings["warmup"]["message"]
     assert findings["registered_ops"]["severity"] == "ok"
     # The same content elsewhere hashes the same; one changed byte does not.
     again = run("check", str(_copy(export, tmp_path / "n" / "6")), "--json")

@@ -278,7 +278,7 @@ def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) ->
     for problem in problems[:20]:
         report.add("warmup", "error", problem)
     if not problems:
-        report.add("warmup", "ok", f"warmup file valid ({count} records)")
+        report.add("warmup", "ok", f"warmup file valid ({count} record{'s' * (count != 1)})")
 
 
 def _tensorflow_registry() -> Callable[[str], bool]:

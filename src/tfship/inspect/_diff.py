@@ -151,7 +151,8 @@ def _compare_features(
 def _compare_feature(report: DiffReport, at: str, a: FeatureSpecEntry, b: FeatureSpecEntry) -> None:
     if (a.kind, a.dtype) != (b.kind, b.dtype):
         report.add("feature_type_changed", at, True, f"{a.kind} {a.dtype} -> {b.kind} {b.dtype}")
-    elif a.shape != b.shape:
+        return  # shape and default of a different kind of feature say nothing more
+    if a.shape != b.shape:
         report.add(
             "feature_shape_changed", at, True, f"shape {_shape_text(a.shape)} -> {_shape_text(b.shape)}"
         )
