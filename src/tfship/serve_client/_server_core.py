@@ -114,6 +114,8 @@ class ServingCore:
         self._check_method(signature)
         feeds = predict_feeds(signature, request.inputs)
         aliases = _output_aliases(signature, request.output_filter)
+        # TensorFlow checks feed dtypes when the session runs, after every request check
+        check_feed_dtypes(signature, request.inputs)
         outputs = _run(servable, feeds, key, aliases)
         proto_cls = _tensor_proto_cls()
         for alias in aliases:
@@ -323,7 +325,7 @@ def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArra
         )
     feeds: dict[str, NDArray[Any]] = {}
     used: list[str] = []
-    for index, alias in enumerate(sorted(sig_inputs)):
+    for alias in sorted(sig_inputs):
         info = sig_inputs[alias]
         if alias in inputs:
             proto = inputs[alias]
@@ -337,21 +339,27 @@ def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArra
                 f"{{{_keys(inputs)}}}, or default input alias set: {_keys(defaults)}"
             )
         try:
-            value = to_ndarray(proto)
+            feeds[alias] = to_ndarray(proto)
         except TensorDecodeError as exc:
             raise invalid(f"tensor parsing error: {alias}") from exc
-        if info.dtype and int(proto.dtype) != int(info.dtype):
-            raise invalid(
-                f"Expects arg[{index}] to be {dtype_name(int(info.dtype))} but "
-                f"{dtype_name(int(proto.dtype))} is provided"
-            )
-        feeds[alias] = value
     if inputs and len(used) != len(inputs):
         raise invalid(
             f"Inputs contains invalid name. Used request inputs: {','.join(sorted(used))}, "
             f"request input: {_keys(inputs)}"
         )
     return feeds
+
+
+def check_feed_dtypes(signature: Any, inputs: Mapping[str, Any]) -> None:
+    """The session's call-frame check: each fed tensor has its signature input's dtype."""
+    for index, alias in enumerate(sorted(signature.inputs)):
+        proto = inputs.get(alias, signature.defaults.get(alias))
+        want = int(signature.inputs[alias].dtype)
+        if proto is not None and want and int(proto.dtype) != want:
+            raise invalid(
+                f"Expects arg[{index}] to be {dtype_name(want)} but "
+                f"{dtype_name(int(proto.dtype))} is provided"
+            )
 
 
 def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:

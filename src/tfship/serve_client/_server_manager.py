@@ -71,7 +71,10 @@ class Servable:
         from tfship.loaders import load
 
         meta_graph = read_serve_meta_graph(path)
-        return cls(name, version, path, meta_graph, load(path))
+        keys = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
+        # TF Serving needs no default signature to load a model; tfship's loader does.
+        default = "serving_default" if "serving_default" in keys or not keys else keys[0]
+        return cls(name, version, path, meta_graph, load(path, signature=default))
 
     def run(
         self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]

@@ -443,3 +443,11 @@ def test_status_without_model_spec(model_stub: Any) -> None:
 def test_tensor_proto_class_is_tensorflows(stub: Any) -> None:
     # clients build requests with tf.make_tensor_proto; the server must take that class as is
     assert isinstance(tf().make_tensor_proto(1.0), tensor_pb2.TensorProto)
+
+
+def test_dtype_is_checked_after_the_output_filter(stub: Any) -> None:
+    # TF checks feed dtypes when the session runs: a bad output_filter is reported first
+    request = predict_request(x=x_batch().astype(np.float64))
+    request.output_filter.append("nope")
+    details = expect(stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT)
+    assert details.startswith("output tensor alias not found in signature: nope")
