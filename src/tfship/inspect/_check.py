@@ -97,6 +97,10 @@ def content_hash(path: str | os.PathLike[str]) -> str:
 
     Estimator exports of TF 2.15 have no ``fingerprint.pb``; this identifies an export's
     content whatever its directory name or timestamps.
+
+    Example:
+        >>> content_hash("export/best/1700000000")  # doctest: +SKIP
+        'sha256:0cf17cf6fa4d4945...'
     """
     root = pathlib.Path(path)
     digest = hashlib.sha256()

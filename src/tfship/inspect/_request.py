@@ -274,7 +274,13 @@ def example_request(
 
 
 def write_warmup(path: str | pathlib.Path, requests: list[ExampleRequest]) -> int:
-    """Write requests as a TF Serving warmup file (TFRecord of ``PredictionLog``)."""
+    """Write requests as a TF Serving warmup file (TFRecord of ``PredictionLog``), atomically.
+
+    Example:
+        >>> req = example_request(read_saved_model("m/1"))  # doctest: +SKIP
+        >>> write_warmup("m/1/assets.extra/tf_serving_warmup_requests", [req])  # doctest: +SKIP
+        1
+    """
     buffer = io.BytesIO()
     count = write_records(buffer, (r.warmup_record() for r in requests))
     target = pathlib.Path(path)
