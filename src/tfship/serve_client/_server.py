@@ -65,6 +65,8 @@ class ModelServer:
         allow_version_labels_for_unavailable_models: bool = False,
         max_message_bytes: int = 2**31 - 1,
         grpc_workers: int = 64,
+        max_load_retries: int = 0,
+        load_retry_interval_s: float = 60.0,
     ) -> None:
         if models is None:
             if model_base_path is None:
@@ -88,6 +90,9 @@ class ModelServer:
         self._method_name_check = method_name_check
         self._poll_seconds = poll_seconds
         self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
+        # TF Serving retries failed loads 5 times a minute apart; a local server fails fast
+        # unless asked to behave the same way.
+        self._retries = (max_load_retries, load_retry_interval_s)
         self._grpc: Any = None
         self._rest: Any = None
         self._manager: ModelManager | None = None
@@ -118,6 +123,8 @@ class ModelServer:
             warmup=self._run_warmup if self._warmup else None,
             allow_labels_for_unavailable=self._allow_unavailable_labels,
             on_load=self._attach_batcher if self.batching else None,
+            max_load_retries=self._retries[0],
+            load_retry_interval_s=self._retries[1],
         )
         self._core = ServingCore(self._manager, method_name_check=self._method_name_check)
         try:

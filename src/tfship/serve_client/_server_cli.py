@@ -38,6 +38,10 @@ import click
 @click.option("--max-batch-size", default=32, show_default=True, type=click.IntRange(1))
 @click.option("--batch-timeout-ms", default=1.0, show_default=True, type=click.FloatRange(0))
 @click.option("--no-warmup", is_flag=True, help="Skip assets.extra/tf_serving_warmup_requests.")
+@click.option("--max-num-load-retries", default=0, show_default=True, type=click.IntRange(0),
+              help="Retry a failed load this many times (TF Serving: 5).")
+@click.option("--load-retry-interval-seconds", default=60.0, show_default=True,
+              type=click.FloatRange(0), help="Pause between load retries.")
 @click.option("--enable-signature-method-name-check", is_flag=True,
               help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).")
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
@@ -54,6 +58,8 @@ def serve(
     max_batch_size: int,
     batch_timeout_ms: float,
     no_warmup: bool,
+    max_num_load_retries: int,
+    load_retry_interval_seconds: float,
     enable_signature_method_name_check: bool,
     as_json: bool,
 ) -> None:
@@ -81,6 +87,8 @@ def serve(
         batching=batching,
         warmup=not no_warmup,
         method_name_check=enable_signature_method_name_check,
+        max_load_retries=max_num_load_retries,
+        load_retry_interval_s=load_retry_interval_seconds,
     )
     stop = threading.Event()
     previous = _on_signals(stop)

@@ -206,8 +206,12 @@ class ModelManager:
         warmup: Warmup | None = None,
         allow_labels_for_unavailable: bool = False,
         on_load: Callable[[Servable], None] | None = None,
+        max_load_retries: int = 0,
+        load_retry_interval_s: float = 60.0,
     ) -> None:
         self._poll_seconds = poll_seconds
+        self._retries = max(max_load_retries, 0)
+        self._retry_interval = load_retry_interval_s
         self._loader: Loader = loader or Servable.load
         self._warmup = warmup
         self._on_load = on_load
@@ -344,26 +348,41 @@ class ModelManager:
         name = model.config.name
         with self._lock:
             self._publish(model, harness.number, "LOADING")
-        try:
-            servable = self._loader(name, harness.number, harness.path)
-            if self._warmup is not None:
-                self._warmup(servable)
-            if self._on_load is not None:
-                self._on_load(servable)
-        except Exception as exc:  # any failure ends this version's load, never the server
-            error = from_exception(exc)
-            logger.error("Loading servable %s version %d failed: %s", name, harness.number,
-                         error.message)
-            with self._lock:
-                harness.state = "error"
-                self._publish(model, harness.number, "END", error)
-            return
+        attempt = 0
+        while True:
+            try:
+                servable = self._load_once(name, harness)
+                break
+            except Exception as exc:  # any failure ends this version's load, never the server
+                error = from_exception(exc)
+                logger.error("Loading servable %s version %d failed: %s", name, harness.number,
+                             error.message)
+                attempt += 1
+                # TF Serving retries a failed load (--max_num_load_retries) while it stays LOADING
+                if attempt <= self._retries and not self._stop.wait(self._retry_interval):
+                    continue
+                with self._lock:
+                    harness.state = "error"
+                    self._publish(model, harness.number, "END", error)
+                return
         with self._lock:
             harness.servable = servable
             harness.state = "ready"
             self._publish(model, harness.number, "AVAILABLE")
         logger.info("Successfully loaded servable version {name: %s version: %d}", name,
                     harness.number)
+
+    def _load_once(self, name: str, harness: _Version) -> Servable:
+        servable = self._loader(name, harness.number, harness.path)
+        try:
+            if self._warmup is not None:
+                self._warmup(servable)
+            if self._on_load is not None:
+                self._on_load(servable)
+        except BaseException:
+            servable.close(timeout=0)
+            raise
+        return servable
 
     def _unload(self, model: _Model, harness: _Version) -> None:
         with self._lock:

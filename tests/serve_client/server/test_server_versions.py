@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -299,3 +300,33 @@ def test_corrupt_warmup_file(serve: Any, tmp_path: Path, module_base: Path) -> N
     error = load_error(serve, base)
     assert error.code == grpc.StatusCode.DATA_LOSS
     assert error.message.endswith(". Please verify your warmup data is in TFRecord format.")
+
+
+def test_failed_load_is_retried_while_loading(
+    serve: Any, tmp_path: Path, module_base: Path
+) -> None:
+    base = tmp_path / "base"
+    broken = base / "1"
+    broken.mkdir(parents=True)
+    (broken / "saved_model.pb").write_bytes(b"not yet")
+    server = ModelServer([ModelConfig("m", str(base))], port=0, max_load_retries=50,
+                         load_retry_interval_s=0.05)
+    starter = threading.Thread(target=server.start)
+    starter.start()
+    try:
+        time.sleep(0.3)
+        assert server.history("m")[-1].state == "LOADING"  # still retrying
+        shutil.rmtree(broken)
+        shutil.copytree(module_base / "1", broken)  # the export is fixed in place
+        starter.join(timeout=60)
+        assert server.available_versions("m") == [1]
+        assert states(server)[1] == ["START", "LOADING", "AVAILABLE"]
+    finally:
+        starter.join(timeout=60)
+        server.stop()
+
+
+def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) -> None:
+    first = serve(ModelConfig("m", str(make_base(tmp_path, module_base, (1,)))))
+    with pytest.raises(LocalServerError, match="cannot bind gRPC"):
+        ModelServer(model_base_path=tmp_path / "base", model_name="m", port=first.port).start()
