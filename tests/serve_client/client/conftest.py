@@ -63,7 +63,7 @@ def export_model(tf: Any, directory: Path, version: int) -> Path:
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def strings(self, text: Any) -> dict[str, Any]:
-            return {"upper": tf.strings.upper(text)}
+            return {"upper": tf.strings.upper(text), "upper_bytes": tf.strings.upper(text)}
 
     model = Model()
     path = directory / str(version)

@@ -28,6 +28,12 @@ def rest(server: Any) -> Any:
         {"inputs": {"x": X}, "version": 1},
         {"inputs": {"x": X}, "label": "stable"},
         {"inputs": {"text": ["ab", "é"]}, "signature": "strings"},
+        # non-UTF-8 bytes survive REST both ways as {"b64": ...} (outputs named *_bytes)
+        {
+            "inputs": {"text": [b"\xff\x00a", b"b"]},
+            "signature": "strings",
+            "output_filter": ["upper_bytes"],
+        },
         {"inputs": {"x": X}, "output_filter": ["doubled"]},
     ],
 )
