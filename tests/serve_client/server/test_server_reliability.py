@@ -174,3 +174,16 @@ def test_default_limit_takes_messages_over_grpcs_4_mib(server: ModelServer) -> N
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         response = stub.Predict(request(rows=700_000), timeout=60)  # 5.6 MB each way
     assert [d.size for d in response.outputs["doubled"].tensor_shape.dim] == [700_000, 2]
+
+
+def test_health_service_is_off_like_tf_servings_default(server: ModelServer) -> None:
+    error = raw_call(server.address, "/grpc.health.v1.Health/Check", b"")
+    assert error.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_long_error_texts_are_truncated_like_tf_serving() -> None:
+    from tfship.serve_client._server_status import invalid
+
+    message = invalid("x" * 2000).wire_message()
+    assert message == "x" * 1024 + "...TRUNCATED"
+    assert invalid("short").wire_message() == "short"
