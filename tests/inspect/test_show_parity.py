@@ -33,7 +33,7 @@ def _normalise_ops(text: str) -> str:
 def _ours(args: list[str]) -> str:
     result = CliRunner().invoke(cli, ["inspect", "show", *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # stdout only: hints go to stderr
 
 
 def _cases(exports: dict[str, pathlib.Path]) -> list[list[str]]:
@@ -54,6 +54,7 @@ def _cases(exports: dict[str, pathlib.Path]) -> list[list[str]]:
             for key in mg.signatures:
                 cases.append([d, f"--tag_set={tags}", f"--signature_def={key}"])
     cases.append([f"--dir={exports['linear_parsing']}", "--list_ops"])
+    cases.append([f"--dir={exports['linear_parsing']}", "--signature_def=predict"])
     cases.append(
         [f"--dir={exports['tf2_module']}", "--tag_set=serve", "--signature_def=__saved_model_init_op"]
     )

@@ -86,6 +86,9 @@ def show(
         return
     from tfship.inspect._show import render_show
 
+    if signature is not None and tag_set is None and not all_:
+        # saved_model_cli ignores the key here; stdout stays identical, the hint goes to stderr.
+        click.echo("note: --signature needs --tag-set (e.g. --tag-set serve)", err=True)
     text = render_show(info, tag_set=tag_set, signature=signature, all=all_, list_ops=list_ops)
     # Written as is: the Concrete Functions section may end without a newline, as the original.
     sys.stdout.write(text)
