@@ -95,7 +95,9 @@ def predict(
     Rows keep their input order; a bad row goes to --rejects with its file, line and reason,
     and the run goes on. The summary shows rows in = predicted + rejected.
 
-    Example: tfship predict export/dnn -i 'data/*.csv' -o preds.csv --keep-columns id
+    \b
+    Example:
+      tfship predict export/dnn -i 'data/*.csv' -o preds.csv --keep-columns id
     """
     spec = JobSpec(
         inputs=inputs,
@@ -159,7 +161,9 @@ def bench(
 ) -> None:
     """Time MODEL: load, first call, and p50/p99 latency and rows/s per batch size.
 
-    Example: tfship bench export/dnn --batch-sizes 1,64,1024
+    \b
+    Example:
+      tfship bench export/dnn --batch-sizes 1,64,1024
     """
     from tfship.loaders._bench import BenchReport, run_bench
 
