@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
 from tfship.serve_client._client import (
     _RESPONSES,
     DEFAULT,
@@ -69,7 +70,8 @@ class AsyncServingClient:
     """The :class:`ServingClient` API on asyncio, with a bound on requests in flight.
 
     Create it inside a running event loop; options are the sync client's, plus
-    ``max_in_flight`` (calls beyond it wait their turn client-side).
+    ``max_in_flight`` (calls beyond it wait their turn client-side). With ``batching``,
+    concurrent ``predict`` calls are merged into fewer requests.
 
     Example:
         >>> async with AsyncServingClient("127.0.0.1:8500", max_in_flight=32) as client:  # doctest: +SKIP
@@ -90,6 +92,7 @@ class AsyncServingClient:
         validate: bool = True,
         cast: bool = False,
         max_in_flight: int = 64,
+        batching: BatchingConfig | None = None,
     ) -> None:
         import grpc.aio
 
@@ -113,6 +116,7 @@ class AsyncServingClient:
         self._metadata = _MetadataCache()
         self._rng = random.Random()
         self._closed = False
+        self._batcher = None if batching is None else AsyncMicroBatcher(self._predict_now, batching)
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -183,7 +187,30 @@ class AsyncServingClient:
         output_filter: Sequence[str] | None = None,
         timeout: Any = DEFAULT,
     ) -> PredictResult:
-        """Like :meth:`ServingClient.predict`."""
+        """Like :meth:`ServingClient.predict` (merged with concurrent calls under ``batching``)."""
+        call = {
+            "signature": signature,
+            "version": version,
+            "label": label,
+            "output_filter": output_filter,
+            "timeout": timeout,
+        }
+        if self._batcher is not None:
+            batched: PredictResult = await self._batcher.submit(model, inputs, **call)
+            return batched
+        return await self._predict_now(model, inputs, **call)
+
+    async def _predict_now(
+        self,
+        model: str,
+        inputs: Any,
+        *,
+        signature: str | None,
+        version: int | None,
+        label: str | None,
+        output_filter: Sequence[str] | None,
+        timeout: Any,
+    ) -> PredictResult:
         sig = pick_signature(await self._signatures(model, version, label), signature, model)
         encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
         check_output_filter(output_filter, sig, model, signature or DEFAULT_SIGNATURE)

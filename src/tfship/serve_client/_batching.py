@@ -9,14 +9,15 @@ own batching requires.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BatchingConfig", "MicroBatcher"]
+__all__ = ["AsyncMicroBatcher", "BatchingConfig", "MicroBatcher"]
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,9 @@ class MicroBatcher:
             if len(items) == 1:
                 items[0].result = self._run(model, items[0].inputs, **call)
             else:
-                merged = {k: _concat([p.inputs[k] for p in items]) for k in items[0].inputs}
-                combined = self._run(model, merged, **call)
-                _split(combined, items)
+                combined = self._run(model, _merge([p.inputs for p in items]), **call)
+                for item, result in zip(items, _split(combined, [p.rows for p in items])):
+                    item.result = result
         except BaseException as exc:  # every waiting caller gets the failure
             for item in items:
                 item.error = exc
@@ -157,20 +158,90 @@ def _concat(parts: Sequence[Any]) -> Any:
     return np.concatenate([np.asarray(p) for p in parts], axis=0)
 
 
-def _split(combined: Any, items: list[_Pending]) -> None:
+def _split(combined: Any, rows: Sequence[int]) -> list[Any]:
+    """One PredictResult per caller: its rows of every output."""
     from tfship.serve_client._client import PredictResult
     from tfship.serve_client._errors import MalformedResponseError
 
-    total = sum(item.rows for item in items)
+    total = sum(rows)
     for key, value in combined.outputs.items():
         if value.ndim == 0 or value.shape[0] != total:
             raise MalformedResponseError(
                 f"output {key!r} has shape {list(value.shape)}, not {total} rows first; "
                 "it cannot be split between batched calls: create the client without batching"
             )
+    results = []
     start = 0
-    for item in items:
-        stop = start + item.rows
+    for count in rows:
+        stop = start + count
         outputs = {k: v[start:stop] for k, v in combined.outputs.items()}
-        item.result = PredictResult(outputs, combined.model_spec, lambda: combined.raw)
+        results.append(PredictResult(outputs, combined.model_spec, lambda: combined.raw))
         start = stop
+    return results
+
+
+def _merge(inputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {key: _concat([one[key] for one in inputs]) for key in inputs[0]}
+
+
+@dataclass
+class _AsyncQueue:
+    items: list[tuple[Mapping[str, Any], int, asyncio.Future[Any]]] = field(default_factory=list)
+    rows: int = 0
+    full: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class AsyncMicroBatcher:
+    """The asyncio twin of :class:`MicroBatcher` (used by ``AsyncServingClient``)."""
+
+    def __init__(self, run: Callable[..., Awaitable[Any]], config: BatchingConfig) -> None:
+        self._run = run
+        self._config = config
+        self._queues: dict[tuple[Any, ...], _AsyncQueue] = {}
+
+    async def submit(self, model: str, inputs: Any, **call: Any) -> Any:
+        """Queue one predict call, or run it alone when its inputs cannot be batched."""
+        rows = _rows(inputs)
+        if rows is None or rows >= self._config.max_batch_size:
+            return await self._run(model, inputs, **call)
+        key = _key(model, inputs, call)
+        queue = self._queues.get(key)
+        if queue is not None and queue.rows + rows > self._config.max_batch_size:
+            queue.full.set()
+            del self._queues[key]
+            queue = None
+        leader = queue is None
+        if queue is None:
+            queue = self._queues[key] = _AsyncQueue()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        queue.items.append((inputs, rows, future))
+        queue.rows += rows
+        if queue.rows >= self._config.max_batch_size:
+            queue.full.set()
+        if leader:
+            try:
+                await asyncio.wait_for(queue.full.wait(), self._config.max_delay)
+            except asyncio.TimeoutError:
+                pass
+            if self._queues.get(key) is queue:
+                del self._queues[key]
+            await self._flush(model, queue, call)
+        return await future
+
+    async def _flush(self, model: str, queue: _AsyncQueue, call: Mapping[str, Any]) -> None:
+        futures = [future for _, _, future in queue.items]
+        try:
+            if len(queue.items) == 1:
+                results = [await self._run(model, queue.items[0][0], **call)]
+            else:
+                merged = _merge([inputs for inputs, _, _ in queue.items])
+                combined = await self._run(model, merged, **call)
+                results = _split(combined, [rows for _, rows, _ in queue.items])
+        except Exception as exc:  # every waiting caller gets the failure
+            for future in futures:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for future, result in zip(futures, results):
+            if not future.done():
+                future.set_result(result)

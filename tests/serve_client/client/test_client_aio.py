@@ -98,3 +98,35 @@ def test_async_retries_on_unavailable(scripted: ScriptedServer) -> None:
 
     asyncio.run(main())
     assert len(scripted.calls) == 4
+
+
+def test_async_micro_batching(scripted: ScriptedServer) -> None:
+    from tfship.serve_client._batching import BatchingConfig
+
+    config = BatchingConfig(max_batch_size=8, max_delay=0.2)
+
+    async def main() -> list[Any]:
+        async with AsyncServingClient(scripted.address, validate=False, batching=config) as c:
+            calls = [c.predict("m", {"x": [[float(i)], [float(i)]]}) for i in range(10)]
+            return await asyncio.gather(*calls)
+
+    results = asyncio.run(main())
+    for i, result in enumerate(results):
+        assert result.as_numpy("x").tolist() == [[float(i)], [float(i)]]
+    assert len(scripted.calls) == 3  # 4 + 4 + 2 calls of 2 rows under 8 rows per batch
+
+
+def test_async_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
+    from tfship.serve_client._batching import BatchingConfig
+
+    scripted.failures = [(grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(m)")]
+
+    async def main() -> list[Any]:
+        config = BatchingConfig(max_batch_size=4, max_delay=5.0)
+        async with AsyncServingClient(scripted.address, validate=False, batching=config) as c:
+            calls = [c.predict("m", {"x": [[1.0]]}) for _ in range(4)]
+            return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert all(isinstance(r, errors.ModelNotFoundError) for r in results)
+    assert len(scripted.calls) == 1
