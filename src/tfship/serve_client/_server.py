@@ -132,6 +132,11 @@ class ModelServer:
         except RpcError as exc:
             self._manager.stop()
             raise LocalServerError(exc.message) from exc
+        failed = self._manager.failed_models()
+        if failed:
+            # TF Serving refuses to start when a model's first versions fail to load.
+            self._manager.stop()
+            raise LocalServerError(_unavailable_message(failed))
         port, rest_port = self._requested
         try:
             self._grpc, self.port = start_grpc(
@@ -289,6 +294,17 @@ class ModelServer:
                 for m in self.models
             ],
         }
+
+
+def _unavailable_message(failed: Sequence[StateEvent]) -> str:
+    # ServerCore's text: "N servable(s) did not become available: {{{name: m version: 1} due
+    # to error: CODE: message}, }"
+    parts = "".join(
+        f"{{{{name: {e.model} version: {e.version}}} due to error: "
+        f"{e.error.code.name if e.error else 'UNKNOWN'}: {e.error.message if e.error else ''}}}, "
+        for e in failed
+    )
+    return f"{len(failed)} servable(s) did not become available: {{{parts}}}"
 
 
 def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:

@@ -472,6 +472,18 @@ class ModelManager:
             )
         return [states[v] for v in sorted(states, reverse=True)]
 
+    def failed_models(self) -> list[StateEvent]:
+        """For each model with no available version, the END event of its newest failed load."""
+        failed: list[StateEvent] = []
+        with self._lock:
+            for model in self._models.values():
+                if not model.active or any(h.state == "ready" for h in model.harnesses.values()):
+                    continue
+                ended = [e for e in model.states.values() if e.state == "END" and e.error]
+                if ended:
+                    failed.append(max(ended, key=lambda e: e.version))
+        return failed
+
     def history(self, name: str) -> list[StateEvent]:
         """Every state every version of ``name`` went through, oldest first."""
         with self._lock:

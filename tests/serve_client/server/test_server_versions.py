@@ -252,8 +252,14 @@ def predict_log(**inputs: Any) -> Any:
 
 
 def load_error(serve: Any, base: Path) -> Any:
-    server = serve(ModelConfig("m", str(base)))
+    server = ModelServer([ModelConfig("m", str(base))], port=0)
+    with pytest.raises(LocalServerError) as info:
+        server.start()  # like TF Serving, a model whose first load fails stops the start
     event = server.history("m")[-1]
+    assert str(info.value) == (
+        f"1 servable(s) did not become available: {{{{{{name: m version: 1}} due to error: "
+        f"{event.error.code.name}: {event.error.message}}}, }}"
+    )
     assert event.state == "END"
     assert server.available_versions("m") == []
     return event.error
