@@ -227,6 +227,18 @@ def test_check_finds_problems(exports: dict[str, pathlib.Path], tmp_path: pathli
     assert text.strip().splitlines()[-1].startswith("Error: ")
 
 
+def test_check_warmup_dtype(exports: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    from tfship.inspect import example_request, write_warmup
+
+    export = _copy(exports["dnn_raw"], tmp_path / "m" / "1")
+    req = example_request(read_saved_model(export), signature="predict")
+    req.grpc.inputs["age"].dtype = 2  # DT_DOUBLE where the signature wants float32
+    write_warmup(export / "assets.extra" / "tf_serving_warmup_requests", [req])
+    result = run("check", str(export))
+    assert result.exit_code == 3
+    assert "input 'age' is float64, signature 'predict' expects float32" in result.stdout
+
+
 def test_scan(exports: dict[str, pathlib.Path]) -> None:
     path = str(exports["tf2_module"])
     clean = run("scan", path)

@@ -16,7 +16,13 @@ from typing import Any
 from tfship.errors import InputError, VerdictError
 from tfship.inspect import _protos
 from tfship.inspect._describe import assets, variables
-from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
+from tfship.inspect._reader import (
+    MetaGraphInfo,
+    SavedModelInfo,
+    SignatureInfo,
+    dtype_name,
+    read_saved_model,
+)
 from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
 from tfship.inspect._tfrecord import read_records
 
@@ -246,6 +252,13 @@ def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
         missing = sorted(set(sig.inputs) - set(request.inputs))
         problems = [f"{where}: unknown input {k!r} for signature {key!r}" for k in unknown]
         problems += [f"{where}: missing input {k!r} of signature {key!r}" for k in missing]
+        for k in sorted(set(request.inputs) & set(sig.inputs)):
+            sent, wanted_dtype = request.inputs[k].dtype, sig.inputs[k].proto.dtype
+            if sent != wanted_dtype:
+                problems.append(
+                    f"{where}: input {k!r} is {dtype_name(sent)}, signature {key!r} "
+                    f"expects {dtype_name(wanted_dtype)}"
+                )
         return problems
     wanted = CLASSIFY if kind == "classify_log" else REGRESS
     if sig.method_name != wanted:
