@@ -28,6 +28,8 @@ from tfship.loaders._predict import (
 from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS
 
 Array = npt.NDArray[Any]
+_FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0}
+_INT_RANGE = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
 _PLACEHOLDER = {"string": "", "float32": "0", "float64": "0", "int64": "0", "int32": "0"}
 
 
@@ -123,13 +125,21 @@ def coerce(dtype: str, value: Any) -> Any:
     if isinstance(value, bytes):
         value = value.decode()
     if dtype.startswith("float"):
-        return float(value.strip() if isinstance(value, str) else value)
+        number = float(value.strip() if isinstance(value, str) else value)
+        if math.isfinite(number) and abs(number) > _FLOAT_MAX.get(dtype, math.inf):
+            raise ValueError(f"{value!r} is out of the range of {dtype}")
+        return number
     if isinstance(value, (int, np.integer)):
-        return int(value)
-    number = float(value.strip() if isinstance(value, str) else value)
-    if not number.is_integer():
-        raise ValueError(f"{value!r} is not a whole number")
-    return int(number)
+        whole = int(value)
+    else:
+        number = float(value.strip() if isinstance(value, str) else value)
+        if not number.is_integer():
+            raise ValueError(f"{value!r} is not a whole number")
+        whole = int(number)
+    low, high = _INT_RANGE.get(dtype, (-(2**63), 2**63 - 1))
+    if not low <= whole <= high:
+        raise ValueError(f"{value!r} is out of the range of {dtype}")
+    return whole
 
 
 def _split(value: Any) -> list[Any]:
@@ -255,10 +265,18 @@ def _cast(values: Any, dtype: str) -> Array:
             return result
         except pa.ArrowInvalid:
             floats: Array = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
-            if not np.all(np.isfinite(floats) & (floats == np.round(floats))):
-                raise ValueError("not whole numbers") from None
+            low, high = _INT_RANGE.get(dtype, (-(2**63), 2**63 - 1))
+            # float64 cannot hold 2**63 - 1 exactly: stay strictly inside the range.
+            whole = np.isfinite(floats) & (floats == np.round(floats))
+            if not np.all(whole & (floats > low) & (floats < high)):
+                raise ValueError("not whole numbers in range") from None
             return floats.astype(dtype)
-    result = pc.cast(values, pa.from_numpy_dtype(np.dtype(dtype))).to_numpy(zero_copy_only=False)
+    as_float64: Array = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+    limit = _FLOAT_MAX.get(dtype, math.inf)
+    finite = as_float64[np.isfinite(as_float64)]
+    if finite.size and np.abs(finite).max() > limit:
+        raise ValueError(f"values out of the range of {dtype}")
+    result = as_float64.astype(dtype)
     return result
 
 
@@ -275,8 +293,9 @@ def _text_arrow(fld: Field, column: Any, out: Converted) -> Column:
         filled = pc.if_else(pa.array(missing), placeholder, source)
         values = _cast(filled, fld.dtype)
         return _fill_missing(fld, values, missing, out)
-    lists = pc.split_pattern(pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), column),
-                             CSV_LIST_SEPARATOR)
+    # Like the schema, a multi-valued cell is trimmed as a whole, then split.
+    cells = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), trimmed)
+    lists = pc.split_pattern(cells, CSV_LIST_SEPARATOR)
     lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(lists)
     if fld.dtype != "string":
