@@ -41,8 +41,11 @@ def hammer(address: str, calls: int, rows: int = 1, model: str = "module") -> li
         for _ in range(calls):
             response = stub.Predict(request(rows, model), timeout=30)
             y = tf().make_ndarray(response.outputs["y"])
-            assert y.shape == (rows, 1)
-            versions.append(int(response.model_spec.version.value))
+            version = int(response.model_spec.version.value)
+            # y = x @ [1, 2] + version: a batch split back wrongly would show here
+            x = tf().make_ndarray(request(rows, model).inputs["x"])
+            np.testing.assert_allclose(y, x @ np.array([[1.0], [2.0]]) + version)
+            versions.append(version)
         return versions
 
 
