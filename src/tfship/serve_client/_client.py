@@ -7,6 +7,7 @@ the REST transport (``_rest.py``); only the way bytes travel differs.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
@@ -856,6 +857,7 @@ class ServingClient:
         self._metadata = _MetadataCache()
         self._rng = random.Random()
         self._closed = False
+        self._pid = os.getpid()
         self._batcher: MicroBatcher | None = None
         if batching is not None:
             from tfship.serve_client._batching import MicroBatcher
@@ -893,6 +895,12 @@ class ServingClient:
     ) -> Any:
         if self._closed:
             raise RuntimeError("this ServingClient is closed")
+        if os.getpid() != self._pid:
+            # A gRPC channel does not survive fork(): calls from the child hang or fail oddly.
+            raise RuntimeError(
+                f"this ServingClient was created in process {self._pid}; gRPC channels do not "
+                "survive fork(): create a new ServingClient in each worker process"
+            )
         stub = self._calls.get(method)
         if stub is None:
             service, _ = _RESPONSES[method]

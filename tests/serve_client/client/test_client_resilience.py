@@ -239,3 +239,26 @@ def test_mutual_tls(pki: dict[str, bytes]) -> None:
         srv.stop()
     with pytest.raises(ValueError, match="both client_cert and client_key"):
         TLSConfig(client_cert=pki["client_cert"]).credentials()
+
+
+def test_a_forked_child_is_told_to_make_its_own_client(scripted: ScriptedServer) -> None:
+    import os
+
+    with ServingClient(scripted.address, validate=False) as client:
+        client.predict("m", X)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: must refuse at once, without touching the channel
+            try:
+                client.predict("m", X)
+                message = b"no error"
+            except RuntimeError as exc:
+                message = str(exc).encode()
+            os.write(write, message)
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            message = pipe.read().decode()
+        os.waitpid(pid, 0)
+        assert "gRPC channels do not survive fork()" in message
+        assert client.predict("m", X).as_numpy("x").shape == (1, 2)  # the parent is unaffected
