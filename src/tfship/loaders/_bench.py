@@ -145,11 +145,7 @@ def _repeat(column: Column, size: int) -> Column:
     lengths = np.asarray([len(per_row[i]) for i in take], dtype=np.int64)
     flat = [v for i in take for v in per_row[i]]
     values = np.asarray(flat, dtype=column.values.dtype) if flat else column.values[:0]
-    row_ids = np.repeat(np.arange(size, dtype=np.int64), lengths)
-    positions = np.arange(values.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    width = int(lengths.max()) if size else 0
-    indices = np.stack([row_ids, positions.astype(np.int64)], 1)
-    return SparseColumn(indices, values, np.array([size, width], np.int64))
+    return coo_from_lengths(lengths, values)
 
 
 def synthetic_columns(adapter: SignatureAdapter, rows: int, seed: int = 0) -> dict[str, Column]:

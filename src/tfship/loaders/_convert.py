@@ -23,6 +23,7 @@ from tfship.loaders._predict import (
     Column,
     Field,
     SparseColumn,
+    coo_from_lengths,
     empty_sparse,
 )
 from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS
@@ -193,14 +194,9 @@ def _from_python(fld: Field, values: list[Any], out: Converted) -> Column:
 
 
 def _sparse(fld: Field, lengths: Array, flat: Array) -> SparseColumn:
-    rows = lengths.size
     if flat.size == 0:
         flat = np.zeros(0, dtype=_np_dtype(fld.dtype))
-    row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
-    starts = np.cumsum(lengths) - lengths
-    positions = np.arange(flat.size, dtype=np.int64) - np.repeat(starts, lengths)
-    width = int(lengths.max()) if rows else 0
-    return SparseColumn(np.stack([row_ids, positions], 1), flat, np.array([rows, width], np.int64))
+    return coo_from_lengths(lengths, flat)
 
 
 # -- arrow columns (CSV cells, Parquet columns) --------------------------------------------------

@@ -598,17 +598,22 @@ def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn
 
 def sparse_from_lengths(fld: Field, lengths: Array, flat: Any, where: str) -> SparseColumn:
     """The COO form of a variable-length column given its row lengths and flattened values."""
-    rows = lengths.size
     if len(flat) == 0:
         values = np.zeros(0, dtype=_np_dtype(fld.dtype))
     else:
         values = safe_cast(fld, _to_array(fld, flat, where), where).reshape(-1)
+    return coo_from_lengths(lengths, values)
+
+
+def coo_from_lengths(lengths: Array, values: Array) -> SparseColumn:
+    """The [rows, longest row] COO column of row lengths and their concatenated values."""
+    rows = lengths.size
     row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
     starts = np.cumsum(lengths) - lengths
     positions = np.arange(values.size, dtype=np.int64) - np.repeat(starts, lengths)
     width = int(lengths.max()) if rows else 0
     return SparseColumn(
-        np.stack([row_ids, positions], axis=1),
+        np.stack([row_ids, positions], axis=1).reshape(-1, 2),
         values,
         np.array([rows, width], np.int64),
     )
