@@ -63,6 +63,17 @@ def test_show_json_schema(exports: dict[str, pathlib.Path]) -> None:
     assert doc["variables"]["count"] >= 3 and doc["variables"]["files_bytes"] > 0
 
 
+def test_show_json_functions(exports: dict[str, pathlib.Path]) -> None:
+    doc = json.loads(run("show", str(exports["tf2_module"]), "--json").stdout)
+    functions = {f["name"]: f["options"] for f in doc["meta_graphs"][0]["functions"]}
+    assert list(functions) == ["__call__", "scaled"]
+    spec = {"tensor_spec": {"shape": [None, 3], "dtype": "float32", "name": "x"}}
+    assert functions["__call__"][0]["args"] == [spec]
+    assert sorted(o["args"][1:] for o in functions["scaled"]) == [[2.0, False], [3.0, True]]
+    estimator = json.loads(run("show", str(exports["linear_parsing"]), "--json").stdout)
+    assert estimator["meta_graphs"][0]["functions"] == []
+
+
 def test_show_json_sparse_and_filter(exports: dict[str, pathlib.Path]) -> None:
     path = str(exports["custom_sparse"])
     result = run("show", path, "--json", "--tag-set", "serve", "--signature", "sparse:serving_default")

@@ -345,3 +345,50 @@ def _render_option(out: list[str], index: int, object_graph: Any, function: str,
         _print_args(out, args)
     if kwargs:
         _print_args(out, kwargs, "Named Argument")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, TensorSpecValue):
+        dims = value.shape.dims
+        return {
+            "tensor_spec": {
+                "shape": None if dims is None else list(dims),
+                "dtype": value.dtype.name,
+                "name": value.name,
+            }
+        }
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def concrete_functions(meta_graph: Any) -> list[dict[str, Any]]:
+    """The root object's functions as JSON: per function, its options (concrete functions) in
+    saved_model_cli's order, each with positional ``args`` and keyword ``kwargs``.
+
+    Example:
+        >>> concrete_functions(mg.proto)[0]["name"]  # doctest: +SKIP
+        '__call__'
+    """
+    if not meta_graph.HasField("object_graph_def"):
+        return []
+    object_graph = meta_graph.object_graph_def
+    names = loaded_names(meta_graph)
+    functions = []
+    for child_name, function_names, bare in _function_children(object_graph):
+        options = []
+        for function in sorted(function_names, key=lambda f: names.get(f, f)):
+            saved = object_graph.concrete_functions.get(function)
+            args: Any = []
+            kwargs: Any = {}
+            if saved is not None and saved.HasField("canonicalized_input_signature"):
+                args, kwargs = decode(saved.canonicalized_input_signature) or ((), {})
+            elif bare is not None:
+                args = list(bare.argument_keywords)
+            options.append({"function": function, "args": _jsonable(args), "kwargs": _jsonable(kwargs)})
+        functions.append({"name": child_name, "options": options})
+    return functions

@@ -20,14 +20,18 @@ Schema ``tfship.inspect.show`` version 1 (keys are stable; new keys may be added
                                           "shape": [int | null, ...], "default": list | null,
                                           "required": bool, "tensors": {role: tensor name}}}}},
         "aliases": [{"tensor": str, "uses": ["<signature>.inputs.<key>", ...]}],
-        "ops": [str, ...]                                 # sorted
+        "ops": [str, ...],                                # sorted
+        "functions": [{"name": str, "options": [{"function": str, "args": [VALUE, ...],
+                       "kwargs": {str: VALUE}}]}]         # TF2 object graphs only, else []
       }]
     }
     TENSOR = {"dtype": str, "shape": [int | null, ...] | null, "encoding": "dense" |
               "coo_sparse" | "composite", "name": str | null, "components": {str: str}}
 
-``dtype`` is a numpy-style name (``float32``, ``int64``, ``string``); a ``null`` dim is unknown
-(usually the batch) and a ``null`` shape is an unknown rank.
+VALUE is ``{"tensor_spec": {"shape", "dtype", "name"}}``, a JSON scalar, a list, an object, or
+the ``repr`` of another ``tf.TypeSpec``. ``dtype`` is a numpy-style name (``float32``,
+``int64``, ``string``); a ``null`` dim is unknown (usually the batch) and a ``null`` shape is an
+unknown rank.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tfship.inspect._concrete import concrete_functions
 from tfship.inspect._reader import (
     FeatureSpecEntry,
     MetaGraphInfo,
@@ -197,6 +202,7 @@ def meta_graph_dict(mg: MetaGraphInfo) -> dict[str, Any]:
         "signatures": {k: signature_dict(s) for k, s in mg.signatures.items()},
         "aliases": aliases(mg),
         "ops": sorted(mg.ops),
+        "functions": concrete_functions(mg.proto),
     }
 
 
