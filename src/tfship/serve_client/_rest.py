@@ -48,6 +48,7 @@ from tfship.serve_client._client import (
 from tfship.serve_client._codec import decode_tensor, protos
 from tfship.serve_client._errors import (
     DeadlineExceededError,
+    MalformedResponseError,
     ModelNotFoundError,
     ServingCallError,
     UnavailableError,
@@ -163,16 +164,20 @@ class RestServingClient:
     def _send(self, request: Any, remaining: float | None, context: Mapping[str, Any]) -> Any:
         try:
             with self._opener.open(request, timeout=remaining) as response:
-                return json.loads(response.read())
+                body = response.read()
         except urllib.error.HTTPError as exc:
             raise _http_error(exc, context) from None
         except (TimeoutError, socket.timeout) as exc:
             raise error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context) from None
         except (urllib.error.URLError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise error_from_status("DEADLINE_EXCEEDED", str(reason), **context) from None
-            raise error_from_status("UNAVAILABLE", f"cannot connect: {reason}", **context) from None
+            raise _connection_error(exc, context) from None
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise MalformedResponseError(
+                f"{context['method']}: the answer is not JSON: {body[:200]!r}",
+                model=context.get("model"),
+            ) from None
 
     def _model_path(self, model: str, version: int | None, label: str | None) -> str:
         if version is not None and label is not None:
@@ -375,6 +380,13 @@ class RestServingClient:
                     version=version,
                 )
             time.sleep(poll)
+
+
+def _connection_error(exc: BaseException, context: Mapping[str, Any]) -> ServingCallError:
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, (TimeoutError, socket.timeout)):
+        return error_from_status("DEADLINE_EXCEEDED", str(reason), **context)
+    return error_from_status("UNAVAILABLE", f"cannot connect: {reason}", **context)
 
 
 def _ssl_context(tls: Any) -> ssl.SSLContext:

@@ -171,3 +171,53 @@ def test_rest_over_tls(tmp_path: Any) -> None:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def _http_server(body: bytes, delay: float = 0.0) -> Any:
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server names
+            time.sleep(delay)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up first: that is the point of the deadline test
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def test_rest_non_json_answer_is_malformed() -> None:
+    httpd = _http_server(b"<html>proxy error</html>")
+    try:
+        with RestServingClient(f"127.0.0.1:{httpd.server_address[1]}") as c:
+            with pytest.raises(errors.MalformedResponseError, match="not JSON: b'<html>proxy"):
+                c.status("m")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_rest_deadline() -> None:
+    import time
+
+    httpd = _http_server(b"{}", delay=1.0)
+    try:
+        with RestServingClient(f"127.0.0.1:{httpd.server_address[1]}", timeout=0.2) as c:
+            start = time.monotonic()
+            with pytest.raises(errors.DeadlineExceededError):
+                c.status("m")
+            assert time.monotonic() - start < 0.9
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
