@@ -9,6 +9,7 @@ as they fail against TensorFlow Serving).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +91,7 @@ def shape_of(proto: Any) -> tuple[int, ...]:
     dims = tuple(int(d.size) for d in shape.dim)
     if any(d < 0 for d in dims):
         raise TensorDecodeError(f"tensor shape {list(dims)} has a negative dimension")
-    if int(np.prod(dims, dtype=np.float64)) > _MAX_ELEMENTS:
+    if math.prod(dims) > _MAX_ELEMENTS:
         raise TensorDecodeError(f"tensor shape {list(dims)} has too many elements")
     return dims
 
@@ -119,7 +120,7 @@ def to_ndarray(proto: Any) -> NDArray[Any]:
     if spec is None:
         raise TensorDecodeError(f"unsupported dtype {dtype_enum_name(int(proto.dtype))}")
     dims = shape_of(proto)
-    count = int(np.prod(dims, dtype=np.int64))
+    count = math.prod(dims)
     if spec.field == "string_val":
         return _strings(proto, dims, count)
     if proto.tensor_content:
