@@ -86,6 +86,13 @@ def step_exports(state: DemoState, echo: Echo) -> None:
     describe_exports(state.model_dir / "export", echo)
 
 
+def step_inspect(state: DemoState, echo: Echo) -> None:
+    """Show the best export as saved_model_cli would, and whether it is ready to serve."""
+    from tfship.inspect._demo import run_demo_step
+
+    run_demo_step(state.export("best"), echo)
+
+
 def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) -> DemoState:
     """Run every step of the demo in ``workdir`` (emptied first) and return what it made."""
     if workdir.exists():
@@ -99,6 +106,8 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
         step_train(state, echo, max_steps)
     with _step("3. the export versions and why each exists (assets.extra/tfship.json)", echo):
         step_exports(state, echo)
+    with _step("4. inspect the best export", echo):
+        step_inspect(state, echo)
     echo("")
     echo(f"demo finished in {time.monotonic() - started:.1f}s; everything is under {workdir}")
     return state
