@@ -13,6 +13,7 @@ from loaders.support import (
     ROWS,
     EstimatorExports,
     KerasExport,
+    ModuleExport,
     features_fn,
     make_rows,
 )
@@ -82,3 +83,26 @@ def keras_export(tmp_path_factory: pytest.TempPathFactory) -> KerasExport:
     path = tmp_path_factory.mktemp("keras") / "1"
     t.saved_model.save(model, str(path))
     return KerasExport(model.get_weights(), path)
+
+
+@pytest.fixture(scope="session")
+def module_export(tmp_path_factory: pytest.TempPathFactory) -> ModuleExport:
+    from tfship._tf import tf
+
+    t = tf()
+
+    class Summer(t.Module):  # type: ignore[misc,name-defined]
+        @t.function(
+            input_signature=[
+                t.TensorSpec([None, 3], t.float32, name="x"),
+                t.SparseTensorSpec([None, None], t.int64),
+            ]
+        )
+        def __call__(self, x: Any, s: Any) -> Any:
+            total = t.sparse.reduce_sum(s, axis=1, output_is_sparse=False)
+            return {"y": t.reduce_sum(x, axis=1) + t.cast(total, t.float32)}
+
+    module = Summer()
+    path = tmp_path_factory.mktemp("module") / "1"
+    t.saved_model.save(module, str(path), signatures=module.__call__)
+    return ModuleExport(path)

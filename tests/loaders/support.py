@@ -103,3 +103,14 @@ class KerasExport:
         hidden = np.maximum(np.asarray(a, np.float32) @ w1 + b1, 0.0)
         hidden = hidden + np.asarray(b, np.float32)[:, None]
         return hidden @ w2 + b2
+
+
+@dataclass
+class ModuleExport:
+    """A ``tf.Module`` whose signature takes a dense ``x`` [n, 3] and a SparseTensor ``s``."""
+
+    path: Path
+
+    @staticmethod
+    def reference(x: Any, s: list[list[int]]) -> Any:
+        return np.asarray(x, np.float32).sum(1) + np.array([sum(r) for r in s], np.float32)

@@ -11,6 +11,7 @@ import pytest
 from loaders.support import (
     EstimatorExports,
     KerasExport,
+    ModuleExport,
     estimator_predictions,
     make_rows,
     records_of,
@@ -204,3 +205,18 @@ def test_predict_batches_streams_in_order(
     np.testing.assert_allclose(np.concatenate(chunks), want, rtol=1e-5)
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         next(parsing.predict_batches(records, 0))
+
+
+def test_a_tf2_sparse_argument_is_one_input_again(module_export: ModuleExport) -> None:
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    s = [[1, 2], [], [5]]
+    want = ModuleExport.reference(x, s)
+    with load(module_export.path) as model:
+        assert sorted(model.signature().inputs) == ["s", "s_1", "s_2", "x"]  # as TF2 saves it
+        np.testing.assert_allclose(model.predict({"x": x, "s": s})["y"], want)
+        records = [{"x": list(row), "s": tags} for row, tags in zip(x.tolist(), s)]
+        np.testing.assert_allclose(model.predict(records)["y"], want)
+        triple = ([[0, 0], [0, 1], [2, 0]], [1, 2, 5], [3, 2])
+        np.testing.assert_allclose(model.predict({"x": x, "s": triple})["y"], want)
+        with pytest.raises(ModelInputError, match=r"unknown input 's_1'; valid names: s, x"):
+            model.predict({"x": x, "s": s, "s_1": [1]})

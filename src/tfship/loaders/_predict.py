@@ -97,6 +97,12 @@ class SignatureAdapter:
             self.fields = {key: _input_field(key, info) for key, info in sorted(sig.inputs.items())}
             self._parsed_feeds = False
             self._spec = {}
+        self.split_sparse = _split_sparse_inputs(sig.inputs) if not self.parsing else {}
+        for key, (values_key, shape_key) in self.split_sparse.items():
+            del self.fields[values_key], self.fields[shape_key]
+            values, indices_shape = sig.inputs[values_key], sig.inputs[key].shape
+            assert indices_shape is not None and indices_shape[1] is not None  # checked above
+            self.fields[key] = Field(key, values.dtype, (None,) * (indices_shape[1] - 1), True)
 
     # -- entry point ----------------------------------------------------------------------
     def predict(self, inputs: Any, outputs: Sequence[str] | None) -> dict[str, Array]:
@@ -154,10 +160,14 @@ class SignatureAdapter:
         keys = self.model.output_keys(self.sig.key, outputs)
         infos = [self.sig.outputs[k] for k in keys]
         if not self.parsing:
-            feeds = {
-                key: tuple(col) if isinstance(col, SparseColumn) else col
-                for key, col in columns.items()
-            }
+            feeds: dict[str, Any] = {}
+            for key, col in columns.items():
+                if key in self.split_sparse and isinstance(col, SparseColumn):
+                    values_key, shape_key = self.split_sparse[key]
+                    feeds.update({key: col.indices, values_key: col.values})
+                    feeds[shape_key] = col.dense_shape
+                else:
+                    feeds[key] = tuple(col) if isinstance(col, SparseColumn) else col
             return self.model.run(feeds, signature=self.sig.key, outputs=keys)
         if self._parsed_feeds:
             names, values = self._parsed_feed_lists(columns)
@@ -298,6 +308,30 @@ def _input_field(key: str, info: Any) -> Field:
         return Field(key, info.dtype, None if rank is None else (None,) * (rank - 1), True)
     shape = None if info.shape is None else tuple(info.shape[1:])
     return Field(key, info.dtype, shape, False)
+
+
+def _split_sparse_inputs(inputs: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """TF2 signatures flatten a SparseTensor argument ``s`` into ``s``, ``s_1``, ``s_2``.
+
+    They are its indices (int64 [n, rank]), values ([n]) and dense shape (int64 [rank]);
+    grouping them back lets users pass one sparse value under the argument's own name.
+    """
+    groups: dict[str, tuple[str, str]] = {}
+    for key, info in inputs.items():
+        values, shape = inputs.get(f"{key}_1"), inputs.get(f"{key}_2")
+        if values is None or shape is None or info.encoding != "dense":
+            continue
+        rank = info.shape[1] if info.shape is not None and len(info.shape) == 2 else None
+        if (
+            rank is not None
+            and info.dtype == "int64"
+            and values.encoding == "dense"
+            and values.shape == (None,)
+            and shape.dtype == "int64"
+            and shape.shape == (rank,)
+        ):
+            groups[key] = (f"{key}_1", f"{key}_2")
+    return groups
 
 
 def _np_dtype(name: str) -> Any:
