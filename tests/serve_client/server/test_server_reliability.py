@@ -56,6 +56,23 @@ def test_sixteen_concurrent_clients_without_failure(server: ModelServer) -> None
     assert {v for r in results for v in r} == {2}
 
 
+def test_rest_under_sixteen_concurrent_clients(server: ModelServer) -> None:
+    import json
+
+    def client(_: int) -> int:
+        done = 0
+        for _ in range(CALLS):
+            body = json.dumps({"instances": [[1.0, 2.0]]}).encode()
+            req = urllib.request.Request(f"{server.rest_url}/v1/models/module:predict", data=body)
+            with urllib.request.urlopen(req, timeout=30) as response:
+                assert json.loads(response.read())["predictions"][0]["y"] == [7.0]
+            done += 1
+        return done
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        assert sum(pool.map(client, range(THREADS))) == THREADS * CALLS
+
+
 def test_batching_merges_concurrent_requests(module_base: Path) -> None:
     config = ModelConfig("module", str(module_base))
     with ModelServer([config], port=0, batching=BatchingOptions(8, 0.005)) as server:
@@ -94,7 +111,7 @@ def test_hot_swap_under_load_drops_nothing(
             except BaseException as exc:  # noqa: BLE001 - collected and asserted below
                 failures.append(exc)
 
-        threads = [threading.Thread(target=client) for _ in range(8)]
+        threads = [threading.Thread(target=client) for _ in range(THREADS)]
         for thread in threads:
             thread.start()
         time.sleep(0.3)
@@ -109,7 +126,7 @@ def test_hot_swap_under_load_drops_nothing(
         for thread in threads:
             thread.join(timeout=120)
         assert failures == []
-        assert len(seen) == 8
+        assert len(seen) == THREADS
         assert all(v[-20:] == [3] * 20 for v in seen)
         assert {1, 3} >= {v for s in seen for v in s}
         assert server.available_versions("module") == [3]
