@@ -4,25 +4,18 @@ Both run as fresh subprocesses on the same exports, interleaved, several times e
 gives the median of each and their ratio (tfship / saved_model_cli; below 1.0 is faster). The
 outputs are compared too (ops sets normalised), so a fast wrong answer cannot win.
 
-Usage: ``python benchmarks/inspect.py [--reps N] [EXPORT_DIR ...]`` (default: builds one export
+Usage: ``python benchmarks/inspect_show.py [--reps N] [EXPORT_DIR ...]`` (default: builds one export
 of each kind in a temporary directory).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-# This file is named like the standard library's ``inspect``: keep its directory off the path
-# so that numpy and TensorFlow import the real one.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import pathlib  # noqa: E402
+import argparse
+import pathlib
 import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import sys
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
