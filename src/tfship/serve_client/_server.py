@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from tfship.serve_client._server_config import ModelConfig, single_model
+from tfship.serve_client._server_config import ModelConfig, TlsConfig, single_model
 from tfship.serve_client._server_manager import ModelManager, Servable, StateEvent
 from tfship.serve_client._server_status import LocalServerError, ServerConfigError
 
@@ -67,6 +67,8 @@ class ModelServer:
         grpc_workers: int = 64,
         max_load_retries: int = 0,
         load_retry_interval_s: float = 60.0,
+        tls: TlsConfig | None = None,
+        grpc_socket_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if models is None:
             if model_base_path is None:
@@ -93,6 +95,8 @@ class ModelServer:
         # TF Serving retries failed loads 5 times a minute apart; a local server fails fast
         # unless asked to behave the same way.
         self._retries = (max_load_retries, load_retry_interval_s)
+        self.tls = tls
+        self.grpc_socket_path = None if grpc_socket_path is None else str(grpc_socket_path)
         self._grpc: Any = None
         self._rest: Any = None
         self._manager: ModelManager | None = None
@@ -141,7 +145,7 @@ class ModelServer:
         try:
             self._grpc, self.port = start_grpc(
                 self._core, self.host, port, max_message_bytes=self._max_message_bytes,
-                workers=self._grpc_workers,
+                workers=self._grpc_workers, tls=self.tls, socket_path=self.grpc_socket_path,
             )
             if rest_port is not None:
                 from tfship.serve_client._server_rest import start_rest
@@ -282,6 +286,8 @@ class ModelServer:
         manager = self._require_started()
         return {
             "grpc": self.address,
+            "grpc_socket": None if self.grpc_socket_path is None else f"unix:{self.grpc_socket_path}",
+            "tls": self.tls is not None,
             "rest": self.rest_url,
             "models": [
                 {

@@ -44,6 +44,10 @@ import click
               type=click.FloatRange(0), help="Pause between load retries.")
 @click.option("--enable-signature-method-name-check", is_flag=True,
               help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).")
+@click.option("--ssl-config-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="SSLConfig text proto (server_key, server_cert, custom_ca, client_verify).")
+@click.option("--grpc-socket-path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also serve gRPC on this unix socket.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
@@ -61,6 +65,8 @@ def serve(
     max_num_load_retries: int,
     load_retry_interval_seconds: float,
     enable_signature_method_name_check: bool,
+    ssl_config_file: Path | None,
+    grpc_socket_path: Path | None,
     as_json: bool,
 ) -> None:
     """Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.
@@ -73,6 +79,7 @@ def serve(
       tfship serve --model-base-path export/penguins --model-name penguins --port 0 --rest-port 0
     """
     from tfship.serve_client._server import BatchingOptions, ModelServer
+    from tfship.serve_client._server_config import read_ssl_config
 
     models = _models(model_base_path, model_name, model_config, version_policy)
     batching = (
@@ -89,6 +96,8 @@ def serve(
         method_name_check=enable_signature_method_name_check,
         max_load_retries=max_num_load_retries,
         load_retry_interval_s=load_retry_interval_seconds,
+        tls=read_ssl_config(ssl_config_file) if ssl_config_file else None,
+        grpc_socket_path=grpc_socket_path,
     )
     stop = threading.Event()
     previous = _on_signals(stop)
@@ -147,7 +156,9 @@ def _announce(server: Any, as_json: bool) -> None:
             f"model {model['name']}: versions {versions} from {model['base_path']} "
             f"(policy {model['version_policy']})"
         )
-    click.echo(f"gRPC  {info['grpc']}")
+    click.echo(f"gRPC  {info['grpc']}" + (" (TLS)" if info["tls"] else ""))
+    if info["grpc_socket"]:
+        click.echo(f"gRPC  {info['grpc_socket']}")
     if info["rest"]:
         click.echo(f"REST  {info['rest']}/v1/models/{info['models'][0]['name']}")
     click.echo("Ctrl-C or SIGTERM stops the server.", err=True)

@@ -186,3 +186,59 @@ def to_config_list(models: Iterable[ModelConfig]) -> Any:
         for label, version in model.labels.items():
             entry.version_labels[label] = version
     return config
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS for the gRPC API, as TF Serving's ``--ssl_config_file`` (an ``SSLConfig``) holds it.
+
+    PEM texts, not paths; ``client_verify`` asks clients for a certificate signed by
+    ``custom_ca`` (mutual TLS).
+
+    Example:
+        >>> TlsConfig(server_key="-----BEGIN PRIVATE KEY-----...", server_cert="...").client_verify
+        False
+    """
+
+    server_key: str
+    server_cert: str
+    custom_ca: str = ""
+    client_verify: bool = False
+
+
+def _ssl_config_class() -> Any:
+    # tensorflow-serving-api does not ship ssl_config_pb2; build the same message (fields 1-4 of
+    # tensorflow.serving.SSLConfig) so the file is read with protobuf's own text format rules.
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="tfship_ssl_config.proto", package="tfship.serving", syntax="proto3"
+    )
+    message = proto.message_type.add(name="SSLConfig")
+    string, boolean = descriptor_pb2.FieldDescriptorProto.TYPE_STRING, 8
+    optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+    for number, (field_name, kind) in enumerate(
+        [("server_key", string), ("server_cert", string), ("custom_ca", string),
+         ("client_verify", boolean)], start=1
+    ):
+        message.field.add(name=field_name, number=number, type=kind, label=optional)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tfship.serving.SSLConfig"))
+
+
+def read_ssl_config(path: str | os.PathLike[str]) -> TlsConfig:
+    """Read an ``SSLConfig`` text proto (server_key, server_cert, custom_ca, client_verify)."""
+    from google.protobuf import text_format
+
+    message = _ssl_config_class()()
+    try:
+        text_format.Parse(_read_text(Path(path)), message)
+    except text_format.ParseError as exc:
+        raise ServerConfigError(f"{path}: not an SSLConfig text proto: {exc}") from exc
+    if not message.server_key or not message.server_cert:
+        raise ServerConfigError(f"{path}: an SSLConfig needs server_key and server_cert (PEM)")
+    if message.client_verify and not message.custom_ca:
+        raise ServerConfigError(f"{path}: client_verify needs custom_ca to check clients against")
+    return TlsConfig(message.server_key, message.server_cert, message.custom_ca,
+                     message.client_verify)

@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 
+from tfship.serve_client._server_config import TlsConfig
 from tfship.serve_client._server_core import ServingCore
 from tfship.serve_client._server_status import LocalServerError, RpcError
 
@@ -67,8 +68,13 @@ def start_grpc(
     *,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     workers: int = 64,
+    tls: TlsConfig | None = None,
+    socket_path: str | None = None,
 ) -> tuple[Any, int]:
     """Start a gRPC server with both services; returns it and the bound port (port 0 picks one).
+
+    ``tls`` serves TLS (mutual when it asks for client certificates); ``socket_path`` also
+    listens on that unix socket (TF Serving's ``--grpc_socket_path``).
 
     Raises:
         LocalServerError: when the address cannot be bound.
@@ -89,11 +95,26 @@ def start_grpc(
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(prediction, server)
     model_service_pb2_grpc.add_ModelServiceServicer_to_server(model, server)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    bound = _bind(server, target, tls)
+    if socket_path is not None:
+        _bind(server, f"unix:{socket_path}", tls)
+    server.start()
+    return server, bound
+
+
+def _bind(server: Any, target: str, tls: TlsConfig | None) -> int:
     try:
-        bound = server.add_insecure_port(target)
+        if tls is None:
+            bound: int = server.add_insecure_port(target)
+        else:
+            credentials = grpc.ssl_server_credentials(
+                [(tls.server_key.encode(), tls.server_cert.encode())],
+                root_certificates=tls.custom_ca.encode() or None,
+                require_client_auth=tls.client_verify,
+            )
+            bound = server.add_secure_port(target, credentials)
     except RuntimeError as exc:
         raise LocalServerError(f"cannot bind gRPC to {target}: {exc}") from exc
     if bound == 0:
         raise LocalServerError(f"cannot bind gRPC to {target}: the address is in use or invalid")
-    server.start()
-    return server, bound
+    return bound

@@ -1,0 +1,90 @@
+"""TLS from an SSLConfig file (like --ssl_config_file) and a unix socket (--grpc_socket_path)."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
+
+from tfship.serve_client._server import ModelServer
+from tfship.serve_client._server_config import ModelConfig, read_ssl_config
+from tfship.serve_client._server_status import ServerConfigError
+
+pytestmark = pytest.mark.slow
+
+
+def self_signed() -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "serving.test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([
+            x509.DNSName("serving.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+        ]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def status(channel: grpc.Channel) -> Any:
+    stub = model_service_pb2_grpc.ModelServiceStub(channel)
+    request = get_model_status_pb2.GetModelStatusRequest()
+    request.model_spec.name = "m"
+    return stub.GetModelStatus(request, timeout=10)
+
+
+def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
+    key, cert = self_signed()
+    config = tmp_path / "ssl.config"
+    config.write_text(f"server_key: {key!r}\nserver_cert: {cert!r}\n".replace("'", '"'))
+    tls = read_ssl_config(config)
+    assert tls.server_cert == cert and not tls.client_verify
+    with ModelServer([ModelConfig("m", str(module_base))], port=0, tls=tls) as server:
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())
+        with grpc.secure_channel(server.address, credentials) as channel:
+            assert status(channel).model_version_status[0].version == 2
+        with grpc.insecure_channel(server.address) as plain:
+            with pytest.raises(grpc.RpcError) as info:
+                status(plain)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_bad_ssl_config_files(tmp_path: Path) -> None:
+    config = tmp_path / "ssl.config"
+    config.write_text('server_key: "k"')
+    with pytest.raises(ServerConfigError, match="needs server_key and server_cert"):
+        read_ssl_config(config)
+    config.write_text('server_key: "k" server_cert: "c" client_verify: true')
+    with pytest.raises(ServerConfigError, match="client_verify needs custom_ca"):
+        read_ssl_config(config)
+    config.write_text("server_key {")
+    with pytest.raises(ServerConfigError, match="not an SSLConfig text proto"):
+        read_ssl_config(config)
+
+
+def test_unix_socket(tmp_path: Path, module_base: Path) -> None:
+    socket = tmp_path / "serving.sock"
+    models = [ModelConfig("m", str(module_base))]
+    with ModelServer(models, port=0, grpc_socket_path=socket) as server:
+        assert server.describe()["grpc_socket"] == f"unix:{socket}"
+        with grpc.insecure_channel(f"unix:{socket}") as channel:
+            assert status(channel).model_version_status[0].version == 2
