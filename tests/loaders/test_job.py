@@ -167,6 +167,23 @@ def test_tfrecord_output_is_prediction_logs(
     assert example.features.feature["color"].bytes_list.value[0].decode() == rows["color"][0]
 
 
+@pytest.mark.parametrize("kind", ["csv", "jsonl", "tfrecord"])
+def test_gzipped_inputs_read_like_plain_ones(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path,
+    kind: str,
+) -> None:
+    import gzip
+
+    plain = write_input(kind, tmp_path, rows)
+    packed = plain.with_name(plain.name + ".gz")
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    out = tmp_path / "out.csv"
+    result = predict(str(estimator_exports.parsing), "-i", str(packed), "-o", str(out),
+                     "-s", "predict", "--outputs", "probabilities")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
+
+
 def test_globs_and_several_files_keep_their_order(
     estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
 ) -> None:

@@ -33,7 +33,7 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     "inputs",
     multiple=True,
     required=True,
-    help="Input file or glob (CSV, JSONL, Parquet, TFRecord of tf.Example); repeatable.",
+    help="Input file or glob: CSV, JSONL, Parquet, TFRecord of tf.Example (.gz too); repeatable.",
 )
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
 @click.option(

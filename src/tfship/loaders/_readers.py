@@ -93,22 +93,39 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
 
 
 def format_of(path: Path) -> str:
-    """The reader format of a file, from its suffix."""
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
+    """The reader format of a file, from its suffix (``.gz`` files by the suffix before it)."""
+    suffix = _plain(path).suffix.lower()
+    fmt = FORMATS.get(suffix)
+    if fmt is None or (_gzipped(path) and fmt == "parquet"):
         raise InputError(
-            f"input {str(path)!r}: unknown file type {path.suffix!r}; "
-            f"known: {', '.join(sorted(FORMATS))}"
+            f"input {str(path)!r}: unknown file type {suffix!r}; "
+            f"known: {', '.join(sorted(FORMATS))} (all but Parquet also as .gz)"
         )
     return fmt
+
+
+def _gzipped(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
+
+
+def _plain(path: Path) -> Path:
+    return path.with_suffix("") if _gzipped(path) else path
+
+
+def _open_binary(path: Path) -> Any:
+    if _gzipped(path):
+        import gzip
+
+        return gzip.open(path, "rb")
+    return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
 
 
 def columns_of(path: Path) -> list[str] | None:
     """The column names of a CSV or Parquet file (None for formats without a header)."""
     fmt = format_of(path)
     if fmt == "csv":
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return next(csv.reader(f), [])
+        with _open_binary(path) as f:
+            return next(csv.reader([f.readline().decode("utf-8-sig")]), [])
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -126,7 +143,7 @@ def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> 
 
 
 def _csv(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
-    with open(path, "rb") as f:
+    with _open_binary(path) as f:
         header = f.readline().decode("utf-8-sig")
         names = next(csv.reader([header]), [])
         if not names:
@@ -210,7 +227,7 @@ def _csv_slow(
 
 def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
     source = str(path)
-    with open(path, encoding="utf-8") as f:
+    with io.TextIOWrapper(_open_binary(path), encoding="utf-8") as f:
         number = 0
         while True:
             lines = list(islice(f, chunk_rows))
@@ -270,7 +287,8 @@ def _tfrecord(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[
     from tfship._tf import tf
 
     t = tf()
-    dataset = t.data.TFRecordDataset(str(path)).batch(chunk_rows)
+    compression = "GZIP" if _gzipped(path) else ""
+    dataset = t.data.TFRecordDataset(str(path), compression_type=compression).batch(chunk_rows)
     start = 0
     iterator = iter(dataset.as_numpy_iterator())
     while True:
