@@ -69,6 +69,8 @@ class ModelServer:
         load_retry_interval_s: float = 60.0,
         tls: TlsConfig | None = None,
         grpc_socket_path: str | os.PathLike[str] | None = None,
+        model_config_file: str | os.PathLike[str] | None = None,
+        model_config_poll_seconds: float = 0.0,
     ) -> None:
         if models is None:
             if model_base_path is None:
@@ -95,6 +97,9 @@ class ModelServer:
         # TF Serving retries failed loads 5 times a minute apart; a local server fails fast
         # unless asked to behave the same way.
         self._retries = (max_load_retries, load_retry_interval_s)
+        self._config_file = None if model_config_file is None else str(model_config_file)
+        self._config_poll = model_config_poll_seconds
+        self._watcher: threading.Thread | None = None
         self.tls = tls
         self.grpc_socket_path = None if grpc_socket_path is None else str(grpc_socket_path)
         self._grpc: Any = None
@@ -154,10 +159,32 @@ class ModelServer:
         except BaseException:
             self.stop()
             raise
+        if self._config_file is not None and self._config_poll > 0:
+            self._watcher = threading.Thread(
+                target=self._watch_config, name="tfship-config", daemon=True
+            )
+            self._watcher.start()
         logger.info("serving gRPC on %s", self.address)
         if self.rest_port is not None:
             logger.info("serving REST on %s", self.rest_url)
         return self
+
+    def _watch_config(self) -> None:
+        """Re-read the model config file when it changes (--model_config_file_poll_wait_seconds)."""
+        from tfship.serve_client._server_config import read_config_file
+
+        assert self._config_file is not None
+        seen = _mtime(self._config_file)
+        while not self._stopped.wait(self._config_poll):
+            current = _mtime(self._config_file)
+            if current == seen:
+                continue
+            seen = current
+            try:
+                self.reload(read_config_file(self._config_file))
+                logger.info("reloaded model config from %s", self._config_file)
+            except (ServerConfigError, LocalServerError) as exc:
+                logger.error("model config %s not applied: %s", self._config_file, exc)
 
     def _run_warmup(self, servable: Servable) -> None:
         from tfship.serve_client._server_warmup import run_warmup
@@ -182,6 +209,8 @@ class ModelServer:
         if self._rest is not None:
             self._rest.shutdown()
             self._rest.server_close()
+        if self._watcher is not None:
+            self._watcher.join(timeout=30)
         if self._grpc is not None:
             self._grpc.stop(grace).wait()
         if self._manager is not None:
@@ -300,6 +329,13 @@ class ModelServer:
                 for m in self.models
             ],
         }
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime_ns / 1e9
+    except OSError:
+        return None
 
 
 def _unavailable_message(failed: Sequence[StateEvent]) -> str:

@@ -25,6 +25,8 @@ import click
     type=click.Path(dir_okay=False, path_type=Path),
     help="A model_config_list text proto (several models, version policies, labels).",
 )
+@click.option("--model-config-poll-seconds", default=0.0, show_default=True,
+              type=click.FloatRange(0), help="Re-read --model-config this often (0: never).")
 @click.option("--port", default=8500, show_default=True, type=click.IntRange(0, 65535),
               help="gRPC port; 0 picks a free one.")
 @click.option("--rest-port", type=click.IntRange(0, 65535), default=None,
@@ -53,6 +55,7 @@ def serve(
     model_base_path: Path | None,
     model_name: str,
     model_config: Path | None,
+    model_config_poll_seconds: float,
     port: int,
     rest_port: int | None,
     host: str,
@@ -98,6 +101,8 @@ def serve(
         load_retry_interval_s=load_retry_interval_seconds,
         tls=read_ssl_config(ssl_config_file) if ssl_config_file else None,
         grpc_socket_path=grpc_socket_path,
+        model_config_file=model_config,
+        model_config_poll_seconds=model_config_poll_seconds,
     )
     stop = threading.Event()
     previous = _on_signals(stop)

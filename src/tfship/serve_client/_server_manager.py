@@ -183,6 +183,7 @@ class _Model:
     labels: dict[str, int] = field(default_factory=dict)
     warned_empty: bool = False
     active: bool = True  # False once a reloaded config leaves the model out
+    missing_logged: bool = False
 
 
 Loader = Callable[[str, int, str], Servable]
@@ -296,9 +297,12 @@ class ModelManager:
             return
         found = list_versions(config.base_path, config.name)
         if found is None:
-            logger.error("Could not find base path %s for servable %s", config.base_path,
-                         config.name)
+            if not model.missing_logged:  # once, not on every poll
+                logger.error("Could not find base path %s for servable %s", config.base_path,
+                             config.name)
+            model.missing_logged = True
             return
+        model.missing_logged = False
         if not found and not model.warned_empty:
             logger.warning(
                 "No versions of servable %s found under base path %s. Did you forget to name "

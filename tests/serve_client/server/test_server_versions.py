@@ -336,3 +336,20 @@ def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) ->
     first = serve(ModelConfig("m", str(make_base(tmp_path, module_base, (1,)))))
     with pytest.raises(LocalServerError, match="cannot bind gRPC"):
         ModelServer(model_base_path=tmp_path / "base", model_name="m", port=first.port).start()
+
+
+def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
+    from tfship.serve_client._server_config import read_config_file
+
+    config = tmp_path / "models.config"
+    entry = 'config {{ name: "m" base_path: "{}" {} }}'
+    config.write_text(f"model_config_list {{ {entry.format(module_base, '')} }}")
+    server = ModelServer(read_config_file(config), port=0, model_config_file=config,
+                         model_config_poll_seconds=0.05)
+    with server:
+        assert server.available_versions("m") == [2]
+        time.sleep(0.05)  # a distinct modification time
+        policy = "model_version_policy { all {} } version_labels { key: 'old' value: 1 }"
+        config.write_text(f"model_config_list {{ {entry.format(module_base, policy)} }}")
+        wait_until(lambda: server.available_versions("m") == [1, 2])
+        wait_until(lambda: dict(server.models[0].labels) == {"old": 1})
