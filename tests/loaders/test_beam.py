@@ -67,3 +67,15 @@ def test_a_bad_beam_option_is_a_usage_error(
                                       "--beam-option", "novalue"])
     assert result.exit_code == 2
     assert "--beam-option 'novalue': expected KEY=VALUE" in result.stderr
+
+
+def test_direct_runner_reads_tfrecords_with_kept_features(
+    estimator_exports: EstimatorExports, tmp_path: Path
+) -> None:
+    source = write_input("tfrecord", tmp_path, make_rows(10, seed=33))
+    local, local_out, _ = _run(estimator_exports.parsing, tmp_path, "local", [source])
+    beam, beam_out, _ = _run(estimator_exports.parsing, tmp_path, "beam", [source])
+    assert local.exit_code == 0 and beam.exit_code == 0, beam.output
+    local_frame, beam_frame = pd.read_csv(local_out), pd.read_csv(beam_out)
+    assert beam_frame["id"].tolist() == local_frame["id"].tolist() == [f"id{i}" for i in range(10)]
+    np.testing.assert_allclose(beam_frame["scores_1"], local_frame["scores_1"], rtol=1e-6)

@@ -123,13 +123,15 @@ def convert_row(
 
     key, row = element
     if "serialized" in row:
-        if parsing:
-            yield key, {"serialized": row["serialized"], "keep": {}}
-            return
         from tfship.loaders._readers import example_columns
 
-        raw = {k: v[0] for k, v in example_columns(object_array([row["serialized"]]), list(fields)).items()}
-        row = {**row, "raw": {k: (None if _is_sentinel(v) else v) for k, v in raw.items()}}
+        names = list(keep) if parsing else sorted(set(fields) | set(keep))
+        found = example_columns(object_array([row["serialized"]]), names)
+        raw = {k: (None if _is_sentinel(v[0]) else v[0]) for k, v in found.items()}
+        if parsing:
+            yield key, {"serialized": row["serialized"], "keep": raw}
+            return
+        row = {**row, "raw": raw}
     raw = row["raw"]
     try:
         values = {name: convert_value(fld, raw.get(name)) for name, fld in fields.items()}
