@@ -377,15 +377,12 @@ def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
 
 
 def _output_enum(info: Any, value: NDArray[Any]) -> int:
-    # The signature's dtype names the tensor; trust the array when they disagree in kind.
-    enum = int(info.dtype)
+    # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
+    # (bfloat16 from ml_dtypes) take the signature's.
     try:
-        actual = enum_for_array(np.asarray(value))
+        return enum_for_array(np.asarray(value))
     except TensorDecodeError:
-        return enum
-    if enum in (0, 14) or (enum == DT_STRING) != (actual == DT_STRING):
-        return actual if enum != 14 else enum
-    return enum
+        return int(info.dtype)
 
 
 def _run(
