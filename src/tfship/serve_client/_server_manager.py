@@ -123,8 +123,15 @@ def read_serve_meta_graph(path: str) -> Any:
     saved_model = saved_model_pb2.SavedModel()
     pb, pbtxt = os.path.join(path, "saved_model.pb"), os.path.join(path, "saved_model.pbtxt")
     if os.path.exists(pb):
+        from google.protobuf.message import DecodeError
+
         with open(pb, "rb") as handle:
-            saved_model.ParseFromString(handle.read())
+            try:
+                saved_model.ParseFromString(handle.read())
+            except DecodeError:  # TensorFlow's ReadBinaryProto words it this way
+                raise RpcError(
+                    grpc.StatusCode.DATA_LOSS, f"Can't parse {pb} as binary proto"
+                ) from None
     elif os.path.exists(pbtxt):
         with open(pbtxt, encoding="utf-8") as handle:
             text_format.Parse(handle.read(), saved_model)

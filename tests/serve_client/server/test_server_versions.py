@@ -156,7 +156,9 @@ def test_failed_load_ends_with_its_error_and_keeps_the_old_version(
     wait_until(lambda: states(server).get(5, [])[-1:] == ["END"])
     failed = server.history("m")[-1]
     assert (failed.version, failed.state) == (5, "END")
-    assert failed.error is not None and failed.error.code_number != 0
+    assert failed.error is not None
+    assert failed.error.code == grpc.StatusCode.DATA_LOSS
+    assert failed.error.message == f"Can't parse {base / '5' / 'saved_model.pb'} as binary proto"
     assert server.available_versions("m") == [1]  # availability is preserved
     assert predict_version(server) == 1
 
