@@ -88,12 +88,16 @@ def test_serve_reads_a_model_config_file(tmp_path: Path) -> None:
 
 def test_demo_step_serves_calls_and_stops(estimator_base: Path) -> None:
     lines: list[str] = []
-    with run_demo_step(estimator_base, "linear", lines.append) as demo:
+    records = [{"x": 3.5}, {"x": -2.0}]  # no tfship.json here: Python types decide
+    with run_demo_step(estimator_base, "linear", lines.append, records) as demo:
         address = demo.address
         assert lines[0].startswith("serving linear version 1: gRPC 127.0.0.1:")
-        assert any(line.startswith("GetModelMetadata -> signatures: ") for line in lines)
-        assert any(line.startswith("Classify (every feature at its default) -> ")
-                   for line in lines) or any("Classify (empty Example)" in s for s in lines)
+        assert lines[1] == "GET /v1/models/linear -> version 1 AVAILABLE"
+        assert lines[2] == (
+            "GetModelMetadata -> signatures: classification, predict, regression, serving_default"
+        )
+        assert lines[3].startswith("Classify (x=3.5, ...) -> 1 (")
+        assert lines[4].startswith("Classify (x=-2.0, ...) -> 0 (")
     with grpc.insecure_channel(address) as channel:
         with pytest.raises(grpc.FutureTimeoutError):
             grpc.channel_ready_future(channel).result(timeout=0.5)
