@@ -101,3 +101,17 @@ def test_demo_step_serves_calls_and_stops(estimator_base: Path) -> None:
     with grpc.insecure_channel(address) as channel:
         with pytest.raises(grpc.FutureTimeoutError):
             grpc.channel_ready_future(channel).result(timeout=0.5)
+
+
+def test_demo_step_types_csv_strings_by_the_manifest(estimator_base: Path, tmp_path: Path) -> None:
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(estimator_base, base)
+    manifest = {"receiver": {"features": {"x": {"dtype": "float32"}}}}
+    (base / "1" / "assets.extra").mkdir()
+    (base / "1" / "assets.extra" / "tfship.json").write_text(json.dumps(manifest))
+    lines: list[str] = []
+    with run_demo_step(base, "linear", lines.append, [{"x": "3.5", "note": "csv"}]):
+        pass
+    assert lines[3].startswith("Classify (x=3.5, note=csv, ...) -> 1 (")
