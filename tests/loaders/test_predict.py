@@ -220,3 +220,21 @@ def test_a_tf2_sparse_argument_is_one_input_again(module_export: ModuleExport) -
         np.testing.assert_allclose(model.predict({"x": x, "s": triple})["y"], want)
         with pytest.raises(ModelInputError, match=r"unknown input 's_1'; valid names: s, x"):
             model.predict({"x": x, "s": s, "s_1": [1]})
+
+
+def test_dataframe_missing_cells_take_defaults_or_name_the_row(
+    parsing: LocalModel, rows: dict[str, Any]
+) -> None:
+    records = records_of(rows)[:3]
+    frame = pd.DataFrame(records)
+    frame.loc[1, "x"] = np.nan  # x has a default (0.0)
+    zero = [dict(r) for r in records]
+    zero[1]["x"] = 0.0
+    np.testing.assert_allclose(
+        _probabilities(parsing, frame), _probabilities(parsing, zero), rtol=1e-6
+    )
+    frame.loc[2, "color"] = None  # a categorical: variable length, so missing = no value
+    assert _probabilities(parsing, frame).shape == (3, 2)
+    frame["v2"] = [[0.1, 0.2], None, [0.3, 0.4]]  # v2 has no default
+    with pytest.raises(ModelInputError, match=r"record 1: missing required input 'v2'"):
+        parsing.predict(frame)

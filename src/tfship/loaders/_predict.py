@@ -366,9 +366,11 @@ def _as_columns(inputs: Any) -> Mapping[str, Any]:
 
 
 def _frame_column(values: Array) -> Any:
-    # A DataFrame column of lists is a 1-D object array; as a list, numpy stacks its rows.
-    if values.dtype == object and len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
-        return list(values)
+    # pandas marks missing cells with NaN/None: handle them as missing record values
+    # (default, or an error naming the row), as the CSV and JSON readers do. Object columns
+    # (strings, lists per row) become lists, which numpy stacks row by row.
+    if values.dtype == object or (values.dtype.kind == "f" and np.isnan(values).any()):
+        return RecordColumn(values.tolist())
     return values
 
 
@@ -442,8 +444,13 @@ def _fill_records(fld: Field, values: RecordColumn, where: str) -> list[Any]:
             f"{where}: record {gaps[0]}: missing required input {fld.name!r} ({fld.describe()})"
         )
     filled = list(values)
+    given = next((v for v in values if not _missing(v)), None)
+    # Fill in the shape the other rows use: a scalar for a [1] feature given as scalars.
+    default: Any = fld.default
+    if given is not None and np.ndim(given) == 0 and fld.default.size == 1:
+        default = fld.default.reshape(-1)[0]
     for i in gaps:
-        filled[i] = fld.default
+        filled[i] = default
     return filled
 
 
