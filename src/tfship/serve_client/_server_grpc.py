@@ -24,6 +24,8 @@ def _answer(context: Any, call: Callable[[], Any]) -> Any:
         return call()
     except RpcError as exc:
         context.abort(exc.code, exc.wire_message())
+    except MemoryError:
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request")
     except Exception as exc:  # a bug must become INTERNAL, never a dropped connection
         logger.exception("unexpected error while serving a request")
         context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024])

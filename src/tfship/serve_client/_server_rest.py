@@ -595,6 +595,10 @@ class RestApi:
             return 200, self._dispatch(method, path, body).encode("utf-8")
         except RpcError as exc:
             return http_status(exc.code), error_body(exc.wire_message())
+        except RecursionError:
+            return 400, error_body("JSON Parse error: document nested too deeply")
+        except MemoryError:
+            return 429, error_body("out of memory serving this request")
         except Exception as exc:  # a bug is a 500 with a message, never a dropped connection
             logger.exception("unexpected error while serving %s %s", method, path)
             return 500, error_body(f"{type(exc).__name__}: {exc}")

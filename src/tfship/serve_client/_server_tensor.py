@@ -54,6 +54,7 @@ _NUMPY_TO_ENUM: dict[np.dtype[Any], int] = {
 DT_STRING = 7
 DT_FLOAT = 1
 _MAX_ELEMENTS = 2**31  # a shape promising more elements than a 2 GiB message can hold is bogus
+_MAX_BYTES = 2**31
 
 
 def dtype_name(enum: int) -> str:
@@ -121,6 +122,10 @@ def to_ndarray(proto: Any) -> NDArray[Any]:
         raise TensorDecodeError(f"unsupported dtype {dtype_enum_name(int(proto.dtype))}")
     dims = shape_of(proto)
     count = math.prod(dims)
+    # Padding can turn a tiny proto into a huge array; refuse what no 2 GiB request could carry.
+    itemsize = 8 if spec.numpy is None else np.dtype(spec.numpy).itemsize
+    if count * itemsize > _MAX_BYTES:
+        raise TensorDecodeError(f"tensor shape {list(dims)} of {spec.name} needs more than 2 GiB")
     if spec.field == "string_val":
         return _strings(proto, dims, count)
     if proto.tensor_content:
@@ -159,7 +164,8 @@ def _from_field(
         flat = np.asarray(values, dtype=np.float64)
         if flat.size % 2:
             raise TensorDecodeError(f"{spec.field} holds an odd number of values")
-        raw = (flat[0::2] + 1j * flat[1::2]).astype(dtype)
+        raw = np.empty(flat.size // 2, dtype=dtype)
+        raw.real, raw.imag = flat[0::2], flat[1::2]  # no arithmetic: inf stays inf
     elif spec.field == "half_val":  # half/bfloat16 travel as their 16-bit patterns
         raw = np.asarray(values, dtype=np.int64).astype(np.uint16).view(dtype)
     else:

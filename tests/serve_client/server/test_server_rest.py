@@ -208,3 +208,9 @@ def test_decimal_format(value: float, single: bool, text: str) -> None:
 
 def test_c_escape_matches_absl() -> None:
     assert c_escape("a'b\"c\\d\ne\x01é") == "a\\'b\\\"c\\\\d\\ne\\001\\303\\251"
+
+
+def test_deeply_nested_json_is_400(server: ModelServer) -> None:
+    body = b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    status, _, text = call(server, "POST", "/v1/models/module:predict", body)
+    assert status == 400, text

@@ -66,3 +66,10 @@ def test_bad_protos_are_refused(edit: object) -> None:
     edit(proto)  # type: ignore[operator]
     with pytest.raises(TensorDecodeError):
         to_ndarray(proto)
+
+
+def test_padding_cannot_allocate_more_than_a_request_could_carry() -> None:
+    proto = tensor_pb2.TensorProto(dtype=9)  # int64, no values: zeros of the shape
+    proto.tensor_shape.dim.add().size = 2**29  # 4 GiB of zeros from a few bytes
+    with pytest.raises(TensorDecodeError, match="needs more than 2 GiB"):
+        to_ndarray(proto)
