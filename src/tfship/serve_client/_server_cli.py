@@ -158,7 +158,7 @@ def _announce(server: Any, as_json: bool) -> None:
     for model in info["models"]:
         versions = ", ".join(map(str, model["available_versions"])) or "none yet"
         click.echo(
-            f"model {model['name']}: versions {versions} from {model['base_path']} "
+            f"model {model['name']}: versions {versions} from {_shown(model['base_path'])} "
             f"(policy {model['version_policy']})"
         )
     click.echo(f"gRPC  {info['grpc']}" + (" (TLS)" if info["tls"] else ""))
@@ -167,3 +167,11 @@ def _announce(server: Any, as_json: bool) -> None:
     if info["rest"]:
         click.echo(f"REST  {info['rest']}/v1/models/{info['models'][0]['name']}")
     click.echo("Ctrl-C or SIGTERM stops the server.", err=True)
+
+
+def _shown(path: str) -> str:
+    """A base path as the user would type it: relative when it is under the working directory."""
+    import os
+
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
