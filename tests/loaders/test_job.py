@@ -184,6 +184,36 @@ def test_gzipped_inputs_read_like_plain_ones(
     np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
 
 
+def test_classify_and_regress_signatures_log_as_tf_serving_does(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
+) -> None:
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    from tfship._tf import tf
+
+    source = write_input("csv", tmp_path, rows)
+    logs = {}
+    for signature in ("classification", "regression"):
+        out = tmp_path / f"{signature}.tfrecord"
+        result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
+                         "-s", signature)
+        assert result.exit_code == 0, result.output
+        logs[signature] = [
+            prediction_log_pb2.PredictionLog.FromString(r)
+            for r in tf().data.TFRecordDataset(str(out)).as_numpy_iterator()
+        ]
+    classify = [log.classify_log for log in logs["classification"]]
+    assert len(classify) == N
+    scores = [[c.score for c in log.response.result.classifications[0].classes] for log in classify]
+    np.testing.assert_allclose(scores, want, rtol=1e-5)
+    labels = [c.label for c in classify[0].response.result.classifications[0].classes]
+    assert labels == ["0", "1"]
+    example = classify[0].request.input.example_list.examples[0]
+    assert example.features.feature["color"].bytes_list.value[0].decode() == rows["color"][0]
+    regress = [log.regress_log.response.result.regressions[0].value for log in logs["regression"]]
+    np.testing.assert_allclose(regress, want[:, 1], rtol=1e-5)  # logistic = P(class 1)
+
+
 def test_globs_and_several_files_keep_their_order(
     estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
 ) -> None:

@@ -389,7 +389,13 @@ def run_job(
     summary = JobSummary(output=str(spec.output), files=len(files))
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(
-        make_writer(fmt, spec.output, signature=adapter.sig.key, model_name=model.path.parent.name)
+        make_writer(
+            fmt,
+            spec.output,
+            signature=adapter.sig.key,
+            model_name=model.path.parent.name,
+            method=adapter.sig.method_name,
+        )
     )
     rejects = RejectsWriter(spec.rejects) if spec.rejects else None
     show = _Progress(sys.stderr.isatty() if progress is None else progress)

@@ -73,7 +73,12 @@ class Writer:
 
 
 def make_writer(
-    fmt: str, path: Path, *, signature: str = "serving_default", model_name: str = ""
+    fmt: str,
+    path: Path,
+    *,
+    signature: str = "serving_default",
+    model_name: str = "",
+    method: str = "",
 ) -> Writer:
     """The writer for ``fmt`` (jsonl, csv, parquet, tfrecord)."""
     if fmt == "jsonl":
@@ -83,7 +88,7 @@ def make_writer(
     if fmt == "parquet":
         return ParquetWriter(path)
     if fmt == "tfrecord":
-        return PredictionLogWriter(path, signature=signature, model_name=model_name)
+        return PredictionLogWriter(path, signature=signature, model_name=model_name, method=method)
     raise InputError(f"unknown output format {fmt!r}; choose one of: {', '.join(WRITE_FORMATS)}")
 
 
@@ -302,20 +307,28 @@ class ParquetWriter(Writer):
 # -- TFRecord of PredictionLog ----------------------------------------------------------------
 
 
-class PredictionLogWriter(Writer):
-    """A TFRecord of ``PredictionLog`` (one per row, as TF Serving's request logs and tfx-bsl).
+CLASSIFY_METHOD = "tensorflow/serving/classify"
+REGRESS_METHOD = "tensorflow/serving/regress"
 
-    Each record holds a ``PredictLog``: the request (model, signature and the row's inputs:
-    its serialized ``tf.train.Example`` for a parsing signature) and the response outputs.
+
+class PredictionLogWriter(Writer):
+    """A TFRecord of ``PredictionLog``, one per row, as TF Serving logs requests (and tfx-bsl).
+
+    A classify signature fed with examples gets a ``ClassifyLog`` (request: the row's
+    ``tf.train.Example``; response: one ``Classification`` of (label, score) classes), a
+    regress signature a ``RegressLog``; any other signature a ``PredictLog`` whose request
+    holds the row's inputs (its serialized example for a parsing signature) and whose response
+    holds the row's outputs.
     """
 
-    def __init__(self, path: Path, *, signature: str, model_name: str) -> None:
+    def __init__(self, path: Path, *, signature: str, model_name: str, method: str = "") -> None:
         super().__init__(path)
         from tfship._tf import tf
 
         self.tf = tf()
         self.signature = signature
         self.model_name = model_name
+        self.method = method
         self.writer = self.tf.io.TFRecordWriter(str(self.file.tmp))
 
     def write(
@@ -324,31 +337,113 @@ class PredictionLogWriter(Writer):
         outputs: Mapping[str, Array],
         inputs: Mapping[str, Any] | None = None,
     ) -> None:
+        rows = next(iter(outputs.values())).shape[0] if outputs else 0
+        examples = _only_examples(inputs)
+        if examples is not None and self._classifies(outputs):
+            logs = self._classify_logs(examples, outputs)
+        elif examples is not None and self.method == REGRESS_METHOD and "outputs" in outputs:
+            logs = self._regress_logs(examples, outputs["outputs"])
+        else:
+            logs = self._predict_logs(rows, outputs, inputs or {})
+        for log in logs:
+            self.writer.write(log.SerializeToString())
+        self.rows += rows
+
+    def _classifies(self, outputs: Mapping[str, Array]) -> bool:
+        keys = set(outputs)
+        return self.method == CLASSIFY_METHOD and bool(keys) and keys <= {"classes", "scores"}
+
+    def _spec(self, message: Any) -> None:
+        message.model_spec.name = self.model_name
+        message.model_spec.signature_name = self.signature
+
+    def _classify_logs(self, examples: Array, outputs: Mapping[str, Array]) -> list[Any]:
+        from tensorflow_serving.apis import classification_pb2, prediction_log_pb2
+
+        n = len(examples)
+        labels = _per_row(outputs.get("classes"), n)
+        scores = _per_row(outputs.get("scores"), n)
+        width = next(a.shape[1] for a in (labels, scores) if a is not None)
+        logs = []
+        for i, data in enumerate(examples):
+            request = classification_pb2.ClassificationRequest()
+            self._spec(request)
+            request.input.example_list.examples.add().ParseFromString(data)
+            response = classification_pb2.ClassificationResponse()
+            response.model_spec.CopyFrom(request.model_spec)
+            result = response.result.classifications.add()
+            for j in range(width):
+                entry = result.classes.add()
+                if labels is not None:
+                    entry.label = _label(labels[i, j])
+                if scores is not None:
+                    entry.score = float(scores[i, j])
+            logs.append(prediction_log_pb2.PredictionLog(
+                classify_log=prediction_log_pb2.ClassifyLog(request=request, response=response)
+            ))
+        return logs
+
+    def _regress_logs(self, examples: Array, values: Array) -> list[Any]:
+        from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
+
+        flat = values.reshape(len(examples), -1)
+        logs = []
+        for i, data in enumerate(examples):
+            request = regression_pb2.RegressionRequest()
+            self._spec(request)
+            request.input.example_list.examples.add().ParseFromString(data)
+            response = regression_pb2.RegressionResponse()
+            response.model_spec.CopyFrom(request.model_spec)
+            response.result.regressions.add(value=float(flat[i, 0]))
+            logs.append(prediction_log_pb2.PredictionLog(
+                regress_log=prediction_log_pb2.RegressLog(request=request, response=response)
+            ))
+        return logs
+
+    def _predict_logs(
+        self, rows: int, outputs: Mapping[str, Array], inputs: Mapping[str, Any]
+    ) -> list[Any]:
         from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
         make = self.tf.make_tensor_proto
-        rows = next(iter(outputs.values())).shape[0] if outputs else 0
+        logs = []
         for i in range(rows):
             request = predict_pb2.PredictRequest()
-            request.model_spec.name = self.model_name
-            request.model_spec.signature_name = self.signature
-            for key, column in (inputs or {}).items():
+            self._spec(request)
+            for key, column in inputs.items():
                 if isinstance(column, np.ndarray):
                     request.inputs[key].CopyFrom(make(column[i : i + 1]))
             response = predict_pb2.PredictResponse()
             response.model_spec.CopyFrom(request.model_spec)
             for key, array in outputs.items():
                 response.outputs[key].CopyFrom(make(array[i : i + 1]))
-            log = prediction_log_pb2.PredictionLog(
+            logs.append(prediction_log_pb2.PredictionLog(
                 predict_log=prediction_log_pb2.PredictLog(request=request, response=response)
-            )
-            self.writer.write(log.SerializeToString())
-        self.rows += rows
+            ))
+        return logs
 
     def finish(self) -> None:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+def _only_examples(inputs: Mapping[str, Any] | None) -> Array | None:
+    """The serialized examples when the request is exactly one string input of them."""
+    if not inputs or len(inputs) != 1:
+        return None
+    (column,) = inputs.values()
+    if isinstance(column, np.ndarray) and column.dtype == object and column.ndim == 1:
+        return column if all(isinstance(v, bytes) for v in column[:4]) else None
+    return None
+
+
+def _per_row(array: Array | None, rows: int) -> Array | None:
+    return None if array is None else array.reshape(rows, -1)
+
+
+def _label(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class RejectsWriter:
