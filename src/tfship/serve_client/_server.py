@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -347,18 +346,3 @@ def _unavailable_message(failed: Sequence[StateEvent]) -> str:
         for e in failed
     )
     return f"{len(failed)} servable(s) did not become available: {{{parts}}}"
-
-
-def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
-    """Block until something accepts TCP connections on ``host:port``."""
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise LocalServerError(f"nothing listens on {host}:{port}") from None
-            time.sleep(0.05)

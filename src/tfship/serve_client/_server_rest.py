@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
@@ -738,10 +738,3 @@ def start_rest(core: ServingCore, host: str, port: int) -> tuple[Any, int]:
     thread = threading.Thread(target=server.serve_forever, name="tfship-rest", daemon=True)
     thread.start()
     return server, int(server.server_address[1])
-
-
-def iter_routes() -> Iterator[str]:
-    """The URL patterns the REST API answers (for help texts)."""
-    yield "POST /v1/models/NAME[/versions/N|/labels/L]:(predict|classify|regress)"
-    yield "GET  /v1/models/NAME[/versions/N|/labels/L]"
-    yield "GET  /v1/models/NAME[/versions/N|/labels/L]/metadata"
