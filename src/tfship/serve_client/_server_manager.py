@@ -191,6 +191,7 @@ class _Model:
     warned_empty: bool = False
     active: bool = True  # False once a reloaded config leaves the model out
     missing_logged: bool = False
+    warned_missing: set[int] = field(default_factory=set)
 
 
 Loader = Callable[[str, int, str], Servable]
@@ -316,9 +317,11 @@ class ModelManager:
                 "your leaf directory as a number (eg. '/1/')?", config.name, config.base_path)
         model.warned_empty = not found
         if config.policy.kind == "specific":
-            for missing in sorted(set(config.policy.versions) - set(found)):
+            missing = set(config.policy.versions) - set(found)
+            for number in sorted(missing - model.warned_missing):
                 logger.warning("model %s: version %d of the policy is not under %s",
-                               config.name, missing, config.base_path)
+                               config.name, number, config.base_path)
+            model.warned_missing = missing
         aspired = {v: found[v] for v in config.policy.choose(found)}
         self._aspire(model, aspired)
         while self._next_action(model, set(aspired)):
