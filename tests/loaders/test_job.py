@@ -361,3 +361,42 @@ def test_progress_goes_to_stderr_only_when_asked(
     err = capsys.readouterr().err
     assert f"\r{N} rows" in err and "rows/s" in err and err.endswith("\n")
     assert quiet.predicted == shown.predicted == N
+
+
+def test_csv_line_numbers_survive_blank_lines_crlf_and_bom(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
+) -> None:
+    lines = _csv_lines(rows)
+    cells = lines[1].split(",")
+    lines[1] = ",".join([f'"{cells[0]}"', cells[1], f'"{cells[2]}"', *cells[3:]])  # quoted cells
+    body = lines[:3] + ["", "   "] + lines[3:6] + ["bad9,oops,1|2,red,t1"] + lines[6:]
+    source = tmp_path / "in.csv"
+    # BOM, CRLF line ends, and no newline after the last line.
+    source.write_bytes(("\ufeffid,x,v2,color,tags\r\n" + "\r\n".join(body)).encode("utf-8"))
+    out, rejects = tmp_path / "out.csv", tmp_path / "rejects.jsonl"
+    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
+                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
+                     "--keep-columns", "id")
+    assert result.exit_code == 0, result.output
+    found = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert [(r["line"], r["record"]) for r in found] == [(10, "bad9,oops,1|2,red,t1")]
+    frame = read_output(out)
+    assert frame["id"].tolist() == [f"id{i}" for i in range(N)]
+    np.testing.assert_allclose(probabilities(frame), want, rtol=1e-5)
+
+
+def test_small_csv_blocks_split_lines_exactly(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tfship.loaders import _readers
+
+    monkeypatch.setattr(_readers, "CSV_BLOCK_BYTES", 64)  # blocks end mid-line, often
+    source = write_csv(tmp_path / "in.csv", rows, extra=[BAD_LINES[0]])
+    out, rejects = tmp_path / "out.csv", tmp_path / "rejects.jsonl"
+    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
+                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
+                     "--batch-size", "1")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(r)["line"] for r in rejects.read_text().splitlines()] == [N + 2]
+    np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)

@@ -66,7 +66,7 @@ class Chunk:
     lines: Array
     columns: dict[str, Any]
     rejects: list[Reject] = field(default_factory=list)
-    texts: list[str] | None = None
+    texts: Sequence[str] | None = None
     serialized: Array | None = None
 
     @property
@@ -142,38 +142,75 @@ def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> 
 # -- CSV ---------------------------------------------------------------------------------------
 
 
+#: bytes of CSV parsed at once: about 25 thousand rows of a few numeric columns.
+CSV_BLOCK_BYTES = 1 << 20
+
+
 def _csv(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
+    # Whole blocks of lines go to Arrow's parser: no Python object per line unless a row is
+    # rejected. Line numbers come from counting newlines, so each block is checked to hold
+    # one row per line (no blank lines, no quoted newlines) before they are trusted.
     with _open_binary(path) as f:
-        header = f.readline().decode("utf-8-sig")
-        names = next(csv.reader([header]), [])
+        names = next(csv.reader([f.readline().decode("utf-8-sig")]), [])
         if not names:
             return
         number = 1
+        rest = b""
         while True:
-            lines = list(islice(f, chunk_rows))
-            if not lines:
+            data = f.read(CSV_BLOCK_BYTES)
+            if not data:
+                if rest:
+                    yield _csv_block(str(path), names, rest + b"\n", number, wanted)
                 return
-            numbers = np.arange(number + 1, number + 1 + len(lines), dtype=np.int64)
-            number += len(lines)
-            yield _csv_chunk(str(path), names, lines, numbers, wanted)
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            block, rest = data[:cut], data[cut:]
+            yield _csv_block(str(path), names, block, number, wanted)
+            number += block.count(b"\n")
 
 
-def _csv_chunk(
-    source: str, names: list[str], lines: list[bytes], numbers: Array, wanted: set[str] | None
+class LazyLines(Sequence[str]):
+    """The text of each line of a block, decoded only if a rejected row asks for it."""
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+        self._lines: list[bytes] | None = None
+
+    def _split(self) -> list[bytes]:
+        if self._lines is None:
+            self._lines = self.block.split(b"\n")[:-1]
+        return self._lines
+
+    def __len__(self) -> int:
+        return len(self._split())
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._split()[index].rstrip(b"\r").decode("utf-8", "replace")
+
+
+def _csv_block(
+    source: str, names: list[str], block: bytes, first: int, wanted: set[str] | None
 ) -> Chunk:
-    data = b"".join(lines)
-    if b"\n\n" in data or b"\n\r\n" in data or data[:1] in (b"\n", b"\r"):
-        keep = [i for i, line in enumerate(lines) if line.strip()]
-        lines = [lines[i] for i in keep]
-        numbers = numbers[keep]
-        data = b"".join(lines)
-    texts = [line.decode("utf-8", "replace").rstrip("\r\n") for line in lines]
-    try:
-        table = _arrow_csv(data, names)
-    except Exception:  # noqa: BLE001 - any Arrow parse failure sends the chunk to the slow path
-        return _csv_slow(source, names, texts, numbers, wanted)
-    columns = {n: table.column(n) for n in names if wanted is None or n in wanted}
-    return Chunk(source, numbers, columns, texts=texts)
+    count = block.count(b"\n")
+    numbers = np.arange(first + 1, first + 1 + count, dtype=np.int64)
+    texts = LazyLines(block)
+    blank = b"\n\n" in block or b"\n\r\n" in block or block[:1] in (b"\n", b"\r")
+    if not blank:
+        try:
+            table = _arrow_csv(block, names)
+        except Exception:  # noqa: BLE001 - any Arrow parse failure: take the slow path
+            table = None
+        if table is not None and table.num_rows == count:
+            columns = {n: table.column(n) for n in names if wanted is None or n in wanted}
+            return Chunk(source, numbers, columns, texts=texts)
+    lines = list(texts)
+    keep = [i for i, line in enumerate(lines) if line.strip()]
+    return _csv_slow(source, names, [lines[i] for i in keep], numbers[keep], wanted)
 
 
 def _arrow_csv(data: bytes, names: list[str]) -> Any:
