@@ -70,6 +70,7 @@ class ModelServer:
         grpc_socket_path: str | os.PathLike[str] | None = None,
         model_config_file: str | os.PathLike[str] | None = None,
         model_config_poll_seconds: float = 0.0,
+        rest_timeout_s: float | None = 30.0,
     ) -> None:
         if models is None:
             if model_base_path is None:
@@ -98,6 +99,7 @@ class ModelServer:
         self._retries = (max_load_retries, load_retry_interval_s)
         self._config_file = None if model_config_file is None else str(model_config_file)
         self._config_poll = model_config_poll_seconds
+        self._rest_timeout = rest_timeout_s
         self._watcher: threading.Thread | None = None
         self.tls = tls
         self.grpc_socket_path = None if grpc_socket_path is None else str(grpc_socket_path)
@@ -154,7 +156,9 @@ class ModelServer:
             if rest_port is not None:
                 from tfship.serve_client._server_rest import start_rest
 
-                self._rest, self.rest_port = start_rest(self._core, self.host, rest_port)
+                self._rest, self.rest_port = start_rest(
+                    self._core, self.host, rest_port, timeout_s=self._rest_timeout
+                )
         except BaseException:
             self.stop()
             raise

@@ -31,6 +31,8 @@ import click
               help="gRPC port; 0 picks a free one.")
 @click.option("--rest-port", type=click.IntRange(0, 65535), default=None,
               help="REST port (off unless given); 0 picks a free one.")
+@click.option("--rest-api-timeout-ms", default=30000, show_default=True,
+              type=click.IntRange(1), help="Longest REST model run before a 504.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--version-policy", default="latest", show_default=True,
               help="latest, latest:N, all or specific:V[,V...].")
@@ -58,6 +60,7 @@ def serve(
     model_config_poll_seconds: float,
     port: int,
     rest_port: int | None,
+    rest_api_timeout_ms: int,
     host: str,
     version_policy: str,
     poll_seconds: float,
@@ -103,6 +106,7 @@ def serve(
         grpc_socket_path=grpc_socket_path,
         model_config_file=model_config,
         model_config_poll_seconds=model_config_poll_seconds,
+        rest_timeout_s=rest_api_timeout_ms / 1000.0,
     )
     stop = threading.Event()
     previous = _on_signals(stop)

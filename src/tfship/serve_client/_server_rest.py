@@ -16,7 +16,9 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
@@ -584,10 +586,36 @@ def _proto_json(message: Any) -> str:
 
 # routing -------------------------------------------------------------------------------------
 class RestApi:
-    """Route one HTTP request to the core and produce (status, body)."""
+    """Route one HTTP request to the core and produce (status, body).
 
-    def __init__(self, core: ServingCore) -> None:
+    Model runs are bounded by ``timeout_s`` (TF Serving's ``--rest_api_timeout_in_ms``, 30 s):
+    past it the caller gets 504 DEADLINE_EXCEEDED (the run itself finishes in the background).
+    """
+
+    def __init__(self, core: ServingCore, timeout_s: float | None = 30.0) -> None:
         self.core = core
+        self.timeout_s = timeout_s
+        self._pool = (
+            None if timeout_s is None
+            else ThreadPoolExecutor(max_workers=64, thread_name_prefix="tfship-rest-run")
+        )
+
+    def close(self) -> None:
+        """Release the threads that run requests (idempotent)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        if self._pool is None:
+            return call()
+        future = self._pool.submit(call)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except FutureTimeout:
+            # TensorFlow's text when a run outlives RunOptions.timeout_in_ms
+            raise RpcError(
+                grpc.StatusCode.DEADLINE_EXCEEDED, "Timed out waiting for notification"
+            ) from None
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """Answer ``method path`` with TF Serving's status code and JSON body."""
@@ -624,16 +652,17 @@ class RestApi:
 
         if verb == "predict":
             request, form = predict_request_from_json(body, fill, self.core)
-            return predict_response_json(self.core.predict(request).outputs, form)
+            outputs = self._timed(lambda: self.core.predict(request).outputs)
+            return predict_response_json(outputs, form)
         if verb == "classify":
             creq = classification_pb2.ClassificationRequest()
             fill(creq.model_spec)
             examples_request_from_json(body, creq)
-            return classification_json(self.core.classify(creq).result)
+            return classification_json(self._timed(lambda: self.core.classify(creq).result))
         rreq = regression_pb2.RegressionRequest()
         fill(rreq.model_spec)
         examples_request_from_json(body, rreq)
-        return regression_json(self.core.regress(rreq).result)
+        return regression_json(self._timed(lambda: self.core.regress(rreq).result))
 
     def _status(self, name: str, version: str | None) -> str:
         from tensorflow_serving.apis import get_model_status_pb2
@@ -722,19 +751,29 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
     request_queue_size = 128
+    api: RestApi
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.api.close()
 
 
-def start_rest(core: ServingCore, host: str, port: int) -> tuple[Any, int]:
+def start_rest(
+    core: ServingCore, host: str, port: int, *, timeout_s: float | None = 30.0
+) -> tuple[Any, int]:
     """Start the REST API in a background thread; returns the server and its bound port.
 
     Raises:
         LocalServerError: when the address cannot be bound.
     """
-    handler = type("Handler", (_Handler,), {"api": RestApi(core)})
+    api = RestApi(core, timeout_s)
+    handler = type("Handler", (_Handler,), {"api": api})
     try:
         server = _Server((host, port), handler)
     except OSError as exc:
+        api.close()
         raise LocalServerError(f"cannot bind REST to {host}:{port}: {exc.strerror}") from exc
+    server.api = api
     thread = threading.Thread(target=server.serve_forever, name="tfship-rest", daemon=True)
     thread.start()
     return server, int(server.server_address[1])

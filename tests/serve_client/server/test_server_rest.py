@@ -214,3 +214,13 @@ def test_deeply_nested_json_is_400(server: ModelServer) -> None:
     body = b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     status, _, text = call(server, "POST", "/v1/models/module:predict", body)
     assert status == 400, text
+
+
+def test_rest_runs_past_the_timeout_are_504(module_base: Any) -> None:
+    from tfship.serve_client._server_config import ModelConfig
+
+    models = [ModelConfig("module", str(module_base))]
+    with ModelServer(models, port=0, rest_port=0, rest_timeout_s=1e-6) as slow:
+        fails(slow, "/v1/models/module:predict", {"inputs": [[1, 2]]}, 504,
+              "Timed out waiting for notification")
+        assert ok(slow, "GET", "/v1/models/module")  # status is not a model run
