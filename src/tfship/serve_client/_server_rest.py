@@ -117,10 +117,37 @@ def parse_json(body: bytes) -> dict[str, Any]:
         message = f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
         raise invalid(message) from None
     except json.JSONDecodeError as exc:
-        raise invalid(f"JSON Parse error: {exc.msg} at offset: {exc.pos}") from exc
+        raise invalid(f"JSON Parse error: {_rapidjson_text(exc)} at offset: {exc.pos}") from None
     if not isinstance(doc, dict):
         raise invalid(f"JSON Value: {_json_text(doc)} Is not object")
     return doc
+
+
+# Python's json messages -> rapidjson's GetParseError_En texts, which TF Serving returns.
+_PARSE_ERRORS = {
+    "Expecting value": "Invalid value.",
+    "Expecting property name enclosed in double quotes": "Missing a name for object member.",
+    "Expecting ':' delimiter": "Missing a colon after a name of object member.",
+    "Unterminated string starting at": "Missing a closing quotation mark in string.",
+    "Extra data": "The document root must not be followed by other values.",
+    "Invalid \\escape": "Invalid escape character in string.",
+    "Invalid control character at": "Invalid encoding in string.",
+}
+
+
+def _rapidjson_text(exc: json.JSONDecodeError) -> str:
+    if exc.msg == "Expecting ',' delimiter":
+        # rapidjson tells objects from arrays; find the innermost one still open
+        depth: list[str] = []
+        for char in exc.doc[: exc.pos]:
+            if char in "[{":
+                depth.append(char)
+            elif char in "]}" and depth:
+                depth.pop()
+        if depth and depth[-1] == "[":
+            return "Missing a comma or ']' after an array element."
+        return "Missing a comma or '}' after an object member."
+    return _PARSE_ERRORS.get(exc.msg, exc.msg)
 
 
 def _fill_signature(doc: Mapping[str, Any], spec: Any) -> None:

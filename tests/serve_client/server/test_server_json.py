@@ -108,3 +108,24 @@ def test_example_errors(value: Any, message: str) -> None:
     with pytest.raises(RpcError, match=None) as info:
         _example_from_json(value, example_pb2.Example())
     assert info.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{bad", "JSON Parse error: Missing a name for object member. at offset: 1"),
+        (b'{"a": [1 2]}', "JSON Parse error: Missing a comma or ']' after an array element. "
+                          "at offset: 9"),
+        (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member. "
+                             "at offset: 8"),
+        (b"{} x", "JSON Parse error: The document root must not be followed by other values. "
+                  "at offset: 3"),
+        (b"[1]", "JSON Value: [\n    1\n] Is not object"),
+    ],
+)
+def test_parse_errors_use_rapidjsons_words(body: bytes, message: str) -> None:
+    from tfship.serve_client._server_rest import parse_json
+
+    with pytest.raises(RpcError) as info:
+        parse_json(body)
+    assert info.value.message == message
