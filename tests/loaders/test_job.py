@@ -214,6 +214,21 @@ def test_classify_and_regress_signatures_log_as_tf_serving_does(
     np.testing.assert_allclose(regress, want[:, 1], rtol=1e-5)  # logistic = P(class 1)
 
 
+def test_files_may_follow_the_model(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
+) -> None:
+    half = N // 2
+    first = write_csv(tmp_path / "a.csv", {k: v[:half] for k, v in rows.items()})
+    second = write_csv(tmp_path / "b.csv", {k: v[half:] for k, v in rows.items()})
+    out = tmp_path / "out.csv"
+    result = predict(str(estimator_exports.parsing), str(first), str(second), "-o", str(out),
+                     "-s", "predict", "--outputs", "probabilities")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
+    none = predict(str(estimator_exports.parsing), "-o", str(out))
+    assert none.exit_code == 2 and "no input: give files after MODEL" in none.output
+
+
 def test_globs_and_several_files_keep_their_order(
     estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
 ) -> None:

@@ -27,13 +27,14 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("files", nargs=-1)
 @click.option(
     "--input",
     "-i",
     "inputs",
     multiple=True,
-    required=True,
-    help="Input file or glob: CSV, JSONL, Parquet, TFRecord of tf.Example (.gz too); repeatable.",
+    help="Input file or glob: CSV, JSONL, Parquet, TFRecord of tf.Example (.gz too); repeatable."
+    " Files may also follow MODEL (as a shell expands a glob).",
 )
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
 @click.option(
@@ -77,6 +78,7 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def predict(
     model: Path,
+    files: tuple[str, ...],
     inputs: tuple[str, ...],
     output: Path,
     fmt: str | None,
@@ -90,17 +92,19 @@ def predict(
     beam_options: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Batch-predict files of records with MODEL (a SavedModel or an export base directory).
+    """Batch-predict FILES of records with MODEL (a SavedModel or an export base directory).
 
     Rows keep their input order; a bad row goes to --rejects with its file, line and reason,
     and the run goes on. The summary shows rows in = predicted + rejected.
 
     \b
     Example:
-      tfship predict export/dnn -i 'data/*.csv' -o preds.csv --keep-columns id
+      tfship predict export/dnn data/*.csv -o preds.csv --keep-columns id
     """
+    if not inputs and not files:
+        raise click.UsageError("no input: give files after MODEL or with --input/-i")
     spec = JobSpec(
-        inputs=inputs,
+        inputs=[*inputs, *files],
         output=output,
         fmt=fmt,
         signature=signature,
