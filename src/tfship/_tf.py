@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 _verbose = False
+_tensorflow: Any = None  # the module once imported and quietened; tf() is on hot paths
 
 
 def set_verbose(verbose: bool) -> None:
@@ -36,6 +37,9 @@ def tf() -> Any:
         >>> tf().constant(1).dtype.name
         'int32'
     """
+    global _tensorflow
+    if _tensorflow is not None:
+        return _tensorflow
     if not _verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow
@@ -44,6 +48,7 @@ def tf() -> Any:
         tensorflow.get_logger().setLevel(logging.ERROR)
         tensorflow.autograph.set_verbosity(0)
         _quiet_absl()
+    _tensorflow = tensorflow
     return tensorflow
 
 
