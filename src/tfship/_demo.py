@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import logging
 import shutil
 import time
@@ -93,6 +94,37 @@ def step_inspect(state: DemoState, echo: Echo) -> None:
     run_demo_step(state.export("best"), echo)
 
 
+def step_predict(state: DemoState, echo: Echo) -> None:
+    """Batch-predict the eval set with the best export, as ``tfship predict`` does."""
+    from tfship.loaders._demo import run_demo_step
+
+    assert state.eval_csv is not None
+    run_demo_step(state.export("best"), state.eval_csv, state.workdir, echo)
+
+
+def _eval_records(state: DemoState) -> list[dict[str, Any]]:
+    assert state.eval_csv is not None
+    with state.eval_csv.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def step_serve_and_call(state: DemoState, echo: Echo) -> None:
+    """Serve the best export with TF Serving's API, call it with ServingClient, stop it."""
+    from tfship.schema import Schema
+    from tfship.serve_client._client_demo import run_demo_step as call_step
+    from tfship.serve_client._server_demo import run_demo_step as serve_step
+
+    records = _eval_records(state)
+    echo(f"$ tfship serve --model-base-path {state.export('best').parent} --model-name penguins "
+         "--port 0 --rest-port 0")
+    with serve_step(state.export("best").parent, "penguins", echo, records[:1]) as server:
+        echo("")
+        schema = Schema.load(state.schema_path) if state.schema_path else None
+        # One penguin of each species (the eval set lists them species by species).
+        call_step(server.address, "penguins", [records[5], records[35], records[60]], echo, schema=schema)
+    echo("server stopped")
+
+
 def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) -> DemoState:
     """Run every step of the demo in ``workdir`` (emptied first) and return what it made."""
     if workdir.exists():
@@ -108,6 +140,10 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
         step_exports(state, echo)
     with _step("4. inspect the best export", echo):
         step_inspect(state, echo)
+    with _step("5. batch-predict the eval set without a server", echo):
+        step_predict(state, echo)
+    with _step("6. serve the best export with TF Serving's API and call it with ServingClient", echo):
+        step_serve_and_call(state, echo)
     echo("")
     echo(f"demo finished in {time.monotonic() - started:.1f}s; everything is under {workdir}")
     return state
