@@ -10,24 +10,17 @@ Usage: python benchmarks/export.py [--repeats N]
 
 from __future__ import annotations
 
-import sys
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-# Run as a file, this script has its directory first on sys.path, where a sibling named after a
-# standard module (e.g. inspect.py) would shadow it for every library imported below.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import numpy as np
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from tfship._tf import estimator, tf  # noqa: E402
+from tfship._tf import estimator, tf
 
 
 def _spec() -> dict[str, Any]:

@@ -20,23 +20,17 @@ adds the peak-RSS run on ten million rows.
 
 from __future__ import annotations
 
+import argparse
 import os
+import resource
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
 
-# benchmarks/ holds a file named like the standard library's ``inspect``: keep this directory
-# off the path so that numpy and TensorFlow import the real one.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import resource  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 BATCH = 1024
 BIN = Path(sys.executable).parent

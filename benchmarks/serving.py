@@ -8,25 +8,19 @@ in-process calls. Usage: ``python benchmarks/serving.py [--seconds 2]``.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-# Run as a file, this script's directory comes first on sys.path, where a sibling named after a
-# standard module (benchmarks/inspect.py) would shadow it for every library imported below.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 CLIENTS = (1, 8, 32)
 
