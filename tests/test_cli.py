@@ -106,3 +106,24 @@ def test_demo_runs_the_life_of_a_model(tmp_path: Path) -> None:
     for kind in ("best", "latest", "final"):
         versions = [p for p in (tmp_path / "demo" / "model" / "export" / kind).iterdir() if p.name.isdigit()]
         assert versions, kind
+
+
+def _all_subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _all_subclasses(sub)
+    return found
+
+
+def test_every_error_class_is_drawn_in_the_tree() -> None:
+    import importlib
+
+    from tfship import errors
+
+    for module in ("tfship.loaders._job", "tfship.exporters._errors", "tfship.inspect._diff",
+                   "tfship.inspect._check", "tfship.inspect._scan", "tfship.serve_client._errors",
+                   "tfship.serve_client._server_status"):
+        importlib.import_module(module)
+    names = {cls.__name__ for cls in _all_subclasses(TfshipError) if cls.__module__.startswith("tfship")}
+    assert len(names) > 30
+    assert not {n for n in names if n not in (errors.__doc__ or "")}

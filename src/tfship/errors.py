@@ -6,19 +6,35 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
 
 ::
 
-    TfshipError (1)                     a failed operation
-    ├── InputError (2)                  bad input from the user: files, records, flags
-    │   ├── SchemaError (2)             a schema file or a feature in it is invalid
-    │   └── DataError (2)               a data file or a record does not match the schema
-    ├── ModelError (2)                  a SavedModel or checkpoint is missing, corrupt or unusable
-    │   ├── SignatureNotFoundError (2)  a signature or tag-set is not in the SavedModel
-    │   └── ModelInputError (2)         inputs given to a model do not match its signature
-    ├── TrainError (1)                  training or evaluation failed
-    ├── ExportError (1)                 an export failed; nothing was published
-    ├── ServingError (1)                a TF Serving peer answered with an error (see serve_client)
-    └── VerdictError (3)                an operation ran and its verdict is "no" (diff, check, scan)
+    TfshipError (1)                         a failed operation
+    ├── InputError (2)                      bad input from the user: files, records, flags
+    │   ├── SchemaError (2)                 a schema file or a feature in it is invalid
+    │   ├── DataError (2)                   a data file or a record does not match the schema
+    │   │   └── loaders.TooManyRejectsError   a batch job rejected more rows than --max-rejects
+    │   └── serve_client.ServerConfigError  a server flag or model_config_list is invalid
+    ├── ModelError (2)                      a SavedModel or checkpoint is missing, corrupt or unusable
+    │   ├── SignatureNotFoundError (2)      a signature or tag-set is not in the SavedModel
+    │   ├── ModelInputError (2)             inputs given to a model do not match its signature
+    │   └── exporters.CheckpointNotFoundError  no checkpoint to export
+    ├── TrainError (1)                      training or evaluation failed
+    ├── ExportError (1)                     an export failed; nothing was published
+    │   ├── exporters.MetricNotFoundError   the metric to rank by was not evaluated
+    │   └── exporters.VerificationError     the staged export failed its checks or warmup
+    ├── ServingError (1)                    serving, locally or through a TF Serving peer
+    │   ├── serve_client.LocalServerError   tfship serve could not start or load its models
+    │   └── serve_client.ServingCallError   a call answered with a gRPC/HTTP error status:
+    │       ModelNotFoundError (2) > VersionNotFoundError (2), ServingSignatureNotFoundError (2),
+    │       InvalidInputError (2), FailedPreconditionError, DeadlineExceededError,
+    │       UnavailableError, MessageTooLargeError, ResourceExhaustedError,
+    │       PermissionDeniedError, UnimplementedError, CallCancelledError, ServerInternalError,
+    │       ModelLoadFailedError, MalformedResponseError (1 unless marked)
+    └── VerdictError (3)                    an operation ran and its verdict is "no"
+        ├── inspect.BreakingChangeError     diff found a breaking change
+        ├── inspect.CheckFailedError        check found the export not ready to serve
+        └── inspect.DenylistedOpError       scan found a denylisted op
 
-Subpackages define more specific classes below these; each class says when it is raised.
+The classes named with a package live in that package and are exported from it; each says
+when it is raised.
 """
 
 from __future__ import annotations
