@@ -25,8 +25,8 @@ __all__ = ["infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 VOCABULARY_LIMIT = 50
 # A vocabulary this small is shown to the model one-hot; larger ones get an embedding.
 INDICATOR_LIMIT = 10
-EVAL_EVERY = 5
-SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory  # every 5th penguin (by row) is held out for evaluation
+EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
+SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory
 
 
 def penguins_csv() -> Path:
