@@ -92,6 +92,8 @@ def test_convert_record_fills_defaults_and_checks_types() -> None:
         ({"n": 7.5}, r"field 'n': expected int64, found 7\.5"),
         ({"n": 1, "vec": "1|2"}, r"field 'vec': expected 3 values \(shape \[3\]\), found 2"),
         ({"n": 1, "x": True}, r"field 'x': expected float32"),
+        ({"n": 1, "x": "1e39"}, r"field 'x': expected float32, found '1e39' \('1e39' is out of the range"),
+        ({"n": 2**63}, r"field 'n': expected int64, found 9223372036854775808 .*out of the range of int64"),
     ],
 )
 def test_convert_record_errors_name_record_and_field(record: dict[str, Any], message: str) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from tfship.errors import DataError, SchemaError
 
-__all__ = ["DTYPES", "LABEL_KINDS", "USE_KINDS", "Feature", "Label", "Schema"]
+__all__ = ["DTYPES", "LABEL_KINDS", "USE_KINDS", "Feature", "Label", "Schema", "coerce_value", "is_missing"]
 
 DTYPES = ("float32", "int64", "string")
 LABEL_KINDS = ("binary", "multiclass", "regression")
@@ -465,7 +465,7 @@ def _validate_default(f: Feature, where: str) -> None:
         raise SchemaError(f"{where}: default has {len(values)} values, shape {list(f.shape)} needs {f.size}")
     for v in values:
         try:
-            _coerce(f.dtype, v)
+            coerce_value(f.dtype, v)
         except (TypeError, ValueError):
             raise SchemaError(f"{where}: default {f.default!r} is not a valid {f.dtype}") from None
 
@@ -501,7 +501,8 @@ def _is_number(value: Any) -> bool:
 
 
 # ---- converting values -----------------------------------------------------------------------
-def _is_missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
+    """True for a missing value: None, NaN, or a CSV token such as ``""`` or ``"NA"``."""
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):
@@ -509,34 +510,47 @@ def _is_missing(value: Any) -> bool:
     return isinstance(value, str) and value.strip() in MISSING_TOKENS
 
 
-def _coerce(dtype: str, value: Any) -> Any:
-    """One value as the dtype's Python type; ValueError/TypeError when it cannot be, losslessly."""
+_FLOAT_MAX = {"float32": 3.4028234663852886e38, "float16": 65504.0}
+_INT_RANGE = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+
+
+def coerce_value(dtype: str, value: Any) -> Any:
+    """One value as ``dtype``'s Python type (str, float or int), never losing information.
+
+    Raises:
+        ValueError: not a number, not a whole number for an int dtype, or out of the dtype's range.
+        TypeError: a bool, list or dict where a number is expected, or a non-string for strings.
+
+    Example:
+        >>> coerce_value("int64", "7.0"), coerce_value("float32", b"2.5")
+        (7, 2.5)
+    """
     if dtype == "string":
         if isinstance(value, bytes):
             return value.decode()
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             return str(value)
         raise TypeError(f"expected a string, found {type(value).__name__}")
-    if isinstance(value, bool):
-        raise TypeError("expected a number, found a boolean")
-    if dtype == "float32":
-        if isinstance(value, (int, float)):
-            return float(value)
-        return float(str(value).strip())
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not value.is_integer():
+    if isinstance(value, (bool, list, dict)):
+        raise TypeError(f"expected a number, found {type(value).__name__}")
+    if isinstance(value, bytes):
+        value = value.decode()
+    if dtype.startswith("float"):
+        number = float(value.strip() if isinstance(value, str) else value)
+        if math.isfinite(number) and abs(number) > _FLOAT_MAX.get(dtype, math.inf):
+            raise ValueError(f"{value!r} is out of the range of {dtype}")
+        return number
+    if isinstance(value, int) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu"):
+        whole = int(value)
+    else:
+        number = float(value.strip() if isinstance(value, str) else value)
+        if not number.is_integer():
             raise ValueError(f"{value!r} is not a whole number")
-        return int(value)
-    text = str(value).strip()
-    try:
-        return int(text)
-    except ValueError:
-        as_float = float(text)
-        if not as_float.is_integer():
-            raise ValueError(f"{text!r} is not a whole number") from None
-        return int(as_float)
+        whole = int(number)
+    low, high = _INT_RANGE.get(dtype, (-(2**63), 2**63 - 1))
+    if not low <= whole <= high:
+        raise ValueError(f"{value!r} is out of the range of {dtype}")
+    return whole
 
 
 def _split_values(value: Any) -> list[Any]:
@@ -551,15 +565,15 @@ def _split_values(value: Any) -> list[Any]:
 def _convert_value(f: Feature, value: Any, where: str) -> list[Any]:
     at = f"{_at(where)}field {f.name!r}"
     if f.shape is None:
-        values = [] if _is_missing(value) else _split_values(value)
-    elif _is_missing(value) or (isinstance(value, (list, tuple)) and not value):
+        values = [] if is_missing(value) else _split_values(value)
+    elif is_missing(value) or (isinstance(value, (list, tuple)) and not value):
         if f.default is None:
             raise DataError(f"{at}: missing, and the feature has no default")
         return list(f.default) if isinstance(f.default, list) else [f.default] * (f.size or 1)
     else:
         values = _split_values(value) if f.shape else [value]
     try:
-        out = [_coerce(f.dtype, v) for v in values]
+        out = [coerce_value(f.dtype, v) for v in values]
     except (TypeError, ValueError) as exc:
         raise DataError(f"{at}: expected {f.dtype}, found {value!r} ({exc})") from None
     if f.shape is not None and len(out) != f.size:

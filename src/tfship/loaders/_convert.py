@@ -26,7 +26,7 @@ from tfship.loaders._predict import (
     coo_from_lengths,
     empty_sparse,
 )
-from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS
+from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS, coerce_value, is_missing
 
 Array = npt.NDArray[Any]
 _FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0}
@@ -106,41 +106,7 @@ def slice_rows(column: Column, start: int, stop: int) -> Column:
 
 
 def _is_missing(value: Any) -> bool:
-    if value is None or value is _MISSING:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    return isinstance(value, str) and value.strip() in MISSING_TOKENS
-
-
-def coerce(dtype: str, value: Any) -> Any:
-    """One value as ``dtype``'s Python type; ValueError/TypeError when that would lose it."""
-    if dtype == "string":
-        if isinstance(value, bytes):
-            return value.decode()
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
-            return str(value)
-        raise TypeError(f"expected a string, found {type(value).__name__}")
-    if isinstance(value, bool) or isinstance(value, (list, dict)):
-        raise TypeError(f"expected a number, found {type(value).__name__}")
-    if isinstance(value, bytes):
-        value = value.decode()
-    if dtype.startswith("float"):
-        number = float(value.strip() if isinstance(value, str) else value)
-        if math.isfinite(number) and abs(number) > _FLOAT_MAX.get(dtype, math.inf):
-            raise ValueError(f"{value!r} is out of the range of {dtype}")
-        return number
-    if isinstance(value, (int, np.integer)):
-        whole = int(value)
-    else:
-        number = float(value.strip() if isinstance(value, str) else value)
-        if not number.is_integer():
-            raise ValueError(f"{value!r} is not a whole number")
-        whole = int(number)
-    low, high = _INT_RANGE.get(dtype, (-(2**63), 2**63 - 1))
-    if not low <= whole <= high:
-        raise ValueError(f"{value!r} is out of the range of {dtype}")
-    return whole
+    return value is _MISSING or is_missing(value)
 
 
 def _split(value: Any) -> list[Any]:
@@ -166,7 +132,7 @@ def convert_value(fld: Field, value: Any) -> list[Any]:
     else:
         values = _split(value) if fld.shape else [value]
     try:
-        out = [coerce(fld.dtype, v) for v in values]
+        out = [coerce_value(fld.dtype, v) for v in values]
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{at}: expected {fld.dtype}, found {value!r} ({exc})") from None
     size = None if fld.shape is None else math.prod(d or 1 for d in fld.shape)
