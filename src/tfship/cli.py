@@ -8,7 +8,6 @@ line and exit with the code their class carries.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 import sys
 from typing import Any
@@ -38,11 +37,11 @@ class TfshipGroup(click.Group):
     """A click group that loads its verbs lazily and turns ``TfshipError`` into one line."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if _importable(COMMANDS[name])]
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
-        if target is None or not _importable(target):
+        if target is None:
             return None
         module_name, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module_name), attr)
@@ -54,10 +53,6 @@ class TfshipGroup(click.Group):
         except TfshipError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-
-
-def _importable(target: str) -> bool:
-    return importlib.util.find_spec(target.split(":")[0]) is not None
 
 
 @click.group(cls=TfshipGroup, context_settings={"help_option_names": ["-h", "--help"]})
