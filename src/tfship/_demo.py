@@ -156,6 +156,9 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
 def demo(workdir: Path, max_steps: int) -> None:
     """Run the whole life of a model on the bundled penguins."""
     logging.getLogger("tfship").setLevel(logging.WARNING)
-    # The exporters' one-line decisions are part of the story the demo tells.
-    logging.getLogger("tfship.exporters").setLevel(logging.INFO)
+    # The exporters' one-line decisions are part of the story the demo tells; their signature
+    # report repeats for every export, and step 3 lists the signatures once per version.
+    exporters = logging.getLogger("tfship.exporters")
+    exporters.setLevel(logging.INFO)
+    exporters.addFilter(lambda record: not record.getMessage().startswith("signatures: "))
     run_demo(workdir, max_steps=max_steps)
