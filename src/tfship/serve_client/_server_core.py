@@ -8,7 +8,7 @@ response message or raises ``RpcError``. The rules follow ``predict_util.cc``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -71,6 +71,11 @@ def fill_model_spec(
         out.version.value = version
 
 
+def _require_model_spec(request: Any) -> None:
+    if not request.HasField("model_spec"):
+        raise invalid("Missing ModelSpec")
+
+
 def _shape_text(shape: Sequence[int]) -> str:
     # TensorShape::DebugString
     return "[" + ",".join(str(d) for d in shape) + "]"
@@ -96,10 +101,7 @@ class ServingCore:
     # Predict ---------------------------------------------------------------------------------
     def predict(self, request: Any) -> Any:
         """PredictionService.Predict."""
-        if not request.HasField("model_spec"):
-            raise invalid("Missing ModelSpec")
-        with self.manager.servable(request.model_spec) as servable:
-            return self.predict_on(servable, request)
+        return self._on_servable(request, self.predict_on)
 
     def predict_on(self, servable: Servable, request: Any) -> Any:
         """Predict against one loaded version (also used by warmup)."""
@@ -138,39 +140,49 @@ class ServingCore:
     # Classify / Regress ----------------------------------------------------------------------
     def classify(self, request: Any) -> Any:
         """PredictionService.Classify."""
-        if not request.HasField("model_spec"):
-            raise invalid("Missing ModelSpec")
-        with self.manager.servable(request.model_spec) as servable:
-            return self.classify_on(servable, request)
+        return self._on_servable(request, self.classify_on)
 
     def classify_on(self, servable: Servable, request: Any) -> Any:
         """Classify against one loaded version."""
-        key, signature = self._example_signature(servable, request.model_spec, CLASSIFY_METHOD)
-        outputs = classification_outputs(signature, self.method_name_check)
-        examples = serialized_examples(request.input)
+        key, values, rows = self._run_examples(
+            servable, request, CLASSIFY_METHOD, classification_outputs
+        )
         response = _apis().classification_pb2.ClassificationResponse()
         fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
-        values = _run(servable, {"inputs": examples}, key, outputs)
-        fill_classifications(response.result, values, len(examples))
+        fill_classifications(response.result, values, rows)
         return response
 
     def regress(self, request: Any) -> Any:
         """PredictionService.Regress."""
-        if not request.HasField("model_spec"):
-            raise invalid("Missing ModelSpec")
-        with self.manager.servable(request.model_spec) as servable:
-            return self.regress_on(servable, request)
+        return self._on_servable(request, self.regress_on)
 
     def regress_on(self, servable: Servable, request: Any) -> Any:
         """Regress against one loaded version."""
-        key, signature = self._example_signature(servable, request.model_spec, REGRESS_METHOD)
-        outputs = regression_outputs(signature, self.method_name_check)
-        examples = serialized_examples(request.input)
+        key, values, rows = self._run_examples(servable, request, REGRESS_METHOD, regression_outputs)
         response = _apis().regression_pb2.RegressionResponse()
         fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
-        values = _run(servable, {"inputs": examples}, key, outputs)
-        fill_regressions(response.result, values["outputs"], len(examples))
+        fill_regressions(response.result, values["outputs"], rows)
         return response
+
+    def _on_servable(self, request: Any, run: Callable[[Servable, Any], Any]) -> Any:
+        # Predict, Classify and Regress: check the spec, then hold the version while it runs.
+        _require_model_spec(request)
+        with self.manager.servable(request.model_spec) as servable:
+            return run(servable, request)
+
+    def _run_examples(
+        self,
+        servable: Servable,
+        request: Any,
+        method: str,
+        outputs_of: Callable[[Any, bool], list[str]],
+    ) -> tuple[str, dict[str, NDArray[Any]], int]:
+        """Classify/Regress up to the response: (signature key, output values, example count)."""
+        key, signature = self._example_signature(servable, request.model_spec, method)
+        outputs = outputs_of(signature, self.method_name_check)
+        examples = serialized_examples(request.input)
+        values = _run(servable, {"inputs": examples}, key, outputs)
+        return key, values, len(examples)
 
     def _example_signature(self, servable: Servable, spec: Any, method: str) -> tuple[str, Any]:
         key = spec.signature_name or DEFAULT_SIGNATURE
@@ -250,8 +262,7 @@ class ServingCore:
     def get_model_metadata(self, request: Any) -> Any:
         """PredictionService.GetModelMetadata: every SignatureDef of the serve MetaGraph."""
         apis = _apis()
-        if not request.HasField("model_spec"):
-            raise invalid("Missing ModelSpec")
+        _require_model_spec(request)
         if not request.metadata_field:
             raise invalid("GetModelMetadataRequest must specify at least one metadata_field")
         for name in request.metadata_field:
@@ -270,8 +281,7 @@ class ServingCore:
     def get_model_status(self, request: Any) -> Any:
         """ModelService.GetModelStatus: last state of each version, newest first."""
         apis = _apis()
-        if not request.HasField("model_spec"):
-            raise invalid("Missing ModelSpec")
+        _require_model_spec(request)
         spec = request.model_spec
         version = int(spec.version.value) if spec.HasField("version") else None
         events = self.manager.status(spec.name, version)
