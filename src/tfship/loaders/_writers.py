@@ -248,12 +248,13 @@ def _table(keep: Mapping[str, Any], outputs: Mapping[str, Array], flatten: bool)
     return pa.Table.from_arrays(arrays, names=names)
 
 
-class CsvWriter(Writer):
-    """CSV with a header; one cell per output value (``scores_0``, ``scores_1``, ...)."""
+class _ArrowWriter(Writer):
+    """Base of the Arrow table writers: the first chunk's table schema opens the file."""
+
+    flatten = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.stream: BinaryIO = open(self.file.tmp, "wb")  # noqa: SIM115
         self.writer: Any = None
 
     def write(
@@ -262,14 +263,34 @@ class CsvWriter(Writer):
         outputs: Mapping[str, Array],
         inputs: Mapping[str, Any] | None = None,
     ) -> None:
+        table = _table(keep, outputs, flatten=self.flatten)
+        if self.writer is None:
+            self.writer = self._open(table.schema)
+        self.writer.write_table(self._conform(table))
+        self.rows += table.num_rows
+
+    def _open(self, schema: Any) -> Any:
+        raise NotImplementedError
+
+    def _conform(self, table: Any) -> Any:
+        """The chunk's table as the open file takes it."""
+        return table
+
+
+class CsvWriter(_ArrowWriter):
+    """CSV with a header; one cell per output value (``scores_0``, ``scores_1``, ...)."""
+
+    flatten = True
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.stream: BinaryIO = open(self.file.tmp, "wb")  # noqa: SIM115
+
+    def _open(self, schema: Any) -> Any:
         import pyarrow.csv as pacsv
 
-        table = _table(keep, outputs, flatten=True)
-        if self.writer is None:
-            options = pacsv.WriteOptions(quoting_style="needed")
-            self.writer = pacsv.CSVWriter(self.stream, table.schema, write_options=options)
-        self.writer.write_table(table)
-        self.rows += table.num_rows
+        options = pacsv.WriteOptions(quoting_style="needed")
+        return pacsv.CSVWriter(self.stream, schema, write_options=options)
 
     def finish(self) -> None:
         if self.writer is not None:
@@ -277,26 +298,17 @@ class CsvWriter(Writer):
         self.stream.close()
 
 
-class ParquetWriter(Writer):
+class ParquetWriter(_ArrowWriter):
     """Parquet; multi-valued outputs are fixed-size list columns."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.writer: Any = None
-
-    def write(
-        self,
-        keep: Mapping[str, Any],
-        outputs: Mapping[str, Array],
-        inputs: Mapping[str, Any] | None = None,
-    ) -> None:
+    def _open(self, schema: Any) -> Any:
         import pyarrow.parquet as pq
 
-        table = _table(keep, outputs, flatten=False)
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(str(self.file.tmp), table.schema)
-        self.writer.write_table(table.cast(self.writer.schema))
-        self.rows += table.num_rows
+        return pq.ParquetWriter(str(self.file.tmp), schema)
+
+    def _conform(self, table: Any) -> Any:
+        # A Parquet file has one schema: the first chunk's.
+        return table.cast(self.writer.schema)
 
     def finish(self) -> None:
         if self.writer is not None:
@@ -353,12 +365,17 @@ class PredictionLogWriter(Writer):
         keys = set(outputs)
         return self.method == CLASSIFY_METHOD and bool(keys) and keys <= {"classes", "scores"}
 
-    def _spec(self, message: Any) -> None:
-        message.model_spec.name = self.model_name
-        message.model_spec.signature_name = self.signature
+    def _pair(self, request_cls: Any, response_cls: Any) -> tuple[Any, Any]:
+        """A new request and response, both naming this model and signature."""
+        request = request_cls()
+        request.model_spec.name = self.model_name
+        request.model_spec.signature_name = self.signature
+        response = response_cls()
+        response.model_spec.CopyFrom(request.model_spec)
+        return request, response
 
     def _classify_logs(self, examples: Array, outputs: Mapping[str, Array]) -> list[Any]:
-        from tensorflow_serving.apis import classification_pb2, prediction_log_pb2
+        from tensorflow_serving.apis import classification_pb2
 
         n = len(examples)
         labels = _per_row(outputs.get("classes"), n)
@@ -366,11 +383,10 @@ class PredictionLogWriter(Writer):
         width = next(a.shape[1] for a in (labels, scores) if a is not None)
         logs = []
         for i, data in enumerate(examples):
-            request = classification_pb2.ClassificationRequest()
-            self._spec(request)
+            request, response = self._pair(
+                classification_pb2.ClassificationRequest, classification_pb2.ClassificationResponse
+            )
             request.input.example_list.examples.add().ParseFromString(data)
-            response = classification_pb2.ClassificationResponse()
-            response.model_spec.CopyFrom(request.model_spec)
             result = response.result.classifications.add()
             for j in range(width):
                 entry = result.classes.add()
@@ -378,54 +394,55 @@ class PredictionLogWriter(Writer):
                     entry.label = _label(labels[i, j])
                 if scores is not None:
                     entry.score = float(scores[i, j])
-            logs.append(prediction_log_pb2.PredictionLog(
-                classify_log=prediction_log_pb2.ClassifyLog(request=request, response=response)
-            ))
+            logs.append(_prediction_log("classify_log", request, response))
         return logs
 
     def _regress_logs(self, examples: Array, values: Array) -> list[Any]:
-        from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
+        from tensorflow_serving.apis import regression_pb2
 
         flat = values.reshape(len(examples), -1)
         logs = []
         for i, data in enumerate(examples):
-            request = regression_pb2.RegressionRequest()
-            self._spec(request)
+            request, response = self._pair(
+                regression_pb2.RegressionRequest, regression_pb2.RegressionResponse
+            )
             request.input.example_list.examples.add().ParseFromString(data)
-            response = regression_pb2.RegressionResponse()
-            response.model_spec.CopyFrom(request.model_spec)
             response.result.regressions.add(value=float(flat[i, 0]))
-            logs.append(prediction_log_pb2.PredictionLog(
-                regress_log=prediction_log_pb2.RegressLog(request=request, response=response)
-            ))
+            logs.append(_prediction_log("regress_log", request, response))
         return logs
 
     def _predict_logs(
         self, rows: int, outputs: Mapping[str, Array], inputs: Mapping[str, Any]
     ) -> list[Any]:
-        from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
+        from tensorflow_serving.apis import predict_pb2
 
         make = self.tf.make_tensor_proto
         logs = []
         for i in range(rows):
-            request = predict_pb2.PredictRequest()
-            self._spec(request)
+            request, response = self._pair(predict_pb2.PredictRequest, predict_pb2.PredictResponse)
             for key, column in inputs.items():
                 if isinstance(column, np.ndarray):
                     request.inputs[key].CopyFrom(make(column[i : i + 1]))
-            response = predict_pb2.PredictResponse()
-            response.model_spec.CopyFrom(request.model_spec)
             for key, array in outputs.items():
                 response.outputs[key].CopyFrom(make(array[i : i + 1]))
-            logs.append(prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request, response=response)
-            ))
+            logs.append(_prediction_log("predict_log", request, response))
         return logs
 
     def finish(self) -> None:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+def _prediction_log(kind: str, request: Any, response: Any) -> Any:
+    """A ``PredictionLog`` whose ``kind`` (``classify_log``, ...) holds request and response."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    log = prediction_log_pb2.PredictionLog()
+    entry = getattr(log, kind)
+    entry.request.CopyFrom(request)
+    entry.response.CopyFrom(response)
+    return log
 
 
 def _only_examples(inputs: Mapping[str, Any] | None) -> Array | None:
