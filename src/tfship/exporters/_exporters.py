@@ -162,6 +162,9 @@ class _ExporterLogic:
         self.decisions.append(Decision(action, version, step, line))
         logger.info("%s: %s", self._name, line)
 
+    def _decide_exported(self, result: ExportResult, line: str) -> None:
+        self._decide("exported", result.version, result.global_step, line)
+
     def _gc(self, base: Path, keep_order: list[Version], keep: int | None, protect: set[int]) -> None:
         if keep is None:
             return
@@ -225,12 +228,7 @@ class _LatestLogic(_ExporterLogic):
             self._decide("skipped", step, step, f"skipped: version {step} already exists")
             return None
         result = self._export(estimator, base, checkpoint_path, eval_result, {"keep": self._keep})
-        self._decide(
-            "exported",
-            result.version,
-            result.global_step,
-            f"exported {result.version} at step {result.global_step}",
-        )
+        self._decide_exported(result, f"exported {result.version} at step {result.global_step}")
         ours = sorted(self._ours(base), key=lambda v: v.number, reverse=True)
         self._gc(base, ours, self._keep, {result.version})
         return str(result.path)
@@ -296,12 +294,7 @@ class _FinalLogic(_ExporterLogic):
                 )
                 return None
         result = self._export(estimator, base, ckpt, eval_result, {})
-        self._decide(
-            "exported",
-            result.version,
-            result.global_step,
-            f"exported {result.version}: final at step {result.global_step}",
-        )
+        self._decide_exported(result, f"exported {result.version}: final at step {result.global_step}")
         return str(result.path)
 
 
@@ -411,12 +404,7 @@ class _BestLogic(_ExporterLogic):
         }
         result = self._export(estimator, base, checkpoint_path, metrics, info)
         self._save_record(base, value, metrics, result)
-        self._decide(
-            "exported",
-            result.version,
-            result.global_step,
-            f"exported {result.version}: {why} at step {step}",
-        )
+        self._decide_exported(result, f"exported {result.version}: {why} at step {step}")
         self._gc_best(base, result.version)
         return str(result.path)
 
