@@ -9,56 +9,51 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
+from tfship.serve_client._calls import (
+    WAIT_ERRORS,
+    Waiter,
+    check_reload,
+    classify_request,
+    classify_result,
+    examples_input,
+    metadata_request,
+    metadata_result,
+    multi_inference_request,
+    multi_inference_result,
+    pick_signature,
+    predict_inputs,
+    predict_request,
+    predict_result,
+    regress_request,
+    regress_result,
+    reload_request,
+    status_list,
+    status_request,
+)
 from tfship.serve_client._client import (
-    _RESPONSES,
     DEFAULT,
     DEFAULT_RETRIES,
-    DEFAULT_SIGNATURE,
+    RetryPolicy,
+    RetryState,
+    _MetadataCache,
+    deadline_for,
+    grpc_headers,
+    open_channel,
+    resolve_retries,
+    stub_for,
+)
+from tfship.serve_client._errors import ServingCallError, UnimplementedError, rpc_errors
+from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
     MultiInferenceResult,
     PredictResult,
     RegressResult,
-    RetryPolicy,
     VersionStatus,
-    _deadline_error,
-    _MetadataCache,
-    _retry_delay,
-    _serialize,
-    channel_options,
-    check_output_filter,
-    check_ready,
-    check_reload,
-    classify_result,
-    encode_inputs,
-    examples_input,
-    metadata_result,
-    model_spec_proto,
-    multi_inference_request,
-    multi_inference_result,
-    pick_signature,
-    predict_request,
-    predict_result,
-    regress_result,
-    reload_request,
-    resolve_retries,
-    response_parser,
-    status_list,
-    tls_credentials,
-)
-from tfship.serve_client._codec import protos
-from tfship.serve_client._errors import (
-    DeadlineExceededError,
-    ModelNotFoundError,
-    ServingCallError,
-    UnavailableError,
-    UnimplementedError,
-    rpc_errors,
 )
 
 __all__ = ["AsyncServingClient"]
@@ -104,13 +99,8 @@ class AsyncServingClient:
         self.validate = validate
         self.cast = cast
         self.max_in_flight = max_in_flight
-        self.headers = tuple((k.lower(), v) for k, v in (headers or {}).items())
-        creds, tls_options = tls_credentials(tls)
-        all_options = channel_options(max_message_bytes, keepalive, [*tls_options, *options])
-        if creds is None:
-            self._channel = grpc.aio.insecure_channel(target, options=all_options)
-        else:
-            self._channel = grpc.aio.secure_channel(target, creds, options=all_options)
+        self.headers = grpc_headers(headers)
+        self._channel = open_channel(grpc.aio, target, tls, max_message_bytes, keepalive, options)
         self._slots = asyncio.Semaphore(max_in_flight)
         self._calls: dict[str, Any] = {}
         self._metadata = _MetadataCache()
@@ -139,17 +129,8 @@ class AsyncServingClient:
     async def _call(self, method: str, request: Any, *, model: str | None, version: Any, timeout: Any) -> Any:
         if self._closed:
             raise RuntimeError("this AsyncServingClient is closed")
-        stub = self._calls.get(method)
-        if stub is None:
-            service, _ = _RESPONSES[method]
-            stub = self._channel.unary_unary(
-                service + method,
-                request_serializer=_serialize,
-                response_deserializer=response_parser(method),
-            )
-            self._calls[method] = stub
-        budget = self.timeout if timeout is DEFAULT else timeout
-        deadline = None if budget is None else time.monotonic() + budget
+        stub = stub_for(self._channel, method, self._calls)
+        deadline = deadline_for(timeout, self.timeout)
         context = {"model": model, "version": version, "method": method}
 
         async def attempt(remaining: float | None) -> Any:
@@ -212,11 +193,9 @@ class AsyncServingClient:
         timeout: Any,
     ) -> PredictResult:
         sig = pick_signature(await self._signatures(model, version, label), signature, model)
-        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
-        check_output_filter(output_filter, sig, model, signature or DEFAULT_SIGNATURE)
         request = predict_request(
             model,
-            encoded,
+            predict_inputs(inputs, sig, model, signature, cast=self.cast, output_filter=output_filter),
             signature=signature,
             version=version,
             label=label,
@@ -238,11 +217,9 @@ class AsyncServingClient:
         timeout: Any = DEFAULT,
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`."""
-        request = protos().classification_pb2.ClassificationRequest()
-        request.model_spec.CopyFrom(
-            model_spec_proto(model, version=version, label=label, signature=signature)
+        request = classify_request(
+            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
         )
-        request.input.CopyFrom(examples_input(examples, context, schema))
         response = await self._call(
             "Classify", request, model=model, version=version or label, timeout=timeout
         )
@@ -261,11 +238,9 @@ class AsyncServingClient:
         timeout: Any = DEFAULT,
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`."""
-        request = protos().regression_pb2.RegressionRequest()
-        request.model_spec.CopyFrom(
-            model_spec_proto(model, version=version, label=label, signature=signature)
+        request = regress_request(
+            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
         )
-        request.input.CopyFrom(examples_input(examples, context, schema))
         response = await self._call(
             "Regress", request, model=model, version=version or label, timeout=timeout
         )
@@ -301,9 +276,7 @@ class AsyncServingClient:
         timeout: Any = DEFAULT,
     ) -> ModelMetadata:
         """Like :meth:`ServingClient.metadata`."""
-        request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
-        request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
-        request.metadata_field.append("signature_def")
+        request = metadata_request(model, version=version, label=label)
         response = await self._call(
             "GetModelMetadata", request, model=model, version=version or label, timeout=timeout
         )
@@ -313,8 +286,7 @@ class AsyncServingClient:
         self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
-        request = protos().get_model_status_pb2.GetModelStatusRequest()
-        request.model_spec.CopyFrom(model_spec_proto(model, version=version))
+        request = status_request(model, version=version)
         response = await self._call("GetModelStatus", request, model=model, version=version, timeout=timeout)
         return status_list(response)
 
@@ -327,26 +299,17 @@ class AsyncServingClient:
         poll: float = 0.1,
     ) -> VersionStatus:
         """Like :meth:`ServingClient.wait_until_available`."""
-        deadline = time.monotonic() + timeout
-        last = "no answer yet"
+        waiter = Waiter(model, version, timeout, poll)
         while True:
             try:
-                remaining = max(0.05, min(5.0, deadline - time.monotonic()))
-                found = await self.status(model, version=version, timeout=remaining)
-                ready = check_ready(found, model, version)
-                if ready is not None:
-                    return ready
-                last = ", ".join(f"{s.version}: {s.state}" for s in found)
-            except (UnavailableError, ModelNotFoundError, DeadlineExceededError) as exc:
-                last = exc.details or str(exc)
-            if time.monotonic() + poll >= deadline:
-                where = "" if version is None else f" version {version}"
-                raise DeadlineExceededError(
-                    f"model {model!r}{where} not available after {timeout:g} s; last seen: {last}",
-                    code="DEADLINE_EXCEEDED",
-                    model=model,
-                    version=version,
+                answer: list[VersionStatus] | BaseException = await self.status(
+                    model, version=version, timeout=waiter.budget()
                 )
+            except WAIT_ERRORS as exc:
+                answer = exc
+            ready = waiter.step(answer)
+            if ready is not None:
+                return ready
             await asyncio.sleep(poll)
 
     async def reload_config(self, config: Any, *, timeout: Any = DEFAULT) -> None:
@@ -366,19 +329,11 @@ async def _with_retries(
     context: Mapping[str, Any],
 ) -> T:
     """The async twin of ``run_with_retries`` (same policy, same deadline rules)."""
-    number = 0
+    retry = RetryState(policy, deadline, rng, context)
     while True:
-        number += 1
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if remaining is not None and remaining <= 0:
-            raise _deadline_error(context, number - 1)
+        remaining = retry.next_attempt()
         try:
             with rpc_errors(**context):
                 return await attempt(remaining)
         except ServingCallError as exc:
-            delay = _retry_delay(exc, number, policy, deadline, rng)
-            if delay is None:
-                if number > 1:
-                    exc.args = (f"{exc.args[0]} (after {number} attempts)",)
-                raise
-            await asyncio.sleep(delay)
+            await asyncio.sleep(retry.delay_after(exc))

@@ -250,7 +250,7 @@ def _example_inputs(
 ) -> dict[str, Any]:
     """Records -> serialized Examples, keyed by the signature's one string input."""
     from tfship.schema import Schema
-    from tfship.serve_client._client import to_example
+    from tfship.serve_client._calls import to_example
 
     if len(input_paths) > 1:
         raise InputError("with --schema give one records file (--input) or --data")

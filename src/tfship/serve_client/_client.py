@@ -1,7 +1,8 @@
 """``ServingClient``: a typed, fast TensorFlow Serving gRPC client that is hard to misuse.
 
-The request builders and result types here are shared by the asyncio client (``_aio.py``) and
-the REST transport (``_rest.py``); only the way bytes travel differs.
+Request builders and result mapping live in ``_calls.py``, result types in ``_results.py``;
+the channel, stub, retry and metadata-cache helpers here are shared with the asyncio client
+(``_aio.py``) and, where they apply, the REST transport (``_rest.py``).
 """
 
 from __future__ import annotations
@@ -12,24 +13,50 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
-from tfship.serve_client._codec import decode_predict_response, encode_tensor, protos
+from tfship.serve_client._calls import (
+    Waiter,
+    check_reload,
+    classify_request,
+    classify_result,
+    examples_input,
+    metadata_request,
+    metadata_result,
+    multi_inference_request,
+    multi_inference_result,
+    pick_signature,
+    predict_inputs,
+    predict_request,
+    predict_result,
+    regress_request,
+    regress_result,
+    reload_request,
+    status_list,
+    status_request,
+    wait_until_available,
+)
+from tfship.serve_client._codec import protos
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,
-    ModelLoadFailedError,
     ModelNotFoundError,
     ServingCallError,
     ServingSignatureNotFoundError,
-    UnavailableError,
     UnimplementedError,
     error_from_status,
     rpc_errors,
+)
+from tfship.serve_client._results import (
+    ClassifyResult,
+    ModelMetadata,
+    ModelSpec,
+    MultiInferenceResult,
+    PredictResult,
+    RegressResult,
+    VersionStatus,
 )
 
 if TYPE_CHECKING:
@@ -51,11 +78,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SIGNATURE = "serving_default"
 PREDICTION_SERVICE = "/tensorflow.serving.PredictionService/"
 MODEL_SERVICE = "/tensorflow.serving.ModelService/"
 _NEVER_RETRY = frozenset({"INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION"})
-_STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
 _METADATA_TTL = 60.0
 
 
@@ -151,529 +176,6 @@ def _pem(value: bytes | str | Path | None) -> bytes | None:
     return Path(value).read_bytes()
 
 
-# ------------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """Which servable answered: model name, version (None if not reported) and signature.
-
-    Example:
-        >>> ModelSpec("iris", 3, "serving_default").version
-        3
-    """
-
-    name: str
-    version: int | None
-    signature_name: str = ""
-
-    @classmethod
-    def from_proto(cls, proto: Any) -> ModelSpec:
-        version = proto.version.value if proto.HasField("version") else None
-        return cls(proto.name, version, proto.signature_name)
-
-
-class PredictResult:
-    """The answer of ``predict``: outputs as numpy arrays, which servable answered, the proto.
-
-    Example:
-        >>> result = client.predict("iris", {"x": [[1.0, 2.0]]})  # doctest: +SKIP
-        >>> result.as_numpy("scores").shape  # doctest: +SKIP
-        (1, 3)
-    """
-
-    def __init__(
-        self, outputs: dict[str, np.ndarray[Any, Any]], model_spec: ModelSpec, raw: Callable[[], Any]
-    ) -> None:
-        self.outputs = outputs
-        self.model_spec = model_spec
-        self._raw = raw
-
-    @property
-    def raw(self) -> Any:
-        """The response as received (``PredictResponse``, or the JSON body over REST)."""
-        return self._raw()
-
-    def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
-        """Return one output; an unknown name raises ``KeyError`` listing the output names."""
-        try:
-            return self.outputs[name]
-        except KeyError:
-            raise KeyError(
-                f"no output named {name!r}; outputs are: {', '.join(sorted(self.outputs))}"
-            ) from None
-
-    def __repr__(self) -> str:
-        shapes = {k: v.shape for k, v in self.outputs.items()}
-        return f"PredictResult(model_spec={self.model_spec}, outputs={shapes})"
-
-
-@dataclass
-class ClassifyResult:
-    """The answer of ``classify``: per example, (label, score) pairs in the server's order.
-
-    ``labels`` and ``scores`` are arrays of shape ``[examples, classes]``.
-
-    Example:
-        >>> result.classes[0][:1]  # doctest: +SKIP
-        [('Adelie', 0.93)]
-    """
-
-    classes: list[list[tuple[str, float]]]
-    model_spec: ModelSpec
-    raw: Any = field(repr=False)
-
-    @property
-    def labels(self) -> np.ndarray[Any, Any]:
-        """Labels as an object array ``[examples, classes]`` of str."""
-        out = np.empty((len(self.classes), _width(self.classes)), dtype=object)
-        for i, row in enumerate(self.classes):
-            out[i, : len(row)] = [label for label, _ in row]
-        return out
-
-    @property
-    def scores(self) -> np.ndarray[Any, Any]:
-        """Scores as float32 ``[examples, classes]``."""
-        out = np.zeros((len(self.classes), _width(self.classes)), dtype=np.float32)
-        for i, row in enumerate(self.classes):
-            out[i, : len(row)] = [score for _, score in row]
-        return out
-
-    def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
-        """``"scores"`` or ``"classes"`` (the labels) as an array; other names raise KeyError."""
-        table = {"classes": lambda: self.labels, "scores": lambda: self.scores}
-        if name not in table:
-            raise KeyError(f"no output named {name!r}; outputs are: classes, scores")
-        return table[name]()
-
-
-def _width(rows: list[list[Any]]) -> int:
-    return max((len(row) for row in rows), default=0)
-
-
-@dataclass
-class RegressResult:
-    """The answer of ``regress``: one float per example.
-
-    Example:
-        >>> client.regress("m", [{"x": 1.0}]).values  # doctest: +SKIP
-        array([0.5], dtype=float32)
-    """
-
-    values: np.ndarray[Any, Any]
-    model_spec: ModelSpec
-    raw: Any = field(repr=False)
-
-    def as_numpy(self, name: str = "outputs") -> np.ndarray[Any, Any]:
-        """``"outputs"`` (the values); other names raise KeyError."""
-        if name != "outputs":
-            raise KeyError(f"no output named {name!r}; outputs are: outputs")
-        return self.values
-
-
-@dataclass
-class MultiInferenceResult:
-    """The answers of ``multi_inference``, one per task in the order asked."""
-
-    results: list[ClassifyResult | RegressResult]
-    raw: Any = field(repr=False)
-
-
-@dataclass(frozen=True)
-class VersionStatus:
-    """The state of one version of a model as the server reports it.
-
-    Example:
-        >>> VersionStatus(3, "AVAILABLE", "OK", "").available
-        True
-    """
-
-    version: int
-    state: str
-    error_code: str
-    error_message: str
-
-    @property
-    def available(self) -> bool:
-        return self.state == "AVAILABLE"
-
-
-@dataclass
-class ModelMetadata:
-    """A served model's signatures (``tfship.inspect.SignatureInfo``), and who answered.
-
-    Example:
-        >>> meta = client.metadata("iris")  # doctest: +SKIP
-        >>> meta.signatures["serving_default"].inputs["x"].dtype  # doctest: +SKIP
-        'float32'
-    """
-
-    model_spec: ModelSpec
-    signatures: dict[str, Any]
-    raw: Any = field(repr=False)
-
-    def signature(self, key: str | None = None) -> Any:
-        """One signature (``None`` = serving_default); an unknown key lists the keys."""
-        key = key or DEFAULT_SIGNATURE
-        if key not in self.signatures:
-            raise ServingSignatureNotFoundError(
-                f"model {self.model_spec.name!r} has no signature {key!r}; "
-                f"signatures are: {', '.join(_public_keys(self.signatures)) or '(none)'}",
-                model=self.model_spec.name,
-                version=self.model_spec.version,
-            )
-        return self.signatures[key]
-
-
-def _public_keys(signatures: Mapping[str, Any]) -> list[str]:
-    return sorted(k for k in signatures if not k.startswith("__"))
-
-
-# ------------------------------------------------------------------ request building (shared)
-
-
-def model_spec_proto(
-    model: str,
-    *,
-    version: int | None = None,
-    label: str | None = None,
-    signature: str | None = None,
-) -> Any:
-    """Build a ``ModelSpec``; ``version=None`` leaves the version unset (never sends 0).
-
-    Raises:
-        ValueError: both version and label, an empty model name or a negative version.
-    """
-    if not model:
-        raise ValueError("model name must be a non-empty string")
-    if version is not None and label is not None:
-        raise ValueError("give version or label, not both")
-    spec = protos().model_pb2.ModelSpec(name=model)
-    if version is not None:
-        if isinstance(version, bool) or int(version) < 0:
-            raise ValueError(f"version must be a non-negative int, got {version!r}")
-        spec.version.value = int(version)
-    elif label is not None:
-        spec.version_label = label
-    if signature:
-        spec.signature_name = signature
-    return spec
-
-
-def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
-    """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
-    float -> float), an Example (returned as is) or its serialized bytes.
-
-    Example:
-        >>> ex = to_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
-        >>> ex.features.feature["w"].float_list.value[:]
-        [0.5, 1.5]
-    """
-    example_cls = protos().example_pb2.Example
-    if isinstance(record, example_cls):
-        return record
-    if isinstance(record, (bytes, bytearray)):
-        return example_cls.FromString(bytes(record))
-    if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
-        return example_cls.FromString(record.SerializeToString())
-    if not isinstance(record, Mapping):
-        raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
-    if schema is not None:
-        return example_cls.FromString(schema.to_example(record, where=where).SerializeToString())
-    example = example_cls()
-    for name, value in record.items():
-        _fill_feature(example.features.feature, str(name), value)
-    return example
-
-
-def _fill_feature(features: Any, name: str, value: Any) -> None:
-    values = _feature_values(value)
-    if not values:  # no values: leave the feature out (a var-length feature reads it as empty)
-        return
-    first = values[0]
-    if isinstance(first, (str, bytes, bytearray, np.str_, np.bytes_)):
-        features[name].bytes_list.value.extend(
-            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
-        )
-    elif isinstance(first, (bool, int, np.integer, np.bool_)):
-        features[name].int64_list.value.extend([int(v) for v in values])
-    elif isinstance(first, (float, np.floating)):
-        features[name].float_list.value.extend([float(v) for v in values])
-    else:
-        raise TypeError(
-            f"feature {name!r}: value {first!r} of type {type(first).__name__} is not "
-            "str, bytes, int, bool or float"
-        )
-
-
-def _feature_values(value: Any) -> list[Any]:
-    if isinstance(value, np.ndarray):
-        return list(value.ravel().tolist())
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if value is None:
-        return []
-    return [value]
-
-
-def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
-    """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
-    pb = protos()
-    built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
-    if not built:
-        raise ValueError("give at least one example")
-    message = pb.input_pb2.Input()
-    if context is None:
-        message.example_list.examples.extend(built)
-    else:
-        target = message.example_list_with_context
-        target.examples.extend(built)
-        target.context.CopyFrom(to_example(context, schema, "context"))
-    return message
-
-
-def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
-    """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
-    from tensorflow.core.protobuf import meta_graph_pb2
-
-    from tfship.inspect import MetaGraphInfo
-
-    meta_graph = meta_graph_pb2.MetaGraphDef()
-    for key, sig in signature_def_map.items():
-        meta_graph.signature_def[key].CopyFrom(sig)
-    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
-    return signatures
-
-
-def encode_inputs(
-    inputs: Any, signature: Any | None, model: str, signature_key: str, *, cast: bool = False
-) -> dict[str, Any]:
-    """Encode predict inputs to TensorProtos, validated against the signature when known.
-
-    Python values take the signature's dtype; numpy arrays must already have it (or, with
-    ``cast``, be castable to it within the same kind, e.g. float64 -> float32), so nothing is
-    cast silently. Names, dtypes and ranks are checked before anything is sent.
-    """
-    if _is_dataframe(inputs):
-        # One input per column; lists (not float64 arrays) so each takes the signature's dtype.
-        inputs = {str(column): inputs[column].tolist() for column in inputs.columns}
-    if not isinstance(inputs, Mapping):
-        if signature is None or len(signature.inputs) != 1:
-            expected = "" if signature is None else f" (inputs: {_describe(signature.inputs)})"
-            raise TypeError(
-                f"inputs must be a dict of input name -> values{expected}; a bare array "
-                "is accepted only for a signature with exactly one input"
-            )
-        inputs = {next(iter(signature.inputs)): inputs}
-    if signature is None:
-        return {str(k): encode_tensor(v) for k, v in inputs.items()}
-    _check_names(inputs, signature, model, signature_key)
-    encoded = {}
-    for key, value in inputs.items():
-        info = signature.inputs[key]
-        encoded[key] = _encode_checked(key, value, info, model, signature_key, cast)
-    return encoded
-
-
-def _is_dataframe(value: Any) -> bool:
-    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
-
-
-def check_output_filter(
-    output_filter: Sequence[str] | None, signature: Any | None, model: str, key: str
-) -> None:
-    """Unknown output names fail before sending, listing the signature's outputs."""
-    if output_filter is None or signature is None:
-        return
-    if isinstance(output_filter, str):
-        raise TypeError("output_filter must be a list of output names, not a str")
-    unknown = sorted(set(output_filter) - set(signature.outputs))
-    if unknown:
-        raise InvalidInputError(
-            f"model {model!r} signature {key!r}: no outputs {unknown}; "
-            f"outputs are: {', '.join(signature.outputs)}",
-            model=model,
-        )
-
-
-def _describe(table: Mapping[str, Any]) -> str:
-    parts = []
-    for key, info in table.items():
-        shape = "?" if info.shape is None else [(-1 if d is None else d) for d in info.shape]
-        parts.append(f"{key}: {info.dtype}{shape}")
-    return ", ".join(parts)
-
-
-def _check_names(inputs: Mapping[str, Any], signature: Any, model: str, key: str) -> None:
-    unknown = sorted(set(inputs) - set(signature.inputs))
-    defaults = set(getattr(signature.proto, "defaults", {}) or {})
-    missing = sorted(set(signature.inputs) - set(inputs) - defaults)
-    if unknown or missing:
-        problems = []
-        if unknown:
-            problems.append(f"unknown {unknown}")
-        if missing:
-            problems.append(f"missing {missing}")
-        raise InvalidInputError(
-            f"model {model!r} signature {key!r}: inputs {', '.join(problems)}; "
-            f"the signature expects {_describe(signature.inputs)}",
-            model=model,
-        )
-
-
-def _encode_checked(key: str, value: Any, info: Any, model: str, signature: str, cast: bool) -> Any:
-    where = f"model {model!r} signature {signature!r} input {key!r}"
-    expected = info.dtype
-    if isinstance(value, np.ndarray):
-        got = "string" if value.dtype.kind in "OUS" else value.dtype.name
-        if expected in ("invalid", got):
-            proto = encode_tensor(value)
-        elif cast and got != "string" and _castable(value.dtype, expected):
-            proto = encode_tensor(value, dtype=expected)
-        else:
-            raise InvalidInputError(
-                f"{where}: dtype {got} does not match the signature's {expected}; convert it "
-                f"first (array.astype({expected!r})) or create the client with cast=True",
-                model=model,
-            )
-    else:
-        try:
-            proto = encode_tensor(value, dtype=None if expected == "invalid" else expected)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{where}: {exc}; expected {expected}", model=model) from None
-    _check_shape(where, [d.size for d in proto.tensor_shape.dim], info, model)
-    return proto
-
-
-def _castable(got: np.dtype[Any], expected: str) -> bool:
-    try:
-        target = np.dtype(expected)
-    except TypeError:
-        return False
-    return bool(np.can_cast(got, target, casting="same_kind"))
-
-
-def _check_shape(where: str, shape: list[int], info: Any, model: str) -> None:
-    if info.shape is None:
-        return
-    rank_ok = len(shape) == len(info.shape)
-    dims_ok = rank_ok and all(e is None or e < 0 or e == g for e, g in zip(info.shape, shape))
-    if not dims_ok:
-        want = [(-1 if d is None else d) for d in info.shape]
-        raise InvalidInputError(
-            f"{where}: shape {shape} does not fit the signature's {want} (-1 = any size)",
-            model=model,
-        )
-
-
-def predict_request(
-    model: str,
-    encoded: Mapping[str, Any],
-    *,
-    signature: str | None,
-    version: int | None,
-    label: str | None,
-    output_filter: Sequence[str] | None,
-) -> Any:
-    request = protos().predict_pb2.PredictRequest()
-    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
-    for key, tensor in encoded.items():
-        request.inputs[key].CopyFrom(tensor)
-    if output_filter is not None:
-        if isinstance(output_filter, str):
-            raise TypeError("output_filter must be a list of output names, not a str")
-        request.output_filter.extend(output_filter)
-    return request
-
-
-def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
-    classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
-    return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
-
-
-def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
-    values = np.array([r.value for r in result.regressions], dtype=np.float32)
-    return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
-
-
-def status_list(response: Any) -> list[VersionStatus]:
-    return [
-        VersionStatus(
-            version=s.version,
-            state=_STATE_NAMES.get(s.state, str(s.state)),
-            error_code=_error_code_name(s.status.error_code),
-            error_message=s.status.error_message,
-        )
-        for s in response.model_version_status
-    ]
-
-
-def _error_code_name(code: int) -> str:
-    import grpc
-
-    for member in grpc.StatusCode:
-        if member.value[0] == code:
-            return str(member.name)
-    return str(code)
-
-
-def metadata_result(response: Any) -> ModelMetadata:
-    pb = protos()
-    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
-    if "signature_def" in response.metadata:
-        response.metadata["signature_def"].Unpack(sig_map)
-    signatures = signature_infos(sig_map.signature_def)
-    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
-
-
-def reload_request(config: Any) -> Any:
-    """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
-    pb = protos()
-    request = pb.model_management_pb2.ReloadConfigRequest()
-    if isinstance(config, pb.model_server_config_pb2.ModelServerConfig):
-        request.config.CopyFrom(config)
-    elif isinstance(config, pb.model_server_config_pb2.ModelConfigList):
-        request.config.model_config_list.CopyFrom(config)
-    else:
-        from google.protobuf import json_format
-
-        for entry in config:
-            model_config = request.config.model_config_list.config.add()
-            json_format.ParseDict(dict(entry), model_config)
-    return request
-
-
-def multi_inference_request(
-    model: str,
-    examples_message: Any,
-    tasks: Sequence[tuple[str, str]],
-    *,
-    version: int | None,
-    label: str | None,
-) -> Any:
-    pb = protos()
-    request = pb.inference_pb2.MultiInferenceRequest()
-    request.input.CopyFrom(examples_message)
-    if not tasks:
-        raise ValueError("give at least one (signature, method) task")
-    for signature, method in tasks:
-        if method not in ("classify", "regress"):
-            raise ValueError(f"task method must be 'classify' or 'regress', got {method!r}")
-        task = request.tasks.add()
-        task.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
-        task.method_name = f"tensorflow/serving/{method}"
-    return request
-
-
-def multi_inference_result(response: Any) -> MultiInferenceResult:
-    results: list[ClassifyResult | RegressResult] = []
-    for item in response.results:
-        if item.HasField("classification_result"):
-            results.append(classify_result(item.classification_result, item.model_spec, item))
-        else:
-            results.append(regress_result(item.regression_result, item.model_spec, item))
-    return MultiInferenceResult(results, response)
-
 
 # ------------------------------------------------------------------------------- channel
 
@@ -730,6 +232,47 @@ def resolve_retries(retries: int | RetryPolicy | None) -> RetryPolicy:
     return RetryPolicy(attempts=retries + 1)
 
 
+def open_channel(
+    grpc_module: Any,
+    target: str,
+    tls: Any,
+    max_message_bytes: int,
+    keepalive: float | None,
+    options: Sequence[tuple[str, Any]],
+) -> Any:
+    """A channel of ``grpc_module`` (``grpc`` or ``grpc.aio``) with our options and ``tls=``."""
+    creds, tls_options = tls_credentials(tls)
+    all_options = channel_options(max_message_bytes, keepalive, [*tls_options, *options])
+    if creds is None:
+        return grpc_module.insecure_channel(target, options=all_options)
+    return grpc_module.secure_channel(target, creds, options=all_options)
+
+
+def grpc_headers(headers: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """Call metadata: gRPC wants lower-case keys."""
+    return tuple((k.lower(), v) for k, v in (headers or {}).items())
+
+
+def stub_for(channel: Any, method: str, stubs: dict[str, Any]) -> Any:
+    """The unary-unary callable of ``method`` on ``channel``, made once and kept in ``stubs``."""
+    stub = stubs.get(method)
+    if stub is None:
+        service, _ = _RESPONSES[method]
+        stub = channel.unary_unary(
+            service + method,
+            request_serializer=_serialize,
+            response_deserializer=response_parser(method),
+        )
+        stubs[method] = stub
+    return stub
+
+
+def deadline_for(timeout: Any, default: float | None) -> float | None:
+    """The monotonic deadline of a call given ``timeout=`` (``DEFAULT``: the client's)."""
+    budget = default if timeout is DEFAULT else timeout
+    return None if budget is None else time.monotonic() + budget
+
+
 def _identity(data: bytes) -> bytes:
     return data
 
@@ -781,24 +324,21 @@ class _MetadataCache:
         with self._lock:
             self._items[key] = (time.monotonic(), value)
 
+    def fetch(
+        self, key: tuple[str, int | None, str | None], load: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The cached signatures of ``key``, or ``load()``-ed and kept."""
+        cached = self.get(key)
+        if cached is None:
+            cached = load()
+            self.put(key, cached)
+        return cached
+
     def drop(self, model: str) -> None:
         with self._lock:
             for key in [k for k in self._items if k[0] == model]:
                 del self._items[key]
 
-
-def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model: str) -> Any | None:
-    """The signature to validate against, or None when metadata is unknown."""
-    if signatures is None:
-        return None
-    key = key or DEFAULT_SIGNATURE
-    if key not in signatures:
-        raise ServingSignatureNotFoundError(
-            f"model {model!r} has no signature {key!r}; signatures are: "
-            f"{', '.join(_public_keys(signatures)) or '(none)'}",
-            model=model,
-        )
-    return signatures[key]
 
 
 class ServingClient:
@@ -846,13 +386,8 @@ class ServingClient:
         self.retry_policy = resolve_retries(retries)
         self.validate = validate
         self.cast = cast
-        self.headers = tuple((k.lower(), v) for k, v in (headers or {}).items())
-        creds, tls_options = tls_credentials(tls)
-        all_options = channel_options(max_message_bytes, keepalive, [*tls_options, *options])
-        if creds is None:
-            self._channel = grpc.insecure_channel(target, options=all_options)
-        else:
-            self._channel = grpc.secure_channel(target, creds, options=all_options)
+        self.headers = grpc_headers(headers)
+        self._channel = open_channel(grpc, target, tls, max_message_bytes, keepalive, options)
         self._calls: dict[str, Any] = {}
         self._metadata = _MetadataCache()
         self._rng = random.Random()
@@ -901,21 +436,11 @@ class ServingClient:
                 f"this ServingClient was created in process {self._pid}; gRPC channels do not "
                 "survive fork(): create a new ServingClient in each worker process"
             )
-        stub = self._calls.get(method)
-        if stub is None:
-            service, _ = _RESPONSES[method]
-            stub = self._channel.unary_unary(
-                service + method,
-                request_serializer=_serialize,
-                response_deserializer=response_parser(method),
-            )
-            self._calls[method] = stub
-        budget = self.timeout if timeout is DEFAULT else timeout
-        deadline = None if budget is None else time.monotonic() + budget
+        stub = stub_for(self._channel, method, self._calls)
         return run_with_retries(
             lambda remaining: stub(request, timeout=remaining, metadata=self.headers or None),
             policy=self.retry_policy,
-            deadline=deadline,
+            deadline=deadline_for(timeout, self.timeout),
             rng=self._rng,
             sleep=time.sleep,
             context={"model": model, "version": version, "method": method},
@@ -925,16 +450,12 @@ class ServingClient:
     def _signatures(self, model: str, version: int | None, label: str | None) -> dict[str, Any] | None:
         if not self.validate:
             return None
-        key = (model, version, label)
-        cached = self._metadata.get(key)
-        if cached is not None:
-            return cached
         try:
-            meta = self.metadata(model, version=version, label=label)
+            return self._metadata.fetch(
+                (model, version, label), lambda: self.metadata(model, version=version, label=label).signatures
+            )
         except UnimplementedError:
             return None  # a server without metadata: validation is best effort
-        self._metadata.put(key, meta.signatures)
-        return meta.signatures
 
     # -- RPCs
     def predict(
@@ -1004,11 +525,9 @@ class ServingClient:
         timeout: Any,
     ) -> PredictResult:
         sig = pick_signature(self._signatures(model, version, label), signature, model)
-        encoded = encode_inputs(inputs, sig, model, signature or DEFAULT_SIGNATURE, cast=self.cast)
-        check_output_filter(output_filter, sig, model, signature or DEFAULT_SIGNATURE)
         request = predict_request(
             model,
-            encoded,
+            predict_inputs(inputs, sig, model, signature, cast=self.cast, output_filter=output_filter),
             signature=signature,
             version=version,
             label=label,
@@ -1042,12 +561,9 @@ class ServingClient:
         Example:
             >>> client.classify("penguins", [{"island": "Dream"}]).classes[0]  # doctest: +SKIP
         """
-        pb = protos()
-        request = pb.classification_pb2.ClassificationRequest()
-        request.model_spec.CopyFrom(
-            model_spec_proto(model, version=version, label=label, signature=signature)
+        request = classify_request(
+            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
         )
-        request.input.CopyFrom(examples_input(examples, context, schema))
         response = self._call("Classify", request, model=model, version=version or label, timeout=timeout)
         return classify_result(response.result, response.model_spec, response)
 
@@ -1068,12 +584,9 @@ class ServingClient:
         Example:
             >>> client.regress("prices", [{"rooms": 3}]).values  # doctest: +SKIP
         """
-        pb = protos()
-        request = pb.regression_pb2.RegressionRequest()
-        request.model_spec.CopyFrom(
-            model_spec_proto(model, version=version, label=label, signature=signature)
+        request = regress_request(
+            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
         )
-        request.input.CopyFrom(examples_input(examples, context, schema))
         response = self._call("Regress", request, model=model, version=version or label, timeout=timeout)
         return regress_result(response.result, response.model_spec, response)
 
@@ -1119,10 +632,7 @@ class ServingClient:
             >>> sorted(client.metadata("iris").signatures)  # doctest: +SKIP
             ['__saved_model_init_op', 'serving_default']
         """
-        pb = protos()
-        request = pb.get_model_metadata_pb2.GetModelMetadataRequest()
-        request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
-        request.metadata_field.append("signature_def")
+        request = metadata_request(model, version=version, label=label)
         response = self._call(
             "GetModelMetadata", request, model=model, version=version or label, timeout=timeout
         )
@@ -1137,9 +647,7 @@ class ServingClient:
             >>> client.status("iris")  # doctest: +SKIP
             [VersionStatus(version=2, state='AVAILABLE', error_code='OK', error_message='')]
         """
-        pb = protos()
-        request = pb.get_model_status_pb2.GetModelStatusRequest()
-        request.model_spec.CopyFrom(model_spec_proto(model, version=version))
+        request = status_request(model, version=version)
         response = self._call("GetModelStatus", request, model=model, version=version, timeout=timeout)
         return status_list(response)
 
@@ -1161,28 +669,7 @@ class ServingClient:
             >>> client.wait_until_available("iris", timeout=30).version  # doctest: +SKIP
             2
         """
-        deadline = time.monotonic() + timeout
-        last = "no answer yet"
-        while True:
-            try:
-                found = self.status(
-                    model, version=version, timeout=max(0.05, min(5.0, deadline - time.monotonic()))
-                )
-                ready = check_ready(found, model, version)
-                if ready is not None:
-                    return ready
-                last = ", ".join(f"{s.version}: {s.state}" for s in found)
-            except (UnavailableError, ModelNotFoundError, DeadlineExceededError) as exc:
-                last = exc.details or str(exc)
-            if time.monotonic() + poll >= deadline:
-                raise DeadlineExceededError(
-                    f"model {model!r}{'' if version is None else f' version {version}'} not "
-                    f"available after {timeout:g} s; last seen: {last}",
-                    code="DEADLINE_EXCEEDED",
-                    model=model,
-                    version=version,
-                )
-            time.sleep(poll)
+        return wait_until_available(self.status, Waiter(model, version, timeout, poll))
 
     def reload_config(self, config: Any, *, timeout: Any = DEFAULT) -> None:
         """Replace the server's model list (``HandleReloadConfigRequest``).
@@ -1207,33 +694,6 @@ class ServingClient:
         self._metadata = _MetadataCache()
 
 
-def predict_result(data: bytes) -> PredictResult:
-    decoded = decode_predict_response(data)
-    return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
-
-
-def check_ready(found: list[VersionStatus], model: str, version: int | None) -> VersionStatus | None:
-    """The available version among ``found`` (the newest), or None; raises on a failed load."""
-    available = [s for s in found if s.available]
-    if available:
-        return max(available, key=lambda s: s.version)
-    failed = [s for s in found if s.state == "END" and s.error_code != "OK"]
-    if version is not None and failed:
-        raise ModelLoadFailedError(
-            f"model {model!r} version {version} failed to load: {failed[0].error_message}",
-            code=failed[0].error_code,
-            details=failed[0].error_message,
-            model=model,
-            version=version,
-        )
-    return None
-
-
-def check_reload(response: Any) -> None:
-    code = response.status.error_code
-    if code:
-        raise error_from_status(_error_code_name(code), response.status.error_message, method="ReloadConfig")
-
 
 def run_with_retries(
     attempt: Callable[[float | None], T],
@@ -1246,25 +706,49 @@ def run_with_retries(
 ) -> T:
     """Call ``attempt(remaining_seconds)`` until it succeeds, a non-retryable error, the
     attempt budget or the deadline; gRPC errors leave as ServingCallError subclasses."""
-    number = 0
+    retry = RetryState(policy, deadline, rng, context)
     while True:
-        number += 1
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if remaining is not None and remaining <= 0:
-            raise _deadline_error(context, number - 1)
+        remaining = retry.next_attempt()
         try:
             with rpc_errors(**context):
                 return attempt(remaining)
         except ServingCallError as exc:
-            delay = _retry_delay(exc, number, policy, deadline, rng)
-            if delay is None:
-                if number > 1:
-                    exc.args = (f"{exc.args[0]} (after {number} attempts)",)
-                raise
+            delay = retry.delay_after(exc)
             logger.debug(
-                "%s failed with %s; retry %d in %.3f s", context.get("method"), exc.code, number, delay
+                "%s failed with %s; retry %d in %.3f s", context.get("method"), exc.code, retry.number, delay
             )
             sleep(delay)
+
+
+class RetryState:
+    """One call's attempts: the time left before each, and the backoff (or giving up) after a
+    failure. The sync and async retry loops share it and differ only in how they wait."""
+
+    def __init__(
+        self, policy: RetryPolicy, deadline: float | None, rng: random.Random, context: Mapping[str, Any]
+    ) -> None:
+        self.policy = policy
+        self.deadline = deadline
+        self.rng = rng
+        self.context = context
+        self.number = 0
+
+    def next_attempt(self) -> float | None:
+        """Count an attempt; the seconds left for it (None: no deadline), or DeadlineExceededError."""
+        self.number += 1
+        remaining = None if self.deadline is None else self.deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise _deadline_error(self.context, self.number - 1)
+        return remaining
+
+    def delay_after(self, exc: ServingCallError) -> float:
+        """Seconds to wait before the next attempt; re-raises ``exc`` when retrying cannot help."""
+        delay = _retry_delay(exc, self.number, self.policy, self.deadline, self.rng)
+        if delay is None:
+            if self.number > 1:
+                exc.args = (f"{exc.args[0]} (after {self.number} attempts)",)
+            raise exc
+        return delay
 
 
 def _retry_delay(

@@ -90,7 +90,7 @@ def _predict(
     echo: Callable[[str], None],
     target: str,
 ) -> None:
-    from tfship.serve_client._client import to_example
+    from tfship.serve_client._calls import to_example
 
     echo(f"$ tfship client predict --server {target} --model {model} -i records.jsonl")
     string_inputs = [k for k, info in sig.inputs.items() if info.dtype == "string"]

@@ -22,38 +22,41 @@ from urllib.parse import quote
 
 import numpy as np
 
+from tfship.serve_client._calls import (
+    Waiter,
+    asked_spec,
+    checked_version,
+    pick_signature,
+    predict_inputs,
+    signature_infos,
+    to_example,
+    wait_until_available,
+)
 from tfship.serve_client._client import (
     DEFAULT,
     DEFAULT_RETRIES,
-    DEFAULT_SIGNATURE,
+    RetryPolicy,
+    TLSConfig,
+    _MetadataCache,
+    deadline_for,
+    resolve_retries,
+    run_with_retries,
+)
+from tfship.serve_client._codec import decode_tensor, protos
+from tfship.serve_client._errors import (
+    MalformedResponseError,
+    ServingCallError,
+    UnimplementedError,
+    error_from_status,
+)
+from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
     ModelSpec,
     MultiInferenceResult,
     PredictResult,
     RegressResult,
-    RetryPolicy,
-    TLSConfig,
     VersionStatus,
-    _MetadataCache,
-    check_output_filter,
-    check_ready,
-    encode_inputs,
-    pick_signature,
-    resolve_retries,
-    run_with_retries,
-    signature_infos,
-    to_example,
-)
-from tfship.serve_client._codec import decode_tensor, protos
-from tfship.serve_client._errors import (
-    DeadlineExceededError,
-    MalformedResponseError,
-    ModelNotFoundError,
-    ServingCallError,
-    UnavailableError,
-    UnimplementedError,
-    error_from_status,
 )
 
 __all__ = ["RestServingClient"]
@@ -144,8 +147,6 @@ class RestServingClient:
         if self._closed:
             raise RuntimeError("this RestServingClient is closed")
         data = None if body is None else json.dumps(body).encode("utf-8")
-        budget = self.timeout if timeout is DEFAULT else timeout
-        deadline = None if budget is None else time.monotonic() + budget
         context = {"model": model, "version": version, "method": f"{method} {path}"}
 
         def attempt(remaining: float | None) -> Any:
@@ -155,7 +156,7 @@ class RestServingClient:
         return run_with_retries(
             attempt,
             policy=self.retry_policy,
-            deadline=deadline,
+            deadline=deadline_for(timeout, self.timeout),
             rng=self._rng,
             sleep=time.sleep,
             context=context,
@@ -186,20 +187,15 @@ class RestServingClient:
             raise ValueError("model name must be a non-empty string")
         path = f"/v1/models/{quote(model, safe='')}"
         if version is not None:
-            if isinstance(version, bool) or int(version) < 0:
-                raise ValueError(f"version must be a non-negative int, got {version!r}")
-            path += f"/versions/{int(version)}"
+            path += f"/versions/{checked_version(version)}"
         elif label is not None:
             path += f"/labels/{quote(label, safe='')}"
         return path
 
     def _signatures(self, model: str, version: int | None, label: str | None) -> dict[str, Any]:
-        key = (model, version, label)
-        cached = self._metadata.get(key)
-        if cached is None:
-            cached = self.metadata(model, version=version, label=label).signatures
-            self._metadata.put(key, cached)
-        return cached
+        return self._metadata.fetch(
+            (model, version, label), lambda: self.metadata(model, version=version, label=label).signatures
+        )
 
     # -- the API
     def predict(
@@ -216,9 +212,15 @@ class RestServingClient:
         """Like :meth:`ServingClient.predict`, over ``POST .../models/NAME:predict``."""
         # Output dtypes are lost in JSON: the signature is needed even without validation.
         sig = pick_signature(self._signatures(model, version, label), signature, model)
-        key = signature or DEFAULT_SIGNATURE
-        encoded = encode_inputs(inputs, sig if self.validate else None, model, key, cast=self.cast)
-        check_output_filter(output_filter, sig, model, key)
+        encoded = predict_inputs(
+            inputs,
+            sig,
+            model,
+            signature,
+            cast=self.cast,
+            output_filter=output_filter,
+            check_inputs=self.validate,
+        )
         body: dict[str, Any] = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
         if signature:
             body["signature_name"] = signature
@@ -227,7 +229,7 @@ class RestServingClient:
         outputs = _outputs_from_json(answer.get("outputs"), sig)
         if output_filter is not None:
             outputs = {k: outputs[k] for k in output_filter if k in outputs}
-        return PredictResult(outputs, ModelSpec(model, version, key), lambda: answer)
+        return PredictResult(outputs, asked_spec(model, version, signature), lambda: answer)
 
     def classify(
         self,
@@ -246,8 +248,7 @@ class RestServingClient:
             "classify", model, examples, context, signature, version, label, schema, timeout
         )
         classes = [[(str(lbl), float(score)) for lbl, score in row] for row in answer["results"]]
-        spec = ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
-        return ClassifyResult(classes, spec, answer)
+        return ClassifyResult(classes, asked_spec(model, version, signature), answer)
 
     def regress(
         self,
@@ -266,8 +267,7 @@ class RestServingClient:
             "regress", model, examples, context, signature, version, label, schema, timeout
         )
         values = np.array(answer["results"], dtype=np.float32).reshape(-1)
-        spec = ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
-        return RegressResult(values, spec, answer)
+        return RegressResult(values, asked_spec(model, version, signature), answer)
 
     def _examples_call(
         self,
@@ -359,27 +359,7 @@ class RestServingClient:
         poll: float = 0.1,
     ) -> VersionStatus:
         """Like :meth:`ServingClient.wait_until_available`."""
-        deadline = time.monotonic() + timeout
-        last = "no answer yet"
-        while True:
-            try:
-                remaining = max(0.05, min(5.0, deadline - time.monotonic()))
-                found = self.status(model, version=version, timeout=remaining)
-                ready = check_ready(found, model, version)
-                if ready is not None:
-                    return ready
-                last = ", ".join(f"{s.version}: {s.state}" for s in found)
-            except (UnavailableError, ModelNotFoundError, DeadlineExceededError) as exc:
-                last = exc.details or str(exc)
-            if time.monotonic() + poll >= deadline:
-                where = "" if version is None else f" version {version}"
-                raise DeadlineExceededError(
-                    f"model {model!r}{where} not available after {timeout:g} s; last seen: {last}",
-                    code="DEADLINE_EXCEEDED",
-                    model=model,
-                    version=version,
-                )
-            time.sleep(poll)
+        return wait_until_available(self.status, Waiter(model, version, timeout, poll))
 
 
 def _connection_error(exc: BaseException, context: Mapping[str, Any]) -> ServingCallError:

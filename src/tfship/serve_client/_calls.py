@@ -1,0 +1,579 @@
+"""What the three serving clients share: build requests from arguments, map answers to results.
+
+Pure functions, no I/O: ``ServingClient`` (gRPC), ``AsyncServingClient`` (``grpc.aio``) and
+``RestServingClient`` (HTTP/JSON) call them and keep only the way bytes travel.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tfship.serve_client._codec import decode_predict_response, encode_tensor, protos
+from tfship.serve_client._errors import (
+    DeadlineExceededError,
+    InvalidInputError,
+    ModelLoadFailedError,
+    ModelNotFoundError,
+    ServingSignatureNotFoundError,
+    UnavailableError,
+    error_from_status,
+)
+from tfship.serve_client._results import (
+    DEFAULT_SIGNATURE,
+    ClassifyResult,
+    ModelMetadata,
+    ModelSpec,
+    MultiInferenceResult,
+    PredictResult,
+    RegressResult,
+    VersionStatus,
+    _public_keys,
+)
+
+_STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
+
+
+def model_spec_proto(
+    model: str,
+    *,
+    version: int | None = None,
+    label: str | None = None,
+    signature: str | None = None,
+) -> Any:
+    """Build a ``ModelSpec``; ``version=None`` leaves the version unset (never sends 0).
+
+    Raises:
+        ValueError: both version and label, an empty model name or a negative version.
+    """
+    if not model:
+        raise ValueError("model name must be a non-empty string")
+    if version is not None and label is not None:
+        raise ValueError("give version or label, not both")
+    spec = protos().model_pb2.ModelSpec(name=model)
+    if version is not None:
+        spec.version.value = checked_version(version)
+    elif label is not None:
+        spec.version_label = label
+    if signature:
+        spec.signature_name = signature
+    return spec
+
+
+def checked_version(version: int) -> int:
+    """``version`` as an int; a bool or a negative number raises ValueError."""
+    if isinstance(version, bool) or int(version) < 0:
+        raise ValueError(f"version must be a non-negative int, got {version!r}")
+    return int(version)
+
+
+def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
+    """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
+    float -> float), an Example (returned as is) or its serialized bytes.
+
+    Example:
+        >>> ex = to_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
+        >>> ex.features.feature["w"].float_list.value[:]
+        [0.5, 1.5]
+    """
+    example_cls = protos().example_pb2.Example
+    if isinstance(record, example_cls):
+        return record
+    if isinstance(record, (bytes, bytearray)):
+        return example_cls.FromString(bytes(record))
+    if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
+        return example_cls.FromString(record.SerializeToString())
+    if not isinstance(record, Mapping):
+        raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
+    if schema is not None:
+        return example_cls.FromString(schema.to_example(record, where=where).SerializeToString())
+    example = example_cls()
+    for name, value in record.items():
+        _fill_feature(example.features.feature, str(name), value)
+    return example
+
+
+def _fill_feature(features: Any, name: str, value: Any) -> None:
+    values = _feature_values(value)
+    if not values:  # no values: leave the feature out (a var-length feature reads it as empty)
+        return
+    first = values[0]
+    if isinstance(first, (str, bytes, bytearray, np.str_, np.bytes_)):
+        features[name].bytes_list.value.extend(
+            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
+        )
+    elif isinstance(first, (bool, int, np.integer, np.bool_)):
+        features[name].int64_list.value.extend([int(v) for v in values])
+    elif isinstance(first, (float, np.floating)):
+        features[name].float_list.value.extend([float(v) for v in values])
+    else:
+        raise TypeError(
+            f"feature {name!r}: value {first!r} of type {type(first).__name__} is not "
+            "str, bytes, int, bool or float"
+        )
+
+
+def _feature_values(value: Any) -> list[Any]:
+    if isinstance(value, np.ndarray):
+        return list(value.ravel().tolist())
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if value is None:
+        return []
+    return [value]
+
+
+def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
+    """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
+    pb = protos()
+    built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
+    if not built:
+        raise ValueError("give at least one example")
+    message = pb.input_pb2.Input()
+    if context is None:
+        message.example_list.examples.extend(built)
+    else:
+        target = message.example_list_with_context
+        target.examples.extend(built)
+        target.context.CopyFrom(to_example(context, schema, "context"))
+    return message
+
+
+def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
+    """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    from tfship.inspect import MetaGraphInfo
+
+    meta_graph = meta_graph_pb2.MetaGraphDef()
+    for key, sig in signature_def_map.items():
+        meta_graph.signature_def[key].CopyFrom(sig)
+    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
+    return signatures
+
+
+def encode_inputs(
+    inputs: Any, signature: Any | None, model: str, signature_key: str, *, cast: bool = False
+) -> dict[str, Any]:
+    """Encode predict inputs to TensorProtos, validated against the signature when known.
+
+    Python values take the signature's dtype; numpy arrays must already have it (or, with
+    ``cast``, be castable to it within the same kind, e.g. float64 -> float32), so nothing is
+    cast silently. Names, dtypes and ranks are checked before anything is sent.
+    """
+    if _is_dataframe(inputs):
+        # One input per column; lists (not float64 arrays) so each takes the signature's dtype.
+        inputs = {str(column): inputs[column].tolist() for column in inputs.columns}
+    if not isinstance(inputs, Mapping):
+        if signature is None or len(signature.inputs) != 1:
+            expected = "" if signature is None else f" (inputs: {_describe(signature.inputs)})"
+            raise TypeError(
+                f"inputs must be a dict of input name -> values{expected}; a bare array "
+                "is accepted only for a signature with exactly one input"
+            )
+        inputs = {next(iter(signature.inputs)): inputs}
+    if signature is None:
+        return {str(k): encode_tensor(v) for k, v in inputs.items()}
+    _check_names(inputs, signature, model, signature_key)
+    encoded = {}
+    for key, value in inputs.items():
+        info = signature.inputs[key]
+        encoded[key] = _encode_checked(key, value, info, model, signature_key, cast)
+    return encoded
+
+
+def _is_dataframe(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+
+
+def check_output_filter(
+    output_filter: Sequence[str] | None, signature: Any | None, model: str, key: str
+) -> None:
+    """Unknown output names fail before sending, listing the signature's outputs."""
+    if output_filter is None or signature is None:
+        return
+    if isinstance(output_filter, str):
+        raise TypeError("output_filter must be a list of output names, not a str")
+    unknown = sorted(set(output_filter) - set(signature.outputs))
+    if unknown:
+        raise InvalidInputError(
+            f"model {model!r} signature {key!r}: no outputs {unknown}; "
+            f"outputs are: {', '.join(signature.outputs)}",
+            model=model,
+        )
+
+
+def _describe(table: Mapping[str, Any]) -> str:
+    parts = []
+    for key, info in table.items():
+        shape = "?" if info.shape is None else [(-1 if d is None else d) for d in info.shape]
+        parts.append(f"{key}: {info.dtype}{shape}")
+    return ", ".join(parts)
+
+
+def _check_names(inputs: Mapping[str, Any], signature: Any, model: str, key: str) -> None:
+    unknown = sorted(set(inputs) - set(signature.inputs))
+    defaults = set(getattr(signature.proto, "defaults", {}) or {})
+    missing = sorted(set(signature.inputs) - set(inputs) - defaults)
+    if unknown or missing:
+        problems = []
+        if unknown:
+            problems.append(f"unknown {unknown}")
+        if missing:
+            problems.append(f"missing {missing}")
+        raise InvalidInputError(
+            f"model {model!r} signature {key!r}: inputs {', '.join(problems)}; "
+            f"the signature expects {_describe(signature.inputs)}",
+            model=model,
+        )
+
+
+def _encode_checked(key: str, value: Any, info: Any, model: str, signature: str, cast: bool) -> Any:
+    where = f"model {model!r} signature {signature!r} input {key!r}"
+    expected = info.dtype
+    if isinstance(value, np.ndarray):
+        got = "string" if value.dtype.kind in "OUS" else value.dtype.name
+        if expected in ("invalid", got):
+            proto = encode_tensor(value)
+        elif cast and got != "string" and _castable(value.dtype, expected):
+            proto = encode_tensor(value, dtype=expected)
+        else:
+            raise InvalidInputError(
+                f"{where}: dtype {got} does not match the signature's {expected}; convert it "
+                f"first (array.astype({expected!r})) or create the client with cast=True",
+                model=model,
+            )
+    else:
+        try:
+            proto = encode_tensor(value, dtype=None if expected == "invalid" else expected)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{where}: {exc}; expected {expected}", model=model) from None
+    _check_shape(where, [d.size for d in proto.tensor_shape.dim], info, model)
+    return proto
+
+
+def _castable(got: np.dtype[Any], expected: str) -> bool:
+    try:
+        target = np.dtype(expected)
+    except TypeError:
+        return False
+    return bool(np.can_cast(got, target, casting="same_kind"))
+
+
+def _check_shape(where: str, shape: list[int], info: Any, model: str) -> None:
+    if info.shape is None:
+        return
+    rank_ok = len(shape) == len(info.shape)
+    dims_ok = rank_ok and all(e is None or e < 0 or e == g for e, g in zip(info.shape, shape))
+    if not dims_ok:
+        want = [(-1 if d is None else d) for d in info.shape]
+        raise InvalidInputError(
+            f"{where}: shape {shape} does not fit the signature's {want} (-1 = any size)",
+            model=model,
+        )
+
+
+def predict_request(
+    model: str,
+    encoded: Mapping[str, Any],
+    *,
+    signature: str | None,
+    version: int | None,
+    label: str | None,
+    output_filter: Sequence[str] | None,
+) -> Any:
+    request = protos().predict_pb2.PredictRequest()
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
+    for key, tensor in encoded.items():
+        request.inputs[key].CopyFrom(tensor)
+    if output_filter is not None:
+        if isinstance(output_filter, str):
+            raise TypeError("output_filter must be a list of output names, not a str")
+        request.output_filter.extend(output_filter)
+    return request
+
+
+def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
+    classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
+    return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
+
+
+def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
+    values = np.array([r.value for r in result.regressions], dtype=np.float32)
+    return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
+
+
+def status_list(response: Any) -> list[VersionStatus]:
+    return [
+        VersionStatus(
+            version=s.version,
+            state=_STATE_NAMES.get(s.state, str(s.state)),
+            error_code=_error_code_name(s.status.error_code),
+            error_message=s.status.error_message,
+        )
+        for s in response.model_version_status
+    ]
+
+
+def _error_code_name(code: int) -> str:
+    import grpc
+
+    for member in grpc.StatusCode:
+        if member.value[0] == code:
+            return str(member.name)
+    return str(code)
+
+
+def metadata_result(response: Any) -> ModelMetadata:
+    pb = protos()
+    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+    if "signature_def" in response.metadata:
+        response.metadata["signature_def"].Unpack(sig_map)
+    signatures = signature_infos(sig_map.signature_def)
+    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
+
+
+def reload_request(config: Any) -> Any:
+    """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
+    pb = protos()
+    request = pb.model_management_pb2.ReloadConfigRequest()
+    if isinstance(config, pb.model_server_config_pb2.ModelServerConfig):
+        request.config.CopyFrom(config)
+    elif isinstance(config, pb.model_server_config_pb2.ModelConfigList):
+        request.config.model_config_list.CopyFrom(config)
+    else:
+        from google.protobuf import json_format
+
+        for entry in config:
+            model_config = request.config.model_config_list.config.add()
+            json_format.ParseDict(dict(entry), model_config)
+    return request
+
+
+def multi_inference_request(
+    model: str,
+    examples_message: Any,
+    tasks: Sequence[tuple[str, str]],
+    *,
+    version: int | None,
+    label: str | None,
+) -> Any:
+    pb = protos()
+    request = pb.inference_pb2.MultiInferenceRequest()
+    request.input.CopyFrom(examples_message)
+    if not tasks:
+        raise ValueError("give at least one (signature, method) task")
+    for signature, method in tasks:
+        if method not in ("classify", "regress"):
+            raise ValueError(f"task method must be 'classify' or 'regress', got {method!r}")
+        task = request.tasks.add()
+        task.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
+        task.method_name = f"tensorflow/serving/{method}"
+    return request
+
+
+def multi_inference_result(response: Any) -> MultiInferenceResult:
+    results: list[ClassifyResult | RegressResult] = []
+    for item in response.results:
+        if item.HasField("classification_result"):
+            results.append(classify_result(item.classification_result, item.model_spec, item))
+        else:
+            results.append(regress_result(item.regression_result, item.model_spec, item))
+    return MultiInferenceResult(results, response)
+
+
+def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model: str) -> Any | None:
+    """The signature to validate against, or None when metadata is unknown."""
+    if signatures is None:
+        return None
+    key = key or DEFAULT_SIGNATURE
+    if key not in signatures:
+        raise ServingSignatureNotFoundError(
+            f"model {model!r} has no signature {key!r}; signatures are: "
+            f"{', '.join(_public_keys(signatures)) or '(none)'}",
+            model=model,
+        )
+    return signatures[key]
+
+
+def predict_result(data: bytes) -> PredictResult:
+    decoded = decode_predict_response(data)
+    return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
+
+
+def check_ready(found: list[VersionStatus], model: str, version: int | None) -> VersionStatus | None:
+    """The available version among ``found`` (the newest), or None; raises on a failed load."""
+    available = [s for s in found if s.available]
+    if available:
+        return max(available, key=lambda s: s.version)
+    failed = [s for s in found if s.state == "END" and s.error_code != "OK"]
+    if version is not None and failed:
+        raise ModelLoadFailedError(
+            f"model {model!r} version {version} failed to load: {failed[0].error_message}",
+            code=failed[0].error_code,
+            details=failed[0].error_message,
+            model=model,
+            version=version,
+        )
+    return None
+
+
+def check_reload(response: Any) -> None:
+    code = response.status.error_code
+    if code:
+        raise error_from_status(_error_code_name(code), response.status.error_message, method="ReloadConfig")
+
+
+# --------------------------------------------------------------- one builder per method
+
+
+def asked_spec(model: str, version: int | None, signature: str | None) -> ModelSpec:
+    """The servable asked for, for answers that do not say who answered (REST)."""
+    return ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
+
+
+def predict_inputs(
+    inputs: Any,
+    sig: Any | None,
+    model: str,
+    signature: str | None,
+    *,
+    cast: bool,
+    output_filter: Sequence[str] | None,
+    check_inputs: bool = True,
+) -> dict[str, Any]:
+    """Encoded inputs, checked against ``sig`` (when known and ``check_inputs``), and a checked
+    ``output_filter``: everything that can be wrong is found before sending."""
+    key = signature or DEFAULT_SIGNATURE
+    encoded = encode_inputs(inputs, sig if check_inputs else None, model, key, cast=cast)
+    check_output_filter(output_filter, sig, model, key)
+    return encoded
+
+
+def classify_request(
+    model: str,
+    examples: Iterable[Any],
+    *,
+    context: Any,
+    signature: str | None,
+    version: int | None,
+    label: str | None,
+    schema: Any,
+) -> Any:
+    """A ``ClassificationRequest`` for ``classify``."""
+    request = protos().classification_pb2.ClassificationRequest()
+    return _fill_examples_request(request, model, examples, context, signature, version, label, schema)
+
+
+def regress_request(
+    model: str,
+    examples: Iterable[Any],
+    *,
+    context: Any,
+    signature: str | None,
+    version: int | None,
+    label: str | None,
+    schema: Any,
+) -> Any:
+    """A ``RegressionRequest`` for ``regress``."""
+    request = protos().regression_pb2.RegressionRequest()
+    return _fill_examples_request(request, model, examples, context, signature, version, label, schema)
+
+
+def _fill_examples_request(
+    request: Any,
+    model: str,
+    examples: Iterable[Any],
+    context: Any,
+    signature: str | None,
+    version: int | None,
+    label: str | None,
+    schema: Any,
+) -> Any:
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
+    request.input.CopyFrom(examples_input(examples, context, schema))
+    return request
+
+
+def metadata_request(model: str, *, version: int | None, label: str | None) -> Any:
+    """A ``GetModelMetadataRequest`` asking for the signatures."""
+    request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
+    request.metadata_field.append("signature_def")
+    return request
+
+
+def status_request(model: str, *, version: int | None) -> Any:
+    """A ``GetModelStatusRequest``."""
+    request = protos().get_model_status_pb2.GetModelStatusRequest()
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version))
+    return request
+
+
+# ------------------------------------------------------------------ waiting for a model
+
+# Answers that mean "not yet": keep polling until the deadline.
+WAIT_ERRORS = (UnavailableError, ModelNotFoundError, DeadlineExceededError)
+
+
+class Waiter:
+    """The bookkeeping of ``wait_until_available``: poll budget, last state seen, the deadline.
+
+    The clients only send ``status`` and sleep; ``step`` decides (ready, keep polling, give up).
+    """
+
+    def __init__(self, model: str, version: int | None, timeout: float, poll: float) -> None:
+        self.model = model
+        self.version = version
+        self.timeout = timeout
+        self.poll = poll
+        self.deadline = time.monotonic() + timeout
+        self.last = "no answer yet"
+
+    def budget(self) -> float:
+        """The timeout of the next ``status`` call."""
+        return max(0.05, min(5.0, self.deadline - time.monotonic()))
+
+    def step(self, answer: list[VersionStatus] | BaseException) -> VersionStatus | None:
+        """The ready version, or None to poll again; raises when the deadline would pass."""
+        if isinstance(answer, BaseException):
+            self.last = getattr(answer, "details", None) or str(answer)
+        else:
+            ready = check_ready(answer, self.model, self.version)
+            if ready is not None:
+                return ready
+            self.last = ", ".join(f"{s.version}: {s.state}" for s in answer)
+        if time.monotonic() + self.poll >= self.deadline:
+            raise self._not_available()
+        return None
+
+    def _not_available(self) -> DeadlineExceededError:
+        where = "" if self.version is None else f" version {self.version}"
+        return DeadlineExceededError(
+            f"model {self.model!r}{where} not available after {self.timeout:g} s; last seen: {self.last}",
+            code="DEADLINE_EXCEEDED",
+            model=self.model,
+            version=self.version,
+        )
+
+
+def wait_until_available(
+    status: Callable[..., list[VersionStatus]],
+    waiter: Waiter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> VersionStatus:
+    """Poll ``status(model, version=, timeout=)`` until ``waiter`` says ready or gives up."""
+    while True:
+        try:
+            answer: list[VersionStatus] | BaseException = status(
+                waiter.model, version=waiter.version, timeout=waiter.budget()
+            )
+        except WAIT_ERRORS as exc:
+            answer = exc
+        ready = waiter.step(answer)
+        if ready is not None:
+            return ready
+        sleep(waiter.poll)

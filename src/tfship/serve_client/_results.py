@@ -1,0 +1,201 @@
+"""Typed results of the serving clients: outputs as numpy arrays, who answered, the raw answer.
+
+Shared by ``ServingClient``, ``AsyncServingClient`` and ``RestServingClient``; re-exported
+from ``tfship.serve_client``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfship.serve_client._errors import ServingSignatureNotFoundError
+
+__all__ = [
+    "ClassifyResult",
+    "ModelMetadata",
+    "ModelSpec",
+    "MultiInferenceResult",
+    "PredictResult",
+    "RegressResult",
+    "VersionStatus",
+]
+
+DEFAULT_SIGNATURE = "serving_default"
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which servable answered: model name, version (None if not reported) and signature.
+
+    Example:
+        >>> ModelSpec("iris", 3, "serving_default").version
+        3
+    """
+
+    name: str
+    version: int | None
+    signature_name: str = ""
+
+    @classmethod
+    def from_proto(cls, proto: Any) -> ModelSpec:
+        version = proto.version.value if proto.HasField("version") else None
+        return cls(proto.name, version, proto.signature_name)
+
+
+class PredictResult:
+    """The answer of ``predict``: outputs as numpy arrays, which servable answered, the proto.
+
+    Example:
+        >>> result = client.predict("iris", {"x": [[1.0, 2.0]]})  # doctest: +SKIP
+        >>> result.as_numpy("scores").shape  # doctest: +SKIP
+        (1, 3)
+    """
+
+    def __init__(
+        self, outputs: dict[str, np.ndarray[Any, Any]], model_spec: ModelSpec, raw: Callable[[], Any]
+    ) -> None:
+        self.outputs = outputs
+        self.model_spec = model_spec
+        self._raw = raw
+
+    @property
+    def raw(self) -> Any:
+        """The response as received (``PredictResponse``, or the JSON body over REST)."""
+        return self._raw()
+
+    def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
+        """Return one output; an unknown name raises ``KeyError`` listing the output names."""
+        try:
+            return self.outputs[name]
+        except KeyError:
+            raise KeyError(
+                f"no output named {name!r}; outputs are: {', '.join(sorted(self.outputs))}"
+            ) from None
+
+    def __repr__(self) -> str:
+        shapes = {k: v.shape for k, v in self.outputs.items()}
+        return f"PredictResult(model_spec={self.model_spec}, outputs={shapes})"
+
+
+@dataclass
+class ClassifyResult:
+    """The answer of ``classify``: per example, (label, score) pairs in the server's order.
+
+    ``labels`` and ``scores`` are arrays of shape ``[examples, classes]``.
+
+    Example:
+        >>> result.classes[0][:1]  # doctest: +SKIP
+        [('Adelie', 0.93)]
+    """
+
+    classes: list[list[tuple[str, float]]]
+    model_spec: ModelSpec
+    raw: Any = field(repr=False)
+
+    @property
+    def labels(self) -> np.ndarray[Any, Any]:
+        """Labels as an object array ``[examples, classes]`` of str."""
+        out = np.empty((len(self.classes), _width(self.classes)), dtype=object)
+        for i, row in enumerate(self.classes):
+            out[i, : len(row)] = [label for label, _ in row]
+        return out
+
+    @property
+    def scores(self) -> np.ndarray[Any, Any]:
+        """Scores as float32 ``[examples, classes]``."""
+        out = np.zeros((len(self.classes), _width(self.classes)), dtype=np.float32)
+        for i, row in enumerate(self.classes):
+            out[i, : len(row)] = [score for _, score in row]
+        return out
+
+    def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
+        """``"scores"`` or ``"classes"`` (the labels) as an array; other names raise KeyError."""
+        table = {"classes": lambda: self.labels, "scores": lambda: self.scores}
+        if name not in table:
+            raise KeyError(f"no output named {name!r}; outputs are: classes, scores")
+        return table[name]()
+
+
+def _width(rows: list[list[Any]]) -> int:
+    return max((len(row) for row in rows), default=0)
+
+
+@dataclass
+class RegressResult:
+    """The answer of ``regress``: one float per example.
+
+    Example:
+        >>> client.regress("m", [{"x": 1.0}]).values  # doctest: +SKIP
+        array([0.5], dtype=float32)
+    """
+
+    values: np.ndarray[Any, Any]
+    model_spec: ModelSpec
+    raw: Any = field(repr=False)
+
+    def as_numpy(self, name: str = "outputs") -> np.ndarray[Any, Any]:
+        """``"outputs"`` (the values); other names raise KeyError."""
+        if name != "outputs":
+            raise KeyError(f"no output named {name!r}; outputs are: outputs")
+        return self.values
+
+
+@dataclass
+class MultiInferenceResult:
+    """The answers of ``multi_inference``, one per task in the order asked."""
+
+    results: list[ClassifyResult | RegressResult]
+    raw: Any = field(repr=False)
+
+
+@dataclass(frozen=True)
+class VersionStatus:
+    """The state of one version of a model as the server reports it.
+
+    Example:
+        >>> VersionStatus(3, "AVAILABLE", "OK", "").available
+        True
+    """
+
+    version: int
+    state: str
+    error_code: str
+    error_message: str
+
+    @property
+    def available(self) -> bool:
+        return self.state == "AVAILABLE"
+
+
+@dataclass
+class ModelMetadata:
+    """A served model's signatures (``tfship.inspect.SignatureInfo``), and who answered.
+
+    Example:
+        >>> meta = client.metadata("iris")  # doctest: +SKIP
+        >>> meta.signatures["serving_default"].inputs["x"].dtype  # doctest: +SKIP
+        'float32'
+    """
+
+    model_spec: ModelSpec
+    signatures: dict[str, Any]
+    raw: Any = field(repr=False)
+
+    def signature(self, key: str | None = None) -> Any:
+        """One signature (``None`` = serving_default); an unknown key lists the keys."""
+        key = key or DEFAULT_SIGNATURE
+        if key not in self.signatures:
+            raise ServingSignatureNotFoundError(
+                f"model {self.model_spec.name!r} has no signature {key!r}; "
+                f"signatures are: {', '.join(_public_keys(self.signatures)) or '(none)'}",
+                model=self.model_spec.name,
+                version=self.model_spec.version,
+            )
+        return self.signatures[key]
+
+
+def _public_keys(signatures: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in signatures if not k.startswith("__"))
