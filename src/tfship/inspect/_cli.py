@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def _path_or_dir(command: _F) -> _F:
+    """The optional PATH argument and its ``--dir`` spelling; ``_path_argument`` picks one."""
+    command = click.option(
+        "--dir", "dir_", metavar="PATH", help="The SavedModel directory (like PATH)."
+    )(command)
+    return click.argument("path", required=False)(command)
 
 
 def _path_argument(path: str | None, dir_: str | None) -> str:
@@ -36,8 +46,7 @@ def inspect() -> None:
 
 
 @inspect.command("show", context_settings=_CONTEXT)
-@click.argument("path", required=False)
-@click.option("--dir", "dir_", metavar="PATH", help="The SavedModel directory (like PATH).")
+@_path_or_dir
 @click.option(
     "--tag-set",
     "--tag_set",
@@ -196,8 +205,7 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, as_json: 
 
 
 @inspect.command("scan", context_settings=_CONTEXT)
-@click.argument("path", required=False)
-@click.option("--dir", "dir_", metavar="PATH", help="The SavedModel directory (like PATH).")
+@_path_or_dir
 @click.option(
     "--tag-set",
     "--tag_set",
