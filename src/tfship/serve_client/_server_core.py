@@ -189,12 +189,8 @@ class ServingCore:
         signature = servable.signatures.get(key)
         if signature is None:
             raise invalid(f"No signature was found with the name: {key}")
-        if self.method_name_check and signature.method_name != method:
-            kind = "classification" if method == CLASSIFY_METHOD else "regression"
-            raise invalid(
-                f"Expected {kind} signature method_name to be {method}. Was: "
-                + signature.method_name
-            )
+        if self.method_name_check:
+            _check_example_method(signature, method)
         return key, signature
 
     # MultiInference --------------------------------------------------------------------------
@@ -428,13 +424,19 @@ def serialized_examples(input_proto: Any) -> NDArray[Any]:
     return out
 
 
+def _check_example_method(signature: Any, method: str) -> None:
+    # --enable_signature_method_name_check for Classify and Regress (and their MultiInference).
+    if signature.method_name != method:
+        kind = "classification" if method == CLASSIFY_METHOD else "regression"
+        raise invalid(
+            f"Expected {kind} signature method_name to be {method}. Was: " + signature.method_name
+        )
+
+
 def classification_outputs(signature: Any, method_check: bool) -> list[str]:
     """TF Serving's PreProcessClassification: the output aliases to fetch, or the error."""
-    if method_check and signature.method_name != CLASSIFY_METHOD:
-        raise invalid(
-            f"Expected classification signature method_name to be {CLASSIFY_METHOD}. Was: "
-            + signature.method_name
-        )
+    if method_check:
+        _check_example_method(signature, CLASSIFY_METHOD)
     if len(signature.inputs) != 1:
         raise invalid("Expected one input Tensor.")
     if len(signature.outputs) not in (1, 2):
@@ -456,11 +458,8 @@ def classification_outputs(signature: Any, method_check: bool) -> list[str]:
 
 def regression_outputs(signature: Any, method_check: bool) -> list[str]:
     """TF Serving's PreProcessRegression: ``["outputs"]`` or the error."""
-    if method_check and signature.method_name != REGRESS_METHOD:
-        raise invalid(
-            f"Expected regression signature method_name to be {REGRESS_METHOD}. Was: "
-            + signature.method_name
-        )
+    if method_check:
+        _check_example_method(signature, REGRESS_METHOD)
     if len(signature.inputs) != 1:
         raise invalid("Expected one input Tensor.")
     if len(signature.outputs) != 1:
