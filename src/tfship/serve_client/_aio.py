@@ -17,9 +17,9 @@ from tfship.serve_client._calls import (
     WAIT_ERRORS,
     Waiter,
     check_reload,
-    classify_request,
     classify_result,
     examples_input,
+    examples_request,
     metadata_request,
     metadata_result,
     multi_inference_request,
@@ -28,7 +28,6 @@ from tfship.serve_client._calls import (
     predict_inputs,
     predict_request,
     predict_result,
-    regress_request,
     regress_result,
     reload_request,
     status_list,
@@ -217,8 +216,15 @@ class AsyncServingClient:
         timeout: Any = DEFAULT,
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`."""
-        request = classify_request(
-            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
+        request = examples_request(
+            "Classify",
+            model,
+            examples,
+            context=context,
+            signature=signature,
+            version=version,
+            label=label,
+            schema=schema,
         )
         response = await self._call(
             "Classify", request, model=model, version=version or label, timeout=timeout
@@ -238,8 +244,15 @@ class AsyncServingClient:
         timeout: Any = DEFAULT,
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`."""
-        request = regress_request(
-            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
+        request = examples_request(
+            "Regress",
+            model,
+            examples,
+            context=context,
+            signature=signature,
+            version=version,
+            label=label,
+            schema=schema,
         )
         response = await self._call(
             "Regress", request, model=model, version=version or label, timeout=timeout

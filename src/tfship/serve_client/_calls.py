@@ -453,7 +453,15 @@ def predict_inputs(
     return encoded
 
 
-def classify_request(
+# Method -> the request message it sends, under ``protos()``.
+_EXAMPLES_REQUESTS = {
+    "Classify": ("classification_pb2", "ClassificationRequest"),
+    "Regress": ("regression_pb2", "RegressionRequest"),
+}
+
+
+def examples_request(
+    method: str,
     model: str,
     examples: Iterable[Any],
     *,
@@ -463,36 +471,10 @@ def classify_request(
     label: str | None,
     schema: Any,
 ) -> Any:
-    """A ``ClassificationRequest`` for ``classify``."""
-    request = protos().classification_pb2.ClassificationRequest()
-    return _fill_examples_request(request, model, examples, context, signature, version, label, schema)
-
-
-def regress_request(
-    model: str,
-    examples: Iterable[Any],
-    *,
-    context: Any,
-    signature: str | None,
-    version: int | None,
-    label: str | None,
-    schema: Any,
-) -> Any:
-    """A ``RegressionRequest`` for ``regress``."""
-    request = protos().regression_pb2.RegressionRequest()
-    return _fill_examples_request(request, model, examples, context, signature, version, label, schema)
-
-
-def _fill_examples_request(
-    request: Any,
-    model: str,
-    examples: Iterable[Any],
-    context: Any,
-    signature: str | None,
-    version: int | None,
-    label: str | None,
-    schema: Any,
-) -> Any:
+    """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
+    (``"Regress"``) for records with an optional shared context."""
+    module, name = _EXAMPLES_REQUESTS[method]
+    request = getattr(getattr(protos(), module), name)()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
     request.input.CopyFrom(examples_input(examples, context, schema))
     return request

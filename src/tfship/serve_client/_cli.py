@@ -6,7 +6,6 @@ JSON, JSONL, CSV or ``.npy`` files (or inline JSON); ``--json`` prints machine-r
 
 from __future__ import annotations
 
-import base64
 import csv
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -521,12 +520,9 @@ def _decode_strings(value: Any) -> Any:
 
 
 def _text(item: Any) -> Any:
-    if isinstance(item, bytes):
-        try:
-            return item.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"b64": base64.b64encode(item).decode("ascii")}
-    return item
+    from tfship.serve_client._codec import text_or_b64
+
+    return text_or_b64(item) if isinstance(item, bytes) else item
 
 
 def _jsonable(value: Any) -> Any:

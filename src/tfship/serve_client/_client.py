@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tfship.serve_client._calls import (
     Waiter,
     check_reload,
-    classify_request,
     classify_result,
     examples_input,
+    examples_request,
     metadata_request,
     metadata_result,
     multi_inference_request,
@@ -31,7 +31,6 @@ from tfship.serve_client._calls import (
     predict_inputs,
     predict_request,
     predict_result,
-    regress_request,
     regress_result,
     reload_request,
     status_list,
@@ -561,8 +560,15 @@ class ServingClient:
         Example:
             >>> client.classify("penguins", [{"island": "Dream"}]).classes[0]  # doctest: +SKIP
         """
-        request = classify_request(
-            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
+        request = examples_request(
+            "Classify",
+            model,
+            examples,
+            context=context,
+            signature=signature,
+            version=version,
+            label=label,
+            schema=schema,
         )
         response = self._call("Classify", request, model=model, version=version or label, timeout=timeout)
         return classify_result(response.result, response.model_spec, response)
@@ -584,8 +590,15 @@ class ServingClient:
         Example:
             >>> client.regress("prices", [{"rooms": 3}]).values  # doctest: +SKIP
         """
-        request = regress_request(
-            model, examples, context=context, signature=signature, version=version, label=label, schema=schema
+        request = examples_request(
+            "Regress",
+            model,
+            examples,
+            context=context,
+            signature=signature,
+            version=version,
+            label=label,
+            schema=schema,
         )
         response = self._call("Regress", request, model=model, version=version or label, timeout=timeout)
         return regress_result(response.result, response.model_spec, response)

@@ -18,6 +18,7 @@ TensorFlow; they are imported on first use through :func:`protos`.
 from __future__ import annotations
 
 import array
+import base64
 import functools
 import itertools
 import sys
@@ -164,6 +165,24 @@ _VALUE_FIELD: dict[int, str] = {
 # complex numbers are pairs of reals.
 _FIELD_DTYPE: dict[int, str] = {8: "float32", 14: "uint16", 18: "float64", 19: "uint16"}
 _LITTLE = sys.byteorder == "little"
+
+
+def b64_json(value: bytes) -> dict[str, str]:
+    """Bytes in TF Serving's JSON form for binary data: ``{"b64": "..."}``."""
+    return {"b64": base64.b64encode(value).decode("ascii")}
+
+
+def text_or_b64(value: bytes) -> str | dict[str, str]:
+    """Bytes for JSON: UTF-8 text as a string, anything else as ``{"b64": "..."}``.
+
+    Example:
+        >>> text_or_b64(b"abc"), text_or_b64(b"\\xff")
+        ('abc', {'b64': '/w=='})
+    """
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return b64_json(value)
 
 
 def numpy_dtype(enum: int) -> np.dtype[Any]:

@@ -42,7 +42,7 @@ from tfship.serve_client._client import (
     resolve_retries,
     run_with_retries,
 )
-from tfship.serve_client._codec import decode_tensor, protos
+from tfship.serve_client._codec import b64_json, decode_tensor, protos, text_or_b64
 from tfship.serve_client._errors import (
     MalformedResponseError,
     ServingCallError,
@@ -180,6 +180,12 @@ class RestServingClient:
                 model=context.get("model"),
             ) from None
 
+    def _post(
+        self, model: str, version: int | None, label: str | None, verb: str, body: Any, timeout: Any
+    ) -> Any:
+        path = self._model_path(model, version, label) + verb
+        return self._request("POST", path, body, model=model, version=version or label, timeout=timeout)
+
     def _model_path(self, model: str, version: int | None, label: str | None) -> str:
         if version is not None and label is not None:
             raise ValueError("give version or label, not both")
@@ -221,11 +227,8 @@ class RestServingClient:
             output_filter=output_filter,
             check_inputs=self.validate,
         )
-        body: dict[str, Any] = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
-        if signature:
-            body["signature_name"] = signature
-        path = self._model_path(model, version, label) + ":predict"
-        answer = self._request("POST", path, body, model=model, version=version or label, timeout=timeout)
+        body = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
+        answer = self._post(model, version, label, ":predict", _with_signature(body, signature), timeout)
         outputs = _outputs_from_json(answer.get("outputs"), sig)
         if output_filter is not None:
             outputs = {k: outputs[k] for k in output_filter if k in outputs}
@@ -244,9 +247,8 @@ class RestServingClient:
         timeout: Any = DEFAULT,
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`, over ``POST .../models/NAME:classify``."""
-        answer = self._examples_call(
-            "classify", model, examples, context, signature, version, label, schema, timeout
-        )
+        body = _examples_body(examples, context, schema, signature)
+        answer = self._post(model, version, label, ":classify", body, timeout)
         classes = [[(str(lbl), float(score)) for lbl, score in row] for row in answer["results"]]
         return ClassifyResult(classes, asked_spec(model, version, signature), answer)
 
@@ -263,34 +265,10 @@ class RestServingClient:
         timeout: Any = DEFAULT,
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`, over ``POST .../models/NAME:regress``."""
-        answer = self._examples_call(
-            "regress", model, examples, context, signature, version, label, schema, timeout
-        )
+        body = _examples_body(examples, context, schema, signature)
+        answer = self._post(model, version, label, ":regress", body, timeout)
         values = np.array(answer["results"], dtype=np.float32).reshape(-1)
         return RegressResult(values, asked_spec(model, version, signature), answer)
-
-    def _examples_call(
-        self,
-        verb: str,
-        model: str,
-        examples: Iterable[Any],
-        context: Any,
-        signature: str | None,
-        version: int | None,
-        label: str | None,
-        schema: Any,
-        timeout: Any,
-    ) -> Any:
-        records = [_example_json(to_example(e, schema)) for e in examples]
-        if not records:
-            raise ValueError("give at least one example")
-        body: dict[str, Any] = {"examples": records}
-        if context is not None:
-            body["context"] = _example_json(to_example(context, schema))
-        if signature:
-            body["signature_name"] = signature
-        path = self._model_path(model, version, label) + f":{verb}"
-        return self._request("POST", path, body, model=model, version=version or label, timeout=timeout)
 
     def multi_inference(self, model: str, *args: Any, **kwargs: Any) -> MultiInferenceResult:
         """Not in TF Serving's REST API: raises UnimplementedError (use ServingClient)."""
@@ -410,10 +388,7 @@ def _nested_strings(value: Any) -> Any:
     if isinstance(value, list):
         return [_nested_strings(v) for v in value]
     if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"b64": base64.b64encode(value).decode("ascii")}
+        return text_or_b64(value)
     return value
 
 
@@ -445,6 +420,24 @@ def _strings_to_bytes(value: Any) -> Any:
     return value
 
 
+def _with_signature(body: dict[str, Any], signature: str | None) -> dict[str, Any]:
+    if signature:
+        body["signature_name"] = signature
+    return body
+
+
+def _examples_body(
+    examples: Iterable[Any], context: Any, schema: Any, signature: str | None
+) -> dict[str, Any]:
+    records = [_example_json(to_example(e, schema)) for e in examples]
+    if not records:
+        raise ValueError("give at least one example")
+    body: dict[str, Any] = {"examples": records}
+    if context is not None:
+        body["context"] = _example_json(to_example(context, schema))
+    return _with_signature(body, signature)
+
+
 def _example_json(example: Any) -> dict[str, Any]:
     """A tf.train.Example as TF Serving's REST example object (bytes as {"b64": ...})."""
     out: dict[str, Any] = {}
@@ -455,5 +448,5 @@ def _example_json(example: Any) -> dict[str, Any]:
         elif kind == "int64_list":
             out[name] = [int(v) for v in feature.int64_list.value]
         elif kind == "bytes_list":
-            out[name] = [{"b64": base64.b64encode(v).decode("ascii")} for v in feature.bytes_list.value]
+            out[name] = [b64_json(v) for v in feature.bytes_list.value]
     return out
