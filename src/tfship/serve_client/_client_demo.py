@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,30 @@ def run_demo_step(
         sig = meta.signature()
         echo(f"$ tfship client status --server {target} --model {model_name}")
         echo(f"   version {ready.version} {ready.state}; serving_default is {sig.method_name}")
+        call = _DemoCall(client, model_name, records, schema, echo, target)
         if sig.method_name == CLASSIFY_METHOD:
-            _classify(client, model_name, records, schema, echo, target)
+            _classify(call)
         else:
-            _predict(client, model_name, sig, records, schema, echo, target)
+            _predict(call, sig)
+
+
+@dataclass(frozen=True)
+class _DemoCall:
+    """What both demo calls need: the client, the model, the records and where lines go."""
+
+    client: Any
+    model: str
+    records: Sequence[Mapping[str, Any]]
+    schema: Any
+    echo: Callable[[str], None]
+    target: str
+
+    def announce(self, verb: str) -> None:
+        """Print the CLI command that does the same call."""
+        self.echo(f"$ tfship client {verb} --server {self.target} --model {self.model} -i records.jsonl")
+
+    def answered_by(self, result: Any) -> None:
+        self.echo(f"   answered by version {result.model_spec.version}")
 
 
 def _load_schema(schema: Any) -> Any:
@@ -63,49 +84,37 @@ def _load_schema(schema: Any) -> Any:
     return Schema.load(schema)
 
 
-def _classify(
-    client: Any,
-    model: str,
-    records: Sequence[Mapping[str, Any]],
-    schema: Any,
-    echo: Callable[[str], None],
-    target: str,
-) -> None:
-    echo(f"$ tfship client classify --server {target} --model {model} -i records.jsonl")
-    result = client.classify(model, records, schema=schema)
-    echo(f"   answered by version {result.model_spec.version}")
+def _classify(call: _DemoCall) -> None:
+    call.announce("classify")
+    result = call.client.classify(call.model, call.records, schema=call.schema)
+    call.answered_by(result)
     for number, row in enumerate(result.classes, 1):
         label, score = max(row, key=lambda pair: pair[1])
-        known = _label_of(records[number - 1], schema)
+        known = _label_of(call.records[number - 1], call.schema)
         truth = f"  (record says {known})" if known is not None else ""
-        echo(f"   record {number}: {label} {score:.3f}{truth}")
+        call.echo(f"   record {number}: {label} {score:.3f}{truth}")
 
 
-def _predict(
-    client: Any,
-    model: str,
-    sig: Any,
-    records: Sequence[Mapping[str, Any]],
-    schema: Any,
-    echo: Callable[[str], None],
-    target: str,
-) -> None:
+def _predict(call: _DemoCall, sig: Any) -> None:
+    call.announce("predict")
+    result = call.client.predict(call.model, _predict_inputs(sig, call.records, call.schema))
+    call.answered_by(result)
+    for key, value in result.outputs.items():
+        shown = np.array2string(value, precision=3, threshold=20, separator=", ")
+        call.echo(f"   {key}: " + " ".join(shown.split()))
+
+
+def _predict_inputs(sig: Any, records: Sequence[Mapping[str, Any]], schema: Any) -> dict[str, Any]:
+    """Serialized Examples for a parsing signature (one string input), columns otherwise."""
     from tfship.serve_client._calls import to_example
 
-    echo(f"$ tfship client predict --server {target} --model {model} -i records.jsonl")
     string_inputs = [k for k, info in sig.inputs.items() if info.dtype == "string"]
     if len(sig.inputs) == 1 and string_inputs:
         serialized = [
             to_example(r, schema, f"record {i}").SerializeToString() for i, r in enumerate(records, 1)
         ]
-        inputs: Any = {string_inputs[0]: serialized}
-    else:
-        inputs = {key: [record[key] for record in records] for key in sig.inputs}
-    result = client.predict(model, inputs)
-    echo(f"   answered by version {result.model_spec.version}")
-    for key, value in result.outputs.items():
-        shown = np.array2string(value, precision=3, threshold=20, separator=", ")
-        echo(f"   {key}: " + " ".join(shown.split()))
+        return {string_inputs[0]: serialized}
+    return {key: [record[key] for record in records] for key in sig.inputs}
 
 
 def _label_of(record: Mapping[str, Any], schema: Any) -> Any:

@@ -1,7 +1,7 @@
 """Typed results of the serving clients: outputs as numpy arrays, who answered, the raw answer.
 
-Shared by ``ServingClient``, ``AsyncServingClient`` and ``RestServingClient``; re-exported
-from ``tfship.serve_client``.
+Shared by ``ServingClient``, ``AsyncServingClient`` and ``RestServingClient``; the public
+names are re-exported from ``tfship.serve_client`` (through ``_client``).
 """
 
 from __future__ import annotations
@@ -13,16 +13,6 @@ from typing import Any
 import numpy as np
 
 from tfship.serve_client._errors import ServingSignatureNotFoundError
-
-__all__ = [
-    "ClassifyResult",
-    "ModelMetadata",
-    "ModelSpec",
-    "MultiInferenceResult",
-    "PredictResult",
-    "RegressResult",
-    "VersionStatus",
-]
 
 DEFAULT_SIGNATURE = "serving_default"
 
