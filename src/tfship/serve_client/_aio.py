@@ -38,11 +38,11 @@ from tfship.serve_client._client import (
     DEFAULT_RETRIES,
     RetryPolicy,
     RetryState,
+    _ClientCore,
     _MetadataCache,
     deadline_for,
     grpc_headers,
     open_channel,
-    resolve_retries,
     stub_for,
 )
 from tfship.serve_client._errors import ServingCallError, UnimplementedError, rpc_errors
@@ -60,7 +60,7 @@ __all__ = ["AsyncServingClient"]
 T = TypeVar("T")
 
 
-class AsyncServingClient:
+class AsyncServingClient(_ClientCore):
     """The :class:`ServingClient` API on asyncio, with a bound on requests in flight.
 
     Create it inside a running event loop; options are the sync client's, plus
@@ -93,18 +93,12 @@ class AsyncServingClient:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
         self.target = target
-        self.timeout = timeout
-        self.retry_policy = resolve_retries(retries)
-        self.validate = validate
-        self.cast = cast
+        super().__init__(timeout=timeout, retries=retries, validate=validate, cast=cast)
         self.max_in_flight = max_in_flight
         self.headers = grpc_headers(headers)
         self._channel = open_channel(grpc.aio, target, tls, max_message_bytes, keepalive, options)
         self._slots = asyncio.Semaphore(max_in_flight)
         self._calls: dict[str, Any] = {}
-        self._metadata = _MetadataCache()
-        self._rng = random.Random()
-        self._closed = False
         self._batcher = None if batching is None else AsyncMicroBatcher(self._predict_now, batching)
         self.in_flight = 0
         self.peak_in_flight = 0

@@ -340,7 +340,23 @@ class _MetadataCache:
 
 
 
-class ServingClient:
+class _ClientCore:
+    """What every client keeps besides its transport: call defaults, retries, validation
+    switches and the signatures cache."""
+
+    def __init__(
+        self, *, timeout: float | None, retries: int | RetryPolicy | None, validate: bool, cast: bool
+    ) -> None:
+        self.timeout = timeout
+        self.retry_policy = resolve_retries(retries)
+        self.validate = validate
+        self.cast = cast
+        self._metadata = _MetadataCache()
+        self._rng = random.Random()
+        self._closed = False
+
+
+class ServingClient(_ClientCore):
     """A TensorFlow Serving gRPC client: typed results, deadlines, retries, validation.
 
     Args:
@@ -381,16 +397,10 @@ class ServingClient:
         import grpc
 
         self.target = target
-        self.timeout = timeout
-        self.retry_policy = resolve_retries(retries)
-        self.validate = validate
-        self.cast = cast
+        super().__init__(timeout=timeout, retries=retries, validate=validate, cast=cast)
         self.headers = grpc_headers(headers)
         self._channel = open_channel(grpc, target, tls, max_message_bytes, keepalive, options)
         self._calls: dict[str, Any] = {}
-        self._metadata = _MetadataCache()
-        self._rng = random.Random()
-        self._closed = False
         self._pid = os.getpid()
         self._batcher: MicroBatcher | None = None
         if batching is not None:

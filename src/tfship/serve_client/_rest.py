@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import random
 import socket
 import ssl
 import time
@@ -37,9 +36,8 @@ from tfship.serve_client._client import (
     DEFAULT_RETRIES,
     RetryPolicy,
     TLSConfig,
-    _MetadataCache,
+    _ClientCore,
     deadline_for,
-    resolve_retries,
     run_with_retries,
 )
 from tfship.serve_client._codec import b64_json, decode_tensor, protos, text_or_b64
@@ -77,7 +75,7 @@ _CODE_OF_HTTP: dict[int, str] = {
 _STATE = {"UNKNOWN", "START", "LOADING", "AVAILABLE", "UNLOADING", "END"}
 
 
-class RestServingClient:
+class RestServingClient(_ClientCore):
     """The :class:`ServingClient` API over HTTP/JSON (``/v1/models/...``).
 
     Args:
@@ -107,18 +105,12 @@ class RestServingClient:
     ) -> None:
         scheme = "https" if tls else "http"
         self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
-        self.timeout = timeout
-        self.retry_policy = resolve_retries(retries)
-        self.validate = validate
-        self.cast = cast
+        super().__init__(timeout=timeout, retries=retries, validate=validate, cast=cast)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         handlers: list[Any] = [urllib.request.ProxyHandler({})]  # never via a proxy
         if tls:
             handlers.append(urllib.request.HTTPSHandler(context=_ssl_context(tls)))
         self._opener = urllib.request.build_opener(*handlers)
-        self._metadata = _MetadataCache()
-        self._rng = random.Random()
-        self._closed = False
 
     def __enter__(self) -> RestServingClient:
         return self
