@@ -36,6 +36,15 @@ from tfship.serve_client._results import (
 
 _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
 
+# Method -> the request message it sends, under ``protos()``.
+_EXAMPLES_REQUESTS = {
+    "Classify": ("classification_pb2", "ClassificationRequest"),
+    "Regress": ("regression_pb2", "RegressionRequest"),
+}
+
+
+# ---------------------------------------------------------- requests from arguments
+
 
 def model_spec_proto(
     model: str,
@@ -70,89 +79,22 @@ def checked_version(version: int) -> int:
     return int(version)
 
 
-def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
-    """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
-    float -> float), an Example (returned as is) or its serialized bytes.
-
-    Example:
-        >>> ex = to_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
-        >>> ex.features.feature["w"].float_list.value[:]
-        [0.5, 1.5]
-    """
-    example_cls = protos().example_pb2.Example
-    if isinstance(record, example_cls):
-        return record
-    if isinstance(record, (bytes, bytearray)):
-        return example_cls.FromString(bytes(record))
-    if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
-        return example_cls.FromString(record.SerializeToString())
-    if not isinstance(record, Mapping):
-        raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
-    if schema is not None:
-        return example_cls.FromString(schema.to_example(record, where=where).SerializeToString())
-    example = example_cls()
-    for name, value in record.items():
-        _fill_feature(example.features.feature, str(name), value)
-    return example
-
-
-def _fill_feature(features: Any, name: str, value: Any) -> None:
-    values = _feature_values(value)
-    if not values:  # no values: leave the feature out (a var-length feature reads it as empty)
-        return
-    first = values[0]
-    if isinstance(first, (str, bytes, bytearray, np.str_, np.bytes_)):
-        features[name].bytes_list.value.extend(
-            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
-        )
-    elif isinstance(first, (bool, int, np.integer, np.bool_)):
-        features[name].int64_list.value.extend([int(v) for v in values])
-    elif isinstance(first, (float, np.floating)):
-        features[name].float_list.value.extend([float(v) for v in values])
-    else:
-        raise TypeError(
-            f"feature {name!r}: value {first!r} of type {type(first).__name__} is not "
-            "str, bytes, int, bool or float"
-        )
-
-
-def _feature_values(value: Any) -> list[Any]:
-    if isinstance(value, np.ndarray):
-        return list(value.ravel().tolist())
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if value is None:
-        return []
-    return [value]
-
-
-def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
-    """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
-    pb = protos()
-    built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
-    if not built:
-        raise ValueError("give at least one example")
-    message = pb.input_pb2.Input()
-    if context is None:
-        message.example_list.examples.extend(built)
-    else:
-        target = message.example_list_with_context
-        target.examples.extend(built)
-        target.context.CopyFrom(to_example(context, schema, "context"))
-    return message
-
-
-def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
-    """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
-    from tensorflow.core.protobuf import meta_graph_pb2
-
-    from tfship.inspect import MetaGraphInfo
-
-    meta_graph = meta_graph_pb2.MetaGraphDef()
-    for key, sig in signature_def_map.items():
-        meta_graph.signature_def[key].CopyFrom(sig)
-    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
-    return signatures
+def predict_inputs(
+    inputs: Any,
+    sig: Any | None,
+    model: str,
+    signature: str | None,
+    *,
+    cast: bool,
+    output_filter: Sequence[str] | None,
+    check_inputs: bool = True,
+) -> dict[str, Any]:
+    """Encoded inputs, checked against ``sig`` (when known and ``check_inputs``), and a checked
+    ``output_filter``: everything that can be wrong is found before sending."""
+    key = signature or DEFAULT_SIGNATURE
+    encoded = encode_inputs(inputs, sig if check_inputs else None, model, key, cast=cast)
+    check_output_filter(output_filter, sig, model, key)
+    return encoded
 
 
 def encode_inputs(
@@ -296,44 +238,111 @@ def predict_request(
     return request
 
 
-def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
-    classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
-    return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
+def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
+    """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
+    float -> float), an Example (returned as is) or its serialized bytes.
+
+    Example:
+        >>> ex = to_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
+        >>> ex.features.feature["w"].float_list.value[:]
+        [0.5, 1.5]
+    """
+    example_cls = protos().example_pb2.Example
+    if isinstance(record, example_cls):
+        return record
+    if isinstance(record, (bytes, bytearray)):
+        return example_cls.FromString(bytes(record))
+    if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
+        return example_cls.FromString(record.SerializeToString())
+    if not isinstance(record, Mapping):
+        raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
+    if schema is not None:
+        return example_cls.FromString(schema.to_example(record, where=where).SerializeToString())
+    example = example_cls()
+    for name, value in record.items():
+        _fill_feature(example.features.feature, str(name), value)
+    return example
 
 
-def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
-    values = np.array([r.value for r in result.regressions], dtype=np.float32)
-    return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
-
-
-def status_list(response: Any) -> list[VersionStatus]:
-    return [
-        VersionStatus(
-            version=s.version,
-            state=_STATE_NAMES.get(s.state, str(s.state)),
-            error_code=_error_code_name(s.status.error_code),
-            error_message=s.status.error_message,
+def _fill_feature(features: Any, name: str, value: Any) -> None:
+    values = _feature_values(value)
+    if not values:  # no values: leave the feature out (a var-length feature reads it as empty)
+        return
+    first = values[0]
+    if isinstance(first, (str, bytes, bytearray, np.str_, np.bytes_)):
+        features[name].bytes_list.value.extend(
+            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
         )
-        for s in response.model_version_status
-    ]
+    elif isinstance(first, (bool, int, np.integer, np.bool_)):
+        features[name].int64_list.value.extend([int(v) for v in values])
+    elif isinstance(first, (float, np.floating)):
+        features[name].float_list.value.extend([float(v) for v in values])
+    else:
+        raise TypeError(
+            f"feature {name!r}: value {first!r} of type {type(first).__name__} is not "
+            "str, bytes, int, bool or float"
+        )
 
 
-def _error_code_name(code: int) -> str:
-    import grpc
+def _feature_values(value: Any) -> list[Any]:
+    if isinstance(value, np.ndarray):
+        return list(value.ravel().tolist())
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if value is None:
+        return []
+    return [value]
 
-    for member in grpc.StatusCode:
-        if member.value[0] == code:
-            return str(member.name)
-    return str(code)
 
-
-def metadata_result(response: Any) -> ModelMetadata:
+def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
+    """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
     pb = protos()
-    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
-    if "signature_def" in response.metadata:
-        response.metadata["signature_def"].Unpack(sig_map)
-    signatures = signature_infos(sig_map.signature_def)
-    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
+    built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
+    if not built:
+        raise ValueError("give at least one example")
+    message = pb.input_pb2.Input()
+    if context is None:
+        message.example_list.examples.extend(built)
+    else:
+        target = message.example_list_with_context
+        target.examples.extend(built)
+        target.context.CopyFrom(to_example(context, schema, "context"))
+    return message
+
+
+def examples_request(
+    method: str,
+    model: str,
+    examples: Iterable[Any],
+    *,
+    context: Any,
+    signature: str | None,
+    version: int | None,
+    label: str | None,
+    schema: Any,
+) -> Any:
+    """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
+    (``"Regress"``) for records with an optional shared context."""
+    module, name = _EXAMPLES_REQUESTS[method]
+    request = getattr(getattr(protos(), module), name)()
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
+    request.input.CopyFrom(examples_input(examples, context, schema))
+    return request
+
+
+def metadata_request(model: str, *, version: int | None, label: str | None) -> Any:
+    """A ``GetModelMetadataRequest`` asking for the signatures."""
+    request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
+    request.metadata_field.append("signature_def")
+    return request
+
+
+def status_request(model: str, *, version: int | None) -> Any:
+    """A ``GetModelStatusRequest``."""
+    request = protos().get_model_status_pb2.GetModelStatusRequest()
+    request.model_spec.CopyFrom(model_spec_proto(model, version=version))
+    return request
 
 
 def reload_request(config: Any) -> Any:
@@ -375,14 +384,7 @@ def multi_inference_request(
     return request
 
 
-def multi_inference_result(response: Any) -> MultiInferenceResult:
-    results: list[ClassifyResult | RegressResult] = []
-    for item in response.results:
-        if item.HasField("classification_result"):
-            results.append(classify_result(item.classification_result, item.model_spec, item))
-        else:
-            results.append(regress_result(item.regression_result, item.model_spec, item))
-    return MultiInferenceResult(results, response)
+# ------------------------------------------------------------- answers to results
 
 
 def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model: str) -> Any | None:
@@ -399,9 +401,77 @@ def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model:
     return signatures[key]
 
 
+def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
+    """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    from tfship.inspect import MetaGraphInfo
+
+    meta_graph = meta_graph_pb2.MetaGraphDef()
+    for key, sig in signature_def_map.items():
+        meta_graph.signature_def[key].CopyFrom(sig)
+    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
+    return signatures
+
+
 def predict_result(data: bytes) -> PredictResult:
     decoded = decode_predict_response(data)
     return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
+
+
+def asked_spec(model: str, version: int | None, signature: str | None) -> ModelSpec:
+    """The servable asked for, for answers that do not say who answered (REST)."""
+    return ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
+
+
+def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
+    classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
+    return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
+
+
+def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
+    values = np.array([r.value for r in result.regressions], dtype=np.float32)
+    return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
+
+
+def multi_inference_result(response: Any) -> MultiInferenceResult:
+    results: list[ClassifyResult | RegressResult] = []
+    for item in response.results:
+        if item.HasField("classification_result"):
+            results.append(classify_result(item.classification_result, item.model_spec, item))
+        else:
+            results.append(regress_result(item.regression_result, item.model_spec, item))
+    return MultiInferenceResult(results, response)
+
+
+def metadata_result(response: Any) -> ModelMetadata:
+    pb = protos()
+    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+    if "signature_def" in response.metadata:
+        response.metadata["signature_def"].Unpack(sig_map)
+    signatures = signature_infos(sig_map.signature_def)
+    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
+
+
+def status_list(response: Any) -> list[VersionStatus]:
+    return [
+        VersionStatus(
+            version=s.version,
+            state=_STATE_NAMES.get(s.state, str(s.state)),
+            error_code=_error_code_name(s.status.error_code),
+            error_message=s.status.error_message,
+        )
+        for s in response.model_version_status
+    ]
+
+
+def _error_code_name(code: int) -> str:
+    import grpc
+
+    for member in grpc.StatusCode:
+        if member.value[0] == code:
+            return str(member.name)
+    return str(code)
 
 
 def check_ready(found: list[VersionStatus], model: str, version: int | None) -> VersionStatus | None:
@@ -425,74 +495,6 @@ def check_reload(response: Any) -> None:
     code = response.status.error_code
     if code:
         raise error_from_status(_error_code_name(code), response.status.error_message, method="ReloadConfig")
-
-
-# --------------------------------------------------------------- one builder per method
-
-
-def asked_spec(model: str, version: int | None, signature: str | None) -> ModelSpec:
-    """The servable asked for, for answers that do not say who answered (REST)."""
-    return ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
-
-
-def predict_inputs(
-    inputs: Any,
-    sig: Any | None,
-    model: str,
-    signature: str | None,
-    *,
-    cast: bool,
-    output_filter: Sequence[str] | None,
-    check_inputs: bool = True,
-) -> dict[str, Any]:
-    """Encoded inputs, checked against ``sig`` (when known and ``check_inputs``), and a checked
-    ``output_filter``: everything that can be wrong is found before sending."""
-    key = signature or DEFAULT_SIGNATURE
-    encoded = encode_inputs(inputs, sig if check_inputs else None, model, key, cast=cast)
-    check_output_filter(output_filter, sig, model, key)
-    return encoded
-
-
-# Method -> the request message it sends, under ``protos()``.
-_EXAMPLES_REQUESTS = {
-    "Classify": ("classification_pb2", "ClassificationRequest"),
-    "Regress": ("regression_pb2", "RegressionRequest"),
-}
-
-
-def examples_request(
-    method: str,
-    model: str,
-    examples: Iterable[Any],
-    *,
-    context: Any,
-    signature: str | None,
-    version: int | None,
-    label: str | None,
-    schema: Any,
-) -> Any:
-    """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
-    (``"Regress"``) for records with an optional shared context."""
-    module, name = _EXAMPLES_REQUESTS[method]
-    request = getattr(getattr(protos(), module), name)()
-    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
-    request.input.CopyFrom(examples_input(examples, context, schema))
-    return request
-
-
-def metadata_request(model: str, *, version: int | None, label: str | None) -> Any:
-    """A ``GetModelMetadataRequest`` asking for the signatures."""
-    request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
-    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
-    request.metadata_field.append("signature_def")
-    return request
-
-
-def status_request(model: str, *, version: int | None) -> Any:
-    """A ``GetModelStatusRequest``."""
-    request = protos().get_model_status_pb2.GetModelStatusRequest()
-    request.model_spec.CopyFrom(model_spec_proto(model, version=version))
-    return request
 
 
 # ------------------------------------------------------------------ waiting for a model
