@@ -160,8 +160,8 @@ def _concat(parts: Sequence[Any]) -> Any:
 
 def _split(combined: Any, rows: Sequence[int]) -> list[Any]:
     """One PredictResult per caller: its rows of every output."""
-    from tfship.serve_client._client import PredictResult
     from tfship.serve_client._errors import MalformedResponseError
+    from tfship.serve_client._results import PredictResult
 
     total = sum(rows)
     for key, value in combined.outputs.items():

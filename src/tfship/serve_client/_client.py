@@ -175,7 +175,6 @@ def _pem(value: bytes | str | Path | None) -> bytes | None:
     return Path(value).read_bytes()
 
 
-
 # ------------------------------------------------------------------------------- channel
 
 
@@ -337,7 +336,6 @@ class _MetadataCache:
         with self._lock:
             for key in [k for k in self._items if k[0] == model]:
                 del self._items[key]
-
 
 
 class _ClientCore:
@@ -715,7 +713,6 @@ class ServingClient(_ClientCore):
         )
         check_reload(response)
         self._metadata = _MetadataCache()
-
 
 
 def run_with_retries(

@@ -16,6 +16,7 @@ from tfship.serve_client._errors import ServingSignatureNotFoundError
 
 DEFAULT_SIGNATURE = "serving_default"
 
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Which servable answered: model name, version (None if not reported) and signature.
