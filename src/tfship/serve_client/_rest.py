@@ -219,12 +219,8 @@ class RestServingClient(_ClientCore):
             output_filter=output_filter,
             check_inputs=self.validate,
         )
-        body = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
-        answer = self._post(model, version, label, ":predict", _with_signature(body, signature), timeout)
-        outputs = _outputs_from_json(answer.get("outputs"), sig)
-        if output_filter is not None:
-            outputs = {k: outputs[k] for k in output_filter if k in outputs}
-        return PredictResult(outputs, asked_spec(model, version, signature), lambda: answer)
+        answer = self._post(model, version, label, ":predict", _predict_body(encoded, signature), timeout)
+        return _predict_result(answer, sig, output_filter, asked_spec(model, version, signature))
 
     def classify(
         self,
@@ -241,8 +237,7 @@ class RestServingClient(_ClientCore):
         """Like :meth:`ServingClient.classify`, over ``POST .../models/NAME:classify``."""
         body = _examples_body(examples, context, schema, signature)
         answer = self._post(model, version, label, ":classify", body, timeout)
-        classes = [[(str(lbl), float(score)) for lbl, score in row] for row in answer["results"]]
-        return ClassifyResult(classes, asked_spec(model, version, signature), answer)
+        return _classify_result(answer, asked_spec(model, version, signature))
 
     def regress(
         self,
@@ -259,8 +254,7 @@ class RestServingClient(_ClientCore):
         """Like :meth:`ServingClient.regress`, over ``POST .../models/NAME:regress``."""
         body = _examples_body(examples, context, schema, signature)
         answer = self._post(model, version, label, ":regress", body, timeout)
-        values = np.array(answer["results"], dtype=np.float32).reshape(-1)
-        return RegressResult(values, asked_spec(model, version, signature), answer)
+        return _regress_result(answer, asked_spec(model, version, signature))
 
     def multi_inference(self, model: str, *args: Any, **kwargs: Any) -> MultiInferenceResult:
         """Not in TF Serving's REST API: raises UnimplementedError (use ServingClient)."""
@@ -286,18 +280,9 @@ class RestServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> ModelMetadata:
         """Like :meth:`ServingClient.metadata`, over ``GET .../models/NAME/metadata``."""
-        from google.protobuf import json_format
-
-        pb = protos()
         path = self._model_path(model, version, label) + "/metadata"
         answer = self._request("GET", path, model=model, version=version or label, timeout=timeout)
-        sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
-        doc = answer.get("metadata", {}).get("signature_def", {})
-        json_format.ParseDict(doc, sig_map, ignore_unknown_fields=True)
-        spec = json_format.ParseDict(
-            answer.get("model_spec", {}), pb.model_pb2.ModelSpec(), ignore_unknown_fields=True
-        )
-        return ModelMetadata(ModelSpec.from_proto(spec), signature_infos(sig_map.signature_def), answer)
+        return _metadata_result(answer)
 
     def status(
         self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
@@ -306,19 +291,7 @@ class RestServingClient(_ClientCore):
         answer = self._request(
             "GET", self._model_path(model, version, None), model=model, version=version, timeout=timeout
         )
-        found = []
-        for entry in answer.get("model_version_status", []):
-            status = entry.get("status", {})
-            state = entry.get("state", "UNKNOWN")
-            found.append(
-                VersionStatus(
-                    version=int(entry.get("version", 0)),
-                    state=state if state in _STATE else "UNKNOWN",
-                    error_code=status.get("error_code", "OK"),
-                    error_message=status.get("error_message", ""),
-                )
-            )
-        return found
+        return [_version_status(entry) for entry in answer.get("model_version_status", [])]
 
     def wait_until_available(
         self,
@@ -410,6 +383,58 @@ def _strings_to_bytes(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8")
     return value
+
+
+# ------------------------------------------------------------ JSON bodies and answers
+
+
+def _predict_body(encoded: Mapping[str, Any], signature: str | None) -> dict[str, Any]:
+    body = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in encoded.items()}}
+    return _with_signature(body, signature)
+
+
+def _predict_result(
+    answer: Any, sig: Any, output_filter: Sequence[str] | None, spec: ModelSpec
+) -> PredictResult:
+    outputs = _outputs_from_json(answer.get("outputs"), sig)
+    if output_filter is not None:
+        # TF Serving's REST API has no output filter: every output comes back.
+        outputs = {k: outputs[k] for k in output_filter if k in outputs}
+    return PredictResult(outputs, spec, lambda: answer)
+
+
+def _classify_result(answer: Any, spec: ModelSpec) -> ClassifyResult:
+    classes = [[(str(lbl), float(score)) for lbl, score in row] for row in answer["results"]]
+    return ClassifyResult(classes, spec, answer)
+
+
+def _regress_result(answer: Any, spec: ModelSpec) -> RegressResult:
+    values = np.array(answer["results"], dtype=np.float32).reshape(-1)
+    return RegressResult(values, spec, answer)
+
+
+def _metadata_result(answer: Any) -> ModelMetadata:
+    from google.protobuf import json_format
+
+    pb = protos()
+    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+    doc = answer.get("metadata", {}).get("signature_def", {})
+    json_format.ParseDict(doc, sig_map, ignore_unknown_fields=True)
+    spec = json_format.ParseDict(
+        answer.get("model_spec", {}), pb.model_pb2.ModelSpec(), ignore_unknown_fields=True
+    )
+    return ModelMetadata(ModelSpec.from_proto(spec), signature_infos(sig_map.signature_def), answer)
+
+
+def _version_status(entry: Mapping[str, Any]) -> VersionStatus:
+    status = entry.get("status", {})
+    state = entry.get("state", "UNKNOWN")
+    return VersionStatus(
+        version=int(entry.get("version", 0)),
+        state=state if state in _STATE else "UNKNOWN",
+        error_code=status.get("error_code", "OK"),
+        error_message=status.get("error_message", ""),
+    )
 
 
 def _with_signature(body: dict[str, Any], signature: str | None) -> dict[str, Any]:
