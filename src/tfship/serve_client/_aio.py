@@ -2,7 +2,7 @@
 
 A semaphore bounds the requests in flight (``max_in_flight``): thousands of ``gather``-ed
 calls queue client-side instead of flooding the server. Requests, results, errors, retries
-and validation are the sync client's.
+and validation are shared with the sync client (``_calls.py``, ``_client.py``).
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ class AsyncServingClient(_ClientCore):
         waiter = Waiter(model, version, timeout, poll)
         while True:
             try:
-                answer: list[VersionStatus] | BaseException = await self.status(
+                answer: list[VersionStatus] | ServingCallError = await self.status(
                     model, version=version, timeout=waiter.budget()
                 )
             except WAIT_ERRORS as exc:

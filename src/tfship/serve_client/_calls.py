@@ -1,7 +1,8 @@
 """What the three serving clients share: build requests from arguments, map answers to results.
 
 Pure functions, no I/O: ``ServingClient`` (gRPC), ``AsyncServingClient`` (``grpc.aio``) and
-``RestServingClient`` (HTTP/JSON) call them and keep only the way bytes travel.
+``RestServingClient`` (HTTP/JSON) call them and keep only the way bytes travel. The one loop
+here, ``wait_until_available``, is given its ``status`` call and its ``sleep``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tfship.serve_client._errors import (
     InvalidInputError,
     ModelLoadFailedError,
     ModelNotFoundError,
+    ServingCallError,
     ServingSignatureNotFoundError,
     UnavailableError,
     error_from_status,
@@ -521,10 +523,10 @@ class Waiter:
         """The timeout of the next ``status`` call."""
         return max(0.05, min(5.0, self.deadline - time.monotonic()))
 
-    def step(self, answer: list[VersionStatus] | BaseException) -> VersionStatus | None:
+    def step(self, answer: list[VersionStatus] | ServingCallError) -> VersionStatus | None:
         """The ready version, or None to poll again; raises when the deadline would pass."""
-        if isinstance(answer, BaseException):
-            self.last = getattr(answer, "details", None) or str(answer)
+        if isinstance(answer, ServingCallError):
+            self.last = answer.details or str(answer)
         else:
             ready = check_ready(answer, self.model, self.version)
             if ready is not None:
@@ -552,7 +554,7 @@ def wait_until_available(
     """Poll ``status(model, version=, timeout=)`` until ``waiter`` says ready or gives up."""
     while True:
         try:
-            answer: list[VersionStatus] | BaseException = status(
+            answer: list[VersionStatus] | ServingCallError = status(
                 waiter.model, version=waiter.version, timeout=waiter.budget()
             )
         except WAIT_ERRORS as exc:
