@@ -210,16 +210,7 @@ class AsyncServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`."""
-        request = examples_request(
-            "Classify",
-            model,
-            examples,
-            context=context,
-            signature=signature,
-            version=version,
-            label=label,
-            schema=schema,
-        )
+        request = examples_request("Classify", model, examples, context, signature, version, label, schema)
         response = await self._call(
             "Classify", request, model=model, version=version or label, timeout=timeout
         )
@@ -238,16 +229,7 @@ class AsyncServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`."""
-        request = examples_request(
-            "Regress",
-            model,
-            examples,
-            context=context,
-            signature=signature,
-            version=version,
-            label=label,
-            schema=schema,
-        )
+        request = examples_request("Regress", model, examples, context, signature, version, label, schema)
         response = await self._call(
             "Regress", request, model=model, version=version or label, timeout=timeout
         )

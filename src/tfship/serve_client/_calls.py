@@ -316,7 +316,6 @@ def examples_request(
     method: str,
     model: str,
     examples: Iterable[Any],
-    *,
     context: Any,
     signature: str | None,
     version: int | None,

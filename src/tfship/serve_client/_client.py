@@ -568,16 +568,7 @@ class ServingClient(_ClientCore):
         Example:
             >>> client.classify("penguins", [{"island": "Dream"}]).classes[0]  # doctest: +SKIP
         """
-        request = examples_request(
-            "Classify",
-            model,
-            examples,
-            context=context,
-            signature=signature,
-            version=version,
-            label=label,
-            schema=schema,
-        )
+        request = examples_request("Classify", model, examples, context, signature, version, label, schema)
         response = self._call("Classify", request, model=model, version=version or label, timeout=timeout)
         return classify_result(response.result, response.model_spec, response)
 
@@ -598,16 +589,7 @@ class ServingClient(_ClientCore):
         Example:
             >>> client.regress("prices", [{"rooms": 3}]).values  # doctest: +SKIP
         """
-        request = examples_request(
-            "Regress",
-            model,
-            examples,
-            context=context,
-            signature=signature,
-            version=version,
-            label=label,
-            schema=schema,
-        )
+        request = examples_request("Regress", model, examples, context, signature, version, label, schema)
         response = self._call("Regress", request, model=model, version=version or label, timeout=timeout)
         return regress_result(response.result, response.model_spec, response)
 
