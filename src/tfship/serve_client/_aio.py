@@ -16,21 +16,14 @@ from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
 from tfship.serve_client._calls import (
     WAIT_ERRORS,
     Waiter,
-    check_reload,
-    classify_result,
     examples_input,
     examples_request,
     metadata_request,
-    metadata_result,
     multi_inference_request,
-    multi_inference_result,
     pick_signature,
     predict_inputs,
     predict_request,
-    predict_result,
-    regress_result,
     reload_request,
-    status_list,
     status_request,
 )
 from tfship.serve_client._client import (
@@ -53,6 +46,13 @@ from tfship.serve_client._results import (
     PredictResult,
     RegressResult,
     VersionStatus,
+    check_reload,
+    classify_result,
+    metadata_result,
+    multi_inference_result,
+    predict_result,
+    regress_result,
+    status_list,
 )
 
 __all__ = ["AsyncServingClient"]

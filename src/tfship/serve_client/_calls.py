@@ -1,4 +1,5 @@
-"""What the three serving clients share: build requests from arguments, map answers to results.
+"""What the three serving clients share: build requests from arguments, check them against the
+served signature, wait for a model. (Answers become results in ``_results.py``.)
 
 Pure functions, no I/O: ``ServingClient`` (gRPC), ``AsyncServingClient`` (``grpc.aio``) and
 ``RestServingClient`` (HTTP/JSON) call them and keep only the way bytes travel. The one loop
@@ -13,30 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from tfship.serve_client._codec import decode_predict_response, encode_tensor, protos
+from tfship.serve_client._codec import encode_tensor, protos
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,
-    ModelLoadFailedError,
     ModelNotFoundError,
     ServingCallError,
     ServingSignatureNotFoundError,
     UnavailableError,
-    error_from_status,
 )
-from tfship.serve_client._results import (
-    DEFAULT_SIGNATURE,
-    ClassifyResult,
-    ModelMetadata,
-    ModelSpec,
-    MultiInferenceResult,
-    PredictResult,
-    RegressResult,
-    VersionStatus,
-    _public_keys,
-)
-
-_STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
+from tfship.serve_client._results import DEFAULT_SIGNATURE, VersionStatus, _public_keys, check_ready
 
 # Method -> the request message it sends, under ``protos()``.
 _EXAMPLES_REQUESTS = {
@@ -385,7 +372,7 @@ def multi_inference_request(
     return request
 
 
-# ------------------------------------------------------------- answers to results
+# ------------------------------------------------------- validation against metadata
 
 
 def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model: str) -> Any | None:
@@ -400,102 +387,6 @@ def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model:
             model=model,
         )
     return signatures[key]
-
-
-def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
-    """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
-    from tensorflow.core.protobuf import meta_graph_pb2
-
-    from tfship.inspect import MetaGraphInfo
-
-    meta_graph = meta_graph_pb2.MetaGraphDef()
-    for key, sig in signature_def_map.items():
-        meta_graph.signature_def[key].CopyFrom(sig)
-    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
-    return signatures
-
-
-def predict_result(data: bytes) -> PredictResult:
-    decoded = decode_predict_response(data)
-    return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
-
-
-def asked_spec(model: str, version: int | None, signature: str | None) -> ModelSpec:
-    """The servable asked for, for answers that do not say who answered (REST)."""
-    return ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
-
-
-def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
-    classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
-    return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
-
-
-def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
-    values = np.array([r.value for r in result.regressions], dtype=np.float32)
-    return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
-
-
-def multi_inference_result(response: Any) -> MultiInferenceResult:
-    results: list[ClassifyResult | RegressResult] = []
-    for item in response.results:
-        if item.HasField("classification_result"):
-            results.append(classify_result(item.classification_result, item.model_spec, item))
-        else:
-            results.append(regress_result(item.regression_result, item.model_spec, item))
-    return MultiInferenceResult(results, response)
-
-
-def metadata_result(response: Any) -> ModelMetadata:
-    pb = protos()
-    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
-    if "signature_def" in response.metadata:
-        response.metadata["signature_def"].Unpack(sig_map)
-    signatures = signature_infos(sig_map.signature_def)
-    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
-
-
-def status_list(response: Any) -> list[VersionStatus]:
-    return [
-        VersionStatus(
-            version=s.version,
-            state=_STATE_NAMES.get(s.state, str(s.state)),
-            error_code=_error_code_name(s.status.error_code),
-            error_message=s.status.error_message,
-        )
-        for s in response.model_version_status
-    ]
-
-
-def _error_code_name(code: int) -> str:
-    import grpc
-
-    for member in grpc.StatusCode:
-        if member.value[0] == code:
-            return str(member.name)
-    return str(code)
-
-
-def check_ready(found: list[VersionStatus], model: str, version: int | None) -> VersionStatus | None:
-    """The available version among ``found`` (the newest), or None; raises on a failed load."""
-    available = [s for s in found if s.available]
-    if available:
-        return max(available, key=lambda s: s.version)
-    failed = [s for s in found if s.state == "END" and s.error_code != "OK"]
-    if version is not None and failed:
-        raise ModelLoadFailedError(
-            f"model {model!r} version {version} failed to load: {failed[0].error_message}",
-            code=failed[0].error_code,
-            details=failed[0].error_message,
-            model=model,
-            version=version,
-        )
-    return None
-
-
-def check_reload(response: Any) -> None:
-    code = response.status.error_code
-    if code:
-        raise error_from_status(_error_code_name(code), response.status.error_message, method="ReloadConfig")
 
 
 # ------------------------------------------------------------------ waiting for a model

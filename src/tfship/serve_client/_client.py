@@ -19,21 +19,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfship.serve_client._calls import (
     Waiter,
-    check_reload,
-    classify_result,
     examples_input,
     examples_request,
     metadata_request,
-    metadata_result,
     multi_inference_request,
-    multi_inference_result,
     pick_signature,
     predict_inputs,
     predict_request,
-    predict_result,
-    regress_result,
     reload_request,
-    status_list,
     status_request,
     wait_until_available,
 )
@@ -56,6 +49,13 @@ from tfship.serve_client._results import (
     PredictResult,
     RegressResult,
     VersionStatus,
+    check_reload,
+    classify_result,
+    metadata_result,
+    multi_inference_result,
+    predict_result,
+    regress_result,
+    status_list,
 )
 
 if TYPE_CHECKING:

@@ -23,11 +23,9 @@ import numpy as np
 
 from tfship.serve_client._calls import (
     Waiter,
-    asked_spec,
     checked_version,
     pick_signature,
     predict_inputs,
-    signature_infos,
     to_example,
     wait_until_available,
 )
@@ -55,6 +53,8 @@ from tfship.serve_client._results import (
     PredictResult,
     RegressResult,
     VersionStatus,
+    asked_spec,
+    signature_infos,
 )
 
 __all__ = ["RestServingClient"]

@@ -1,4 +1,5 @@
-"""Typed results of the serving clients: outputs as numpy arrays, who answered, the raw answer.
+"""Typed results of the serving clients (outputs as numpy arrays, who answered, the raw answer)
+and the pure functions that map TF Serving's answers to them.
 
 Shared by ``ServingClient``, ``AsyncServingClient`` and ``RestServingClient``; the public
 names are re-exported from ``tfship.serve_client`` (through ``_client``).
@@ -12,9 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from tfship.serve_client._errors import ServingSignatureNotFoundError
+from tfship.serve_client._codec import decode_predict_response, protos
+from tfship.serve_client._errors import (
+    ModelLoadFailedError,
+    ServingSignatureNotFoundError,
+    error_from_status,
+)
 
 DEFAULT_SIGNATURE = "serving_default"
+_STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
 
 
 @dataclass(frozen=True)
@@ -190,3 +197,102 @@ class ModelMetadata:
 
 def _public_keys(signatures: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in signatures if not k.startswith("__"))
+
+
+# ------------------------------------------------------------- answers to results
+
+
+def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
+    """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    from tfship.inspect import MetaGraphInfo
+
+    meta_graph = meta_graph_pb2.MetaGraphDef()
+    for key, sig in signature_def_map.items():
+        meta_graph.signature_def[key].CopyFrom(sig)
+    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
+    return signatures
+
+
+def predict_result(data: bytes) -> PredictResult:
+    decoded = decode_predict_response(data)
+    return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
+
+
+def asked_spec(model: str, version: int | None, signature: str | None) -> ModelSpec:
+    """The servable asked for, for answers that do not say who answered (REST)."""
+    return ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
+
+
+def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
+    classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
+    return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
+
+
+def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
+    values = np.array([r.value for r in result.regressions], dtype=np.float32)
+    return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
+
+
+def multi_inference_result(response: Any) -> MultiInferenceResult:
+    results: list[ClassifyResult | RegressResult] = []
+    for item in response.results:
+        if item.HasField("classification_result"):
+            results.append(classify_result(item.classification_result, item.model_spec, item))
+        else:
+            results.append(regress_result(item.regression_result, item.model_spec, item))
+    return MultiInferenceResult(results, response)
+
+
+def metadata_result(response: Any) -> ModelMetadata:
+    pb = protos()
+    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+    if "signature_def" in response.metadata:
+        response.metadata["signature_def"].Unpack(sig_map)
+    signatures = signature_infos(sig_map.signature_def)
+    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
+
+
+def status_list(response: Any) -> list[VersionStatus]:
+    return [
+        VersionStatus(
+            version=s.version,
+            state=_STATE_NAMES.get(s.state, str(s.state)),
+            error_code=_error_code_name(s.status.error_code),
+            error_message=s.status.error_message,
+        )
+        for s in response.model_version_status
+    ]
+
+
+def _error_code_name(code: int) -> str:
+    import grpc
+
+    for member in grpc.StatusCode:
+        if member.value[0] == code:
+            return str(member.name)
+    return str(code)
+
+
+def check_ready(found: list[VersionStatus], model: str, version: int | None) -> VersionStatus | None:
+    """The available version among ``found`` (the newest), or None; raises on a failed load."""
+    available = [s for s in found if s.available]
+    if available:
+        return max(available, key=lambda s: s.version)
+    failed = [s for s in found if s.state == "END" and s.error_code != "OK"]
+    if version is not None and failed:
+        raise ModelLoadFailedError(
+            f"model {model!r} version {version} failed to load: {failed[0].error_message}",
+            code=failed[0].error_code,
+            details=failed[0].error_message,
+            model=model,
+            version=version,
+        )
+    return None
+
+
+def check_reload(response: Any) -> None:
+    code = response.status.error_code
+    if code:
+        raise error_from_status(_error_code_name(code), response.status.error_message, method="ReloadConfig")
