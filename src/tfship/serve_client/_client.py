@@ -1,8 +1,9 @@
 """``ServingClient``: a typed, fast TensorFlow Serving gRPC client that is hard to misuse.
 
-Request builders and result mapping live in ``_calls.py``, result types in ``_results.py``;
-the channel, stub, retry and metadata-cache helpers here are shared with the asyncio client
-(``_aio.py``) and, where they apply, the REST transport (``_rest.py``).
+Request builders and input validation live in ``_calls.py``, result types and the mapping of
+answers to them in ``_results.py``; the channel, stub, retry and metadata-cache helpers here are
+shared with the asyncio client (``_aio.py``) and, where they apply, the REST transport
+(``_rest.py``).
 """
 
 from __future__ import annotations
