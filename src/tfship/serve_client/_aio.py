@@ -38,7 +38,14 @@ from tfship.serve_client._client import (
     open_channel,
     stub_for,
 )
-from tfship.serve_client._errors import ServingCallError, UnimplementedError, rpc_errors
+from tfship.serve_client._errors import (
+    InvalidInputError,
+    ModelNotFoundError,
+    ServingCallError,
+    ServingSignatureNotFoundError,
+    UnimplementedError,
+    rpc_errors,
+)
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -194,7 +201,14 @@ class AsyncServingClient(_ClientCore):
             label=label,
             output_filter=output_filter,
         )
-        data = await self._call("Predict", request, model=model, version=version or label, timeout=timeout)
+        try:
+            data = await self._call(
+                "Predict", request, model=model, version=version or label, timeout=timeout
+            )
+        except (InvalidInputError, ModelNotFoundError, ServingSignatureNotFoundError):
+            # As the sync client: the served signature may have changed (a new version).
+            self._metadata.drop(model)
+            raise
         return predict_result(data)
 
     async def classify(

@@ -68,6 +68,24 @@ def test_rejected_call_refetches_signatures(scripted: ScriptedServer) -> None:
     assert _methods(scripted).count("GetModelMetadata") == 2
 
 
+def test_async_rejected_call_refetches_signatures(scripted: ScriptedServer) -> None:
+    import asyncio
+
+    from tfship.serve_client import AsyncServingClient
+
+    async def calls() -> None:
+        async with AsyncServingClient(scripted.address) as client:
+            await client.predict("m", {"x": [1.0]})
+            scripted.failures = [(grpc.StatusCode.INVALID_ARGUMENT, "signature changed")]
+            with pytest.raises(errors.InvalidInputError):
+                await client.predict("m", {"x": [1.0]})
+            await client.predict("m", {"x": [1.0]})
+
+    scripted.handlers["GetModelMetadata"] = _metadata_answer
+    asyncio.run(calls())
+    assert _methods(scripted).count("GetModelMetadata") == 2
+
+
 def test_server_without_metadata_still_answers(scripted: ScriptedServer) -> None:
     with ServingClient(scripted.address) as client:  # GetModelMetadata is UNIMPLEMENTED here
         assert client.predict("m", {"anything": [[1.0]]}).as_numpy("anything").shape == (1, 1)
