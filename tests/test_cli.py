@@ -122,7 +122,7 @@ def test_every_error_class_is_drawn_in_the_tree() -> None:
 
     for module in ("tfship.loaders._job", "tfship.exporters._errors", "tfship.inspect._diff",
                    "tfship.inspect._check", "tfship.inspect._scan", "tfship.serve_client._errors",
-                   "tfship.serve_client._server_status"):
+                   "tfship.server._status"):
         importlib.import_module(module)
     names = {cls.__name__ for cls in _all_subclasses(TfshipError) if cls.__module__.startswith("tfship")}
     assert len(names) > 30

@@ -17,7 +17,8 @@ def _imports_tensorflow(body: str) -> bool:
 
 
 PACKAGES = ["tfship", "tfship.errors", "tfship.cli", "tfship.schema", "tfship.data", "tfship.trainer",
-            "tfship.exporters", "tfship.inspect", "tfship.loaders", "tfship.serve_client"]
+            "tfship.exporters", "tfship.inspect", "tfship.loaders", "tfship.serve_client",
+            "tfship.server"]
 
 
 @pytest.mark.parametrize("module", PACKAGES)

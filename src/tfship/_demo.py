@@ -112,7 +112,7 @@ def step_serve_and_call(state: DemoState, echo: Echo) -> None:
     """Serve the best export with TF Serving's API, call it with ServingClient, stop it."""
     from tfship.schema import Schema
     from tfship.serve_client._client_demo import run_demo_step as call_step
-    from tfship.serve_client._server_demo import run_demo_step as serve_step
+    from tfship.server._demo import run_demo_step as serve_step
 
     records = _eval_records(state)
     echo(f"$ tfship serve --model-base-path {state.export('best').parent} --model-name penguins "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import warnings
 from typing import Any
 
@@ -68,3 +69,36 @@ def _quiet_absl() -> None:
     except ImportError:  # pragma: no cover - absl ships with TensorFlow
         return
     absl_logging.set_verbosity(absl_logging.ERROR)
+
+
+# Lines TensorFlow's Python layer wraps around an op's own message: the "Graph execution
+# error:" banner, where the node was defined (a Python traceback), and the node trailer.
+_TF_NOISE = re.compile(
+    r"^(Graph execution error:|Detected at node |Node: '|Original stack trace for |"
+    r"Traceback \(most recent call last\)|\s)"
+)
+_NODE_TRAILER = re.compile(r"\s*\[\[.*$")
+
+
+def tf_error_cause(exc: BaseException | str) -> str:
+    r"""The one line of a TensorFlow error that says what went wrong.
+
+    TensorFlow's errors often begin with ``Graph execution error:`` and a Python traceback of
+    where the failing node was defined; the cause is the op's own message further down, e.g.
+    ``Matrix size-incompatible: In[0]: [1,10], In[1]: [13,3]``. This returns that line without
+    the ``[[{{node ...}}]]`` trailer, or the exception's class name when there is no text.
+
+    Example:
+        >>> tf_error_cause("Graph execution error:\n\nDetected at node 'm' defined at:\n"
+        ...                "  File \"x.py\", line 1\nNode: 'm'\nbad shape [3]\n\t [[{{node m}}]]")
+        'bad shape [3]'
+    """
+    text = exc if isinstance(exc, str) else str(getattr(exc, "message", None) or exc)
+    for line in text.splitlines():
+        if line.strip() and not _TF_NOISE.match(line):
+            cause = _NODE_TRAILER.sub("", line).strip()
+            if cause:
+                return cause
+    if isinstance(exc, BaseException):
+        return type(exc).__name__
+    return text.strip() or "unknown error"

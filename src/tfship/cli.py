@@ -27,7 +27,7 @@ COMMANDS: dict[str, str] = {
     "inspect": "tfship.inspect._cli:inspect",
     "predict": "tfship.loaders._cli:predict",
     "bench": "tfship.loaders._cli:bench",
-    "serve": "tfship.serve_client._server_cli:serve",
+    "serve": "tfship.server._cli:serve",
     "client": "tfship.serve_client._cli:client",
     "demo": "tfship._demo:demo",
 }

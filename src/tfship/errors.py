@@ -11,7 +11,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   ├── SchemaError (2)                 a schema file or a feature in it is invalid
     │   ├── DataError (2)                   a data file or a record does not match the schema
     │   │   └── loaders.TooManyRejectsError   a batch job rejected more rows than --max-rejects
-    │   └── serve_client.ServerConfigError  a server flag or model_config_list is invalid
+    │   └── server.ServerConfigError      a server flag or model_config_list is invalid
     ├── ModelError (2)                      a SavedModel or checkpoint is missing, corrupt or unusable
     │   ├── SignatureNotFoundError (2)      a signature or tag-set is not in the SavedModel
     │   ├── ModelInputError (2)             inputs given to a model do not match its signature
@@ -21,7 +21,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   ├── exporters.MetricNotFoundError   the metric to rank by was not evaluated
     │   └── exporters.VerificationError     the staged export failed its checks or warmup
     ├── ServingError (1)                    serving, locally or through a TF Serving peer
-    │   ├── serve_client.LocalServerError   tfship serve could not start or load its models
+    │   ├── server.LocalServerError         tfship serve could not start or load its models
     │   └── serve_client.ServingCallError   a call answered with a gRPC/HTTP error status:
     │       ModelNotFoundError (2) > VersionNotFoundError (2), ServingSignatureNotFoundError (2),
     │       InvalidInputError (2), FailedPreconditionError, DeadlineExceededError,
@@ -122,3 +122,4 @@ class VerdictError(TfshipError):
     """Raised when a check ran and its verdict is negative (a breaking diff, a denylisted op)."""
 
     exit_code = 3
+

@@ -272,12 +272,13 @@ def test_request_rest_and_grpc(exports: dict[str, pathlib.Path], tmp_path: pathl
     assert json.loads(chosen.output.split("\n", 1)[1])["examples"] == [{"age": 33.0, "color": ["red"]}]
     predict = run("request", str(exports["custom_sparse"]), "--format", "grpc", "-o", str(tmp_path / "r.pb"))
     assert predict.exit_code == 0
-    from tfship.inspect._protos import cached_proto_module
+    from tensorflow.core.example import example_pb2
+    from tensorflow_serving.apis import predict_pb2
 
-    request = cached_proto_module("tensorflow_serving.apis.predict_pb2").PredictRequest()
+    request = predict_pb2.PredictRequest()
     request.ParseFromString((tmp_path / "r.pb").read_bytes())
     assert request.model_spec.signature_name == "serving_default"
-    example = cached_proto_module("tensorflow.core.example.example_pb2").Example()
+    example = example_pb2.Example()
     example.ParseFromString(request.inputs["examples"].string_val[0])
     features = example.features.feature
     assert list(features["age"].float_list.value) == [30.0]

@@ -38,7 +38,7 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 def test_rest_and_warmup_requests_are_served(
     exports: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    from tfship.serve_client import ModelServer
+    from tfship.server import ModelServer
 
     export = tmp_path / "linear" / "3"
     shutil.copytree(exports["linear_parsing"], export)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfship import _protos
 from tfship.errors import InputError, VerdictError
-from tfship.inspect import _protos
 from tfship.inspect._describe import assets, variables
 from tfship.inspect._reader import (
     MetaGraphInfo,
@@ -275,7 +275,7 @@ def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) ->
             "no warmup file (assets.extra/tf_serving_warmup_requests): the first requests will be slow",
         )
         return
-    log_pb2 = _protos.cached_proto_module("tensorflow_serving.apis.prediction_log_pb2")
+    log_pb2 = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2")
     problems: list[str] = []
     count = 0
     try:

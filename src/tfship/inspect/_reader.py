@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfship import _protos
 from tfship.errors import ModelError, SignatureNotFoundError
-from tfship.inspect import _protos
 
 DEFAULT_SIGNATURE = "serving_default"
 SAVED_MODEL_PB = "saved_model.pb"

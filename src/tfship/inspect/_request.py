@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tfship import _protos
 from tfship.errors import InputError, ModelInputError
-from tfship.inspect import _protos
 from tfship.inspect._reader import FeatureSpecEntry, SavedModelInfo, SignatureInfo, TensorInfo
 from tfship.inspect._tfrecord import write_records
 
@@ -67,7 +67,7 @@ class ExampleRequest:
 
     def warmup_record(self) -> bytes:
         """This request as one serialized ``PredictionLog`` (a warmup record)."""
-        log = _protos.cached_proto_module("tensorflow_serving.apis.prediction_log_pb2")
+        log = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2")
         record = log.PredictionLog()
         getattr(record, f"{self.verb}_log").request.CopyFrom(self.grpc)
         return bytes(record.SerializeToString())
@@ -108,7 +108,7 @@ def _coerce(entry: FeatureSpecEntry, row: list[Any]) -> list[Any]:
 
 
 def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:
-    example_pb2 = _protos.cached_proto_module("tensorflow.core.example.example_pb2")
+    example_pb2 = _protos.proto_module("tensorflow.core.example.example_pb2")
     example = example_pb2.Example()
     for name, entry in spec.items():
         feature = example.features.feature[name]
@@ -142,7 +142,7 @@ def _row_value(tensor: TensorInfo, values: Mapping[str, Any]) -> Any:
 
 
 def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> Any:
-    tensor_pb2 = _protos.cached_proto_module("tensorflow.core.framework.tensor_pb2")
+    tensor_pb2 = _protos.proto_module("tensorflow.core.framework.tensor_pb2")
     proto = tensor_pb2.TensorProto(dtype=tensor.proto.dtype)
     shape = [len(rows), *_dims(rows[0])]
     for d in shape:
@@ -177,7 +177,7 @@ def _predict(
     sig: SignatureInfo, model: str, batch: int, values: Mapping[str, Any]
 ) -> tuple[dict[str, Any], Any]:
     _check_dense(sig)
-    predict_pb2 = _protos.cached_proto_module("tensorflow_serving.apis.predict_pb2")
+    predict_pb2 = _protos.proto_module("tensorflow_serving.apis.predict_pb2")
     request = predict_pb2.PredictRequest()
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key
@@ -207,7 +207,7 @@ def _classify_or_regress(
             "feature spec could not be recovered from the graph; no example request can be built",
         )
     module = "classification_pb2" if sig.method_name == CLASSIFY else "regression_pb2"
-    pb2 = _protos.cached_proto_module(f"tensorflow_serving.apis.{module}")
+    pb2 = _protos.proto_module(f"tensorflow_serving.apis.{module}")
     request = pb2.ClassificationRequest() if sig.method_name == CLASSIFY else pb2.RegressionRequest()
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key

@@ -1,4 +1,4 @@
-"""Call TensorFlow Serving, and serve a SavedModel locally with the same API.
+"""Call TensorFlow Serving (or ``tfship serve``, see ``tfship.server``) over gRPC or REST.
 
 Importing this package is cheap: the gRPC stubs (which pull in TensorFlow's protos, hence
 TensorFlow) load on first use of a name below.
@@ -57,17 +57,7 @@ _CLIENT_EXPORTS: dict[str, str] = {
     "decode_tensor": "_codec",
     "encode_tensor": "_codec",
 }
-_SERVER_EXPORTS: dict[str, str] = {
-    # server side: names defined by _server*.py
-    "BatchingOptions": "_server",
-    "LocalServerError": "_server_status",
-    "ModelConfig": "_server_config",
-    "ModelServer": "_server",
-    "ServerConfigError": "_server_status",
-    "StateEvent": "_server_manager",
-    "VersionPolicy": "_server_config",
-}
-_EXPORTS = {**_CLIENT_EXPORTS, **_SERVER_EXPORTS}
+_EXPORTS = _CLIENT_EXPORTS
 
 __all__ = sorted(_EXPORTS)
 

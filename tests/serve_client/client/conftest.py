@@ -88,8 +88,8 @@ def model_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(model_base: Path) -> Iterator[Any]:
-    from tfship.serve_client._server import ModelServer
-    from tfship.serve_client._server_config import ModelConfig, VersionPolicy
+    from tfship.server._config import ModelConfig, VersionPolicy
+    from tfship.server._server import ModelServer
 
     models = [ModelConfig("m", str(model_base), VersionPolicy("all"), {"stable": 1, "canary": 2})]
     srv = ModelServer(models, port=0, rest_port=0, poll_seconds=0.2)
@@ -275,7 +275,7 @@ def classifier_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def classifier_server(classifier_base: Path) -> Iterator[Any]:
     """``tfship serve`` serving the classifier as ``penguins``."""
-    from tfship.serve_client._server import ModelServer
+    from tfship.server._server import ModelServer
 
     srv = ModelServer(model_base_path=classifier_base, model_name="penguins", port=0, rest_port=0)
     srv.start()

@@ -188,7 +188,7 @@ def test_close_is_idempotent(server: Any) -> None:
 
 @pytest.mark.slow
 def test_reload_config(model_base: Path) -> None:
-    from tfship.serve_client._server import ModelServer
+    from tfship.server._server import ModelServer
 
     with ModelServer(model_base_path=model_base, model_name="m", port=0, poll_seconds=0.2) as srv:
         with ServingClient(srv.address) as c:
@@ -218,7 +218,7 @@ def test_retries_until_a_real_server_comes_up(model_base: Path) -> None:
     import threading
 
     from tfship.serve_client._client import RetryPolicy
-    from tfship.serve_client._server import ModelServer
+    from tfship.server._server import ModelServer
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

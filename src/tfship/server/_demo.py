@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tfship.serve_client._server import ModelServer
+from tfship.server._server import ModelServer
 
 
 class DemoServer:

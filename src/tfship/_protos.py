@@ -97,8 +97,6 @@ def proto_module(name: str) -> Any:
     return importlib.import_module(f"{PREFIX}.{name}")
 
 
-cached_proto_module = proto_module
-
 
 def saved_model_pb2() -> Any:
     """The ``SavedModel`` proto module."""

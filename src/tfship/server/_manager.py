@@ -20,8 +20,8 @@ from typing import Any
 
 import grpc
 
-from tfship.serve_client._server_config import ModelConfig
-from tfship.serve_client._server_status import RpcError, from_exception, invalid
+from tfship.server._config import ModelConfig
+from tfship.server._status import RpcError, from_exception, invalid
 
 logger = logging.getLogger(__name__)
 

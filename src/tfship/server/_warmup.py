@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from tfship.serve_client._server_status import RpcError, invalid
+from tfship.server._status import RpcError, invalid
 
 logger = logging.getLogger(__name__)
 

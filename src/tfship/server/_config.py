@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfship.serve_client._server_status import ServerConfigError
+from tfship.server._status import ServerConfigError
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
 

@@ -26,9 +26,9 @@ from urllib.parse import unquote
 import grpc
 import numpy as np
 
-from tfship.serve_client._server_core import DEFAULT_SIGNATURE, ServingCore
-from tfship.serve_client._server_status import LocalServerError, RpcError, invalid
-from tfship.serve_client._server_tensor import DT_STRING, dtype_name, to_ndarray
+from tfship.server._core import DEFAULT_SIGNATURE, ServingCore
+from tfship.server._status import LocalServerError, RpcError, invalid
+from tfship.server._tensor import DT_STRING, dtype_name, to_ndarray
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from tensorflow_serving.apis import (
 )
 
 from tfship._tf import tf
-from tfship.serve_client._server import ModelServer
-from tfship.serve_client._server_config import ModelConfig, VersionPolicy, to_config_list
-from tfship.serve_client._server_status import LocalServerError, ServerConfigError
+from tfship.server._config import ModelConfig, VersionPolicy, to_config_list
+from tfship.server._server import ModelServer
+from tfship.server._status import LocalServerError, ServerConfigError
 
 pytestmark = pytest.mark.slow
 
@@ -341,7 +341,7 @@ def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) ->
 
 
 def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
-    from tfship.serve_client._server_config import read_config_file
+    from tfship.server._config import read_config_file
 
     config = tmp_path / "models.config"
     entry = 'config {{ name: "m" base_path: "{}" {} }}'

@@ -84,8 +84,8 @@ def serve(
     Example:
       tfship serve --model-base-path export/penguins --model-name penguins --port 0 --rest-port 0
     """
-    from tfship.serve_client._server import BatchingOptions, ModelServer
-    from tfship.serve_client._server_config import read_ssl_config
+    from tfship.server._config import read_ssl_config
+    from tfship.server._server import BatchingOptions, ModelServer
 
     models = _models(model_base_path, model_name, model_config, version_policy)
     batching = (
@@ -127,8 +127,8 @@ def serve(
 def _models(
     base_path: Path | None, name: str, config: Path | None, policy: str
 ) -> list[Any]:
-    from tfship.serve_client._server_config import read_config_file, single_model
-    from tfship.serve_client._server_status import ServerConfigError
+    from tfship.server._config import read_config_file, single_model
+    from tfship.server._status import ServerConfigError
 
     if config is not None:
         if base_path is not None:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from tfship.serve_client._server_config import ModelConfig, TlsConfig, single_model
-from tfship.serve_client._server_manager import ModelManager, Servable, StateEvent
-from tfship.serve_client._server_status import LocalServerError, ServerConfigError
+from tfship.server._config import ModelConfig, TlsConfig, single_model
+from tfship.server._manager import ModelManager, Servable, StateEvent
+from tfship.server._status import LocalServerError, ServerConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -118,9 +118,9 @@ class ModelServer:
             ServerConfigError: a base path does not exist.
             LocalServerError: a port cannot be bound, or a label names an unavailable version.
         """
-        from tfship.serve_client._server_core import ServingCore
-        from tfship.serve_client._server_grpc import start_grpc
-        from tfship.serve_client._server_status import RpcError
+        from tfship.server._core import ServingCore
+        from tfship.server._grpc import start_grpc
+        from tfship.server._status import RpcError
 
         for model in self.models:
             if not os.path.isdir(model.base_path):
@@ -154,7 +154,7 @@ class ModelServer:
                 workers=self._grpc_workers, tls=self.tls, socket_path=self.grpc_socket_path,
             )
             if rest_port is not None:
-                from tfship.serve_client._server_rest import start_rest
+                from tfship.server._rest import start_rest
 
                 self._rest, self.rest_port = start_rest(
                     self._core, self.host, rest_port, timeout_s=self._rest_timeout
@@ -174,7 +174,7 @@ class ModelServer:
 
     def _watch_config(self) -> None:
         """Re-read the model config file when it changes (--model_config_file_poll_wait_seconds)."""
-        from tfship.serve_client._server_config import read_config_file
+        from tfship.server._config import read_config_file
 
         assert self._config_file is not None
         seen = _mtime(self._config_file)
@@ -190,12 +190,12 @@ class ModelServer:
                 logger.error("model config %s not applied: %s", self._config_file, exc)
 
     def _run_warmup(self, servable: Servable) -> None:
-        from tfship.serve_client._server_warmup import run_warmup
+        from tfship.server._warmup import run_warmup
 
         run_warmup(self._core, servable)
 
     def _attach_batcher(self, servable: Servable) -> None:
-        from tfship.serve_client._server_batching import Batcher
+        from tfship.server._batching import Batcher
 
         assert self.batching is not None
         servable.batcher = Batcher(self.batching.max_batch_size, self.batching.batch_timeout_s)
@@ -305,7 +305,7 @@ class ModelServer:
 
     def reload(self, models: Sequence[ModelConfig]) -> None:
         """Serve exactly ``models`` from now on (like HandleReloadConfigRequest)."""
-        from tfship.serve_client._server_status import RpcError
+        from tfship.server._status import RpcError
 
         try:
             self._require_started().apply_config(models)

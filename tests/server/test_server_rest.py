@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tfship.serve_client._server import ModelServer
-from tfship.serve_client._server_rest import c_escape, format_decimal
+from tfship.server._rest import c_escape, format_decimal
+from tfship.server._server import ModelServer
 
 pytestmark = pytest.mark.slow
 
@@ -217,7 +217,7 @@ def test_deeply_nested_json_is_400(server: ModelServer) -> None:
 
 
 def test_rest_runs_past_the_timeout_are_504(module_base: Any) -> None:
-    from tfship.serve_client._server_config import ModelConfig
+    from tfship.server._config import ModelConfig
 
     models = [ModelConfig("module", str(module_base))]
     with ModelServer(models, port=0, rest_port=0, rest_timeout_s=1e-6) as slow:

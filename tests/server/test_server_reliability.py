@@ -18,8 +18,8 @@ import pytest
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from tfship._tf import tf
-from tfship.serve_client._server import BatchingOptions, ModelServer
-from tfship.serve_client._server_config import ModelConfig
+from tfship.server._config import ModelConfig
+from tfship.server._server import BatchingOptions, ModelServer
 
 pytestmark = pytest.mark.slow
 THREADS, CALLS = 16, 25
@@ -202,7 +202,7 @@ def test_health_service_is_off_like_tf_servings_default(server: ModelServer) -> 
 
 
 def test_long_error_texts_are_truncated_like_tf_serving() -> None:
-    from tfship.serve_client._server_status import invalid
+    from tfship.server._status import invalid
 
     message = invalid("x" * 2000).wire_message()
     assert message == "x" * 1024 + "...TRUNCATED"

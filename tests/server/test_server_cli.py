@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-import tfship.serve_client as serve_client
+import tfship.server as server_package
 from tfship._tf import tf
 from tfship.cli import cli
-from tfship.serve_client._server_demo import run_demo_step
+from tfship.server._demo import run_demo_step
 
 pytestmark = pytest.mark.slow
 
@@ -28,10 +28,10 @@ def test_server_names_are_exported() -> None:
         "BatchingOptions", "LocalServerError", "ModelConfig", "ModelServer",
         "ServerConfigError", "StateEvent", "VersionPolicy",
     }
-    assert server_names <= set(serve_client.__all__)
-    assert serve_client.__all__ == sorted(serve_client.__all__)
+    assert server_names == set(server_package.__all__)
+    assert server_package.__all__ == sorted(server_package.__all__)
     for name in server_names:
-        assert getattr(serve_client, name).__name__ == name
+        assert getattr(server_package, name).__name__ == name
 
 
 def test_serve_runs_until_sigterm(module_base: Path) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import grpc
 
-from tfship.serve_client._server_config import TlsConfig
-from tfship.serve_client._server_core import ServingCore
-from tfship.serve_client._server_status import LocalServerError, RpcError
+from tfship.server._config import TlsConfig
+from tfship.server._core import ServingCore
+from tfship.server._status import LocalServerError, RpcError
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
-from tfship.serve_client._server import ModelServer
-from tfship.serve_client._server_config import ModelConfig, read_ssl_config
-from tfship.serve_client._server_status import ServerConfigError
+from tfship.server._config import ModelConfig, read_ssl_config
+from tfship.server._server import ModelServer
+from tfship.server._status import ServerConfigError
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ import pytest
 from tensorflow.core.example import example_pb2
 from tensorflow.core.framework import tensor_pb2
 
-from tfship.serve_client._server_rest import _example_from_json, _tensor_from_json
-from tfship.serve_client._server_status import RpcError
-from tfship.serve_client._server_tensor import to_ndarray
+from tfship.server._rest import _example_from_json, _tensor_from_json
+from tfship.server._status import RpcError
+from tfship.server._tensor import to_ndarray
 
 FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (
     1, 2, 3, 4, 7, 9, 10, 19, 22, 23
@@ -124,7 +124,7 @@ def test_example_errors(value: Any, message: str) -> None:
     ],
 )
 def test_parse_errors_use_rapidjsons_words(body: bytes, message: str) -> None:
-    from tfship.serve_client._server_rest import parse_json
+    from tfship.server._rest import parse_json
 
     with pytest.raises(RpcError) as info:
         parse_json(body)

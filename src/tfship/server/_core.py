@@ -15,9 +15,9 @@ import grpc
 import numpy as np
 from numpy.typing import NDArray
 
-from tfship.serve_client._server_manager import ModelManager, Servable
-from tfship.serve_client._server_status import RpcError, invalid, status_fields
-from tfship.serve_client._server_tensor import (
+from tfship.server._manager import ModelManager, Servable
+from tfship.server._status import RpcError, invalid, status_fields
+from tfship.server._tensor import (
     DT_FLOAT,
     DT_STRING,
     TensorDecodeError,
@@ -293,8 +293,8 @@ class ServingCore:
 
     def reload_config(self, request: Any) -> tuple[Any, RpcError | None]:
         """ModelService.HandleReloadConfigRequest; the response's status mirrors the RPC's."""
-        from tfship.serve_client._server_config import from_config_list
-        from tfship.serve_client._server_status import ServerConfigError
+        from tfship.server._config import from_config_list
+        from tfship.server._status import ServerConfigError
 
         response = _apis().model_management_pb2.ReloadConfigResponse()
         error: RpcError | None = None
@@ -394,7 +394,7 @@ def _output_enum(info: Any, value: NDArray[Any]) -> int:
 def _run(
     servable: Servable, feeds: Mapping[str, Any], key: str, outputs: Sequence[str]
 ) -> dict[str, NDArray[Any]]:
-    from tfship.serve_client._server_status import from_exception
+    from tfship.server._status import from_exception
 
     try:
         result = servable.run(feeds, key, outputs)
