@@ -39,7 +39,7 @@ def best_ms(func: Callable[[], Any], repeats: int = 15) -> float:
 
 
 def float_response(shape: tuple[int, ...], seed: int = 0) -> bytes:
-    from tfship.serve_client._codec import protos
+    from tfship._wire import protos
 
     values = np.random.default_rng(seed).random(shape, dtype=np.float32)
     resp = protos().predict_pb2.PredictResponse()
@@ -55,7 +55,7 @@ def float_response(shape: tuple[int, ...], seed: int = 0) -> bytes:
 
 
 def bench_decode(tf: Any) -> list[tuple[str, float, float]]:
-    from tfship.serve_client._codec import decode_predict_response, protos
+    from tfship._wire import decode_predict_response, protos
 
     data = float_response((1000, 1000))
     cls = protos().predict_pb2.PredictResponse
@@ -68,7 +68,7 @@ def bench_decode(tf: Any) -> list[tuple[str, float, float]]:
 
 
 def bench_encode(tf: Any) -> list[tuple[str, float, float]]:
-    from tfship.serve_client._codec import encode_tensor
+    from tfship._wire import encode_tensor
 
     rng = np.random.default_rng(1)
     floats = rng.random((64, 1000)).tolist()

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tfship._wire import read_records, write_records
 from tfship.cli import cli
 from tfship.errors import InputError
 from tfship.inspect import read_saved_model
-from tfship.inspect._tfrecord import read_records, write_records
 
 SMCLI = pathlib.Path(sys.executable).parent / "saved_model_cli"
 

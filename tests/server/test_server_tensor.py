@@ -10,7 +10,8 @@ from hypothesis.extra import numpy as hnp
 from tensorflow.core.framework import tensor_pb2
 
 from tfship._tf import tf
-from tfship.server._tensor import TensorDecodeError, from_ndarray, to_ndarray
+from tfship._wire import TensorDecodeError
+from tfship.server._tensor import from_ndarray, to_ndarray
 
 DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
           np.uint32, np.uint64, np.bool_, np.float16, np.complex64, np.complex128]

@@ -21,10 +21,10 @@ from typing import Any
 
 from tfship._tf import estimator as _estimator_module
 from tfship._tf import tf
+from tfship._wire import ASSETS_EXTRA, DEFAULT_SIGNATURE, WARMUP_FILE
 from tfship.errors import ExportError, TfshipError
 from tfship.exporters._errors import CheckpointNotFoundError, VerificationError
 from tfship.exporters._publish import (
-    ASSETS_EXTRA,
     METADATA_FILE,
     next_version,
     publish,
@@ -32,9 +32,8 @@ from tfship.exporters._publish import (
     sweep_staging,
     write_json_atomic,
 )
-from tfship.exporters._signatures import SERVING_DEFAULT, SignatureReport, build_signatures
+from tfship.exporters._signatures import SignatureReport, build_signatures
 from tfship.exporters._warmup import (
-    WARMUP_FILE,
     build_warmup_logs,
     replay,
     write_warmup,
@@ -210,8 +209,8 @@ def _write(
         shutil.copyfile(os.fspath(src), target)
     n_warmup = 0
     if warmup is not None:
-        logs = build_warmup_logs(warmup, sigs[SERVING_DEFAULT], receiver, signature_key=SERVING_DEFAULT)
-        write_warmup(extra / WARMUP_FILE, logs)
+        logs = build_warmup_logs(warmup, sigs[DEFAULT_SIGNATURE], receiver, signature_key=DEFAULT_SIGNATURE)
+        write_warmup(staging / WARMUP_FILE, logs)
         n_warmup = len(logs)
     metadata = _metadata(est, receiver, ckpt, step, number, report, n_warmup, exporter, eval_result)
     extra.mkdir(parents=True, exist_ok=True)
@@ -237,7 +236,7 @@ def _build_saved_model(
             config=est.config,
         )
         outputs = spec.export_outputs or {
-            SERVING_DEFAULT: _estimator_module().export.PredictOutput(spec.predictions)
+            DEFAULT_SIGNATURE: _estimator_module().export.PredictOutput(spec.predictions)
         }
         sigs, report = build_signatures(rec, outputs)
         saver = spec.scaffold.saver or v1.train.Saver(sharded=True)
@@ -281,7 +280,7 @@ def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
         except Exception as exc:  # any load failure means the export is unusable
             raise VerificationError(f"staged export does not load: {_first_line(exc)}") from exc
         found = set(mg.signature_def)
-        if SERVING_DEFAULT not in found or found != expected:
+        if DEFAULT_SIGNATURE not in found or found != expected:
             raise VerificationError(
                 f"staged export has signatures {sorted(found)}, expected {sorted(expected)}"
             )
@@ -291,7 +290,7 @@ def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
             return 0
         from tfship.exporters._warmup import read_warmup
 
-        logs = read_warmup(path / ASSETS_EXTRA / WARMUP_FILE)
+        logs = read_warmup(path / WARMUP_FILE)
         try:
             return replay(sess, mg, logs)
         except ExportError as exc:
@@ -395,7 +394,7 @@ def _metadata(
         "receiver": describe() if callable(describe) else {"kind": "custom"},
         "schema": schema.to_dict() if schema is not None and hasattr(schema, "to_dict") else None,
         "signatures": report.to_dict(),
-        "warmup": {"records": n_warmup, "signature": SERVING_DEFAULT} if n_warmup else None,
+        "warmup": {"records": n_warmup, "signature": DEFAULT_SIGNATURE} if n_warmup else None,
     }
 
 

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfship._wire import ASSETS_EXTRA, version_dirs
+
 logger = logging.getLogger("tfship.exporters")
 
 STAGING_PREFIX = ".tfship-staging-"
 METADATA_FILE = "tfship.json"
-ASSETS_EXTRA = "assets.extra"
 _STALE_SECONDS = 6 * 3600
 
 
@@ -46,9 +47,7 @@ class Version:
 
 def version_numbers(base: Path) -> list[int]:
     """Sorted integer version names under ``base`` (what TF Serving would consider)."""
-    if not base.is_dir():
-        return []
-    return sorted(int(p.name) for p in base.iterdir() if p.name.isdigit() and p.is_dir())
+    return sorted({number for number, _ in version_dirs(base)})
 
 
 def next_version(base: Path, *, now: float | None = None) -> int:

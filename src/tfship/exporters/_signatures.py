@@ -14,16 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfship._tf import estimator
+from tfship._wire import DEFAULT_SIGNATURE, METHOD_KINDS
 from tfship.errors import ExportError
 
 logger = logging.getLogger("tfship.exporters")
 
-SERVING_DEFAULT = "serving_default"
-_METHODS = {
-    "tensorflow/serving/classify": "classify",
-    "tensorflow/serving/regress": "regress",
-    "tensorflow/serving/predict": "predict",
-}
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ def build_signatures(
             except ValueError as exc:
                 excluded[key] = _reason(exc, tensors)
     origin: dict[str, str] = {}
-    if SERVING_DEFAULT not in sigs:
+    if DEFAULT_SIGNATURE not in sigs:
         fallback = _predict_fallback(export_outputs, defaults)
         if fallback is None:
             raise ExportError(
@@ -92,9 +87,9 @@ def build_signatures(
                 f"({', '.join(sorted(export_outputs))}) cannot be served from inputs "
                 f"{', '.join(sorted(defaults))}; excluded: {excluded}"
             )
-        source_key, sigs[SERVING_DEFAULT] = fallback
-        origin[SERVING_DEFAULT] = source_key
-        excluded.pop(SERVING_DEFAULT, None)
+        source_key, sigs[DEFAULT_SIGNATURE] = fallback
+        origin[DEFAULT_SIGNATURE] = source_key
+        excluded.pop(DEFAULT_SIGNATURE, None)
     report = SignatureReport(
         written={k: _summary(v, origin.get(k)) for k, v in sigs.items()}, excluded=excluded
     )
@@ -139,7 +134,7 @@ def _reason(exc: ValueError, tensors: Mapping[str, Any]) -> str:
 
 def _summary(sig: Any, origin: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "method": _METHODS.get(sig.method_name, sig.method_name),
+        "method": METHOD_KINDS.get(sig.method_name, sig.method_name),
         "inputs": sorted(sig.inputs),
         "outputs": sorted(sig.outputs),
     }

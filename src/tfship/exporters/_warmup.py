@@ -16,12 +16,11 @@ from typing import Any
 import numpy as np
 
 from tfship._tf import tf
+from tfship._wire import MAX_WARMUP_RECORDS
 from tfship.errors import DataError, ExportError
 
 logger = logging.getLogger("tfship.exporters")
 
-WARMUP_FILE = "tf_serving_warmup_requests"
-MAX_WARMUP_RECORDS = 1000
 
 
 def build_warmup_logs(

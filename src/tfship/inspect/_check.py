@@ -14,6 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfship import _protos
+from tfship._wire import (
+    CLASSIFY_METHOD,
+    MAX_WARMUP_RECORDS,
+    PREDICT_METHOD,
+    REGRESS_METHOD,
+    WARMUP_FILE,
+    read_records,
+    version_number,
+)
 from tfship.errors import InputError, VerdictError
 from tfship.inspect._describe import assets, variables
 from tfship.inspect._reader import (
@@ -24,14 +33,6 @@ from tfship.inspect._reader import (
     read_saved_model,
 )
 from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
-from tfship.inspect._tfrecord import read_records
-
-WARMUP_FILE = pathlib.Path("assets.extra") / "tf_serving_warmup_requests"
-MAX_WARMUP_RECORDS = 1000  # TF Serving refuses a warmup file with more records
-CLASSIFY = "tensorflow/serving/classify"
-REGRESS = "tensorflow/serving/regress"
-PREDICT = "tensorflow/serving/predict"
-SEVERITIES = ("error", "warning", "info", "ok")
 
 
 class CheckFailedError(VerdictError):
@@ -123,12 +124,12 @@ def content_hash(path: str | os.PathLike[str]) -> str:
 def signature_problems(sig: SignatureInfo) -> list[str]:
     """TF Serving's validity rules for a signature (empty when valid)."""
     problems: list[str] = []
-    if sig.method_name in (CLASSIFY, REGRESS):
+    if sig.method_name in (CLASSIFY_METHOD, REGRESS_METHOD):
         inp = sig.inputs.get("inputs")
         if len(sig.inputs) != 1 or inp is None or inp.dtype != "string":
             found = ", ".join(f"{k} ({t.dtype})" for k, t in sig.inputs.items()) or "none"
             problems.append(f"needs exactly one string input named 'inputs'; found {found}")
-    if sig.method_name == CLASSIFY:
+    if sig.method_name == CLASSIFY_METHOD:
         allowed = {"classes": "string", "scores": "float32"}
         bad = [f"{k} ({t.dtype})" for k, t in sig.outputs.items() if allowed.get(k) != t.dtype]
         if bad or not sig.outputs:
@@ -136,12 +137,12 @@ def signature_problems(sig: SignatureInfo) -> list[str]:
                 "outputs must be 'classes' (string) and/or 'scores' (float32); "
                 f"found {', '.join(bad) or 'none'}"
             )
-    elif sig.method_name == REGRESS:
+    elif sig.method_name == REGRESS_METHOD:
         out = sig.outputs.get("outputs")
         if len(sig.outputs) != 1 or out is None or out.dtype != "float32":
             found = ", ".join(f"{k} ({t.dtype})" for k, t in sig.outputs.items()) or "none"
             problems.append(f"needs exactly one float32 output named 'outputs'; found {found}")
-    elif sig.method_name == PREDICT:
+    elif sig.method_name == PREDICT_METHOD:
         if not sig.inputs or not sig.outputs:
             problems.append("a predict signature needs at least one input and one output")
     return problems
@@ -152,7 +153,7 @@ def _serving_signatures(mg: MetaGraphInfo) -> list[SignatureInfo]:
 
 
 def _check_layout(report: CheckReport, path: pathlib.Path, info: SavedModelInfo) -> None:
-    if path.resolve().name.isdigit():
+    if version_number(path.resolve().name) is not None:
         report.add("version_dir", "ok", f"version directory {path.resolve().name} is numeric")
     else:
         report.add(
@@ -260,7 +261,7 @@ def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
                     f"expects {dtype_name(wanted_dtype)}"
                 )
         return problems
-    wanted = CLASSIFY if kind == "classify_log" else REGRESS
+    wanted = CLASSIFY_METHOD if kind == "classify_log" else REGRESS_METHOD
     if sig.method_name != wanted:
         return [f"{where} is a {kind} but signature {key!r} is {sig.method_name}"]
     return []

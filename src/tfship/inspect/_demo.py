@@ -5,8 +5,9 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Callable
 
+from tfship._wire import DEFAULT_SIGNATURE
 from tfship.inspect._check import check_saved_model
-from tfship.inspect._reader import DEFAULT_SIGNATURE, read_saved_model
+from tfship.inspect._reader import read_saved_model
 from tfship.inspect._show import render_show
 from tfship.inspect._versions import list_versions, render_versions
 

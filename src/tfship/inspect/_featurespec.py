@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor
 from tfship.inspect._reader import FeatureSpecEntry, dtype_name, shape_of
 
 if TYPE_CHECKING:
@@ -19,18 +20,6 @@ _PARSE_OPS = ("ParseExample", "ParseExampleV2")
 # Ops a serialized-examples tensor may pass through on its way to the parse node.
 _PASS_THROUGH = ("Identity", "PlaceholderWithDefault", "Reshape", "Squeeze", "ExpandDims")
 
-# TensorProto value field per dtype enum name.
-_VALUE_FIELDS: dict[str, str] = {
-    "DT_FLOAT": "float_val",
-    "DT_DOUBLE": "double_val",
-    "DT_INT32": "int_val",
-    "DT_INT16": "int_val",
-    "DT_INT8": "int_val",
-    "DT_UINT8": "int_val",
-    "DT_INT64": "int64_val",
-    "DT_BOOL": "bool_val",
-    "DT_STRING": "string_val",
-}
 
 
 def node_name(tensor_name: str) -> str:
@@ -97,26 +86,13 @@ def _const(meta_graph: MetaGraphInfo, tensor_name: str) -> Any:
 def tensor_values(tensor: Any) -> list[Any]:
     """Flatten a ``TensorProto``'s values into a Python list (strings decoded as UTF-8 when
     possible, else kept as bytes)."""
-    from tfship.inspect._reader import enum_name
-
-    dims = [d.size for d in tensor.tensor_shape.dim]
-    count = 1
-    for d in dims:
-        count *= d
-    dtype = enum_name(tensor.dtype)
-    if tensor.tensor_content:
-        import numpy as np
-
-        array = np.frombuffer(tensor.tensor_content, dtype=dtype_name(tensor.dtype))
-        values: list[Any] = array.tolist()
-    else:
-        values = list(getattr(tensor, _VALUE_FIELDS.get(dtype, "float_val")))
-    if dtype == "DT_STRING":
+    try:
+        values: list[Any] = decode_tensor(tensor).ravel().tolist()
+    except (TensorDecodeError, TypeError) as exc:
+        raise ValueError(f"constant of dtype {dtype_name(tensor.dtype)} cannot be read: {exc}") from None
+    if tensor.dtype == DT_STRING:
         values = [_decode(v) for v in values]
-    if values and len(values) < count:
-        # A TensorProto may store a repeated last value once.
-        values = values + [values[-1]] * (count - len(values))
-    return values[:count] if dims else values[:1]
+    return values
 
 
 def _decode(value: bytes) -> str | bytes:

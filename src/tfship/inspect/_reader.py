@@ -15,32 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfship import _protos
+from tfship._wire import DEFAULT_SIGNATURE, datatype, version_dirs
 from tfship.errors import ModelError, SignatureNotFoundError
 
-DEFAULT_SIGNATURE = "serving_default"
 SAVED_MODEL_PB = "saved_model.pb"
 SAVED_MODEL_PBTXT = "saved_model.pbtxt"
-
-# DataType enum name -> numpy-style name; anything else is the enum name without DT_, lowercased.
-_DTYPE_NAMES: dict[str, str] = {
-    "DT_FLOAT": "float32",
-    "DT_DOUBLE": "float64",
-    "DT_HALF": "float16",
-    "DT_BFLOAT16": "bfloat16",
-    "DT_INT8": "int8",
-    "DT_INT16": "int16",
-    "DT_INT32": "int32",
-    "DT_INT64": "int64",
-    "DT_UINT8": "uint8",
-    "DT_UINT16": "uint16",
-    "DT_UINT32": "uint32",
-    "DT_UINT64": "uint64",
-    "DT_BOOL": "bool",
-    "DT_STRING": "string",
-    "DT_COMPLEX64": "complex64",
-    "DT_COMPLEX128": "complex128",
-}
-
 
 def dtype_name(enum_value: int) -> str:
     """Return the numpy-style name of a ``DataType`` enum value (``1`` -> ``"float32"``).
@@ -49,8 +28,11 @@ def dtype_name(enum_value: int) -> str:
         >>> dtype_name(7)
         'string'
     """
-    name = enum_name(enum_value)
-    return _DTYPE_NAMES.get(name, name[3:].lower() if name.startswith("DT_") else name.lower())
+    entry = datatype(enum_value)
+    if entry is not None:
+        return entry.display
+    name = enum_name(enum_value)  # reference and other value-less types: "float_ref", "resource"
+    return name[3:].lower() if name.startswith("DT_") else name.lower()
 
 
 def enum_name(enum_value: int) -> str:
@@ -380,7 +362,7 @@ def find_saved_model_file(path: str | os.PathLike[str]) -> pathlib.Path:
     for name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT):
         if (directory / name).is_file():
             return directory / name
-    numeric = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
+    numeric = [path.name for _, path in version_dirs(directory)]
     hint = f" (it holds versions {', '.join(numeric)}: pass one of them)" if numeric else ""
     raise ModelError(
         f"no SavedModel in {str(directory)!r}: expected {SAVED_MODEL_PB} or {SAVED_MODEL_PBTXT}{hint}",

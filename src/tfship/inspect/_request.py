@@ -17,30 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfship import _protos
+from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, write_records
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import FeatureSpecEntry, SavedModelInfo, SignatureInfo, TensorInfo
-from tfship.inspect._tfrecord import write_records
 
-CLASSIFY = "tensorflow/serving/classify"
-REGRESS = "tensorflow/serving/regress"
-PREDICT = "tensorflow/serving/predict"
-_VERBS = {CLASSIFY: "classify", REGRESS: "regress"}
 _ZERO: dict[str, Any] = {"string": "", "bool": False}
-_TENSOR_FIELDS = {
-    "float32": "float_val",
-    "float64": "double_val",
-    "float16": "half_val",
-    "int8": "int_val",
-    "int16": "int_val",
-    "int32": "int_val",
-    "uint8": "int_val",
-    "uint16": "int_val",
-    "int64": "int64_val",
-    "uint32": "uint32_val",
-    "uint64": "uint64_val",
-    "bool": "bool_val",
-    "string": "string_val",
-}
 
 
 @dataclass(frozen=True)
@@ -148,7 +129,8 @@ def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> Any:
     for d in shape:
         proto.tensor_shape.dim.add(size=d)
     flat = _flatten(rows)
-    values = getattr(proto, _TENSOR_FIELDS.get(tensor.dtype, "float_val"))
+    entry = DATATYPES.get(tensor.proto.dtype)
+    values = getattr(proto, entry.field if entry is not None else "float_val")
     values.extend(v if not isinstance(v, str) else v.encode() for v in flat)
     return proto
 
@@ -206,9 +188,9 @@ def _classify_or_regress(
             f"signature {sig.key!r} ({sig.method_name}) takes serialized tf.Examples but its "
             "feature spec could not be recovered from the graph; no example request can be built",
         )
-    module = "classification_pb2" if sig.method_name == CLASSIFY else "regression_pb2"
+    module = "classification_pb2" if sig.method_name == CLASSIFY_METHOD else "regression_pb2"
     pb2 = _protos.proto_module(f"tensorflow_serving.apis.{module}")
-    request = pb2.ClassificationRequest() if sig.method_name == CLASSIFY else pb2.RegressionRequest()
+    request = pb2.ClassificationRequest() if sig.method_name == CLASSIFY_METHOD else pb2.RegressionRequest()
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key
     for _ in range(batch):
@@ -265,7 +247,7 @@ def example_request(
             f"signature {sig.key!r} has no {kind} named {', '.join(map(repr, unknown))}; "
             f"valid {kind}: {', '.join(names)}"
         )
-    verb = _VERBS.get(sig.method_name, "predict")
+    verb = METHOD_KINDS.get(sig.method_name, "predict")
     if verb == "predict":
         rest, grpc = _predict(sig, model, batch, values)
     else:

@@ -14,6 +14,7 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfship._wire import version_number
 from tfship.errors import ModelError
 from tfship.inspect._reader import SAVED_MODEL_PB, SAVED_MODEL_PBTXT
 
@@ -161,10 +162,10 @@ def list_versions(base: str | os.PathLike[str]) -> VersionsReport:
     for entry in sorted(root.iterdir(), key=lambda p: p.name):
         if not entry.is_dir():
             ignored.append((entry.name, "a file, not a version directory"))
-        elif not entry.name.isdigit():
+        elif (number := version_number(entry.name)) is None:
             ignored.append((entry.name, "not a number"))
         else:
-            versions.append(_version(int(entry.name), entry))
+            versions.append(_version(number, entry))
     versions.sort(key=lambda v: v.number)
     served = versions[-1].number if versions else None
     return VersionsReport(root, versions, ignored, served)

@@ -54,8 +54,8 @@ _CLIENT_EXPORTS: dict[str, str] = {
     "UnimplementedError": "_errors",
     "VersionNotFoundError": "_errors",
     "VersionStatus": "_client",
-    "decode_tensor": "_codec",
-    "encode_tensor": "_codec",
+    "decode_tensor": "tfship._wire",
+    "encode_tensor": "tfship._wire",
 }
 _EXPORTS = _CLIENT_EXPORTS
 
@@ -66,7 +66,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tfship.serve_client' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tfship.serve_client.{module}"), name)
+    full = module if module.startswith("tfship.") else f"tfship.serve_client.{module}"
+    return getattr(importlib.import_module(full), name)
 
 
 def __dir__() -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tfship.serve_client._codec import encode_tensor, protos
+from tfship._wire import DEFAULT_SIGNATURE, encode_tensor, protos
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -23,7 +23,7 @@ from tfship.serve_client._errors import (
     ServingSignatureNotFoundError,
     UnavailableError,
 )
-from tfship.serve_client._results import DEFAULT_SIGNATURE, VersionStatus, _public_keys, check_ready
+from tfship.serve_client._results import VersionStatus, _public_keys, check_ready
 
 # Method -> the request message it sends, under ``protos()``.
 _EXAMPLES_REQUESTS = {

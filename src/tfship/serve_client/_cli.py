@@ -520,7 +520,7 @@ def _decode_strings(value: Any) -> Any:
 
 
 def _text(item: Any) -> Any:
-    from tfship.serve_client._codec import text_or_b64
+    from tfship._wire import text_or_b64
 
     return text_or_b64(item) if isinstance(item, bytes) else item
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tfship._wire import protos
 from tfship.serve_client._calls import (
     Waiter,
     examples_input,
@@ -31,7 +32,6 @@ from tfship.serve_client._calls import (
     status_request,
     wait_until_available,
 )
-from tfship.serve_client._codec import protos
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from tfship._wire import CLASSIFY_METHOD
+
 __all__ = ["run_demo_step"]
 
-CLASSIFY_METHOD = "tensorflow/serving/classify"
 
 
 def run_demo_step(

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from tfship._wire import CODE_OF_HTTP, b64_json, decode_tensor, protos, text_or_b64
 from tfship.serve_client._calls import (
     Waiter,
     checked_version,
@@ -38,7 +39,6 @@ from tfship.serve_client._client import (
     deadline_for,
     run_with_retries,
 )
-from tfship.serve_client._codec import b64_json, decode_tensor, protos, text_or_b64
 from tfship.serve_client._errors import (
     MalformedResponseError,
     ServingCallError,
@@ -59,19 +59,6 @@ from tfship.serve_client._results import (
 
 __all__ = ["RestServingClient"]
 
-# TF Serving's HTTP status for each code (http_rest_api_handler), read backwards.
-_CODE_OF_HTTP: dict[int, str] = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ABORTED",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
 _STATE = {"UNKNOWN", "START", "LOADING", "AVAILABLE", "UNLOADING", "END"}
 
 
@@ -335,7 +322,7 @@ def _http_error(exc: urllib.error.HTTPError, context: Mapping[str, Any]) -> Serv
         message = str(json.loads(raw).get("error", ""))
     except (ValueError, AttributeError):
         message = raw.decode("utf-8", "replace")[:1024]
-    code = _CODE_OF_HTTP.get(exc.code, "INTERNAL")
+    code = CODE_OF_HTTP.get(exc.code, "INTERNAL")
     return error_from_status(code, message or f"HTTP {exc.code}", **context)
 
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from tfship.serve_client._codec import decode_predict_response, protos
+from tfship._wire import DEFAULT_SIGNATURE, TensorDecodeError, decode_predict_response, protos
 from tfship.serve_client._errors import (
+    MalformedResponseError,
     ModelLoadFailedError,
     ServingSignatureNotFoundError,
     error_from_status,
 )
 
-DEFAULT_SIGNATURE = "serving_default"
 _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
 
 
@@ -216,7 +216,10 @@ def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def predict_result(data: bytes) -> PredictResult:
-    decoded = decode_predict_response(data)
+    try:
+        decoded = decode_predict_response(data)
+    except TensorDecodeError as exc:
+        raise MalformedResponseError(f"the PredictResponse could not be decoded: {exc}") from None
     return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
 
 

@@ -15,23 +15,20 @@ import grpc
 import numpy as np
 from numpy.typing import NDArray
 
-from tfship.server._manager import ModelManager, Servable
-from tfship.server._status import RpcError, invalid, status_fields
-from tfship.server._tensor import (
+from tfship._wire import (
+    CLASSIFY_METHOD,
+    DEFAULT_SIGNATURE,
     DT_FLOAT,
     DT_STRING,
+    PREDICT_METHOD,
+    REGRESS_METHOD,
     TensorDecodeError,
     dtype_enum_name,
-    dtype_name,
-    enum_for_array,
-    from_ndarray,
-    to_ndarray,
 )
-
-DEFAULT_SIGNATURE = "serving_default"
-CLASSIFY_METHOD = "tensorflow/serving/classify"
-REGRESS_METHOD = "tensorflow/serving/regress"
-PREDICT_METHOD = "tensorflow/serving/predict"
+from tfship._wire import tf_dtype_name as dtype_name
+from tfship.server._manager import ModelManager, Servable
+from tfship.server._status import RpcError, invalid, status_fields
+from tfship.server._tensor import enum_for_array, from_ndarray, to_ndarray
 
 
 def _apis() -> Any:

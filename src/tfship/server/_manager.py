@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,14 +19,12 @@ from typing import Any
 
 import grpc
 
+from tfship._wire import DEFAULT_SIGNATURE, version_dirs
 from tfship.server._config import ModelConfig
 from tfship.server._status import RpcError, from_exception, invalid
 
 logger = logging.getLogger(__name__)
 
-_NUMERIC = re.compile(r"^\d+$")
-_INT64_MAX = 2**63 - 1
-STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ class Servable:
         meta_graph = read_serve_meta_graph(path)
         keys = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
         # TF Serving needs no default signature to load a model; tfship's loader does.
-        default = "serving_default" if "serving_default" in keys or not keys else keys[0]
+        default = DEFAULT_SIGNATURE if DEFAULT_SIGNATURE in keys or not keys else keys[0]
         return cls(name, version, path, meta_graph, load(path, signature=default))
 
     def run(
@@ -154,16 +151,11 @@ def read_serve_meta_graph(path: str) -> Any:
 
 def list_versions(base_path: str, model: str) -> dict[int, str] | None:
     """Numeric version directories under ``base_path`` (None when the base path is missing)."""
-    try:
-        children = sorted(os.listdir(base_path))
-    except OSError:
+    if not os.path.isdir(base_path):
         return None
     versions: dict[int, str] = {}
-    for child in children:
-        full = os.path.join(base_path, child)
-        if not _NUMERIC.match(child) or not os.path.isdir(full) or int(child) > _INT64_MAX:
-            continue
-        number = int(child)
+    for number, path in version_dirs(base_path):
+        full = os.path.join(base_path, path.name)
         if number in versions:
             logger.warning("model %s: duplicate version directories %s and %s", model,
                            versions[number], full)

@@ -26,9 +26,11 @@ from urllib.parse import unquote
 import grpc
 import numpy as np
 
-from tfship.server._core import DEFAULT_SIGNATURE, ServingCore
+from tfship._wire import DEFAULT_SIGNATURE, DT_STRING, http_status
+from tfship._wire import tf_dtype_name as dtype_name
+from tfship.server._core import ServingCore
 from tfship.server._status import LocalServerError, RpcError, invalid
-from tfship.server._tensor import DT_STRING, dtype_name, to_ndarray
+from tfship.server._tensor import to_ndarray
 
 logger = logging.getLogger(__name__)
 
@@ -36,33 +38,12 @@ _VERSION = r"(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?"
 _PREDICT = re.compile(r"/v1/models/([^/:]+)" + _VERSION + r":(classify|regress|predict)", re.I)
 _STATUS = re.compile(r"/v1/models(?:/([^/:]+))?" + _VERSION + r"(?:/(metadata))?", re.I)
 
-HTTP_STATUS: dict[grpc.StatusCode, int] = {
-    grpc.StatusCode.OK: 200,
-    grpc.StatusCode.CANCELLED: 499,
-    grpc.StatusCode.INVALID_ARGUMENT: 400,
-    grpc.StatusCode.FAILED_PRECONDITION: 400,
-    grpc.StatusCode.OUT_OF_RANGE: 400,
-    grpc.StatusCode.UNAUTHENTICATED: 401,
-    grpc.StatusCode.PERMISSION_DENIED: 403,
-    grpc.StatusCode.NOT_FOUND: 404,
-    grpc.StatusCode.ALREADY_EXISTS: 409,
-    grpc.StatusCode.ABORTED: 409,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
-    grpc.StatusCode.UNIMPLEMENTED: 501,
-    grpc.StatusCode.UNAVAILABLE: 503,
-    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
-}
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT32 = (0, 2**32 - 1)
 _UINT64 = (0, 2**64 - 1)
 _FLOAT_MAX = float(np.finfo(np.float32).max)
-
-
-def http_status(code: grpc.StatusCode) -> int:
-    """TF Serving's HTTP status for a gRPC code (500 for the others)."""
-    return HTTP_STATUS.get(code, 500)
 
 
 def c_escape(text: str) -> str:
@@ -649,7 +630,7 @@ class RestApi:
         try:
             return 200, self._dispatch(method, path, body).encode("utf-8")
         except RpcError as exc:
-            return http_status(exc.code), error_body(exc.wire_message())
+            return http_status(exc.code.name), error_body(exc.wire_message())
         except RecursionError:
             return 400, error_body("JSON Parse error: document nested too deeply")
         except MemoryError:

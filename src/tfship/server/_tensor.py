@@ -10,75 +10,30 @@ as they fail against TensorFlow Serving).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from tfship._wire import (
+    DATATYPES,
+    DT_STRING,
+    DataType,
+    TensorDecodeError,
+    dtype_enum_name,
+    enum_of_dtype,
+    numpy_dtype,
+)
 
-class TensorDecodeError(ValueError):
-    """Raised when a TensorProto cannot be turned into an array (TF's FromProto fails)."""
-
-
-@dataclass(frozen=True)
-class _DType:
-    name: str  # TF's DataTypeString, used in error messages ("float", "double", ...)
-    numpy: Any  # numpy dtype, or None when numpy has no exact equivalent
-    field: str  # typed repeated field of TensorProto
-
-
-# DataType enum value -> how it is stored. Values are types_pb2.DataType numbers, stable across
-# TensorFlow versions, so no TensorFlow import is needed to read this table.
-_DTYPES: dict[int, _DType] = {
-    1: _DType("float", np.float32, "float_val"),
-    2: _DType("double", np.float64, "double_val"),
-    3: _DType("int32", np.int32, "int_val"),
-    4: _DType("uint8", np.uint8, "int_val"),
-    5: _DType("int16", np.int16, "int_val"),
-    6: _DType("int8", np.int8, "int_val"),
-    7: _DType("string", np.object_, "string_val"),
-    8: _DType("complex64", np.complex64, "scomplex_val"),
-    9: _DType("int64", np.int64, "int64_val"),
-    10: _DType("bool", np.bool_, "bool_val"),
-    14: _DType("bfloat16", None, "half_val"),
-    17: _DType("uint16", np.uint16, "int_val"),
-    18: _DType("complex128", np.complex128, "dcomplex_val"),
-    19: _DType("half", np.float16, "half_val"),
-    22: _DType("uint32", np.uint32, "uint32_val"),
-    23: _DType("uint64", np.uint64, "uint64_val"),
-}
-_NUMPY_TO_ENUM: dict[np.dtype[Any], int] = {
-    np.dtype(spec.numpy): enum for enum, spec in _DTYPES.items() if spec.numpy is not None
-}
-DT_STRING = 7
-DT_FLOAT = 1
 _MAX_ELEMENTS = 2**31  # a shape promising more elements than a 2 GiB message can hold is bogus
 _MAX_BYTES = 2**31
-
-
-def dtype_name(enum: int) -> str:
-    """TensorFlow's ``DataTypeString`` for a DataType number ("float", "double", "string")."""
-    spec = _DTYPES.get(enum)
-    if spec is not None:
-        return spec.name
-    names = {0: "invalid", 20: "resource", 21: "variant", 15: "qint16", 11: "qint8"}
-    return names.get(enum, f"dtype_{enum}")
-
-
-def dtype_enum_name(enum: int) -> str:
-    """The proto enum name of a DataType number ("DT_FLOAT"), as ``DataType_Name`` prints it."""
-    spec = _DTYPES.get(enum)
-    if spec is None:
-        return "DT_INVALID" if enum == 0 else f"DT_{enum}"
-    return "DT_" + spec.name.upper()
 
 
 def enum_for_array(array: NDArray[Any]) -> int:
     """The DataType number of a numpy array; object and bytes arrays are DT_STRING."""
     if array.dtype.kind in ("O", "S", "U"):
         return DT_STRING
-    enum = _NUMPY_TO_ENUM.get(array.dtype)
+    enum = enum_of_dtype(array.dtype)
     if enum is None:
         raise TensorDecodeError(f"numpy dtype {array.dtype} has no TensorFlow DataType")
     return enum
@@ -117,13 +72,13 @@ def to_ndarray(proto: Any) -> NDArray[Any]:
         >>> to_ndarray(p).tolist()
         [1.5, 1.5, 1.5]
     """
-    spec = _DTYPES.get(int(proto.dtype))
+    spec = DATATYPES.get(int(proto.dtype))
     if spec is None:
         raise TensorDecodeError(f"unsupported dtype {dtype_enum_name(int(proto.dtype))}")
     dims = shape_of(proto)
     count = math.prod(dims)
     # Padding can turn a tiny proto into a huge array; refuse what no 2 GiB request could carry.
-    itemsize = 8 if spec.numpy is None else np.dtype(spec.numpy).itemsize
+    itemsize = 8 if spec.numpy == "bfloat16" else np.dtype(spec.numpy).itemsize
     if count * itemsize > _MAX_BYTES:
         raise TensorDecodeError(f"tensor shape {list(dims)} of {spec.name} needs more than 2 GiB")
     if spec.field == "string_val":
@@ -133,18 +88,12 @@ def to_ndarray(proto: Any) -> NDArray[Any]:
     return _from_field(proto, spec, int(proto.dtype), dims, count)
 
 
-def _numpy_dtype(spec: _DType, enum: int) -> np.dtype[Any]:
-    if spec.numpy is not None:
-        return np.dtype(spec.numpy)
-    if enum == 14:  # bfloat16 ships with TensorFlow through ml_dtypes
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    raise TensorDecodeError(f"unsupported dtype {spec.name}")
+def _numpy_dtype(spec: DataType, enum: int) -> np.dtype[Any]:
+    return numpy_dtype(enum)
 
 
 def _from_content(
-    content: bytes, spec: _DType, enum: int, dims: tuple[int, ...], count: int
+    content: bytes, spec: DataType, enum: int, dims: tuple[int, ...], count: int
 ) -> NDArray[Any]:
     dtype = _numpy_dtype(spec, enum)
     if len(content) != count * dtype.itemsize:
@@ -156,7 +105,7 @@ def _from_content(
 
 
 def _from_field(
-    proto: Any, spec: _DType, enum: int, dims: tuple[int, ...], count: int
+    proto: Any, spec: DataType, enum: int, dims: tuple[int, ...], count: int
 ) -> NDArray[Any]:
     dtype = _numpy_dtype(spec, enum)
     values = getattr(proto, spec.field)
@@ -174,7 +123,7 @@ def _from_field(
 
 
 def _pad(
-    raw: NDArray[Any], spec: _DType, dims: tuple[int, ...], count: int, dtype: np.dtype[Any]
+    raw: NDArray[Any], spec: DataType, dims: tuple[int, ...], count: int, dtype: np.dtype[Any]
 ) -> NDArray[Any]:
     if raw.size > count:
         raise TensorDecodeError(
@@ -226,7 +175,7 @@ def from_ndarray(array: NDArray[Any], tensor_proto_cls: Any, enum: int | None = 
     array = np.asarray(array)
     if enum is None:
         enum = enum_for_array(array)
-    spec = _DTYPES.get(enum)
+    spec = DATATYPES.get(enum)
     if spec is None:
         raise TensorDecodeError(f"cannot encode dtype {dtype_enum_name(enum)}")
     proto = tensor_proto_cls(dtype=enum)

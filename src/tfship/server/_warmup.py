@@ -13,12 +13,11 @@ from typing import Any
 
 import grpc
 
+from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE
 from tfship.server._status import RpcError, invalid
 
 logger = logging.getLogger(__name__)
 
-WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
-MAX_RECORDS = 1000
 _REPLAYED = {
     "predict_log": "predict_on",
     "classify_log": "classify_on",
@@ -47,9 +46,9 @@ def run_warmup(core: Any, servable: Any, iterations: int = 1) -> int:
         for _ in range(iterations):
             _replay(core, servable, log)
         count += 1
-        if count > MAX_RECORDS:
+        if count > MAX_WARMUP_RECORDS:
             raise invalid(
-                f"Number of warmup records exceeds the maximum ({MAX_RECORDS}) at {path}"
+                f"Number of warmup records exceeds the maximum ({MAX_WARMUP_RECORDS}) at {path}"
             )
     logger.info("Finished reading warmup data for model at %s. Number of warmup records "
                 "read: %d.", path, count)

@@ -183,7 +183,7 @@ class _Handler(grpc.GenericRpcHandler):
 
 def echo_predict(request: bytes, context: Any) -> bytes:
     """Predict that returns its float inputs as typed float_val, like TF Serving does."""
-    from tfship.serve_client._codec import decode_tensor, protos
+    from tfship._wire import decode_tensor, protos
 
     pb = protos()
     req = pb.predict_pb2.PredictRequest.FromString(request)

@@ -12,9 +12,9 @@ import grpc
 import numpy as np
 import pytest
 
+from tfship._wire import protos
 from tfship.serve_client import _errors as errors
 from tfship.serve_client._client import RetryPolicy, ServingClient, TLSConfig
-from tfship.serve_client._codec import protos
 
 from .conftest import ScriptedServer, echo_predict
 

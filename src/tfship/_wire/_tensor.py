@@ -11,8 +11,8 @@ million floats out of a protobuf repeated field costs ~30 ms. Packed fixed-width
 little-endian arrays on the wire, so :func:`decode_predict_response` scans the serialized
 response and hands those byte ranges straight to ``np.frombuffer``.
 
-The protobuf classes come from ``tensorflow_serving``/``tensorflow``, whose import loads
-TensorFlow; they are imported on first use through :func:`protos`.
+The protobuf classes are TensorFlow's and TF Serving's own generated ones, loaded through
+:mod:`tfship._protos` without importing TensorFlow.
 """
 
 from __future__ import annotations
@@ -22,69 +22,65 @@ import base64
 import functools
 import itertools
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from tfship.serve_client._errors import MalformedResponseError
+from tfship._protos import proto_module
+from tfship._wire._formats import DATATYPES, DT_STRING, ENUM_OF_NUMPY, dtype_name
 
 __all__ = [
     "DecodedPredict",
+    "TensorDecodeError",
     "decode_predict_response",
     "decode_tensor",
-    "dtype_name",
     "encode_tensor",
-    "numpy_dtype",
     "protos",
+    "tensor_numpy_dtype",
 ]
+
+
+class TensorDecodeError(ValueError):
+    """Raised when a ``TensorProto`` cannot be turned into an array (TF's FromProto fails)."""
+
+
+_PROTO_MODULES = {
+    "example_pb2": "tensorflow.core.example.example_pb2",
+    "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
+    "tensor_shape_pb2": "tensorflow.core.framework.tensor_shape_pb2",
+    "types_pb2": "tensorflow.core.framework.types_pb2",
+    "meta_graph_pb2": "tensorflow.core.protobuf.meta_graph_pb2",
+    "classification_pb2": "tensorflow_serving.apis.classification_pb2",
+    "get_model_metadata_pb2": "tensorflow_serving.apis.get_model_metadata_pb2",
+    "get_model_status_pb2": "tensorflow_serving.apis.get_model_status_pb2",
+    "inference_pb2": "tensorflow_serving.apis.inference_pb2",
+    "input_pb2": "tensorflow_serving.apis.input_pb2",
+    "model_management_pb2": "tensorflow_serving.apis.model_management_pb2",
+    "model_pb2": "tensorflow_serving.apis.model_pb2",
+    "predict_pb2": "tensorflow_serving.apis.predict_pb2",
+    "prediction_log_pb2": "tensorflow_serving.apis.prediction_log_pb2",
+    "regression_pb2": "tensorflow_serving.apis.regression_pb2",
+    "model_server_config_pb2": "tensorflow_serving.config.model_server_config_pb2",
+    "prediction_service_pb2_grpc": "tensorflow_serving.apis.prediction_service_pb2_grpc",
+    "model_service_pb2_grpc": "tensorflow_serving.apis.model_service_pb2_grpc",
+}
 
 
 @functools.lru_cache(maxsize=1)
 def protos() -> Any:
-    """Return a namespace of the TF / TF Serving protobuf modules (imports TensorFlow once).
+    """A namespace of TF's and TF Serving's generated protobuf modules and gRPC stubs.
+
+    They are TensorFlow's own classes, loaded without importing TensorFlow.
 
     Example:
         >>> pb = protos()
         >>> pb.tensor_pb2.TensorProto().dtype
         0
     """
-    from tfship._tf import tf
-
-    tf()  # quiets TensorFlow's start-up logs before its protos import the package
-    from tensorflow.core.example import example_pb2
-    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
-    from tensorflow_serving.apis import (
-        classification_pb2,
-        get_model_metadata_pb2,
-        get_model_status_pb2,
-        inference_pb2,
-        input_pb2,
-        model_management_pb2,
-        model_pb2,
-        predict_pb2,
-        regression_pb2,
-    )
-    from tensorflow_serving.config import model_server_config_pb2
-
-    return SimpleNamespace(
-        example_pb2=example_pb2,
-        tensor_pb2=tensor_pb2,
-        tensor_shape_pb2=tensor_shape_pb2,
-        types_pb2=types_pb2,
-        classification_pb2=classification_pb2,
-        get_model_metadata_pb2=get_model_metadata_pb2,
-        get_model_status_pb2=get_model_status_pb2,
-        inference_pb2=inference_pb2,
-        input_pb2=input_pb2,
-        model_management_pb2=model_management_pb2,
-        model_pb2=model_pb2,
-        predict_pb2=predict_pb2,
-        regression_pb2=regression_pb2,
-        model_server_config_pb2=model_server_config_pb2,
-    )
+    return SimpleNamespace(**{key: proto_module(name) for key, name in _PROTO_MODULES.items()})
 
 
 def _bfloat16() -> np.dtype[Any]:
@@ -93,77 +89,6 @@ def _bfloat16() -> np.dtype[Any]:
     return np.dtype(ml_dtypes.bfloat16)
 
 
-# DataType enum values (tensorflow/core/framework/types.proto); a table, not an elif chain.
-DT_STRING = 7
-DT_BFLOAT16 = 14
-_NUMPY_OF_ENUM: dict[int, str] = {
-    1: "float32",
-    2: "float64",
-    3: "int32",
-    4: "uint8",
-    5: "int16",
-    6: "int8",
-    7: "object",
-    8: "complex64",
-    9: "int64",
-    10: "bool",
-    11: "int8",  # qint8: quantized types decode to their storage type
-    12: "uint8",  # quint8
-    13: "int32",  # qint32
-    14: "bfloat16",
-    15: "int16",  # qint16
-    16: "uint16",  # quint16
-    17: "uint16",
-    18: "complex128",
-    19: "float16",
-    22: "uint32",
-    23: "uint64",
-}
-_ENUM_OF_NUMPY: dict[str, int] = {
-    "float32": 1,
-    "float64": 2,
-    "int32": 3,
-    "uint8": 4,
-    "int16": 5,
-    "int8": 6,
-    "object": 7,
-    "complex64": 8,
-    "int64": 9,
-    "bool": 10,
-    "bfloat16": 14,
-    "uint16": 17,
-    "complex128": 18,
-    "float16": 19,
-    "uint32": 22,
-    "uint64": 23,
-}
-# Which typed field carries the values of each dtype when tensor_content is empty.
-_VALUE_FIELD: dict[int, str] = {
-    1: "float_val",
-    2: "double_val",
-    3: "int_val",
-    4: "int_val",
-    5: "int_val",
-    6: "int_val",
-    7: "string_val",
-    8: "scomplex_val",
-    9: "int64_val",
-    10: "bool_val",
-    11: "int_val",
-    12: "int_val",
-    13: "int_val",
-    14: "half_val",
-    15: "int_val",
-    16: "int_val",
-    17: "int_val",
-    18: "dcomplex_val",
-    19: "half_val",
-    22: "uint32_val",
-    23: "uint64_val",
-}
-# Fields decoded through an intermediate dtype: 16-bit floats are bit patterns in an int field,
-# complex numbers are pairs of reals.
-_FIELD_DTYPE: dict[int, str] = {8: "float32", 14: "uint16", 18: "float64", 19: "uint16"}
 _LITTLE = sys.byteorder == "little"
 
 
@@ -185,33 +110,20 @@ def text_or_b64(value: bytes) -> str | dict[str, str]:
         return b64_json(value)
 
 
-def numpy_dtype(enum: int) -> np.dtype[Any]:
-    """Return the numpy dtype of a TensorFlow ``DataType`` enum value.
+def tensor_numpy_dtype(enum: int) -> np.dtype[Any]:
+    """The numpy dtype of a ``DataType`` number, or ``TensorDecodeError`` for an unsupported one.
 
     Example:
-        >>> numpy_dtype(1)
+        >>> tensor_numpy_dtype(1)
         dtype('float32')
     """
-    name = _NUMPY_OF_ENUM.get(enum)
-    if name is None:
-        raise MalformedResponseError(
-            f"tensor dtype enum {enum} is not supported; expected one of {sorted(_NUMPY_OF_ENUM)}"
+    entry = DATATYPES.get(enum)
+    if entry is None:
+        raise TensorDecodeError(
+            f"tensor dtype enum {enum} is not supported ({dtype_name(enum)}); "
+            f"expected one of {sorted(DATATYPES)}"
         )
-    return _bfloat16() if name == "bfloat16" else np.dtype(name)
-
-
-def dtype_name(enum: int) -> str:
-    """Return the numpy-style name of a ``DataType`` (``"string"`` for ``DT_STRING``).
-
-    Example:
-        >>> dtype_name(7), dtype_name(9)
-        ('string', 'int64')
-    """
-    if enum == DT_STRING:
-        return "string"
-    if enum in _NUMPY_OF_ENUM:
-        return _NUMPY_OF_ENUM[enum]
-    return {0: "invalid", 20: "resource", 21: "variant"}.get(enum, f"dtype_{enum}")
+    return _bfloat16() if entry.numpy == "bfloat16" else np.dtype(entry.numpy)
 
 
 def _enum_of(dtype: Any) -> int:
@@ -222,11 +134,11 @@ def _enum_of(dtype: Any) -> int:
     name = "bfloat16" if str(dtype) == "bfloat16" else np.dtype(dtype).name
     if name.startswith(("str", "bytes")):
         return DT_STRING
-    enum = _ENUM_OF_NUMPY.get(name)
+    enum = ENUM_OF_NUMPY.get(name)
     if enum is None:
         raise TypeError(
             f"dtype {dtype!r} cannot be sent to TensorFlow Serving; "
-            f"expected one of {sorted(_ENUM_OF_NUMPY)} or 'string'"
+            f"expected one of {sorted(ENUM_OF_NUMPY)} or 'string'"
         )
     return enum
 
@@ -279,7 +191,7 @@ def encode_tensor(value: Any, dtype: Any = None) -> Any:
     if enum == DT_STRING:
         proto.string_val.extend(_as_bytes_list(array))
     else:
-        target = numpy_dtype(enum)
+        target = tensor_numpy_dtype(enum)
         if array.dtype != target:
             array = array.astype(target)
         if not _LITTLE:  # pragma: no cover - the wire format is little-endian
@@ -295,7 +207,7 @@ def _as_array(value: Any, enum: int | None) -> np.ndarray[Any, Any]:
         return np.asarray(value)
     if enum == DT_STRING or _looks_textual(value):
         return _object_array(value)
-    target = None if enum is None else numpy_dtype(enum)
+    target = None if enum is None else tensor_numpy_dtype(enum)
     if enum in (None, 1):
         fast = _float_list(value)
         if fast is not None:
@@ -414,7 +326,7 @@ def decode_tensor(proto: Any) -> np.ndarray[Any, Any]:
     Strings come back as an object array of ``bytes``, like ``tf.make_ndarray``.
 
     Raises:
-        MalformedResponseError: the dtype is unsupported or the content does not fit the shape.
+        TensorDecodeError: the dtype is unsupported or the content does not fit the shape.
 
     Example:
         >>> decode_tensor(encode_tensor([[1, 2], [3, 4]])).tolist()
@@ -424,26 +336,26 @@ def decode_tensor(proto: Any) -> np.ndarray[Any, Any]:
         view = memoryview(proto)
         return _decode_scanned(view, _scan_tensor(view, 0, len(view)))
     enum = proto.dtype
-    if enum in _FIELD_DTYPE or enum in (1, 2):
+    if DATATYPES.get(enum) is not None and (DATATYPES[enum].field_numpy or enum in (1, 2)):
         # Packed fixed-width values: re-serializing (C speed) and viewing the bytes beats
         # iterating a repeated field value by value.
-        if not proto.tensor_content and len(getattr(proto, _VALUE_FIELD[enum])) > 64:
+        if not proto.tensor_content and len(getattr(proto, DATATYPES[enum].field)) > 64:
             return decode_tensor(proto.SerializeToString())
     shape = tuple(d.size for d in proto.tensor_shape.dim)
     return _from_fields(enum, shape, proto)
 
 
 def _from_fields(enum: int, shape: tuple[int, ...], proto: Any) -> np.ndarray[Any, Any]:
-    dtype = numpy_dtype(enum)
+    dtype = tensor_numpy_dtype(enum)
     count = _count(shape)
     if proto.tensor_content and enum != DT_STRING:
         return _from_content(memoryview(proto.tensor_content), dtype, shape)
-    values = getattr(proto, _VALUE_FIELD[enum])
+    values = getattr(proto, DATATYPES[enum].field)
     if enum == DT_STRING:
         flat = np.empty(len(values), dtype=object)
         flat[:] = list(values)
     else:
-        flat = np.array(values, dtype=_FIELD_DTYPE.get(enum, dtype))
+        flat = np.array(values, dtype=DATATYPES[enum].field_numpy or dtype)
         flat = _reinterpret(flat, enum, dtype)
     return _fill(flat, count, dtype).reshape(shape)
 
@@ -473,7 +385,7 @@ def _fill(flat: np.ndarray[Any, Any], count: int, dtype: np.dtype[Any]) -> np.nd
 def _from_content(content: memoryview, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     count = _count(shape)
     if len(content) != count * dtype.itemsize:
-        raise MalformedResponseError(
+        raise TensorDecodeError(
             f"tensor_content holds {len(content)} bytes; shape {list(shape)} of {dtype} "
             f"needs {count * dtype.itemsize}"
         )
@@ -519,7 +431,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
             return result, pos
         shift += 7
         if shift > 63:
-            raise MalformedResponseError("malformed varint in a serialized tensor")
+            raise TensorDecodeError("malformed varint in a serialized tensor")
 
 
 def _fields(buf: memoryview, pos: int, end: int) -> Iterable[tuple[int, int, int, int]]:
@@ -541,9 +453,9 @@ def _fields(buf: memoryview, pos: int, end: int) -> Iterable[tuple[int, int, int
             yield number, wire, pos, pos + 8
             pos += 8
         else:
-            raise MalformedResponseError(f"unsupported wire type {wire} in a serialized tensor")
+            raise TensorDecodeError(f"unsupported wire type {wire} in a serialized tensor")
     if pos != end:
-        raise MalformedResponseError("truncated serialized tensor")
+        raise TensorDecodeError("truncated serialized tensor")
 
 
 def _scan_shape(buf: memoryview, start: int, end: int) -> tuple[int, ...]:
@@ -581,10 +493,10 @@ def _decode_scanned(buf: memoryview, info: _Scanned) -> np.ndarray[Any, Any]:
     if info.fallback or enum == DT_STRING or (not info.content and enum not in (1, 2, 8, 18)):
         tensor = protos().tensor_pb2.TensorProto.FromString(bytes(buf[info.start : info.end]))
         return _from_fields(enum, tuple(d.size for d in tensor.tensor_shape.dim), tensor)
-    dtype = numpy_dtype(enum)
+    dtype = tensor_numpy_dtype(enum)
     if info.content:
         return _from_content(_join(buf, info.content), dtype, info.shape)
-    field_dtype = np.dtype(_FIELD_DTYPE.get(enum, dtype.name)).newbyteorder("<")
+    field_dtype = np.dtype(DATATYPES[enum].field_numpy or dtype.name).newbyteorder("<")
     raw = _join(buf, info.packed)
     usable = len(raw) // field_dtype.itemsize * field_dtype.itemsize
     flat = np.frombuffer(raw[:usable], dtype=field_dtype).astype(field_dtype.newbyteorder("="))
@@ -638,7 +550,7 @@ def decode_predict_response(data: bytes) -> DecodedPredict:
             elif number == 2 and wire == 2:
                 spec_bytes = bytes(buf[a:b])
     except IndexError:
-        raise MalformedResponseError("truncated PredictResponse") from None
+        raise TensorDecodeError("truncated PredictResponse") from None
     spec = protos().model_pb2.ModelSpec.FromString(spec_bytes)
     return DecodedPredict(data=bytes(data), outputs=outputs, model_spec=spec)
 
@@ -653,7 +565,3 @@ def _scan_map_entry(buf: memoryview, start: int, end: int) -> tuple[str, _Scanne
             tensor = _scan_tensor(buf, a, b)
     return key, tensor
 
-
-def decode_outputs(outputs: Mapping[str, Any]) -> dict[str, np.ndarray[Any, Any]]:
-    """Decode a map of ``TensorProto`` messages (e.g. ``PredictResponse.outputs``) to numpy."""
-    return {key: decode_tensor(tensor) for key, tensor in outputs.items()}

@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tfship.serve_client._codec import (
+from tfship._wire import (
+    TensorDecodeError,
     decode_predict_response,
     decode_tensor,
     encode_tensor,
     protos,
 )
-from tfship.serve_client._errors import MalformedResponseError
 
 NUMERIC = [
     "float32",
@@ -179,13 +179,13 @@ def test_bad_values_raise_misuse_errors(value: Any, error: type, match: str) -> 
 def test_content_of_wrong_size_is_malformed() -> None:
     proto = encode_tensor(np.zeros((2, 2), np.float32))
     proto.tensor_content = b"\0" * 12
-    with pytest.raises(MalformedResponseError, match="holds 12 bytes; shape \\[2, 2\\]"):
+    with pytest.raises(TensorDecodeError, match="holds 12 bytes; shape \\[2, 2\\]"):
         decode_tensor(proto)
 
 
 def test_unknown_dtype_is_malformed() -> None:
     proto = protos().tensor_pb2.TensorProto(dtype=20)
-    with pytest.raises(MalformedResponseError, match="dtype enum 20 is not supported"):
+    with pytest.raises(TensorDecodeError, match="dtype enum 20 is not supported"):
         decode_tensor(proto)
 
 
@@ -238,5 +238,5 @@ def test_predict_response_joins_split_packed_chunks() -> None:
 
 def test_truncated_response_is_malformed() -> None:
     data = _response({"y": encode_tensor([1.0, 2.0])}).SerializeToString()
-    with pytest.raises(MalformedResponseError):
+    with pytest.raises(TensorDecodeError):
         decode_predict_response(data[:-3])

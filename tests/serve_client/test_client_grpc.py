@@ -207,7 +207,7 @@ def test_reload_config(model_base: Path) -> None:
             assert c.wait_until_available("n", 1, timeout=30).version == 1
             assert c.predict("n", {"x": X}).model_spec.version == 1
             with pytest.raises(errors.InvalidInputError, match="ModelConfigList"):
-                from tfship.serve_client._codec import protos
+                from tfship._wire import protos
 
                 c.reload_config(protos().model_server_config_pb2.ModelServerConfig())
 

@@ -76,7 +76,7 @@ def test_config_is_checked() -> None:
 
 
 def test_batches_never_exceed_the_size(scripted: ScriptedServer) -> None:
-    from tfship.serve_client._codec import protos
+    from tfship._wire import protos
 
     config = BatchingConfig(max_batch_size=5, max_delay=0.2)
     with ServingClient(scripted.address, validate=False, batching=config) as client:

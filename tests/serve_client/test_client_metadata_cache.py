@@ -8,10 +8,10 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
+from tfship._wire import protos
 from tfship.cli import cli
 from tfship.serve_client import _errors as errors
 from tfship.serve_client._client import ServingClient
-from tfship.serve_client._codec import protos
 
 from .conftest import ScriptedServer
 
