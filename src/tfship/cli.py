@@ -23,7 +23,7 @@ COMMANDS: dict[str, str] = {
     "schema": "tfship._schema_cli:schema",
     "data": "tfship._data_cli:data",
     "train": "tfship.trainer._cli:train",
-    "export": "tfship.exporters._cli:export",
+    "export": "tfship._export_cli:export",
     "inspect": "tfship.inspect._cli:inspect",
     "predict": "tfship.loaders._cli:predict",
     "bench": "tfship.loaders._cli:bench",

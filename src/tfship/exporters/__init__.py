@@ -40,13 +40,11 @@ _EXPORTS: dict[str, str] = {
     "raw_receiver": "_receivers",
     "read_eval_history": "_events",
     "read_warmup": "_warmup",
-    "resolve_mode": "_exporters",
+    "resolve_mode": "_events",
     "run_final_exports": "_exporters",
     "standard_exporters": "_exporters",
     "verify_export": "_export",
 }
-# These derive from tf.estimator.Exporter, so they are created when first asked for.
-_EXPORTER_CLASSES = ("BestExporter", "FinalExporter", "LatestExporter")
 
 __all__ = sorted(_EXPORTS)
 
@@ -55,10 +53,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tfship.exporters' has no attribute {name!r}")
-    if name in _EXPORTER_CLASSES:
-        from tfship.exporters._exporters import exporter_class
-
-        return exporter_class(name)
     return getattr(importlib.import_module(f"tfship.exporters.{module}"), name)
 
 

@@ -20,6 +20,31 @@ from tfship.exporters._errors import CheckpointNotFoundError, MetricNotFoundErro
 logger = logging.getLogger("tfship.exporters")
 
 
+MODES = ("min", "max", "auto")
+_MAX_HINTS = ("auc", "acc", "precision", "recall", "f1", "fmeasure", "map", "ndcg", "r2")
+
+
+def resolve_mode(metric: str, mode: str) -> str:
+    """``min`` or ``max`` for ``metric``; ``auto`` means max for auc/accuracy-like names.
+
+    Example:
+        >>> resolve_mode("auc_precision_recall", "auto"), resolve_mode("average_loss", "auto")
+        ('max', 'min')
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode != "auto":
+        return mode
+    leaf = metric.rsplit("/", 1)[-1].lower()
+    if "loss" in leaf or "error" in leaf:
+        return "min"
+    return "max" if any(h in leaf for h in _MAX_HINTS) else "min"
+
+
+def fmt(value: float | None) -> str:
+    """A metric value as it appears in log lines (6 significant digits)."""
+    return "none" if value is None else f"{value:.6g}"
+
 @dataclass(frozen=True)
 class EvalRecord:
     """The metrics of one evaluation at one global step.
@@ -85,7 +110,6 @@ def best_checkpoint(
     Example:
         >>> path, record = best_checkpoint("model", "auc", "max")  # doctest: +SKIP
     """
-    from tfship.exporters._exporters import fmt, resolve_mode
 
     resolved = resolve_mode(metric, mode)
     history = read_eval_history(model_dir, eval_name)

@@ -2,9 +2,9 @@
 
 ``train_and_evaluate`` calls ``exporter.export(estimator, export_path, checkpoint_path,
 eval_result, is_the_final_export)`` after each evaluation, with ``export_path =
-<model_dir>/export/<name>``. The logic lives in plain classes here; the public classes also
-derive from ``tf.estimator.Exporter`` (which ``EvalSpec`` requires) and are created on first use
-by ``exporter_class`` so that importing tfship never imports TensorFlow.
+<model_dir>/export/<name>``. The classes derive from ``tf.estimator.Exporter`` (which
+``EvalSpec`` requires), so importing this module imports TensorFlow; the package's
+``__getattr__`` imports it only when one of them is asked for.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfship._tf import estimator
 from tfship.errors import InputError
 from tfship.exporters._errors import MetricNotFoundError
+from tfship.exporters._events import fmt, resolve_mode
 from tfship.exporters._export import ExportResult, checkpoint_step, export_model, resolve_checkpoint
 from tfship.exporters._publish import (
     Version,
@@ -32,10 +34,6 @@ from tfship.exporters._publish import (
 logger = logging.getLogger("tfship.exporters")
 
 BEST_RECORD_FILE = "tfship-best.json"
-MODES = ("min", "max", "auto")
-_MAX_HINTS = ("auc", "acc", "precision", "recall", "f1", "fmeasure", "map", "ndcg", "r2")
-
-
 @dataclass(frozen=True)
 class Decision:
     """One exporter decision: what was done, to which version, and the log line said.
@@ -56,29 +54,7 @@ class Decision:
         return self.action == "exported"
 
 
-def resolve_mode(metric: str, mode: str) -> str:
-    """``min`` or ``max`` for ``metric``; ``auto`` means max for auc/accuracy-like names.
-
-    Example:
-        >>> resolve_mode("auc_precision_recall", "auto"), resolve_mode("average_loss", "auto")
-        ('max', 'min')
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if mode != "auto":
-        return mode
-    leaf = metric.rsplit("/", 1)[-1].lower()
-    if "loss" in leaf or "error" in leaf:
-        return "min"
-    return "max" if any(h in leaf for h in _MAX_HINTS) else "min"
-
-
-def fmt(value: float | None) -> str:
-    """A metric value as it appears in log lines (6 significant digits)."""
-    return "none" if value is None else f"{value:.6g}"
-
-
-class _ExporterLogic:
+class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
     """What every tfship exporter does: validate, export through ``export_model``, log."""
 
     kind = "export"
@@ -191,7 +167,7 @@ def _check_keep(keep: int | None) -> int | None:
     return keep
 
 
-class _LatestLogic(_ExporterLogic):
+class LatestExporter(_TfshipExporter):
     """Exports after every evaluation and keeps the ``keep`` newest of its versions.
 
     Args:
@@ -234,7 +210,7 @@ class _LatestLogic(_ExporterLogic):
         return str(result.path)
 
 
-class _FinalLogic(_ExporterLogic):
+class FinalExporter(_TfshipExporter):
     """Exports once at the end of training; ``export_final`` does it for runs without max_steps.
 
     ``train_and_evaluate`` marks an evaluation final only when ``global_step >= max_steps``, so
@@ -298,7 +274,7 @@ class _FinalLogic(_ExporterLogic):
         return str(result.path)
 
 
-class _BestLogic(_ExporterLogic):
+class BestExporter(_TfshipExporter):
     """Exports when the evaluated metric improves on the best so far, restart-safe.
 
     The best record (metric, mode, value, global step, checkpoint, version) is kept in
@@ -620,38 +596,6 @@ def _check_compare_fn(fn: Callable[..., bool]) -> None:
         )
 
 
-_LOGIC: dict[str, type[_ExporterLogic]] = {
-    "BestExporter": _BestLogic,
-    "FinalExporter": _FinalLogic,
-    "LatestExporter": _LatestLogic,
-}
-_CLASSES: dict[str, type[Any]] = {}
-
-
-def exporter_class(name: str) -> type[Any]:
-    """The public exporter class ``name``, a subclass of ``tf.estimator.Exporter``.
-
-    Example:
-        >>> exporter_class("BestExporter").__name__  # doctest: +SKIP
-        'BestExporter'
-    """
-    if name not in _CLASSES:
-        from tfship._tf import estimator
-
-        logic = _LOGIC[name]
-        _CLASSES[name] = type(
-            name,
-            (logic, estimator().Exporter),
-            {"__module__": "tfship.exporters", "__qualname__": name, "__doc__": logic.__doc__},
-        )
-    return _CLASSES[name]
-
-
-def is_tfship_exporter(obj: Any) -> bool:
-    """Whether ``obj`` is one of tfship's exporters."""
-    return isinstance(obj, _ExporterLogic)
-
-
 EXPORT_KINDS = ("best", "latest", "final")
 
 
@@ -691,12 +635,12 @@ def standard_exporters(
     made: list[Any] = []
     if "best" in wanted:
         made.append(
-            exporter_class("BestExporter")("best", rec, metric=metric, mode=mode, keep=keep_best, **options)
+            BestExporter("best", rec, metric=metric, mode=mode, keep=keep_best, **options)
         )
     if "latest" in wanted:
-        made.append(exporter_class("LatestExporter")("latest", rec, keep=keep_latest, **options))
+        made.append(LatestExporter("latest", rec, keep=keep_latest, **options))
     if "final" in wanted:
-        made.append(exporter_class("FinalExporter")("final", rec, **options))
+        made.append(FinalExporter("final", rec, **options))
     return made
 
 
@@ -713,7 +657,7 @@ def run_final_exports(estimator: Any, exporters: Iterable[Any]) -> list[str]:
     """
     paths = []
     for exporter in exporters:
-        if isinstance(exporter, _FinalLogic):
+        if isinstance(exporter, FinalExporter):
             path = exporter.export_final(estimator)
             if path is not None:
                 paths.append(path)

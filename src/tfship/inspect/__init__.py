@@ -21,17 +21,11 @@ from tfship.inspect._check import (
 )
 from tfship.inspect._describe import describe
 from tfship.inspect._diff import BreakingChangeError, Change, DiffReport, diff_saved_models
-from tfship.inspect._reader import (
-    FeatureSpecEntry,
-    MetaGraphInfo,
-    SavedModelInfo,
-    SignatureInfo,
-    TensorInfo,
-    read_saved_model,
-)
+from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._request import ExampleRequest, example_request, write_warmup
 from tfship.inspect._scan import DEFAULT_DENYLIST, DenylistedOpError, scan_saved_model
 from tfship.inspect._show import render_show
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
 from tfship.inspect._versions import VersionInfo, VersionsReport, list_versions
 
 __all__ = [

@@ -25,14 +25,9 @@ from tfship._wire import (
 )
 from tfship.errors import InputError, VerdictError
 from tfship.inspect._describe import assets, variables
-from tfship.inspect._reader import (
-    MetaGraphInfo,
-    SavedModelInfo,
-    SignatureInfo,
-    dtype_name,
-    read_saved_model,
-)
+from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
+from tfship.inspect._tensorinfo import dtype_name
 
 
 class CheckFailedError(VerdictError):

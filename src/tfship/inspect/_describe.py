@@ -40,15 +40,8 @@ import os
 from typing import Any
 
 from tfship.inspect._concrete import concrete_functions
-from tfship.inspect._reader import (
-    FeatureSpecEntry,
-    MetaGraphInfo,
-    SavedModelInfo,
-    SignatureInfo,
-    TensorInfo,
-    dtype_name,
-    shape_of,
-)
+from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, shape_of
 
 SCHEMA = "tfship.inspect.show"
 SCHEMA_VERSION = 1

@@ -15,13 +15,8 @@ from typing import Any
 
 from tfship.errors import VerdictError
 from tfship.inspect._describe import variables
-from tfship.inspect._reader import (
-    FeatureSpecEntry,
-    MetaGraphInfo,
-    SavedModelInfo,
-    SignatureInfo,
-    TensorInfo,
-)
+from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
 
 
 class BreakingChangeError(VerdictError):

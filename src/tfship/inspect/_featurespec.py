@@ -8,13 +8,27 @@ values, then (V2 only) ragged values and ragged row splits.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor
-from tfship.inspect._reader import FeatureSpecEntry, dtype_name, shape_of
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, shape_of
 
-if TYPE_CHECKING:
-    from tfship.inspect._reader import MetaGraphInfo, SignatureInfo
+
+class _Signature(Protocol):
+    @property
+    def inputs(self) -> Mapping[str, TensorInfo]: ...
+
+
+class _Graph(Protocol):
+    """What the recovery reads of a ``MetaGraphInfo``: its proto and its nodes by name."""
+
+    @property
+    def proto(self) -> Any: ...
+
+    @property
+    def nodes(self) -> Mapping[str, Any]: ...
+
 
 _PARSE_OPS = ("ParseExample", "ParseExampleV2")
 # Ops a serialized-examples tensor may pass through on its way to the parse node.
@@ -28,7 +42,7 @@ def node_name(tensor_name: str) -> str:
 
 
 def recover_feature_spec(
-    signature: SignatureInfo, meta_graph: MetaGraphInfo
+    signature: _Signature, meta_graph: _Graph
 ) -> dict[str, FeatureSpecEntry] | None:
     """Return the feature spec of a signature whose one string input is parsed, else ``None``.
 
@@ -50,7 +64,7 @@ def recover_feature_spec(
         return None
 
 
-def _consumers(meta_graph: MetaGraphInfo) -> dict[str, list[Any]]:
+def _consumers(meta_graph: _Graph) -> dict[str, list[Any]]:
     table: dict[str, list[Any]] = {}
     for node in meta_graph.proto.graph_def.node:
         for name in node.input:
@@ -59,7 +73,7 @@ def _consumers(meta_graph: MetaGraphInfo) -> dict[str, list[Any]]:
     return table
 
 
-def _find_parse_node(start: str, meta_graph: MetaGraphInfo) -> Any | None:
+def _find_parse_node(start: str, meta_graph: _Graph) -> Any | None:
     consumers = _consumers(meta_graph)
     frontier, seen = [start], {start}
     while frontier:
@@ -73,7 +87,7 @@ def _find_parse_node(start: str, meta_graph: MetaGraphInfo) -> Any | None:
     return None
 
 
-def _const(meta_graph: MetaGraphInfo, tensor_name: str) -> Any:
+def _const(meta_graph: _Graph, tensor_name: str) -> Any:
     node = meta_graph.nodes[node_name(tensor_name)]
     # Defaults of shaped features are reshaped constants; values are flattened anyway.
     while node.op in ("Identity", "Reshape"):
@@ -102,14 +116,14 @@ def _decode(value: bytes) -> str | bytes:
         return value
 
 
-def _keys(meta_graph: MetaGraphInfo, inputs: list[str]) -> list[str]:
+def _keys(meta_graph: _Graph, inputs: list[str]) -> list[str]:
     keys: list[str] = []
     for name in inputs:
         keys.extend(str(v) for v in tensor_values(_const(meta_graph, name)))
     return keys
 
 
-def _spec_of(node: Any, meta_graph: MetaGraphInfo) -> dict[str, FeatureSpecEntry]:
+def _spec_of(node: Any, meta_graph: _Graph) -> dict[str, FeatureSpecEntry]:
     attr = node.attr
     inputs = [i for i in node.input if not i.startswith("^")]
     tdense = list(attr["Tdense"].list.type)

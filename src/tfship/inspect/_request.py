@@ -19,7 +19,8 @@ from typing import Any
 from tfship import _protos
 from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, write_records
 from tfship.errors import InputError, ModelInputError
-from tfship.inspect._reader import FeatureSpecEntry, SavedModelInfo, SignatureInfo, TensorInfo
+from tfship.inspect._reader import SavedModelInfo, SignatureInfo
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
 
 _ZERO: dict[str, Any] = {"string": "", "bool": False}
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tfship.inspect._concrete import render_concrete_functions
-from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, TensorInfo, enum_name
+from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo
+from tfship.inspect._tensorinfo import TensorInfo, enum_name
 
 NOTICE_LIST_OPS = "--list_ops must be paired with a tag-set or with --all.\n"
 

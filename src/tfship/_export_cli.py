@@ -1,4 +1,9 @@
-"""``tfship export``: export a checkpoint of a trained model directory as a new version."""
+"""``tfship export``: export a checkpoint of a trained model directory as a new version.
+
+The one verb that composes two packages: the trainer rebuilds the model from ``trainer.json``,
+the exporters stage, verify and publish it. It lives above both so that neither imports the other's
+direction back (the trainer uses the exporters during training).
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,136 @@
+"""Typed views of a signature's tensors: dtype names, shapes, ``TensorInfo``, feature specs.
+
+The leaves of the inspector: they read single protos and import nothing else of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfship import _protos
+from tfship._wire import datatype
+
+
+def dtype_name(enum_value: int) -> str:
+    """Return the numpy-style name of a ``DataType`` enum value (``1`` -> ``"float32"``).
+
+    Example:
+        >>> dtype_name(7)
+        'string'
+    """
+    entry = datatype(enum_value)
+    if entry is not None:
+        return entry.display
+    name = enum_name(enum_value)  # reference and other value-less types: "float_ref", "resource"
+    return name[3:].lower() if name.startswith("DT_") else name.lower()
+
+
+def enum_name(enum_value: int) -> str:
+    """Return the ``DataType`` enum name (``DT_FLOAT``) of a value, as saved_model_cli prints it."""
+    try:
+        return str(_protos.types_pb2().DataType.Name(enum_value))
+    except ValueError:
+        return f"DT_UNKNOWN_{enum_value}"
+
+
+def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
+    """Turn a ``TensorShapeProto`` into a tuple (``None`` for unknown dims), or ``None`` when the
+    rank is unknown.
+
+    Example:
+        >>> shape_of(None) is None
+        True
+    """
+    if shape_proto is None or shape_proto.unknown_rank:
+        return None
+    return tuple(None if d.size < 0 else int(d.size) for d in shape_proto.dim)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One input or output of a signature.
+
+    Attributes:
+        key: the signature key of the tensor (``inputs``, ``scores``, ...).
+        dtype: numpy-style dtype name (``float32``, ``int64``, ``string``, ...).
+        shape: dims (``None`` for unknown), or ``None`` for an unknown rank.
+        encoding: ``dense``, ``coo_sparse`` or ``composite``.
+        name: the graph tensor name of a dense tensor (``""`` otherwise).
+        components: for ``coo_sparse``, the ``indices``/``values``/``dense_shape`` tensor names;
+            for ``composite``, the component tensor names keyed by position (``"0"``, ``"1"``...).
+        proto: the raw ``TensorInfo`` proto.
+
+    Example:
+        >>> info = read_saved_model("export/1").meta_graph().signature().inputs["x"]  # doctest: +SKIP
+        >>> info.dtype, info.shape  # doctest: +SKIP
+        ('float32', (None, 3))
+    """
+
+    key: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    encoding: str
+    name: str
+    components: dict[str, str] = field(default_factory=dict)
+    proto: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_proto(cls, key: str, proto: Any) -> TensorInfo:
+        """Build a ``TensorInfo`` from a ``tensorflow.TensorInfo`` proto."""
+        encoding = proto.WhichOneof("encoding") or "name"
+        components: dict[str, str] = {}
+        if encoding == "coo_sparse":
+            coo = proto.coo_sparse
+            components = {
+                "indices": coo.indices_tensor_name,
+                "values": coo.values_tensor_name,
+                "dense_shape": coo.dense_shape_tensor_name,
+            }
+        elif encoding == "composite_tensor":
+            components = {str(i): c.name for i, c in enumerate(proto.composite_tensor.components)}
+        return cls(
+            key=key,
+            dtype=dtype_name(proto.dtype),
+            shape=shape_of(proto.tensor_shape),
+            encoding={"name": "dense", "coo_sparse": "coo_sparse"}.get(encoding, "composite"),
+            name=proto.name if encoding == "name" else "",
+            components=components,
+            proto=proto,
+        )
+
+    @property
+    def tensor_names(self) -> tuple[str, ...]:
+        """Every graph tensor name this input or output stands for (one, or its components)."""
+        return (self.name,) if self.encoding == "dense" else tuple(self.components.values())
+
+
+@dataclass(frozen=True)
+class FeatureSpecEntry:
+    """One ``tf.Example`` feature a parsing signature expects, recovered from its parse node.
+
+    Attributes:
+        name: the feature key in ``tf.train.Example.features``.
+        kind: ``fixed`` (FixedLenFeature), ``var`` (VarLenFeature) or ``ragged`` (RaggedFeature).
+        dtype: ``float32``, ``int64`` or ``string``.
+        shape: per-example shape for ``fixed``; ``(None,)`` for ``var`` and ``ragged``.
+        default: the flattened default value of a ``fixed`` feature, or ``None`` (required).
+        tensors: the parse node's output tensor names for this feature (``value`` for fixed;
+            ``indices``/``values``/``dense_shape`` for var; ``values``/``row_splits`` for ragged).
+
+    Example:
+        >>> FeatureSpecEntry("age", "fixed", "float32", (1,), None, {"value": "p:3"}).required
+        True
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int | None, ...]
+    default: list[Any] | None
+    tensors: dict[str, str]
+
+    @property
+    def required(self) -> bool:
+        """Whether an example must carry this feature (a fixed feature without a default)."""
+        return self.kind == "fixed" and self.default is None
