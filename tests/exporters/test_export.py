@@ -24,9 +24,9 @@ from tfship.exporters import (
     list_versions,
     parsing_receiver,
     raw_receiver,
-    read_warmup,
 )
 from tfship.exporters._publish import STAGING_PREFIX, next_version
+from tfship.inspect import read_warmup
 
 
 def test_versions_strictly_increase_without_sleeping(classifier: Any, tmp_path: Path) -> None:

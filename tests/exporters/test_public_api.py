@@ -28,7 +28,6 @@ PUBLIC = [
     "parsing_receiver",
     "raw_receiver",
     "read_eval_history",
-    "read_warmup",
     "resolve_mode",
     "run_final_exports",
     "standard_exporters",

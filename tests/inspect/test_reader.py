@@ -41,6 +41,7 @@ def test_public_names() -> None:
         "read_saved_model",
         "render_show",
         "scan_saved_model",
+        "read_warmup",
         "write_warmup",
     }
     for name in tfship.inspect.__all__:

@@ -50,7 +50,14 @@ from tfship._wire._tensor import (
     tensor_numpy_dtype,
     text_or_b64,
 )
-from tfship._wire._tfrecord import crc32c, masked_crc, read_records, write_records
+from tfship._wire._tfrecord import (
+    crc32c,
+    masked_crc,
+    read_record_file,
+    read_records,
+    write_record_file,
+    write_records,
+)
 
 __all__ = [
     "ASSETS_EXTRA",
@@ -84,11 +91,13 @@ __all__ = [
     "masked_crc",
     "numpy_dtype",
     "protos",
+    "read_record_file",
     "read_records",
     "tensor_numpy_dtype",
     "text_or_b64",
     "tf_dtype_name",
     "version_dirs",
     "version_number",
+    "write_record_file",
     "write_records",
 ]

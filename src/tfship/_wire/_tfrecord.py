@@ -6,6 +6,7 @@ Each record is ``uint64 length``, ``uint32 masked_crc(length)``, ``data``,
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
@@ -68,3 +69,29 @@ def read_records(stream: BinaryIO, *, where: str = "TFRecord file") -> Iterator[
             raise InputError(f"{where}: record {index} is corrupt (data CRC mismatch)")
         yield data
         index += 1
+
+
+def write_record_file(path: str | os.PathLike[str], records: Iterable[bytes]) -> int:
+    """Write a TFRecord file atomically (a reader never sees half of it); return the count.
+
+    Example:
+        >>> write_record_file("requests.tfrecord", [b"a", b"b"])  # doctest: +SKIP
+        2
+    """
+    target = os.fspath(path)
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp")
+    try:
+        with open(tmp, "wb") as stream:
+            count = write_records(stream, records)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return count
+
+
+def read_record_file(path: str | os.PathLike[str]) -> list[bytes]:
+    """The records of a TFRecord file; ``InputError`` names the file and the bad record."""
+    with open(path, "rb") as stream:
+        return list(read_records(stream, where=os.fspath(path)))

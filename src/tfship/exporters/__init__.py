@@ -39,7 +39,6 @@ _EXPORTS: dict[str, str] = {
     "parsing_receiver": "_receivers",
     "raw_receiver": "_receivers",
     "read_eval_history": "_events",
-    "read_warmup": "_warmup",
     "resolve_mode": "_events",
     "run_final_exports": "_exporters",
     "standard_exporters": "_exporters",

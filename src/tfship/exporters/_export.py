@@ -36,8 +36,8 @@ from tfship.exporters._signatures import SignatureReport, build_signatures
 from tfship.exporters._warmup import (
     build_warmup_logs,
     replay,
-    write_warmup,
 )
+from tfship.inspect import write_warmup
 
 logger = logging.getLogger("tfship.exporters")
 VERSION_BY = ("time", "step")
@@ -288,7 +288,7 @@ def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
             _check_tensors(graph, key, sig)
         if not n_warmup:
             return 0
-        from tfship.exporters._warmup import read_warmup
+        from tfship.inspect import read_warmup
 
         logs = read_warmup(path / WARMUP_FILE)
         try:

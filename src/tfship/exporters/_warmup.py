@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,26 +49,6 @@ def build_warmup_logs(
     if method in ("classify", "regress"):
         return [_example_log(method, signature_key, _to_example(r, receiver)) for r in items]
     return [_predict_log(signature_key, signature, r, receiver) for r in items]
-
-
-def write_warmup(path: Path, logs: Sequence[Any]) -> None:
-    """Write ``logs`` as a TFRecord file at ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tf().io.TFRecordWriter(str(path)) as writer:
-        for log in logs:
-            writer.write(log.SerializeToString())
-
-
-def read_warmup(path: Path) -> list[Any]:
-    """Read a warmup file back into ``PredictionLog`` protos."""
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    logs = []
-    for raw in tf().compat.v1.io.tf_record_iterator(str(path)):
-        log = prediction_log_pb2.PredictionLog()
-        log.ParseFromString(raw)
-        logs.append(log)
-    return logs
 
 
 def replay(session: Any, meta_graph: Any, logs: Sequence[Any]) -> int:

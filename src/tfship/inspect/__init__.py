@@ -22,7 +22,7 @@ from tfship.inspect._check import (
 from tfship.inspect._describe import describe
 from tfship.inspect._diff import BreakingChangeError, Change, DiffReport, diff_saved_models
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
-from tfship.inspect._request import ExampleRequest, example_request, write_warmup
+from tfship.inspect._request import ExampleRequest, example_request, read_warmup, write_warmup
 from tfship.inspect._scan import DEFAULT_DENYLIST, DenylistedOpError, scan_saved_model
 from tfship.inspect._show import render_show
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -52,6 +52,7 @@ __all__ = [
     "example_request",
     "list_versions",
     "read_saved_model",
+    "read_warmup",
     "render_show",
     "scan_saved_model",
     "write_warmup",

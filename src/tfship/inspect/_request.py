@@ -10,14 +10,13 @@ first dim and 1 for the others).
 from __future__ import annotations
 
 import base64
-import io
-import pathlib
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tfship import _protos
-from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, write_records
+from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, read_record_file, write_record_file
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -256,19 +255,45 @@ def example_request(
     return ExampleRequest(verb, f"/v1/models/{model}:{verb}", rest, grpc)
 
 
-def write_warmup(path: str | pathlib.Path, requests: list[ExampleRequest]) -> int:
-    """Write requests as a TF Serving warmup file (TFRecord of ``PredictionLog``), atomically.
+def write_warmup(path: str | os.PathLike[str], requests: Iterable[ExampleRequest | Any]) -> int:
+    """Write a TF Serving warmup file (a TFRecord of ``PredictionLog``), atomically.
+
+    Args:
+        path: the file, usually ``<version>/assets.extra/tf_serving_warmup_requests``.
+        requests: ``ExampleRequest``s, or ``PredictionLog`` messages as they are.
+
+    Returns:
+        How many records were written.
 
     Example:
         >>> req = example_request(read_saved_model("m/1"))  # doctest: +SKIP
         >>> write_warmup("m/1/assets.extra/tf_serving_warmup_requests", [req])  # doctest: +SKIP
         1
     """
-    buffer = io.BytesIO()
-    count = write_records(buffer, (r.warmup_record() for r in requests))
-    target = pathlib.Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(target)  # atomic: a reader never sees half a file
-    return count
+    records = (
+        r.warmup_record() if isinstance(r, ExampleRequest) else bytes(r.SerializeToString())
+        for r in requests
+    )
+    return write_record_file(path, records)
+
+
+def read_warmup(path: str | os.PathLike[str]) -> list[Any]:
+    """Read a warmup file back into ``PredictionLog`` messages.
+
+    Raises:
+        InputError: the file is not a TFRecord file, or a record is not a ``PredictionLog``.
+
+    Example:
+        >>> [log.WhichOneof("log_type") for log in read_warmup(path)]  # doctest: +SKIP
+        ['predict_log']
+    """
+    log_cls = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2").PredictionLog
+    logs = []
+    for index, record in enumerate(read_record_file(path)):
+        log = log_cls()
+        try:
+            log.ParseFromString(record)
+        except Exception:  # protobuf's DecodeError
+            raise InputError(f"{os.fspath(path)}: record {index} is not a PredictionLog") from None
+        logs.append(log)
+    return logs
