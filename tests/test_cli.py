@@ -103,6 +103,13 @@ def test_demo_runs_the_life_of_a_model(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["demo", "--workdir", str(tmp_path / "demo"), "--max-steps", "40"])
     assert result.exit_code == 0, result.output
     assert "demo finished" in result.stdout
+    # every step is a real command, printed as typed and followed by its own output
+    commands = [line.split()[2] for line in result.stdout.splitlines() if line.startswith("$ tfship ")]
+    assert commands == ["data", "schema", "train", "inspect", "inspect", "inspect", "inspect", "inspect",
+                        "predict", "serve", "client", "client", "client"]
+    assert "rows in: 68, predicted: 68, rejected: 0" in result.stdout
+    assert "ready to serve: 0 errors" in result.stdout
+    assert "example 2: " in result.stdout
     for kind in ("best", "latest", "final"):
         versions = [p for p in (tmp_path / "demo" / "model" / "export" / kind).iterdir() if p.name.isdigit()]
         assert versions, kind

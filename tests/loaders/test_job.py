@@ -346,22 +346,6 @@ def test_usage_errors_are_one_line(
     assert not (tmp_path / "o.csv").exists()  # nothing half-written
 
 
-def test_demo_step_echoes_the_summary(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path
-) -> None:
-    from tfship.loaders._demo import run_demo_step
-
-    source = write_csv(tmp_path / "eval.csv", rows)
-    lines: list[str] = []
-    run_demo_step(estimator_exports.parsing.parent, source, tmp_path / "work", lines.append)
-    assert lines[0].startswith(f"$ tfship predict {estimator_exports.parsing.parent} -i {source}")
-    assert "-s predict --outputs classes,probabilities --keep-columns id" in lines[0]
-    assert f"rows in: {N}, predicted: {N}, rejected: 0" in lines[1]
-    assert lines[2].startswith("   id=id0, classes=")
-    frame = pd.read_csv(tmp_path / "work" / "predictions.csv")
-    assert list(frame.columns) == ["id", "classes", "probabilities_0", "probabilities_1"]
-
-
 def test_progress_goes_to_stderr_only_when_asked(
     estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path,
     capsys: pytest.CaptureFixture[str],

@@ -1,4 +1,4 @@
-"""``tfship serve`` end to end, the demo step and the public names of the server side."""
+"""``tfship serve`` end to end and the public names of the server package."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 import tfship.server as server_package
 from tfship._tf import tf
 from tfship.cli import cli
-from tfship.server._demo import run_demo_step
 
 pytestmark = pytest.mark.slow
 
@@ -84,34 +83,3 @@ def test_serve_reads_a_model_config_file(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "Expected model m to have an absolute path or URI; got base_path()=relative/path" \
         in result.output
-
-
-def test_demo_step_serves_calls_and_stops(estimator_base: Path) -> None:
-    lines: list[str] = []
-    records = [{"x": 3.5}, {"x": -2.0}]  # no tfship.json here: Python types decide
-    with run_demo_step(estimator_base, "linear", lines.append, records) as demo:
-        address = demo.address
-        assert lines[0].startswith("serving linear version 1: gRPC 127.0.0.1:")
-        assert lines[1] == "GET /v1/models/linear -> version 1 AVAILABLE"
-        assert lines[2] == (
-            "GetModelMetadata -> signatures: classification, predict, regression, serving_default"
-        )
-        assert lines[3].startswith("Classify (x=3.5, ...) -> 1 (")
-        assert lines[4].startswith("Classify (x=-2.0, ...) -> 0 (")
-    with grpc.insecure_channel(address) as channel:
-        with pytest.raises(grpc.FutureTimeoutError):
-            grpc.channel_ready_future(channel).result(timeout=0.5)
-
-
-def test_demo_step_types_csv_strings_by_the_manifest(estimator_base: Path, tmp_path: Path) -> None:
-    import shutil
-
-    base = tmp_path / "base"
-    shutil.copytree(estimator_base, base)
-    manifest = {"receiver": {"features": {"x": {"dtype": "float32"}}}}
-    (base / "1" / "assets.extra").mkdir()
-    (base / "1" / "assets.extra" / "tfship.json").write_text(json.dumps(manifest))
-    lines: list[str] = []
-    with run_demo_step(base, "linear", lines.append, [{"x": "3.5", "note": "csv"}]):
-        pass
-    assert lines[3].startswith("Classify (x=3.5, note=csv, ...) -> 1 (")
