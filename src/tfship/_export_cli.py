@@ -96,6 +96,8 @@ def export(
     """Export a checkpoint of MODEL_DIR as a new, verified SavedModel version under OUT."""
     if checkpoint and best_by:
         raise click.UsageError("--checkpoint and --best-by are exclusive: choose one")
+    if not model_dir.is_dir():
+        raise InputError(f"--model-dir {model_dir}: no such model directory")
     from tfship.exporters._events import best_checkpoint
     from tfship.exporters._export import export_model
     from tfship.exporters._receivers import build_receiver

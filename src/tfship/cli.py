@@ -15,8 +15,11 @@ from typing import Any
 import click
 
 from tfship import __version__
+from tfship._interrupt import interrupted, recording_interrupts
 from tfship._tf import set_verbose
 from tfship.errors import TfshipError
+
+INTERRUPTED = 130  # what a shell reports for a command stopped by SIGINT
 
 # verb -> "module:attribute"; listing order is the order of a model's life.
 COMMANDS: dict[str, str] = {
@@ -49,10 +52,17 @@ class TfshipGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with recording_interrupts():
+                result = super().invoke(ctx)
+                if interrupted():  # a library swallowed the KeyboardInterrupt: still stop
+                    raise KeyboardInterrupt
+                return result
         except TfshipError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("Aborted!", err=True)
+            ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=TfshipGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -72,4 +82,5 @@ def cli(verbose: bool) -> None:
 
 def main() -> None:
     """Entry point of the ``tfship`` console script."""
-    cli(prog_name="tfship")
+    with recording_interrupts():  # from the first moment: a Ctrl-C while importing stops too
+        cli(prog_name="tfship")

@@ -18,7 +18,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   └── exporters.CheckpointNotFoundError  no checkpoint to export
     ├── TrainError (1)                      training or evaluation failed
     ├── ExportError (1)                     an export failed; nothing was published
-    │   ├── exporters.MetricNotFoundError   the metric to rank by was not evaluated
+    │   ├── exporters.MetricNotFoundError (2)  the metric to rank by was not evaluated
     │   └── exporters.VerificationError     the staged export failed its checks or warmup
     ├── ServingError (1)                    serving, locally or through a TF Serving peer
     │   ├── server.LocalServerError         tfship serve could not start or load its models

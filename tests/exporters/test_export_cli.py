@@ -103,3 +103,55 @@ def test_cli_errors_are_one_line(trained_dir: Path, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "METRIC:MODE" in result.stderr
     result = _run([*base, "--best-by", "loss:min", "--checkpoint", "x"])
     assert result.exit_code == 2 and "exclusive" in result.stderr
+
+
+def test_bad_input_exits_2_and_names_the_flag(trained_dir: Path, tmp_path: Path) -> None:
+    missing = _run(["--model-dir", str(tmp_path / "nope" / "model"), "--out", str(tmp_path / "o")])
+    assert missing.exit_code == 2
+    assert missing.stderr == f"Error: --model-dir {tmp_path / 'nope' / 'model'}: no such model directory\n"
+    metric = _run(["--model-dir", str(trained_dir / "model"), "--best-by", "nope:max",
+                   "--out", str(tmp_path / "o")])
+    assert metric.exit_code == 2
+    assert "metric 'nope' not found" in metric.stderr
+    assert not (tmp_path / "o").exists() or not numeric_dirs(tmp_path / "o")
+
+
+def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str]:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "export", "--model-dir", str(trained_dir / "model"),
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if "proxy" not in k.lower()},
+    )
+    deadline = time.monotonic() + 120
+    while not when() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    return process.returncode, err
+
+
+@pytest.mark.parametrize("moment", ["while importing", "while staging"])
+def test_ctrl_c_stops_export_and_publishes_nothing(trained_dir: Path, tmp_path: Path, moment: str) -> None:
+    import time
+
+    out = tmp_path / "serving"
+    started = time.monotonic()
+
+    def when() -> bool:
+        if moment == "while importing":
+            return time.monotonic() - started > 1.0
+        return out.is_dir() and any(p.name.startswith(".") for p in out.iterdir())
+
+    code, err = _interrupt_export(trained_dir, out, when)
+    # 130 once the command runs; click's own "Aborted!" (exit 1) if it was still parsing
+    assert code == 130 if moment == "while staging" else code in (130, 1), err
+    assert err.strip().splitlines()[-1] == "Aborted!"
+    assert "Traceback" not in err
+    assert not out.exists() or list(out.iterdir()) == []

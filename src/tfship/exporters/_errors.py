@@ -10,11 +10,15 @@ from tfship.errors import ExportError, ModelError
 class MetricNotFoundError(ExportError):
     """Raised when the metric a ``BestExporter`` ranks by is not in an evaluation result.
 
+    The metric was chosen by the user, so this is bad input (exit code 2).
+
     Example:
         >>> err = MetricNotFoundError("auc", ["accuracy", "loss"])
         >>> err.available
         ('accuracy', 'loss')
     """
+
+    exit_code = 2
 
     def __init__(self, metric: str, available: Iterable[str], *, where: str = "") -> None:
         self.metric = metric

@@ -334,7 +334,8 @@ def resolve_checkpoint(est: Any, checkpoint_path: str | None) -> str:
         found = t.train.latest_checkpoint(est.model_dir)
         if not found:
             raise CheckpointNotFoundError(
-                f"no checkpoint in model directory {est.model_dir}; train first or pass checkpoint_path",
+                f"no checkpoint in model directory {est.model_dir}; "
+                "train first, or name the checkpoint to export",
                 path=str(est.model_dir),
             )
         return str(found)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfship._interrupt import check as interrupt_check
 from tfship._wire import ASSETS_EXTRA, version_dirs
 
 logger = logging.getLogger("tfship.exporters")
@@ -119,7 +120,12 @@ def _is_stale(path: Path) -> bool:
 
 
 def publish(staging: Path, final: Path) -> None:
-    """Rename a complete staging directory to its numeric name (atomic on a local disk)."""
+    """Rename a complete staging directory to its numeric name (atomic on a local disk).
+
+    A Ctrl-C that arrived at any time before (even one some library swallowed) stops here,
+    before the version becomes visible.
+    """
+    interrupt_check()
     if final.exists():
         raise FileExistsError(f"version directory {final} already exists")
     os.rename(staging, final)
