@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._tf import estimator as _estimator_module
-from tfship._tf import tf
+from tfship._tf import tf, tf_error_cause
 from tfship._wire import ASSETS_EXTRA, DEFAULT_SIGNATURE, WARMUP_FILE
 from tfship.errors import ExportError, TfshipError
 from tfship.exporters._errors import CheckpointNotFoundError, VerificationError
@@ -33,10 +33,7 @@ from tfship.exporters._publish import (
     write_json_atomic,
 )
 from tfship.exporters._signatures import SignatureReport, build_signatures
-from tfship.exporters._warmup import (
-    build_warmup_logs,
-    replay,
-)
+from tfship.exporters._warmup import build_warmup_logs, example_logs, replay
 from tfship.inspect import write_warmup
 
 logger = logging.getLogger("tfship.exporters")
@@ -262,15 +259,24 @@ def _build_saved_model(
     return sigs, report
 
 
-def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
-    """Load an export, check its signatures resolve, and replay its warmup file.
+def verify_export(path: Path, expected: set[str] | None = None, n_warmup: int = 0) -> int:
+    """Load an export as TF Serving does, check its signatures, and run it.
+
+    Every signature TF Serving can call answers one request built from the export itself
+    (defaults, zeros: see ``example_logs``), then the warmup file is replayed: an export that
+    cannot answer a request is not published.
+
+    Args:
+        path: the (staged) version directory.
+        expected: the signature keys it must have; ``None`` accepts any with ``serving_default``.
+        n_warmup: how many warmup records it carries (0: none to replay).
 
     Returns:
         The number of warmup requests replayed.
 
     Raises:
         VerificationError: the export does not load, a signature is missing or broken, or a
-            warmup request fails.
+            request fails (the message names the signature and TensorFlow's cause).
     """
     t = tf()
     v1 = t.compat.v1
@@ -278,14 +284,20 @@ def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
         try:
             mg = v1.saved_model.loader.load(sess, [t.saved_model.SERVING], str(path))
         except Exception as exc:  # any load failure means the export is unusable
-            raise VerificationError(f"staged export does not load: {_first_line(exc)}") from exc
+            raise VerificationError(f"staged export does not load: {tf_error_cause(exc)}") from exc
         found = set(mg.signature_def)
-        if DEFAULT_SIGNATURE not in found or found != expected:
+        if DEFAULT_SIGNATURE not in found or (expected is not None and found != expected):
             raise VerificationError(
-                f"staged export has signatures {sorted(found)}, expected {sorted(expected)}"
+                f"staged export has signatures {sorted(found)}, expected {sorted(expected or found)}"
             )
         for key, sig in mg.signature_def.items():
             _check_tensors(graph, key, sig)
+        failures = run_example_requests(sess, mg, path)
+        if failures:
+            key, cause = next(iter(failures.items()))
+            raise VerificationError(
+                f"signature {key!r} cannot answer a request built from its own defaults: {cause}"
+            )
         if not n_warmup:
             return 0
         from tfship.inspect import read_warmup
@@ -295,6 +307,39 @@ def verify_export(path: Path, expected: set[str], n_warmup: int = 0) -> int:
             return replay(sess, mg, logs)
         except ExportError as exc:
             raise VerificationError(str(exc)) from exc
+
+
+def run_example_requests(session: Any, meta_graph: Any, path: Path) -> dict[str, str]:
+    """Run ``example_logs(path)`` in a loaded session; signature -> TensorFlow's cause, per failure."""
+    failures: dict[str, str] = {}
+    for key, log in example_logs(path).items():
+        try:
+            replay(session, meta_graph, [log])
+        except ExportError as exc:
+            failures[key] = tf_error_cause(exc.__cause__) if exc.__cause__ else str(exc)
+    return failures
+
+
+def check_runs(path: str | os.PathLike[str]) -> dict[str, str | None]:
+    """Load an export in a TF1 session as TF Serving does and run one request per signature.
+
+    Returns:
+        signature -> ``None`` when it answered, else the cause in one line.
+
+    Example:
+        >>> check_runs("export/best/1700000000")  # doctest: +SKIP
+        {'classification': None, 'predict': None, 'serving_default': None}
+    """
+    t = tf()
+    v1 = t.compat.v1
+    with t.Graph().as_default(), v1.Session() as sess:
+        try:
+            mg = v1.saved_model.loader.load(sess, [t.saved_model.SERVING], os.fspath(path))
+        except Exception as exc:
+            return {"(load)": tf_error_cause(exc)}
+        failures = run_example_requests(sess, mg, Path(path))
+        keys = example_logs(Path(path))
+    return {key: failures.get(key) for key in keys}
 
 
 def _check_tensors(graph: Any, key: str, sig: Any) -> None:
@@ -436,5 +481,5 @@ def _estimator_version() -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+    cause = tf_error_cause(exc)
+    return cause if cause == type(exc).__name__ else f"{type(exc).__name__}: {cause}"

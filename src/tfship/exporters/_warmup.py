@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tfship._tf import tf
+from tfship import _protos
+from tfship._tf import tf, tf_error_cause
 from tfship._wire import MAX_WARMUP_RECORDS
-from tfship.errors import DataError, ExportError
+from tfship.errors import DataError, ExportError, ModelInputError
 
 logger = logging.getLogger("tfship.exporters")
 
@@ -72,9 +74,36 @@ def replay(session: Any, meta_graph: Any, logs: Sequence[Any]) -> int:
         try:
             session.run(fetches, feed_dict=feeds)
         except Exception as exc:  # TF raises many error types; each becomes one message
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExportError(f"warmup record {i} failed on signature {key!r}: {first}") from exc
+            raise ExportError(
+                f"warmup record {i} failed on signature {key!r}: {tf_error_cause(exc)}"
+            ) from exc
     return len(logs)
+
+
+def example_logs(path: Path, tags: str = "serve") -> dict[str, Any]:
+    """One request per signature TF Serving can call, as ``PredictionLog``s keyed by signature.
+
+    Each is built from the export's own signatures the way ``tfship inspect request`` builds
+    them: parsed features take the defaults the graph holds (zeros and empty strings where a
+    feature has none), raw inputs take zeros of their dtype and shape. Signatures TF Serving's
+    APIs cannot call (sparse inputs) are left out.
+    """
+    from tfship.inspect import example_request, read_saved_model
+    from tfship.inspect._request import ExampleRequest
+
+    info = read_saved_model(path)
+    logs: dict[str, Any] = {}
+    for key in sorted(info.meta_graph(tags).signatures):
+        if key.startswith("__"):
+            continue
+        try:
+            request: ExampleRequest = example_request(info, signature=key, tags=tags)
+        except ModelInputError:
+            continue
+        log = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2").PredictionLog()
+        log.ParseFromString(request.warmup_record())
+        logs[key] = log
+    return logs
 
 
 def _feeds(i: int, kind: str, request: Any, sig: Any) -> dict[str, Any]:

@@ -180,18 +180,34 @@ def diff(a: str, b: str, as_json: bool) -> None:
     help="Comma-separated denylisted ops (default: ReadFile,WriteFile,PrintV2).",
 )
 @click.option("--strict", is_flag=True, help="Fail (exit 3) on warnings too.")
+@click.option(
+    "--run",
+    is_flag=True,
+    help="Also load the export as TF Serving does and run one request per signature.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def check(path: str, tag_set: str, denylist: str | None, strict: bool, as_json: bool) -> None:
+def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool, as_json: bool) -> None:
     """Check an export for serving readiness; exit 3 when it is not ready.
+
+    The checks read the protos only; --run loads the model in a TF1 session (as TF Serving
+    does) and runs a request built from each signature's defaults.
 
     Example:
 
-        tfship inspect check export/best/1700000123
+        tfship inspect check export/best/1700000123 --run
     """
     from tfship.inspect._check import CheckFailedError, check_saved_model, render_check
     from tfship.inspect._scan import parse_denylist
 
     report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
+    if run:
+        from tfship.exporters._export import check_runs
+
+        for key, cause in check_runs(path).items():
+            if cause is None:
+                report.add("run", "ok", f"signature {key} answered a request built from its defaults")
+            else:
+                report.add("run", "error", f"signature {key} cannot answer a request: {cause}")
     if as_json:
         _emit_json(report.to_dict())
     else:

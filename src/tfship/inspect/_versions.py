@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfship._wire import version_number
-from tfship.errors import ModelError
-from tfship.inspect._reader import SAVED_MODEL_PB, SAVED_MODEL_PBTXT
+from tfship.errors import ModelError, TfshipError
+from tfship.inspect._describe import variables
+from tfship.inspect._reader import SAVED_MODEL_PB, SAVED_MODEL_PBTXT, read_saved_model
 
 METADATA = pathlib.Path("assets.extra") / "tfship.json"
 
@@ -74,7 +75,10 @@ class VersionsReport:
         base: the model base path.
         versions: numeric versions, lowest first.
         ignored: non-numeric entries with the reason TF Serving ignores them.
-        served: the version TF Serving's default policy (latest) would serve, or ``None``.
+        served: the version TF Serving's default policy (latest) would serve, or ``None``
+            (no versions, or the newest one cannot load).
+        unloadable: why the newest version cannot load (TF Serving would serve nothing), or
+            ``None``.
 
     Example:
         >>> report = list_versions("export/best")  # doctest: +SKIP
@@ -86,6 +90,7 @@ class VersionsReport:
     versions: list[VersionInfo]
     ignored: list[tuple[str, str]]
     served: int | None
+    unloadable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (schema ``tfship.inspect.versions`` version 1)."""
@@ -95,6 +100,7 @@ class VersionsReport:
             "base": str(self.base),
             "policy": "latest",
             "served": self.served,
+            "unloadable": self.unloadable,
             "versions": [v.to_dict() for v in self.versions],
             "ignored": [{"name": n, "reason": r} for n, r in self.ignored],
         }
@@ -167,8 +173,23 @@ def list_versions(base: str | os.PathLike[str]) -> VersionsReport:
         else:
             versions.append(_version(number, entry))
     versions.sort(key=lambda v: v.number)
-    served = versions[-1].number if versions else None
-    return VersionsReport(root, versions, ignored, served)
+    problem = _load_problem(versions[-1]) if versions else None
+    served = versions[-1].number if versions and problem is None else None
+    return VersionsReport(root, versions, ignored, served, problem)
+
+
+def _load_problem(version: VersionInfo) -> str | None:
+    """Why TF Serving could not load this version (read from the protos), or ``None``."""
+    if not version.has_saved_model:
+        return "it holds no saved_model.pb"
+    try:
+        info = read_saved_model(version.path)
+    except TfshipError as exc:
+        return str(exc)
+    declared = variables(info)["count"]
+    if declared and not (version.path / "variables" / "variables.index").is_file():
+        return f"the graph declares {declared} variables but variables/variables.index is missing"
+    return None
 
 
 def _human_size(n: int) -> str:
@@ -208,9 +229,13 @@ def render_versions(report: VersionsReport) -> str:
     if not report.versions:
         lines = [f"no numeric version directories under {report.base}"]
     if report.served is not None:
-        served = next(v for v in report.versions if v.number == report.served)
-        note = "" if served.has_saved_model else " (it holds no SavedModel: loading would fail)"
-        lines.append(f"TF Serving's default policy (latest) serves version {report.served}{note}.")
+        lines.append(f"TF Serving's default policy (latest) serves version {report.served}.")
+    elif report.versions:
+        newest = report.versions[-1].number
+        lines.append(
+            f"TF Serving's default policy (latest) would load version {newest}, which cannot load "
+            f"({report.unloadable}): no version is served."
+        )
     for name, reason in report.ignored:
         lines.append(f"ignored: {name} ({reason})")
     return "\n".join(lines) + "\n"
