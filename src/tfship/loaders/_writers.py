@@ -26,6 +26,12 @@ Array = npt.NDArray[Any]
 WRITE_FORMATS = ("jsonl", "csv", "parquet", "tfrecord")
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 class AtomicFile:
     """A temporary sibling of ``path``, renamed onto it by ``commit`` and removed by ``abort``."""
 
@@ -33,7 +39,11 @@ class AtomicFile:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
+        try:
+            # mkstemp makes 0600; the output gets the mode open() would give it (0666 & ~umask)
+            os.fchmod(fd, 0o666 & ~_umask())
+        finally:
+            os.close(fd)
         self.tmp = Path(tmp)
 
     def commit(self) -> None:
