@@ -108,7 +108,7 @@ def test_demo_runs_the_life_of_a_model(tmp_path: Path) -> None:
     assert commands == ["data", "schema", "train", "inspect", "inspect", "inspect", "inspect", "inspect",
                         "predict", "serve", "client", "client", "client"]
     assert "rows in: 68, predicted: 68, rejected: 0" in result.stdout
-    assert "ready to serve: 0 errors" in result.stdout
+    assert "ready (0 errors, 0 warnings)" in result.stdout
     assert "example 2: " in result.stdout
     for kind in ("best", "latest", "final"):
         versions = [p for p in (tmp_path / "demo" / "model" / "export" / kind).iterdir() if p.name.isdigit()]

@@ -114,6 +114,8 @@ def _serving(base: Path, echo: Echo) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
         echo(f"$ kill %1   # tfship serve stops on SIGTERM (exit {process.returncode})")
 
 

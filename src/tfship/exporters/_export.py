@@ -148,8 +148,8 @@ def export_model(
     if final.exists():
         raise ExportError(f"version {number} already exists in {base}; choose another version")
     staging = staging_dir(base, number)
-    staging.mkdir()
     try:
+        staging.mkdir()  # inside the try: a Ctrl-C right after it still removes the directory
         report, n_warmup, metadata = _write(
             estimator,
             staging,
