@@ -348,8 +348,8 @@ def load(
         loader: ``"auto"`` runs the export in a TF1 session, as TF Serving does, unless its
             protos show a session cannot run it (signatures reading variables the restore step
             never writes), then with TF2's ``tf.saved_model.load``; ``"session"`` or
-            ``"object"`` forces one. The choice is logged at info level and kept in
-            ``LocalModel.loader``.
+            ``"object"`` forces one. The choice is kept in ``LocalModel.loader`` and logged
+            once (the object loader at info level, the usual session at debug level).
 
     Returns:
         A :class:`LocalModel`; close it (or use it as a context manager) when done.
@@ -432,7 +432,8 @@ def _open(
             export_dir,
         )
         return _ObjectRunner.open(export_dir, meta_graph, tags, threads)
-    log.info("loading %s in a TF1 session", export_dir)
+    # The usual path: said at debug level, so that every command does not repeat it.
+    log.debug("loading %s in a TF1 session", export_dir)
     return _open_session(export_dir, tags, threads)
 
 
