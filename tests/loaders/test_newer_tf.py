@@ -161,3 +161,19 @@ def test_serve_fails_a_jax_backend_export_as_tf_serving_does(server: Any) -> Non
     url = f"{server.rest_url}/v1/models/keras_jax_export:predict"
     status, body = _post(url, {"inputs": _inputs("keras_jax_export")})
     assert status == 400 and "Cannot deserialize computation" in body["error"]
+
+
+def test_bench_and_beam_run_the_defective_export_through_the_object_loader(tmp_path: Path) -> None:
+    pytest.importorskip("apache_beam")
+    model = str(NEWTF / "keras_tf_save")
+    bench = CliRunner().invoke(cli, ["bench", model, "--batch-sizes", "1,3", "--seconds", "0.05", "--json"])
+    assert bench.exit_code == 0, bench.output
+    assert [b["batch_size"] for b in json.loads(bench.stdout)["batches"]] == [1, 3]
+    source = _jsonl(tmp_path / "in.jsonl", _inputs("keras_tf_save"))
+    out = tmp_path / "beam.jsonl"
+    args = ["predict", model, str(source), "-o", str(out), "--runner", "beam",
+            "--beam-option", "runner=DirectRunner"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    _assert_matches("keras_tf_save", {"output_0": np.asarray([r["output_0"] for r in rows])})
