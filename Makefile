@@ -10,7 +10,7 @@ BASE_PYTHON := $(shell for p in $(CANDIDATES); do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,9) <= sys.version_info[:2] <= (3,11))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean fixtures-newtf
 .DEFAULT_GOAL := demo
 
 $(PY):
@@ -39,5 +39,19 @@ test: lint
 bench: $(VENV)/.installed-dev
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+# SavedModels exported by the newest TensorFlow and Keras 3, with the outputs that TensorFlow
+# computes, for the tests that run them under the pinned TF 2.15. Built in their own venv.
+NEWTF_VENV := .venv-newtf
+NEWTF_PACKAGES ?= tensorflow keras jax
+NEWTF_PYTHON := $(shell for p in python3.12 python3.13 python3.11 python3.10 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,10) <= sys.version_info[:2] <= (3,13))' 2>/dev/null \
+	&& { echo $$p; break; }; done)
+
+fixtures-newtf:
+	@if [ -z "$(NEWTF_PYTHON)" ]; then echo "error: no Python 3.10-3.13 on PATH for the newest TensorFlow" >&2; exit 1; fi
+	test -x $(NEWTF_VENV)/bin/python || $(NEWTF_PYTHON) -m venv $(NEWTF_VENV)
+	$(NEWTF_VENV)/bin/python -m pip install --quiet --upgrade pip $(NEWTF_PACKAGES)
+	$(NEWTF_VENV)/bin/python tests/fixtures/newtf/build.py tests/fixtures/newtf
+
 clean:
-	rm -rf $(VENV) demo-workdir build src/*.egg-info
+	rm -rf $(VENV) $(NEWTF_VENV) demo-workdir build src/*.egg-info

@@ -9,6 +9,7 @@ import pytest
 
 from tfship.data import infer_schema, penguins_split, synthesize
 from tfship.errors import DataError, InputError
+from tfship.schema import CsvMissing
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -33,7 +34,25 @@ def test_infer_schema_on_penguins(tmp_path: Path) -> None:
     assert schema.feature("bill_length_mm").dtype == "float32"
     assert schema.feature("bill_length_mm").default is not None  # it has NA values
     assert schema.feature("year").dtype == "int64" and schema.feature("year").default is None
-    assert schema.feature("sex").default == ""
+    # "NA" in a string column is text (a category) unless asked to mean missing there too.
+    sex = schema.feature("sex")
+    assert sex.use["vocabulary"] == ["NA", "female", "male"] and sex.default is None
+    asked = infer_schema(train, "species", csv_missing=CsvMissing(strings=True)).feature("sex")
+    assert asked.use["vocabulary"] == ["female", "male"] and asked.default == ""
+
+
+def test_infer_schema_missing_cells_by_column_type(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    rows = ["1.5,None,a", "NA,  ,b", "2.5,NA,c", "null,null,d", ",x,e", "3.0,,f"]
+    path.write_text("num,text,y\n" + "".join(r + "\n" for r in rows))
+    schema = infer_schema(path, "y")
+    num, text = schema.feature("num"), schema.feature("text")
+    assert num.dtype == "float32" and num.default == 2.333333  # mean of the 3 numbers
+    # Only the empty cell is missing in a string column: "None", "NA", "null", "  " are values.
+    assert text.dtype == "string" and text.default == ""
+    assert text.use["vocabulary"] == ["  ", "NA", "None", "null", "x"]
+    other = infer_schema(path, "y", csv_missing=CsvMissing(na_values=("null",)))
+    assert other.feature("num").dtype == "string"  # "NA" is no longer a missing number
 
 
 def test_infer_schema_high_cardinality_gets_hash_buckets(tmp_path: Path) -> None:
@@ -64,8 +83,8 @@ def test_synthesize_follows_the_schema(tmp_path: Path) -> None:
     rows = _rows(out)
     assert len(rows) == 2500
     for i, row in enumerate(rows[:200]):
-        schema.convert_record(row, where=f"synth.csv:{i + 2}")
-        assert schema.convert_label(row) in schema.label.vocabulary
+        schema.convert_record(row, where=f"synth.csv:{i + 2}", csv=CsvMissing())
+        assert schema.convert_label(row, csv=CsvMissing()) in schema.label.vocabulary
     assert {r["species"] for r in rows} == set(schema.label.vocabulary)
     again = synthesize(schema, 2500, tmp_path / "again.csv", seed=3)
     assert again.read_bytes() == out.read_bytes()

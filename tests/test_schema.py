@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tfship.errors import DataError, SchemaError
-from tfship.schema import Schema
+from tfship.schema import CsvMissing, Schema
 
 BASE: dict[str, Any] = {
     "label": {"name": "y", "kind": "multiclass", "vocabulary": ["a", "b", "c"]},
@@ -68,8 +68,8 @@ def test_feature_columns_compute_on_parsed_examples() -> None:
     import tensorflow as tf
 
     schema = Schema.from_dict(BASE)
-    records = [{"x": "2", "n": "15", "cat": "q", "ident": 3, "tags": "a|b", "vec": [1, 2, 3]},
-               {"x": None, "n": 3, "cat": "zzz", "tags": [], "vec": "4|5|6"}]
+    records = [{"x": "2", "n": "15", "cat": "q", "ident": 3, "tags": ["a", "b"], "vec": [1, 2, 3]},
+               {"x": None, "n": 3, "cat": "zzz", "tags": [], "vec": [4, 5, 6]}]
     serialized = [schema.to_example(r).SerializeToString() for r in records]
     parsed = tf.io.parse_example(serialized, schema.parse_spec())
     dense = tf.keras.layers.DenseFeatures(schema.feature_columns())(parsed)
@@ -79,7 +79,8 @@ def test_feature_columns_compute_on_parsed_examples() -> None:
 
 def test_convert_record_fills_defaults_and_checks_types() -> None:
     schema = Schema.from_dict(BASE)
-    values = schema.convert_record({"x": "NA", "n": "7.0", "tags": "u|v", "vec": "1|2|3"})
+    row = {"x": "NA", "n": "7.0", "tags": "u|v", "vec": "1|2|3"}
+    values = schema.convert_record(row, csv=CsvMissing())
     assert values == {"x": [1.5], "n": [7], "cat": [""], "ident": [0], "tags": ["u", "v"],
                       "vec": [1.0, 2.0, 3.0]}
 
@@ -98,7 +99,7 @@ def test_convert_record_fills_defaults_and_checks_types() -> None:
 )
 def test_convert_record_errors_name_record_and_field(record: dict[str, Any], message: str) -> None:
     with pytest.raises(DataError, match=message):
-        Schema.from_dict(BASE).convert_record(record, where="rows.csv:4")
+        Schema.from_dict(BASE).convert_record(record, where="rows.csv:4", csv=CsvMissing())
 
 
 def test_label_conversion() -> None:

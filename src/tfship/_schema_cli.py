@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tfship.data import infer_schema
-from tfship.schema import Schema
+from tfship.schema import NA_VALUES, CsvMissing, Schema
 
 
 @click.group()
@@ -21,9 +21,29 @@ def schema() -> None:
 @click.option("--label", required=True, help="The column the model predicts.")
 @click.option("--exclude", multiple=True, help="A column to leave out (repeatable).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
-def infer(data: Path, label: str, exclude: tuple[str, ...], out: Path | None) -> None:
+@click.option(
+    "--na-values",
+    default=None,
+    help="Comma-separated cells that mean missing in numeric columns "
+    "(default: NA,N/A,NaN,nan,null,NULL,None). An empty cell is always missing.",
+)
+@click.option(
+    "--na-strings", is_flag=True, help="Also treat --na-values as missing in string columns."
+)
+def infer(
+    data: Path,
+    label: str,
+    exclude: tuple[str, ...],
+    out: Path | None,
+    na_values: str | None,
+    na_strings: bool,
+) -> None:
     """Propose a schema for DATA.csv: dtypes, vocabularies, hash buckets, defaults."""
-    proposed = infer_schema(data, label, exclude=exclude)
+    tokens = NA_VALUES if na_values is None else tuple(
+        v.strip() for v in na_values.split(",") if v.strip()
+    )
+    rule = CsvMissing(tokens, strings=na_strings)
+    proposed = infer_schema(data, label, exclude=exclude, csv_missing=rule)
     if out is not None:
         proposed.save(out)
         click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "

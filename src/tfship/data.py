@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship.errors import DataError, InputError
-from tfship.schema import MISSING_TOKENS, Feature, Label, Schema
+from tfship.schema import CsvMissing, Feature, Label, Schema, csv_column_dtype
 
 __all__ = ["infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 
@@ -63,13 +63,24 @@ def _write_csv(path: Path, header: Sequence[str], rows: Any) -> None:
 
 
 # ---- inference -------------------------------------------------------------------------------
-def infer_schema(path: str | os.PathLike[str], label: str, *, exclude: Sequence[str] = ()) -> Schema:
+def infer_schema(
+    path: str | os.PathLike[str],
+    label: str,
+    *,
+    exclude: Sequence[str] = (),
+    csv_missing: CsvMissing | None = None,
+) -> Schema:
     """Propose a schema for a CSV file: dtypes, vocabularies or hash buckets, defaults, label kind.
+
+    Missing cells follow the loaders' rule (:class:`tfship.schema.CsvMissing`): an empty cell,
+    or a token such as ``NA`` in a column that is otherwise numeric. In a string column
+    ``NA`` is a category like any other.
 
     Args:
         path: a CSV file with a header row.
         label: the column the model predicts.
         exclude: columns to leave out (ids, timestamps).
+        csv_missing: which cells are missing; ``None`` uses the default tokens.
 
     Raises:
         InputError: the file is missing or empty, or ``label`` is not a column.
@@ -77,12 +88,13 @@ def infer_schema(path: str | os.PathLike[str], label: str, *, exclude: Sequence[
     columns = _read_columns(Path(path))
     if label not in columns:
         raise InputError(f"label column {label!r} is not in {path}; columns are {list(columns)}")
+    rule = csv_missing or CsvMissing()
     features = [
-        _infer_feature(name, values)
+        _infer_feature(name, values, rule)
         for name, values in columns.items()
         if name != label and name not in exclude
     ]
-    return Schema(label=_infer_label(label, columns[label]), features=tuple(features))
+    return Schema(label=_infer_label(label, columns[label], rule), features=tuple(features))
 
 
 def _read_columns(path: Path) -> dict[str, list[str]]:
@@ -103,26 +115,16 @@ def _read_columns(path: Path) -> dict[str, list[str]]:
     return columns
 
 
-def _present(values: list[str]) -> list[str]:
-    return [v for v in values if v.strip() not in MISSING_TOKENS]
+def _present(values: list[str], dtype: str, rule: CsvMissing) -> list[str]:
+    return [v for v in values if not rule.cell(v, dtype)]
 
 
-def _all_parse(values: list[str], kind: type) -> bool:
-    try:
-        for v in values:
-            kind(v)
-    except ValueError:
-        return False
-    return True
-
-
-def _infer_feature(name: str, values: list[str]) -> Feature:
-    present = _present(values)
+def _infer_feature(name: str, values: list[str], rule: CsvMissing) -> Feature:
+    dtype = csv_column_dtype(values, rule)
+    present = _present(values, dtype, rule)
     has_missing = len(present) < len(values)
-    if present and _all_parse(present, int):
-        return _numeric_feature(name, [float(v) for v in present], "int64", has_missing)
-    if present and _all_parse(present, float):
-        return _numeric_feature(name, [float(v) for v in present], "float32", has_missing)
+    if dtype != "string":
+        return _numeric_feature(name, [float(v) for v in present], dtype, has_missing)
     counts = Counter(present)
     default = "" if has_missing else None
     if len(counts) <= VOCABULARY_LIMIT:
@@ -153,14 +155,15 @@ def _embedding_dim(cardinality: int) -> int:
     return max(2, min(32, int(round(6 * cardinality**0.25))))
 
 
-def _infer_label(name: str, values: list[str]) -> Label:
-    present = _present(values)
+def _infer_label(name: str, values: list[str], rule: CsvMissing) -> Label:
+    dtype = csv_column_dtype(values, rule)
+    present = _present(values, dtype, rule)
     if len(present) < len(values):
         raise DataError(f"label column {name!r} has {len(values) - len(present)} missing values")
     classes = sorted(set(present))
     if set(classes) <= {"0", "1"}:
         return Label(name, "binary")
-    if _all_parse(present, float) and len(classes) > 10:
+    if dtype != "string" and len(classes) > 10:
         return Label(name, "regression")
     return Label(name, "binary" if len(classes) == 2 else "multiclass", tuple(classes))
 

@@ -26,6 +26,8 @@ Example:
     ...                       "features": [{"name": "x", "dtype": "float32", "default": 0.0}]})
     >>> s.convert_record({"x": "2.5"})
     {'x': [2.5]}
+    >>> s.convert_record({"x": "NA"}, csv=CsvMissing())
+    {'x': [0.0]}
 """
 
 from __future__ import annotations
@@ -40,15 +42,27 @@ from typing import Any
 
 from tfship.errors import DataError, SchemaError
 
-__all__ = ["DTYPES", "LABEL_KINDS", "USE_KINDS", "Feature", "Label", "Schema", "coerce_value", "is_missing"]
+__all__ = [
+    "DTYPES",
+    "LABEL_KINDS",
+    "NA_VALUES",
+    "USE_KINDS",
+    "CsvMissing",
+    "Feature",
+    "Label",
+    "Schema",
+    "coerce_value",
+    "csv_column_dtype",
+    "is_missing",
+]
 
 DTYPES = ("float32", "int64", "string")
 LABEL_KINDS = ("binary", "multiclass", "regression")
 USE_KINDS = ("numeric", "bucketized", "categorical", "identity", "hash")
 _CATEGORICAL_KINDS = ("categorical", "identity", "hash")
 _SHOWN_AS = ("indicator", "embedding")
-# Cell values that mean "missing" in CSV files written by R, pandas and spreadsheets.
-MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"})
+#: CSV cells that mean "missing" in a numeric column, as R, pandas and spreadsheets write them.
+NA_VALUES: tuple[str, ...] = ("NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 # Values of a non-scalar feature inside one CSV cell.
 CSV_LIST_SEPARATOR = "|"
 
@@ -274,23 +288,29 @@ class Schema:
         return _columns.build_columns(self, names)
 
     # ---- records -------------------------------------------------------------------------
-    def convert_record(self, record: Mapping[str, Any], *, where: str = "") -> dict[str, list[Any]]:
+    def convert_record(
+        self, record: Mapping[str, Any], *, where: str = "", csv: CsvMissing | None = None
+    ) -> dict[str, list[Any]]:
         """Turn one CSV or JSON record into lists of feature values, defaults filled in.
 
         Args:
             record: field name to value; CSV cells are strings, JSON values are typed.
             where: where the record came from (``file.csv:12``), for error messages.
+            csv: for a CSV row, which cells are missing (and ``|`` splits multi-valued
+                cells); ``None`` for typed records, where only None is missing.
 
         Raises:
             DataError: naming the record, the field and what was expected.
         """
-        return {f.name: _convert_value(f, record.get(f.name), where) for f in self.features}
+        return {f.name: _convert_value(f, record.get(f.name), where, csv) for f in self.features}
 
-    def convert_label(self, record: Mapping[str, Any], *, where: str = "") -> Any:
+    def convert_label(
+        self, record: Mapping[str, Any], *, where: str = "", csv: CsvMissing | None = None
+    ) -> Any:
         """The label value of a record, checked against the label's kind and vocabulary."""
         label = self.label
         feature = Feature(label.name, label.dtype, (), None, {"kind": "numeric"})
-        (value,) = _convert_value(feature, record.get(label.name), where)
+        (value,) = _convert_value(feature, record.get(label.name), where, csv)
         if label.vocabulary is not None and value not in label.vocabulary:
             raise DataError(
                 f"{_at(where)}label {label.name!r}: {value!r} is not one of {list(label.vocabulary)}"
@@ -299,13 +319,20 @@ class Schema:
             raise DataError(f"{_at(where)}label {label.name!r}: expected 0 or 1, found {value!r}")
         return value
 
-    def to_example(self, record: Mapping[str, Any], *, where: str = "", label: bool = False) -> Any:
+    def to_example(
+        self,
+        record: Mapping[str, Any],
+        *,
+        where: str = "",
+        label: bool = False,
+        csv: CsvMissing | None = None,
+    ) -> Any:
         """A ``tf.train.Example`` holding the record's features (and its label if asked)."""
         from tfship._tf import tf
 
-        values = self.convert_record(record, where=where)
+        values = self.convert_record(record, where=where, csv=csv)
         if label:
-            values[self.label.name] = [self.convert_label(record, where=where)]
+            values[self.label.name] = [self.convert_label(record, where=where, csv=csv)]
         dtypes = {f.name: f.dtype for f in self.features}
         dtypes[self.label.name] = self.label.dtype
         feats = {name: _feature_proto(tf(), dtypes[name], vals) for name, vals in values.items()}
@@ -501,13 +528,85 @@ def _is_number(value: Any) -> bool:
 
 
 # ---- converting values -----------------------------------------------------------------------
-def is_missing(value: Any) -> bool:
-    """True for a missing value: None, NaN, or a CSV token such as ``""`` or ``"NA"``."""
+# The one missing-value rule of tfship. Every reader (loaders, trainer, schema inference, the
+# client's record files) asks here, so a value means the same thing everywhere.
+
+
+@dataclass(frozen=True)
+class CsvMissing:
+    """Which CSV cells are missing: an empty cell anywhere; ``na_values`` in numeric columns.
+
+    A CSV file has no null, so writers spell one: an empty cell, or a token such as ``NA``. In
+    a numeric column such a token can only mean "missing" (it is compared after stripping
+    spaces, as numbers are parsed). In a string column it is text a model may well see, so a
+    string cell is a value exactly as written, spaces and all, and only an empty cell is
+    missing, unless ``strings`` asks for the tokens there too. Outside CSV (JSON, Parquet,
+    TFRecord, DataFrames, Python records) only a null is missing: see :func:`is_missing`.
+
+    Example:
+        >>> rule = CsvMissing()
+        >>> rule.cell("NA", "float32"), rule.cell("NA", "string"), rule.cell("", "string")
+        (True, False, True)
+        >>> CsvMissing(na_values=("-",)).cell("NA", "float32")
+        False
+    """
+
+    na_values: tuple[str, ...] = NA_VALUES
+    strings: bool = False
+
+    def tokens(self, dtype: str) -> frozenset[str]:
+        """The cell texts that are missing in a ``dtype`` column (after :meth:`strips`)."""
+        if dtype == "string" and not self.strings:
+            return frozenset({""})
+        return frozenset({"", *self.na_values})
+
+    def strips(self, dtype: str) -> bool:
+        """Whether cells of a ``dtype`` column are compared with surrounding spaces removed."""
+        return dtype != "string"
+
+    def cell(self, text: str, dtype: str) -> bool:
+        """Whether the CSV cell ``text`` of a ``dtype`` column is missing."""
+        return (text.strip() if self.strips(dtype) else text) in self.tokens(dtype)
+
+
+def is_missing(value: Any, dtype: str = "string", csv: CsvMissing | None = None) -> bool:
+    """Whether ``value`` is missing: None or NaN anywhere; CSV cells by the ``csv`` rule.
+
+    Without ``csv`` (JSON, Parquet, TFRecord, DataFrames, Python records) a string is always a
+    value, even ``""`` or ``"NA"``.
+
+    Example:
+        >>> is_missing(""), is_missing(None), is_missing("", csv=CsvMissing())
+        (False, True, True)
+    """
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):
         return True
-    return isinstance(value, str) and value.strip() in MISSING_TOKENS
+    return csv is not None and isinstance(value, str) and csv.cell(value, dtype)
+
+
+def csv_column_dtype(cells: Iterable[str], csv: CsvMissing | None = None) -> str:
+    """``int64``, ``float32`` or ``string``: the narrowest dtype of a CSV column's cells.
+
+    A column is numeric when every cell that is not missing as a number parses as one.
+
+    Example:
+        >>> csv_column_dtype(["1", "NA", " 2"]), csv_column_dtype(["1.5", ""]), csv_column_dtype(["a", "1"])
+        ('int64', 'float32', 'string')
+    """
+    rule = csv or CsvMissing()
+    present = [c for c in cells if not rule.cell(c, "float32")]
+    if not present:
+        return "string"
+    for dtype, parse in (("int64", int), ("float32", float)):
+        try:
+            for cell in present:
+                parse(cell)
+        except ValueError:
+            continue
+        return dtype
+    return "string"
 
 
 _FLOAT_MAX = {"float32": 3.4028234663852886e38, "float16": 65504.0}
@@ -553,25 +652,27 @@ def coerce_value(dtype: str, value: Any) -> Any:
     return whole
 
 
-def _split_values(value: Any) -> list[Any]:
+def _split_values(value: Any, dtype: str, csv: CsvMissing | None) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
-    if isinstance(value, str):
-        text = value.strip()
-        return [] if text == "" else text.split(CSV_LIST_SEPARATOR)
+    if csv is not None and isinstance(value, str):
+        # A CSV cell holds the values of a multi-valued feature, separated by "|".
+        text = value.strip() if csv.strips(dtype) else value
+        return text.split(CSV_LIST_SEPARATOR)
     return [value]
 
 
-def _convert_value(f: Feature, value: Any, where: str) -> list[Any]:
+def _convert_value(f: Feature, value: Any, where: str, csv: CsvMissing | None) -> list[Any]:
     at = f"{_at(where)}field {f.name!r}"
+    missing = is_missing(value, f.dtype, csv)
     if f.shape is None:
-        values = [] if is_missing(value) else _split_values(value)
-    elif is_missing(value) or (isinstance(value, (list, tuple)) and not value):
+        values = [] if missing else _split_values(value, f.dtype, csv)
+    elif missing or (isinstance(value, (list, tuple)) and not value):
         if f.default is None:
             raise DataError(f"{at}: missing, and the feature has no default")
         return list(f.default) if isinstance(f.default, list) else [f.default] * (f.size or 1)
     else:
-        values = _split_values(value) if f.shape else [value]
+        values = _split_values(value, f.dtype, csv) if f.shape else [value]
     try:
         out = [coerce_value(f.dtype, v) for v in values]
     except (TypeError, ValueError) as exc:

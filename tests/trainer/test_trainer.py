@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from tfship.cli import cli
 from tfship.data import synthesize
 from tfship.errors import DataError, SchemaError
-from tfship.schema import Schema
+from tfship.schema import CsvMissing, Schema
 from tfship.trainer import InputConfig, ModelConfig, RunOptions, build_estimator, make_input_fn, train
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,10 @@ def _export_predict(export_dir: Path, schema: Schema, rows: list[dict[str, str]]
     import tensorflow as tf
 
     loaded = tf.saved_model.load(str(export_dir))
-    examples = [schema.to_example(r, where=f"row {i}").SerializeToString() for i, r in enumerate(rows)]
+    examples = [
+        schema.to_example(r, where=f"row {i}", csv=CsvMissing()).SerializeToString()
+        for i, r in enumerate(rows)
+    ]
     out = loaded.signatures["predict"](examples=tf.constant(examples))
     return {k: v.numpy() for k, v in out.items()}
 
@@ -137,7 +140,7 @@ def test_tfrecord_input_and_warm_start(tiny_model: Any, tmp_path: Path) -> None:
     records = tmp_path / "train.tfrecord"
     with tf.io.TFRecordWriter(str(records)) as writer:
         for row in _eval_rows(tiny_model.train_csv):
-            writer.write(schema.to_example(row, label=True).SerializeToString())
+            writer.write(schema.to_example(row, label=True, csv=CsvMissing()).SerializeToString())
     result = train(schema, tmp_path / "m", [str(records)], [str(tiny_model.eval_csv)],
                    model=ModelConfig("dnn", hidden_units=(8,)),
                    run=RunOptions(max_steps=5, exports=(), warm_start_from=str(tiny_model.model_dir)))

@@ -26,6 +26,7 @@ from tfship._wire import (
 from tfship.errors import InputError, VerdictError
 from tfship.inspect._describe import assets, variables
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
+from tfship.inspect._restore import describe_unrestored, unrestored_variables
 from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
 from tfship.inspect._tensorinfo import dtype_name
 
@@ -212,8 +213,16 @@ def _check_signatures(report: CheckReport, mg: MetaGraphInfo) -> None:
         report.add("signature_valid", "ok", "every signature follows TF Serving's rules")
 
 
+def _check_restore(report: CheckReport, mg: MetaGraphInfo) -> None:
+    found = unrestored_variables(mg)
+    if found:
+        report.add("restore", "error", describe_unrestored(found))
+    else:
+        report.add("restore", "ok", "the restore step writes every variable the signatures read")
+
+
 def _check_ops(
-    report: CheckReport, mg: MetaGraphInfo, denylist: Iterable[str], registered: Callable[[str], bool] | None
+    report: CheckReport, mg: MetaGraphInfo, denylist: Iterable[str], op_def: Callable[[str], Any] | None
 ) -> None:
     ops = all_ops(mg)
     denied = sorted(ops & frozenset(denylist))
@@ -221,8 +230,8 @@ def _check_ops(
         report.add("denylisted_ops", "error", "denylisted ops used: " + ", ".join(denied))
     else:
         report.add("denylisted_ops", "ok", "no denylisted ops")
-    if registered is not None:
-        unknown = sorted(op for op in ops if not registered(op))
+    if op_def is not None:
+        unknown = sorted(op for op in ops if op_def(op) is None)
         if unknown:
             report.add(
                 "registered_ops",
@@ -231,6 +240,64 @@ def _check_ops(
             )
         else:
             report.add("registered_ops", "ok", f"all {len(ops)} ops are registered")
+        _check_op_versions(report, mg, op_def)
+
+
+def _all_nodes(mg: MetaGraphInfo) -> Iterable[Any]:
+    graph = mg.proto.graph_def
+    yield from graph.node
+    for function in graph.library.function:
+        yield from function.node_def
+
+
+def newer_op_problems(mg: MetaGraphInfo, op_def: Callable[[str], Any] | None = None) -> list[str]:
+    """Ops written by a newer TensorFlow: attributes this one does not know, newer XlaCallModule.
+
+    Such a graph loads, then every call fails (``Cannot deserialize computation``, ``NodeDef
+    mentions attr ...``); imports TensorFlow to read its op registry.
+    """
+    lookup = op_def or _tensorflow_registry()
+    problems: set[str] = set()
+    for node in _all_nodes(mg):
+        known = lookup(node.op)
+        if known is None:
+            continue
+        names = {a.name for a in known.attr}
+        extra = sorted(a for a in node.attr if not a.startswith("_") and a not in names)
+        if extra:
+            problems.add(f"{node.op} has attributes {', '.join(extra)} that it does not know")
+        if node.op == "XlaCallModule" and node.attr["version"].i > _xla_call_module_max():
+            problems.add(
+                f"XlaCallModule version {node.attr['version'].i} is newer than the "
+                f"{_xla_call_module_max()} it runs (a JAX-backend export?)"
+            )
+    return sorted(problems)
+
+
+def describe_newer_ops(problems: list[str]) -> str:
+    """One line for :func:`newer_op_problems`' findings, with what to do."""
+    from tfship._tf import tf
+
+    return (
+        f"this TensorFlow ({tf().__version__}) cannot run ops of a newer one: "
+        + "; ".join(problems)
+        + "; re-export with Keras's TensorFlow backend (KERAS_BACKEND=tensorflow), "
+        "or serve with a TensorFlow that knows these ops"
+    )
+
+
+def _check_op_versions(report: CheckReport, mg: MetaGraphInfo, op_def: Callable[[str], Any]) -> None:
+    problems = newer_op_problems(mg, op_def)
+    if problems:
+        report.add("op_versions", "error", describe_newer_ops(problems))
+    else:
+        report.add("op_versions", "ok", "every op's attributes are known to this TensorFlow")
+
+
+def _xla_call_module_max() -> int:
+    from tensorflow.compiler.tf2xla.python import xla
+
+    return int(xla.call_module_maximum_supported_version())
 
 
 def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
@@ -294,13 +361,14 @@ def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) ->
         report.add("warmup", "ok", f"warmup file valid ({count} record{'s' * (count != 1)})")
 
 
-def _tensorflow_registry() -> Callable[[str], bool]:
+def _tensorflow_registry() -> Callable[[str], Any]:
+    """The OpDef of an op type in this TensorFlow, or None when it is not registered."""
     from tfship._tf import tf
 
     tf()
     from tensorflow.python.framework import op_def_registry
 
-    return lambda op: op_def_registry.get(op) is not None
+    return op_def_registry.get  # type: ignore[no-any-return]
 
 
 def check_saved_model(
@@ -334,6 +402,7 @@ def check_saved_model(
     _check_layout(report, root, info)
     mg = info.meta_graph(tags)  # an unknown tag-set is bad input (exit 2), not a finding
     _check_signatures(report, mg)
+    _check_restore(report, mg)
     registry = _tensorflow_registry() if check_registered_ops else None
     _check_ops(report, mg, denylist, registry)
     _check_warmup(report, root, mg)

@@ -24,6 +24,7 @@ from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
 from tfship.loaders._predict import Column, Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import RejectsWriter, format_for, make_writer
+from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
 _NAMESPACE = "tfship"
@@ -103,7 +104,7 @@ def read_rows(
         for i, line in enumerate(chunk.lines.tolist()):
             row = {k: (None if _is_sentinel(v[i]) else v[i]) for k, v in columns.items()}
             text = chunk.texts[i] if chunk.texts is not None else None
-            yield (index, line), {"raw": row, "source": path, "text": text}
+            yield (index, line), {"raw": row, "source": path, "text": text, "csv": chunk.csv}
 
 
 def _is_sentinel(value: Any) -> bool:
@@ -117,8 +118,9 @@ def convert_row(
     fields: dict[str, Field],
     keep: list[str],
     parsing: bool,
+    csv: CsvMissing | None = None,
 ) -> Iterator[Any]:
-    """Typed values of one row, or a tagged reject with the reason."""
+    """Typed values of one row, or a tagged reject with the reason; ``csv``: CSV's missing cells."""
     from apache_beam import pvalue
 
     key, row = element
@@ -134,7 +136,8 @@ def convert_row(
         row = {**row, "raw": raw}
     raw = row["raw"]
     try:
-        values = {name: convert_value(fld, raw.get(name)) for name, fld in fields.items()}
+        rule = (csv or CsvMissing()) if row.get("csv") else None
+        values = {name: convert_value(fld, raw.get(name), rule) for name, fld in fields.items()}
     except ValueError as exc:
         reject = Reject(row["source"], key[1], str(exc), row["text"])
         yield pvalue.TaggedOutput("rejects", (key, reject.to_dict()))
@@ -288,7 +291,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
 
         adapter = model.adapter(spec.signature)
         keys = model.output_keys(adapter.sig.key, spec.outputs)
-        preparer = ChunkPreparer(adapter, spec.keep_columns, want_inputs=False)
+        preparer = ChunkPreparer(adapter, spec.keep_columns, False, spec.csv_missing)
         for path in files:
             preparer.check_columns(path)
         fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key
@@ -307,7 +310,8 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         )
         converted = (
             read.rows
-            | "Convert" >> beam.FlatMap(convert_row, fields, keep, parsing).with_outputs(
+            | "Convert"
+            >> beam.FlatMap(convert_row, fields, keep, parsing, spec.csv_missing).with_outputs(
                 "rejects", main="rows"
             )
         )

@@ -75,6 +75,17 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     multiple=True,
     help="Beam pipeline option KEY=VALUE (e.g. runner=DirectRunner); repeatable.",
 )
+@click.option(
+    "--na-values",
+    default=None,
+    help="Comma-separated CSV cells that mean missing in numeric columns "
+    "(default: NA,N/A,NaN,nan,null,NULL,None; '' for none). An empty cell is always missing.",
+)
+@click.option(
+    "--na-strings",
+    is_flag=True,
+    help="Also treat --na-values as missing in string columns (default: text is a value).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def predict(
     model: Path,
@@ -90,12 +101,16 @@ def predict(
     max_rejects: int | None,
     runner: str,
     beam_options: tuple[str, ...],
+    na_values: str | None,
+    na_strings: bool,
     as_json: bool,
 ) -> None:
     """Batch-predict FILES of records with MODEL (a SavedModel or an export base directory).
 
     Rows keep their input order; a bad row goes to --rejects with its file, line and reason,
-    and the run goes on. The summary shows rows in = predicted + rejected.
+    and the run goes on. The summary shows rows in = predicted + rejected. Only a null is
+    missing in JSONL, Parquet and TFRecord; in CSV an empty cell, and --na-values in numeric
+    columns.
 
     \b
     Example:
@@ -113,6 +128,8 @@ def predict(
         keep_columns=_split_list(keep_columns) or [],
         rejects=rejects,
         max_rejects=max_rejects,
+        na_values=None if na_values is None else [v.strip() for v in na_values.split(",") if v.strip()],
+        na_strings=na_strings,
     )
     def job() -> JobSummary:
         if runner == "beam":

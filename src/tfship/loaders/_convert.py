@@ -4,8 +4,10 @@ Unlike ``predict`` (which raises at the first problem), a batch job must keep go
 row that cannot be converted gets a reason, and the others go on. CSV cells arrive as Arrow
 string arrays and are converted with Arrow kernels (fast path); a chunk where a kernel fails
 is converted again value by value, only to find which rows are bad. The rules are the
-schema's: tokens such as ``""`` or ``NA`` mean missing, ``|`` separates the values of a
-multi-valued cell, an integer feature accepts ``3.0`` but not ``3.5``.
+schema's: in CSV an empty cell is missing, a token such as ``NA`` too but only for a numeric
+feature (:class:`tfship.schema.CsvMissing`), and ``|`` separates the values of a multi-valued
+cell; elsewhere only a null is missing and a string is always a value. An integer feature
+accepts ``3.0`` but not ``3.5``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tfship.loaders._predict import (
     coo_from_lengths,
     empty_sparse,
 )
-from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS, coerce_value, is_missing
+from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, coerce_value, is_missing
 
 Array = npt.NDArray[Any]
 _FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0}
@@ -46,17 +48,23 @@ class Converted:
             self.bad.setdefault(row, reason)
 
 
-def convert_chunk(fields: Mapping[str, Field], raw: Mapping[str, Any], rows: int) -> Converted:
-    """Convert the raw columns of one chunk; ``raw`` maps names to Arrow arrays or lists."""
+def convert_chunk(
+    fields: Mapping[str, Field], raw: Mapping[str, Any], rows: int, csv: CsvMissing | None = None
+) -> Converted:
+    """Convert the raw columns of one chunk; ``raw`` maps names to Arrow arrays or lists.
+
+    ``csv`` is the missing-cell rule when the chunk's cells are CSV text; ``None`` for typed
+    sources (JSON, Parquet, TFRecord), where only a null is missing.
+    """
     out = Converted({})
     for name, fld in fields.items():
         column = raw.get(name)
         if column is None:
             out.columns[name] = _absent(fld, rows, out)
         elif isinstance(column, list):
-            out.columns[name] = _from_python(fld, column, out)
+            out.columns[name] = _from_python(fld, column, out, csv)
         else:
-            out.columns[name] = _from_arrow(fld, column, out)
+            out.columns[name] = _from_arrow(fld, column, out, csv)
     return out
 
 
@@ -105,32 +113,32 @@ def slice_rows(column: Column, start: int, stop: int) -> Column:
 # -- python values (JSON records, Examples, fallbacks) ---------------------------------------------
 
 
-def _is_missing(value: Any) -> bool:
-    return value is _MISSING or is_missing(value)
-
-
-def _split(value: Any) -> list[Any]:
+def _split(value: Any, dtype: str, csv: CsvMissing | None) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     if isinstance(value, np.ndarray):
         return list(value.reshape(-1).tolist())
-    if isinstance(value, str):
-        text = value.strip()
-        return [] if text == "" else text.split(CSV_LIST_SEPARATOR)
+    if csv is not None and isinstance(value, str):
+        text = value.strip() if csv.strips(dtype) else value
+        return text.split(CSV_LIST_SEPARATOR)
     return [value]
 
 
-def convert_value(fld: Field, value: Any) -> list[Any]:
-    """The values of one field of one record; ValueError with the reason when it is bad."""
+def convert_value(fld: Field, value: Any, csv: CsvMissing | None = None) -> list[Any]:
+    """The values of one field of one record; ValueError with the reason when it is bad.
+
+    ``csv`` is the missing-cell rule when ``value`` is a CSV cell; ``None`` for typed values.
+    """
     at = f"field {fld.name!r}"
+    missing = value is _MISSING or is_missing(value, fld.dtype, csv)
     if fld.sparse:
-        values = [] if _is_missing(value) else _split(value)
-    elif _is_missing(value) or (isinstance(value, (list, tuple)) and not value):
+        values = [] if missing else _split(value, fld.dtype, csv)
+    elif missing or (isinstance(value, (list, tuple)) and not value):
         if fld.default is None:
             raise ValueError(f"{at}: missing, and the feature has no default")
         return list(fld.default.reshape(-1).tolist())
     else:
-        values = _split(value) if fld.shape else [value]
+        values = _split(value, fld.dtype, csv) if fld.shape else [value]
     try:
         out = [coerce_value(fld.dtype, v) for v in values]
     except (TypeError, ValueError) as exc:
@@ -143,11 +151,13 @@ def convert_value(fld: Field, value: Any) -> list[Any]:
     return out
 
 
-def _from_python(fld: Field, values: list[Any], out: Converted) -> Column:
+def _from_python(
+    fld: Field, values: list[Any], out: Converted, csv: CsvMissing | None = None
+) -> Column:
     per_row: list[list[Any]] = []
     for row, value in enumerate(values):
         try:
-            per_row.append(convert_value(fld, value))
+            per_row.append(convert_value(fld, value, csv))
         except ValueError as exc:
             out.mark([row], str(exc))
             per_row.append([] if fld.sparse else _placeholder(fld, 1).reshape(-1).tolist())
@@ -168,7 +178,7 @@ def _sparse(fld: Field, lengths: Array, flat: Array) -> SparseColumn:
 # -- arrow columns (CSV cells, Parquet columns) --------------------------------------------------
 
 
-def _from_arrow(fld: Field, column: Any, out: Converted) -> Column:
+def _from_arrow(fld: Field, column: Any, out: Converted, csv: CsvMissing | None) -> Column:
     import pyarrow as pa
 
     if isinstance(column, pa.ChunkedArray):
@@ -178,11 +188,17 @@ def _from_arrow(fld: Field, column: Any, out: Converted) -> Column:
         if fast is not None:
             return fast
         return _from_python(fld, column.to_pylist(), out)
+    if csv is None:
+        # A typed source's strings (Parquet): only a null cell is missing.
+        if fld.dtype == "string" and fld.shape == () and not fld.sparse:
+            values = np.asarray(column.fill_null("").to_numpy(zero_copy_only=False), dtype=object)
+            return _fill_missing(fld, values, column.is_null().to_numpy(zero_copy_only=False), out)
+        return _from_python(fld, column.to_pylist(), out)
     try:
-        return _text_arrow(fld, column, out)
+        return _text_arrow(fld, column, out, csv)
     except (pa.ArrowInvalid, ValueError):
         # Some cell does not parse: find which, value by value.
-        return _from_python(fld, column.to_pylist(), out)
+        return _from_python(fld, column.to_pylist(), out, csv)
 
 
 def _typed_arrow(fld: Field, column: Any) -> Array | None:
@@ -205,12 +221,12 @@ def _typed_arrow(fld: Field, column: Any) -> Array | None:
     return None
 
 
-def _missing_mask(trimmed: Any) -> Any:
+def _missing_mask(cells: Any, dtype: str, csv: CsvMissing) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    tokens = pa.array(sorted(MISSING_TOKENS))
-    return pc.or_kleene(pc.is_null(trimmed), pc.is_in(trimmed, value_set=tokens)).fill_null(True)
+    tokens = pa.array(sorted(csv.tokens(dtype)), pa.string())
+    return pc.or_kleene(pc.is_null(cells), pc.is_in(cells, value_set=tokens)).fill_null(True)
 
 
 def _cast(values: Any, dtype: str) -> Array:
@@ -242,21 +258,21 @@ def _cast(values: Any, dtype: str) -> Array:
     return result
 
 
-def _text_arrow(fld: Field, column: Any, out: Converted) -> Column:
+def _text_arrow(fld: Field, column: Any, out: Converted, csv: CsvMissing) -> Column:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    trimmed = pc.utf8_trim_whitespace(column)
-    missing = _missing_mask(trimmed).to_numpy(zero_copy_only=False)
+    # Numbers are read without surrounding spaces; a string cell is kept exactly as written.
+    source = pc.utf8_trim_whitespace(column) if csv.strips(fld.dtype) else column
+    missing = _missing_mask(source, fld.dtype, csv).to_numpy(zero_copy_only=False)
     rows = len(column)
     if fld.shape == () and not fld.sparse:
         placeholder = _PLACEHOLDER.get(fld.dtype, "0")
-        source = column if fld.dtype == "string" else trimmed
         filled = pc.if_else(pa.array(missing), placeholder, source)
         values = _cast(filled, fld.dtype)
         return _fill_missing(fld, values, missing, out)
-    # Like the schema, a multi-valued cell is trimmed as a whole, then split.
-    cells = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), trimmed)
+    # Like the schema, a numeric multi-valued cell is trimmed as a whole, then split.
+    cells = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), source)
     lists = pc.split_pattern(cells, CSV_LIST_SEPARATOR)
     lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(lists)

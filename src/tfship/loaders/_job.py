@@ -33,6 +33,7 @@ from tfship.loaders._readers import (
     read_chunks,
 )
 from tfship.loaders._writers import RejectsWriter, Writer, format_for, make_writer
+from tfship.schema import CsvMissing
 
 if TYPE_CHECKING:
     from tfship.loaders._model import LocalModel
@@ -129,15 +130,31 @@ class JobSpec:
     rejects: Path | None = None
     max_rejects: int | None = None
     chunk_rows: int = 16384
+    na_values: Sequence[str] | None = None
+    na_strings: bool = False
+
+    @property
+    def csv_missing(self) -> CsvMissing:
+        """The missing-cell rule of CSV inputs: default tokens unless ``na_values`` is given."""
+        if self.na_values is None:
+            return CsvMissing(strings=self.na_strings)
+        return CsvMissing(tuple(self.na_values), strings=self.na_strings)
 
 
 class ChunkPreparer:
     """Converts reader chunks for one signature; also used by the Beam pipeline."""
 
-    def __init__(self, adapter: SignatureAdapter, keep_columns: Sequence[str], want_inputs: bool):
+    def __init__(
+        self,
+        adapter: SignatureAdapter,
+        keep_columns: Sequence[str],
+        want_inputs: bool,
+        csv: CsvMissing | None = None,
+    ):
         self.adapter = adapter
         self.keep_columns = list(keep_columns)
         self.want_inputs = want_inputs
+        self.csv = csv or CsvMissing()
 
     @property
     def wanted(self) -> set[str]:
@@ -171,7 +188,8 @@ class ChunkPreparer:
         raw = chunk.columns
         if chunk.serialized is not None:
             raw = example_columns(chunk.serialized, sorted(self.wanted))
-        converted = convert_chunk(self.adapter.fields, raw, chunk.rows)
+        csv = self.csv if chunk.csv else None
+        converted = convert_chunk(self.adapter.fields, raw, chunk.rows, csv)
         good = np.ones(chunk.rows, dtype=bool)
         for row, reason in sorted(converted.bad.items()):
             good[row] = False
@@ -383,7 +401,7 @@ def run_job(
     fmt = format_for(spec.output, spec.fmt)
     adapter = model.adapter(spec.signature)
     keys = model.output_keys(adapter.sig.key, spec.outputs)
-    preparer = ChunkPreparer(adapter, spec.keep_columns, want_inputs=fmt == "tfrecord")
+    preparer = ChunkPreparer(adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing)
     for path in files:
         preparer.check_columns(path)
     summary = JobSummary(output=str(spec.output), files=len(files))

@@ -1,15 +1,21 @@
-"""``load`` and ``LocalModel``: one SavedModel loaded once into a TF1 session, run many times.
+"""``load`` and ``LocalModel``: one SavedModel loaded once, run many times.
 
 Estimator exports are TF1 graphs; TF2 SavedModels (``tf.saved_model.save``, Keras) carry the same
-MetaGraphDef with their signatures as function calls, so one loader serves both. A session call
-is cheaper per batch than a TF2 concrete function and it can feed any tensor of the graph, which
-is what lets ``predict`` skip ``tf.Example`` serialization for parsing signatures.
+MetaGraphDef with their signatures as function calls, so one loader serves both: a TF1 session.
+A session call is cheaper per batch than a TF2 concrete function and it can feed any tensor of
+the graph, which is what lets ``predict`` skip ``tf.Example`` serialization for parsing
+signatures.
+
+Some exports cannot run in a session: a Keras 3 model saved with ``tf.saved_model.save`` has
+signature functions that read variables its restore step never writes (the same export fails
+in TF Serving). The protos tell (``tfship.inspect``'s restore check), and such an export is
+loaded with TF2's object loader (``tf.saved_model.load``) instead, which restores through the
+object graph; ``LocalModel`` behaves the same either way, and ``loader`` says which one runs.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -93,6 +99,9 @@ class LocalModel:
         }
         self.default_signature = default_signature
         self.load_seconds = load_seconds
+        #: ``"session"`` (a TF1 session, as TF Serving runs it) or ``"object"`` (TF2's
+        #: ``tf.saved_model.load``, for exports a session cannot run).
+        self.loader: str = "object" if isinstance(session, _ObjectRunner) else "session"
         self._session = session
         self._lock = threading.Lock()
         self._callables: dict[tuple[Any, ...], Any] = {}
@@ -225,6 +234,10 @@ class LocalModel:
                 raise ModelError(f"model {self.path} is closed", path=str(self.path))
             runner = self._callables.get(key)
             if runner is None:
+                if isinstance(self._session, _ObjectRunner):
+                    runner = self._session.make_callable(feeds, fetches, self.path)
+                    self._callables[key] = runner
+                    return runner
                 graph = self._session.graph
                 try:
                     feed_tensors = [graph.get_tensor_by_name(name) for name in feeds]
@@ -321,6 +334,7 @@ def load(
     signature: str | None = None,
     tags: Sequence[str] = ("serve",),
     threads: int | None = None,
+    loader: str = "auto",
 ) -> LocalModel:
     """Load a SavedModel (Estimator export or TF2 SavedModel) once, for many calls.
 
@@ -331,6 +345,11 @@ def load(
             or the only signature when there is exactly one.
         tags: the MetaGraph tag-set to load.
         threads: TensorFlow intra- and inter-op threads; ``None`` lets TensorFlow choose.
+        loader: ``"auto"`` runs the export in a TF1 session, as TF Serving does, unless its
+            protos show a session cannot run it (signatures reading variables the restore step
+            never writes), then with TF2's ``tf.saved_model.load``; ``"session"`` or
+            ``"object"`` forces one. The choice is kept in ``LocalModel.loader`` and logged
+            once (the object loader at info level, the usual session at debug level).
 
     Returns:
         A :class:`LocalModel`; close it (or use it as a context manager) when done.
@@ -346,12 +365,14 @@ def load(
     """
     from tfship.inspect import read_saved_model
 
+    if loader not in ("auto", "session", "object"):
+        raise ValueError(f"loader must be 'auto', 'session' or 'object', not {loader!r}")
     export_dir = resolve_export_dir(path)
     meta_graph = read_saved_model(export_dir).meta_graph(tags=tuple(tags))
     callable_keys = sorted(k for k in meta_graph.signatures if k not in _HIDDEN_SIGNATURES)
     default = _default_signature(signature, callable_keys, export_dir)
     started = time.perf_counter()
-    session = _open_session(export_dir, tuple(tags), threads)
+    session = _open(export_dir, meta_graph, tuple(tags), threads, loader)
     model = LocalModel(
         path=export_dir,
         meta_graph=meta_graph,
@@ -385,6 +406,37 @@ def _default_signature(requested: str | None, keys: list[str], path: Path) -> st
     )
 
 
+def _open(
+    export_dir: Path, meta_graph: MetaGraphInfo, tags: tuple[str, ...], threads: int | None, loader: str
+) -> Any:
+    """A TF1 session or, for an export a session cannot run (or when asked), TF2's loader."""
+    from tfship.inspect._check import describe_newer_ops, newer_op_problems
+    from tfship.inspect._restore import unrestored_variables
+
+    if loader == "session":  # exactly as TF Serving runs it, whatever the export
+        return _open_session(export_dir, tags, threads)
+    newer = newer_op_problems(meta_graph)
+    if newer:  # it would load, then fail every call with a less helpful message
+        raise ModelError(
+            f"cannot run the SavedModel at {export_dir}: {describe_newer_ops(newer)}",
+            path=str(export_dir),
+        )
+    if loader == "object":
+        log.info("loading %s with TF2's object loader (tf.saved_model.load), as asked", export_dir)
+        return _ObjectRunner.open(export_dir, meta_graph, tags, threads)
+    if unrestored_variables(meta_graph):
+        log.info(
+            "loading %s with TF2's object loader (tf.saved_model.load): its signatures read "
+            "variables its restore step never writes, so a TF1 session (and TF Serving) cannot "
+            "run it",
+            export_dir,
+        )
+        return _ObjectRunner.open(export_dir, meta_graph, tags, threads)
+    # The usual path: said at debug level, so that every command does not repeat it.
+    log.debug("loading %s in a TF1 session", export_dir)
+    return _open_session(export_dir, tags, threads)
+
+
 def _open_session(export_dir: Path, tags: tuple[str, ...], threads: int | None) -> Any:
     tf = _tf()
     config = tf.compat.v1.ConfigProto()
@@ -406,20 +458,87 @@ def _open_session(export_dir: Path, tags: tuple[str, ...], threads: int | None) 
     return session
 
 
+class _ObjectRunner:
+    """TF2's object loader behind the session calls ``LocalModel`` makes.
+
+    A call feeds and fetches the tensor names of one signature; here they are mapped back to
+    the signature's input and output keys, and its concrete function is called instead.
+    """
+
+    def __init__(self, loaded: Any, meta_graph: MetaGraphInfo) -> None:
+        self.loaded = loaded
+        self.meta_graph = meta_graph
+
+    @classmethod
+    def open(
+        cls, export_dir: Path, meta_graph: MetaGraphInfo, tags: tuple[str, ...], threads: int | None
+    ) -> _ObjectRunner:
+        tf = _tf()
+        if threads is not None:
+            _set_eager_threads(tf, threads)
+        try:
+            loaded = tf.saved_model.load(str(export_dir), tags=list(tags))
+        except (tf.errors.OpError, RuntimeError, ValueError, OSError) as exc:
+            raise ModelError(
+                f"cannot load the SavedModel at {export_dir}: {_op_message(exc)}",
+                path=str(export_dir),
+            ) from exc
+        return cls(loaded, meta_graph)
+
+    def make_callable(self, feeds: tuple[str, ...], fetches: tuple[str, ...], path: Path) -> Any:
+        """A function of the feed values returning the fetched arrays, in ``fetches`` order."""
+        for key, sig in self.meta_graph.signatures.items():
+            inputs = {info.name: k for k, info in sig.inputs.items() if info.encoding == "dense"}
+            outputs = {info.name: k for k, info in sig.outputs.items() if info.encoding == "dense"}
+            if set(feeds) == set(inputs) and set(fetches) <= set(outputs) and key in self.loaded.signatures:
+                return self._caller(
+                    self.loaded.signatures[key], [inputs[n] for n in feeds], [outputs[n] for n in fetches]
+                )
+        raise ModelError(
+            f"{path}: loaded with TF2's object loader, which runs whole signatures only; "
+            f"no signature has exactly the inputs {list(feeds)}",
+            path=str(path),
+        )
+
+    @staticmethod
+    def _caller(function: Any, input_keys: list[str], output_keys: list[str]) -> Any:
+        tf = _tf()
+        specs = function.structured_input_signature[1]
+
+        def call(*values: Any) -> list[Array]:
+            kwargs = {
+                key: tf.constant(value, dtype=specs[key].dtype)
+                for key, value in zip(input_keys, values)
+            }
+            result = function(**kwargs)
+            return [result[key].numpy() for key in output_keys]
+
+        return call
+
+    def close(self) -> None:
+        self.loaded = None
+
+
+def _set_eager_threads(tf: Any, threads: int) -> None:
+    # Only possible before the eager context starts; afterwards TensorFlow keeps its choice.
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:
+        log.debug("eager threads already fixed; keeping them")
+
+
 def _tf() -> Any:
     from tfship._tf import tf
 
     return tf()
 
 
-_NODE_DETAIL = re.compile(r"\s*\[\[.*", re.DOTALL)
-
-
 def _op_message(exc: Any) -> str:
-    """The first meaningful line of a TensorFlow error, without node dumps or tracebacks."""
-    message = str(getattr(exc, "message", exc))
-    message = _NODE_DETAIL.sub("", message).strip()
-    return message.splitlines()[0] if message else type(exc).__name__
+    """The line of a TensorFlow error that carries its cause, without node dumps or tracebacks."""
+    from tfship._tf import tf_error_cause
+
+    return tf_error_cause(exc)
 
 
 # -- exact feeds -------------------------------------------------------------------------------

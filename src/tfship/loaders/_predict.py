@@ -91,7 +91,10 @@ class SignatureAdapter:
         self._spec: Mapping[str, Any]
         if spec is not None and self.parsing:
             self.fields = {name: _spec_field(entry) for name, entry in sorted(spec.items())}
-            self._parsed_feeds = all(_has_tensors(entry) for entry in spec.values())
+            # Feeding the parsed tensors needs a session; TF2's object loader runs whole signatures.
+            self._parsed_feeds = model.loader == "session" and all(
+                _has_tensors(entry) for entry in spec.values()
+            )
             self._spec = spec
         else:
             self.fields = {key: _input_field(key, info) for key, info in sorted(sig.inputs.items())}

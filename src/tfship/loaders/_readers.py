@@ -59,7 +59,8 @@ class Chunk:
     """Consecutive rows of one file, as raw columns (Arrow arrays or Python lists).
 
     ``serialized`` holds the records of a TFRecord file instead of columns; ``texts`` the raw
-    text of each row (CSV, JSONL) for the rejects file.
+    text of each row (CSV, JSONL) for the rejects file. ``csv`` says the columns are CSV cell
+    text, where missing values are spelled as tokens (see ``tfship.schema.CsvMissing``).
     """
 
     source: str
@@ -68,6 +69,7 @@ class Chunk:
     rejects: list[Reject] = field(default_factory=list)
     texts: Sequence[str] | None = None
     serialized: Array | None = None
+    csv: bool = False
 
     @property
     def rows(self) -> int:
@@ -207,7 +209,7 @@ def _csv_block(
             table = None
         if table is not None and table.num_rows == count:
             columns = {n: table.column(n) for n in names if wanted is None or n in wanted}
-            return Chunk(source, numbers, columns, texts=texts)
+            return Chunk(source, numbers, columns, texts=texts, csv=True)
     lines = list(texts)
     keep = [i for i, line in enumerate(lines) if line.strip()]
     return _csv_slow(source, names, [lines[i] for i in keep], numbers[keep], wanted)
@@ -256,7 +258,7 @@ def _csv_slow(
         if wanted is None or name in wanted:
             columns[name] = [row[i] for row in good_rows]
     lines = np.asarray(good_lines, dtype=np.int64)
-    return Chunk(source, lines, columns, rejects=rejects, texts=good_texts)
+    return Chunk(source, lines, columns, rejects=rejects, texts=good_texts, csv=True)
 
 
 # -- JSONL -------------------------------------------------------------------------------------

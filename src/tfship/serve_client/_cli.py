@@ -329,7 +329,7 @@ def _read_values(path: Path) -> Any:
 
 
 def read_records(path: Path) -> list[Any]:
-    """Records from a .json list, .jsonl lines or .csv rows (numbers parsed in CSV cells)."""
+    """Records from a .json list, .jsonl lines or .csv rows (numbers parsed in numeric columns)."""
     suffix = path.suffix.lower()
     text = path.read_text()
     if suffix == ".jsonl":
@@ -339,8 +339,7 @@ def read_records(path: Path) -> list[Any]:
                 records.append(_parse_json(line, f"{path}:{number}"))
         return records
     if suffix == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        return [{k: _cell(v) for k, v in row.items()} for row in reader]
+        return _csv_records(text)
     if suffix == ".json":
         loaded = _parse_json(text, str(path))
         if isinstance(loaded, dict) and "instances" in loaded:
@@ -351,15 +350,23 @@ def read_records(path: Path) -> list[Any]:
     raise InputError(f"{path}: unknown records format {suffix!r}; expected .json, .jsonl or .csv")
 
 
-def _cell(text: str | None) -> Any:
-    if text is None:
+def _csv_records(text: str) -> list[dict[str, Any]]:
+    """CSV rows as records: numbers in numeric columns, None for missing cells (schema rule)."""
+    from tfship.schema import CsvMissing, csv_column_dtype
+
+    rows = list(csv.DictReader(text.splitlines()))
+    rule = CsvMissing()
+    names = {name for row in rows for name in row}
+    dtypes = {n: csv_column_dtype([r.get(n) or "" for r in rows], rule) for n in names}
+    return [{k: _cell(v, dtypes[k], rule) for k, v in row.items()} for row in rows]
+
+
+def _cell(text: Any, dtype: str, rule: Any) -> Any:
+    if not isinstance(text, str):
+        return text  # None for a short row's absent cells
+    if rule.cell(text, dtype):
         return None
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            continue
-    return text
+    return {"int64": int, "float32": float}.get(dtype, str)(text)
 
 
 def _parse_json(text: str, where: str) -> Any:

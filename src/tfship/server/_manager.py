@@ -71,7 +71,8 @@ class Servable:
         keys = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
         # TF Serving needs no default signature to load a model; tfship's loader does.
         default = DEFAULT_SIGNATURE if DEFAULT_SIGNATURE in keys or not keys else keys[0]
-        return cls(name, version, path, meta_graph, load(path, signature=default))
+        # A TF1 session, as TF Serving runs it, even for exports only TF2's loader can run.
+        return cls(name, version, path, meta_graph, load(path, signature=default, loader="session"))
 
     def run(
         self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
@@ -86,7 +87,13 @@ class Servable:
         self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
     ) -> dict[str, Any]:
         """Run immediately, bypassing the batcher."""
-        result: dict[str, Any] = self.model.run(dict(feeds), signature=signature, outputs=list(outputs))
+        try:
+            result: dict[str, Any] = self.model.run(dict(feeds), signature=signature, outputs=list(outputs))
+        except Exception as exc:
+            explained = _explained(self.model, exc)
+            if explained is exc:
+                raise
+            raise explained from exc
         return result
 
     @contextmanager
@@ -110,6 +117,23 @@ class Servable:
         close = getattr(self.model, "close", None)
         if callable(close):
             close()
+
+
+def _explained(model: Any, exc: Exception) -> Exception:
+    """A failed run of an export whose signatures read variables its restore step never writes
+    fails as in TF Serving (same code), but with the cause and the remedy in one line."""
+    from tfship._tf import tf_error_cause
+    from tfship.inspect._restore import REMEDY, unrestored_variables
+    from tfship.server._status import RpcError, from_exception
+
+    status = from_exception(exc)
+    meta_graph = getattr(model, "meta_graph", None)
+    if status.code != grpc.StatusCode.FAILED_PRECONDITION or meta_graph is None:
+        return exc
+    if isinstance(exc, RpcError) or not unrestored_variables(meta_graph):
+        return exc
+    cause = tf_error_cause(exc.__cause__ or exc).split(". ")[0]
+    return RpcError(status.code, f"{cause}: {REMEDY}")
 
 
 def read_serve_meta_graph(path: str) -> Any:

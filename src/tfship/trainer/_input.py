@@ -10,7 +10,7 @@ from typing import Any
 
 from tfship._tf import tf
 from tfship.errors import DataError, InputError
-from tfship.schema import CSV_LIST_SEPARATOR, MISSING_TOKENS, Schema
+from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, Schema
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,18 @@ def _convert_batch(schema: Schema, rows: dict[str, Any]) -> tuple[dict[str, Any]
     return features, label
 
 
-def _is_missing(t: Any, column: Any) -> Any:
-    stripped = t.strings.strip(column)
-    return t.reduce_any(t.stack([t.equal(stripped, m) for m in sorted(MISSING_TOKENS)]), axis=0)
+def _is_missing(t: Any, column: Any, dtype: str) -> Any:
+    # The loaders' CSV rule: "" anywhere, NA-style tokens only in numeric columns.
+    rule = CsvMissing()
+    cells = t.strings.strip(column) if rule.strips(dtype) else column
+    return t.reduce_any(t.stack([t.equal(cells, m) for m in sorted(rule.tokens(dtype))]), axis=0)
 
 
 def _convert_column(f: Any, column: Any) -> Any:
     t = tf()
     dtype = getattr(t, f.dtype)
     if f.shape is None:
-        parts = t.strings.split(t.where(_is_missing(t, column), "", column), CSV_LIST_SEPARATOR)
+        parts = t.strings.split(t.where(_is_missing(t, column, f.dtype), "", column), CSV_LIST_SEPARATOR)
         values = parts if f.dtype == "string" else t.strings.to_number(parts, out_type=dtype)
         return values.to_sparse()
     if f.shape:
@@ -127,7 +129,7 @@ def _convert_column(f: Any, column: Any) -> Any:
         values = parts if f.dtype == "string" else t.strings.to_number(parts, out_type=dtype)
         return t.reshape(values, [-1, *f.shape])
     default = "" if f.default is None else str(f.default)
-    filled = t.where(_is_missing(t, column), default, column)
+    filled = t.where(_is_missing(t, column, f.dtype), default, column)
     return filled if f.dtype == "string" else t.strings.to_number(filled, out_type=dtype)
 
 

@@ -1,0 +1,179 @@
+"""SavedModels exported by a newer TensorFlow and Keras 3, run under the pinned TF 2.15.
+
+``LocalModel`` and ``tfship predict`` must give the values the newer TensorFlow computed (the
+committed ``expected.json``); an export whose signatures read variables its restore step never
+writes runs through TF2's object loader; ``tfship serve`` fails such requests as TF Serving
+does, saying why and what to do.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import logging
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tfship.cli import cli
+from tfship.errors import ModelError
+from tfship.loaders import load
+from tfship.server import ModelConfig, ModelServer
+
+pytestmark = pytest.mark.slow
+
+NEWTF = Path(__file__).resolve().parents[1] / "fixtures" / "newtf"
+EXPECTED: dict[str, Any] = json.loads((NEWTF / "expected.json").read_text())["models"]
+#: Which loader runs each export that TF 2.15 can run at all.
+LOADERS = {
+    "keras_export": "session",
+    "multi_output": "session",
+    "strings_module": "session",
+    "keras_tf_save": "object",
+}
+
+
+def _inputs(name: str) -> dict[str, Any]:
+    return EXPECTED[name]["inputs"]["serving_default"]
+
+
+def _assert_matches(name: str, got: dict[str, Any]) -> None:
+    want = EXPECTED[name]["outputs"]["serving_default"]
+    assert sorted(got) == sorted(want)
+    for key, values in want.items():
+        ours = np.asarray(got[key])
+        if ours.dtype.kind in "OUS":
+            assert [v.decode() if isinstance(v, bytes) else v for v in ours.reshape(-1)] == values
+        else:
+            np.testing.assert_allclose(ours, np.asarray(values), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_local_model_gives_the_newer_tensorflow_values(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="tfship.loaders"):
+        with load(NEWTF / name) as model:
+            assert model.loader == LOADERS[name]
+            _assert_matches(name, model.predict(_inputs(name)))
+            # The exact call too, and again with another batch size.
+            feeds = {k: np.asarray(v, model.signature().inputs[k].dtype.replace("string", "object"))
+                     for k, v in _inputs(name).items()}
+            _assert_matches(name, model.run(feeds))
+            one = model.run({k: v[:1] for k, v in feeds.items()})
+            assert all(len(v) == 1 for v in one.values())
+    said = [r for r in caplog.records if r.name == "tfship.loaders._model" and "loading" in r.msg]
+    assert len(said) == 1  # once, saying which path; the fallback at info level
+    if LOADERS[name] == "object":
+        assert said[0].levelno == logging.INFO and "TF2's object loader" in said[0].getMessage()
+    else:
+        assert said[0].levelno == logging.DEBUG and "TF1 session" in said[0].getMessage()
+
+
+def test_object_loader_gives_what_the_session_gives() -> None:
+    feeds = {"features": np.asarray(_inputs("keras_export")["features"], np.float32)}
+    with load(NEWTF / "keras_export") as session, load(NEWTF / "keras_export", loader="object") as obj:
+        assert (session.loader, obj.loader) == ("session", "object")
+        np.testing.assert_array_equal(session.run(feeds)["output_0"], obj.run(feeds)["output_0"])
+
+
+def test_a_forced_session_says_why_the_export_fails() -> None:
+    with load(NEWTF / "keras_tf_save", loader="session") as model:
+        feeds = {"inputs": np.asarray(_inputs("keras_tf_save")["inputs"], np.float32)}
+        with pytest.raises(ModelError, match=r"^the model failed: Could not find variable sequential/"):
+            model.run(feeds)
+
+
+def test_a_jax_backend_export_is_refused_with_the_reason() -> None:
+    if "keras_jax_export" not in EXPECTED:
+        pytest.skip("the fixtures were built without jax")
+    with pytest.raises(ModelError, match=r"XlaCallModule version 10 is newer than the 8 it runs"):
+        load(NEWTF / "keras_jax_export")
+
+
+def _jsonl(path: Path, columns: dict[str, Any]) -> Path:
+    rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_predict_command_gives_the_newer_tensorflow_values(name: str, tmp_path: Path) -> None:
+    source = _jsonl(tmp_path / "in.jsonl", _inputs(name))
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(cli, ["predict", str(NEWTF / name), str(source), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    _assert_matches(name, {k: np.asarray([r[k] for r in rows], dtype=None) for k in rows[0]})
+
+
+def _post(url: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, _error_of(exc.read().decode())
+
+
+def _error_of(text: str) -> dict[str, str]:
+    # TF Serving writes its error text absl::CEscape'd ({ "error": "...this export\'s..." }).
+    prefix, suffix = '{ "error": "', '" }'
+    assert text.startswith(prefix) and text.endswith(suffix), text
+    escaped = text[len(prefix) : -len(suffix)]
+    return {"error": codecs.decode(escaped, "unicode_escape").encode("latin-1").decode("utf-8")}
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    models = [ModelConfig(name, str(NEWTF / name)) for name in EXPECTED]
+    with ModelServer(models, port=0, rest_port=0, poll_seconds=60) as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("name", ["keras_export", "multi_output", "strings_module"])
+def test_serve_gives_the_newer_tensorflow_values(server: Any, name: str) -> None:
+    status, body = _post(f"{server.rest_url}/v1/models/{name}:predict", {"inputs": _inputs(name)})
+    assert status == 200, body
+    outputs = body["outputs"]
+    _assert_matches(name, outputs if isinstance(outputs, dict) else {"output_0": outputs})
+
+
+def test_serve_fails_the_defective_export_with_cause_and_remedy(server: Any) -> None:
+    url = f"{server.rest_url}/v1/models/keras_tf_save:predict"
+    status, body = _post(url, {"inputs": _inputs("keras_tf_save")})
+    assert status == 400  # FAILED_PRECONDITION, as TF Serving answers
+    assert body["error"] == (
+        "Could not find variable sequential/dense_1/bias: this export's signatures read variables "
+        "its restore step never writes; re-export with model.export()"
+    )
+
+
+def test_serve_fails_a_jax_backend_export_as_tf_serving_does(server: Any) -> None:
+    if "keras_jax_export" not in EXPECTED:
+        pytest.skip("the fixtures were built without jax")
+    url = f"{server.rest_url}/v1/models/keras_jax_export:predict"
+    status, body = _post(url, {"inputs": _inputs("keras_jax_export")})
+    assert status == 400 and "Cannot deserialize computation" in body["error"]
+
+
+def test_bench_and_beam_run_the_defective_export_through_the_object_loader(tmp_path: Path) -> None:
+    pytest.importorskip("apache_beam")
+    model = str(NEWTF / "keras_tf_save")
+    bench = CliRunner().invoke(cli, ["bench", model, "--batch-sizes", "1,3", "--seconds", "0.05", "--json"])
+    assert bench.exit_code == 0, bench.output
+    assert [b["batch_size"] for b in json.loads(bench.stdout)["batches"]] == [1, 3]
+    source = _jsonl(tmp_path / "in.jsonl", _inputs("keras_tf_save"))
+    out = tmp_path / "beam.jsonl"
+    args = ["predict", model, str(source), "-o", str(out), "--runner", "beam",
+            "--beam-option", "runner=DirectRunner"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    _assert_matches("keras_tf_save", {"output_0": np.asarray([r["output_0"] for r in rows])})
