@@ -14,46 +14,71 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# public name -> private module that defines it
-_EXPORTS: dict[str, str] = {
-    "BestExporter": "_exporters",
-    "CheckpointNotFoundError": "_errors",
-    "Decision": "_exporters",
-    "EvalRecord": "_events",
-    "ExportResult": "_export",
-    "FinalExporter": "_exporters",
-    "LatestExporter": "_exporters",
-    "MetricNotFoundError": "_errors",
-    "Receiver": "_receivers",
-    "SignatureReport": "_signatures",
-    "VerificationError": "_errors",
-    "Version": "_publish",
-    "best_checkpoint": "_events",
-    "both_receiver": "_receivers",
-    "build_receiver": "_receivers",
-    "export_model": "_export",
-    "list_versions": "_publish",
-    "parsing_receiver": "_receivers",
-    "raw_receiver": "_receivers",
-    "read_eval_history": "_events",
-    "resolve_mode": "_events",
-    "run_final_exports": "_exporters",
-    "standard_exporters": "_exporters",
-    "verify_export": "_export",
-}
+from tfship.exporters._errors import CheckpointNotFoundError, MetricNotFoundError, VerificationError
+from tfship.exporters._events import EvalRecord, best_checkpoint, read_eval_history, resolve_mode
+from tfship.exporters._export import ExportResult, export_model, verify_export
+from tfship.exporters._publish import Version, list_versions
+from tfship.exporters._receivers import (
+    Receiver,
+    both_receiver,
+    build_receiver,
+    parsing_receiver,
+    raw_receiver,
+)
+from tfship.exporters._signatures import SignatureReport
 
-__all__ = sorted(_EXPORTS)
+if TYPE_CHECKING:  # their module derives from tf.estimator.Exporter, so it imports TensorFlow
+    from tfship.exporters._exporters import (
+        BestExporter,
+        Decision,
+        FinalExporter,
+        LatestExporter,
+        run_final_exports,
+        standard_exporters,
+    )
+
+_NEEDS_TENSORFLOW = (
+    "BestExporter",
+    "Decision",
+    "FinalExporter",
+    "LatestExporter",
+    "run_final_exports",
+    "standard_exporters",
+)
+
+__all__ = [
+    "BestExporter",
+    "CheckpointNotFoundError",
+    "Decision",
+    "EvalRecord",
+    "ExportResult",
+    "FinalExporter",
+    "LatestExporter",
+    "MetricNotFoundError",
+    "Receiver",
+    "SignatureReport",
+    "VerificationError",
+    "Version",
+    "best_checkpoint",
+    "both_receiver",
+    "build_receiver",
+    "export_model",
+    "list_versions",
+    "parsing_receiver",
+    "raw_receiver",
+    "read_eval_history",
+    "resolve_mode",
+    "run_final_exports",
+    "standard_exporters",
+    "verify_export",
+]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tfship.exporters' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tfship.exporters.{module}"), name)
+    if name in _NEEDS_TENSORFLOW:
+        from tfship.exporters import _exporters
 
-
-def __dir__() -> list[str]:
-    return __all__
+        return getattr(_exporters, name)
+    raise AttributeError(f"module 'tfship.exporters' has no attribute {name!r}")
