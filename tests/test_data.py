@@ -33,7 +33,9 @@ def test_infer_schema_on_penguins(tmp_path: Path) -> None:
     assert island.dtype == "string" and island.use["vocabulary"] == ["Biscoe", "Dream", "Torgersen"]
     assert schema.feature("bill_length_mm").dtype == "float32"
     assert schema.feature("bill_length_mm").default is not None  # it has NA values
-    assert schema.feature("year").dtype == "int64" and schema.feature("year").default is None
+    year = schema.feature("year")  # three years: a category, not a quantity
+    assert year.dtype == "int64" and year.default is None
+    assert year.use == {"kind": "categorical", "vocabulary": [2007, 2008, 2009], "as": "indicator"}
     # "NA" in a string column is text (a category) unless asked to mean missing there too.
     sex = schema.feature("sex")
     assert sex.use["vocabulary"] == ["NA", "female", "male"] and sex.default is None
@@ -90,3 +92,20 @@ def test_synthesize_follows_the_schema(tmp_path: Path) -> None:
     assert again.read_bytes() == out.read_bytes()
     other = synthesize(schema, 2500, tmp_path / "other.csv", seed=4)
     assert other.read_bytes() != out.read_bytes()
+
+
+def test_infer_schema_keeps_leading_zeros_and_explains_each_column(tmp_path: Path) -> None:
+    from tfship.data import explain_schema
+
+    path = tmp_path / "churn.csv"
+    rows = [f"{i % 300:05d},{i % 3},{i * 1.5},{i % 2}" for i in range(1200)]
+    path.write_text("zip,plan,spend,churned\n" + "\n".join(rows) + "\n")
+    schema, reasons = explain_schema(path, "churned")
+    zip_code = schema.feature("zip")
+    assert zip_code.dtype == "string" and zip_code.use["kind"] == "hash" and zip_code.use["buckets"] == 1024
+    assert schema.feature("plan").use["kind"] == "categorical"
+    assert schema.feature("plan").use["vocabulary"] == [0, 1, 2]
+    assert schema.feature("spend").use["kind"] == "numeric"
+    assert reasons[0] == "zip: 300 values, leading zeros -> string, hash 1024 (embedding 32)"
+    assert reasons[1].startswith("plan: 3 values, integers with few values")
+    assert reasons[-1] == "churned (label): 2 classes -> binary"

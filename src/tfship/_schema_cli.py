@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tfship.data import infer_schema
+from tfship.data import explain_schema
 from tfship.schema import NA_VALUES, CsvMissing, Schema
 
 
@@ -38,12 +38,17 @@ def infer(
     na_values: str | None,
     na_strings: bool,
 ) -> None:
-    """Propose a schema for DATA.csv: dtypes, vocabularies, hash buckets, defaults."""
+    """Propose a schema for DATA.csv: dtypes, vocabularies, hash buckets, defaults.
+
+    What was seen in each column and what was chosen goes to stderr, one line per column.
+    """
     tokens = NA_VALUES if na_values is None else tuple(
         v.strip() for v in na_values.split(",") if v.strip()
     )
     rule = CsvMissing(tokens, strings=na_strings)
-    proposed = infer_schema(data, label, exclude=exclude, csv_missing=rule)
+    proposed, reasons = explain_schema(data, label, exclude=exclude, csv_missing=rule)
+    for line in reasons:
+        click.echo(line, err=True)
     if out is not None:
         proposed.save(out)
         click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import statistics
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -19,12 +20,16 @@ from typing import Any
 from tfship.errors import DataError, InputError
 from tfship.schema import CsvMissing, Feature, Label, Schema, csv_column_dtype
 
-__all__ = ["infer_schema", "penguins_csv", "penguins_split", "synthesize"]
+__all__ = ["explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 
 # Strings with at most this many distinct values get a vocabulary; more get hash buckets.
 VOCABULARY_LIMIT = 50
 # A vocabulary this small is shown to the model one-hot; larger ones get an embedding.
 INDICATOR_LIMIT = 10
+# An integer column with at most this many distinct values (each seen 4+ times) is a category
+# (a year, a number of children), not a quantity.
+INT_CATEGORY_LIMIT = 10
+_LEADING_ZERO = re.compile(r"^[+-]?0\d")
 EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
 SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory
 
@@ -72,6 +77,8 @@ def infer_schema(
 ) -> Schema:
     """Propose a schema for a CSV file: dtypes, vocabularies or hash buckets, defaults, label kind.
 
+    ``explain_schema`` gives the same schema with the reason for each column.
+
     Missing cells follow the loaders' rule (:class:`tfship.schema.CsvMissing`): an empty cell,
     or a token such as ``NA`` in a column that is otherwise numeric. In a string column
     ``NA`` is a category like any other.
@@ -85,16 +92,64 @@ def infer_schema(
     Raises:
         InputError: the file is missing or empty, or ``label`` is not a column.
     """
+    return explain_schema(path, label, exclude=exclude, csv_missing=csv_missing)[0]
+
+
+def explain_schema(
+    path: str | os.PathLike[str],
+    label: str,
+    *,
+    exclude: Sequence[str] = (),
+    csv_missing: CsvMissing | None = None,
+) -> tuple[Schema, list[str]]:
+    """``infer_schema``, and one line per column saying what was seen and what was chosen.
+
+    Example:
+        >>> schema, reasons = explain_schema("churn.csv", "churned")  # doctest: +SKIP
+        >>> reasons[0]  # doctest: +SKIP
+        'zip: 300 values, leading zeros -> string, hash 1024 (embedding 25)'
+    """
     columns = _read_columns(Path(path))
     if label not in columns:
         raise InputError(f"label column {label!r} is not in {path}; columns are {list(columns)}")
     rule = csv_missing or CsvMissing()
-    features = [
-        _infer_feature(name, values, rule)
-        for name, values in columns.items()
-        if name != label and name not in exclude
-    ]
-    return Schema(label=_infer_label(label, columns[label], rule), features=tuple(features))
+    features: list[Feature] = []
+    reasons: list[str] = []
+    for name, values in columns.items():
+        if name != label and name not in exclude:
+            feature, why = _infer_feature(name, values, rule)
+            features.append(feature)
+            reasons.append(f"{name}: {why} -> {_chosen(feature)}")
+    target = _infer_label(label, columns[label], rule)
+    reasons.append(f"{label} (label): {_label_reason(target, columns[label])}")
+    return Schema(label=target, features=tuple(features)), reasons
+
+
+def _chosen(feature: Feature) -> str:
+    use = feature.use
+    shown = {"indicator": "one-hot", "embedding": f"embedding {use.get('dimension')}"}.get(
+        str(use.get("as")), ""
+    )
+    kind = use["kind"]
+    if kind == "hash":
+        text = f"{feature.dtype}, hash {use['buckets']} ({shown})"
+    elif kind == "categorical":
+        text = f"{feature.dtype}, categorical of {len(use['vocabulary'])} ({shown})"
+    else:
+        norm = use.get("normalize")
+        text = f"{feature.dtype}, numeric" + (
+            f", normalized (mean {norm['mean']:.6g}, std {norm['std']:.6g})" if norm else ""
+        )
+    if feature.default is not None:
+        text += f", default {feature.default!r}"
+    return text
+
+
+def _label_reason(target: Label, values: list[str]) -> str:
+    if target.kind == "regression":
+        return f"{len(set(values))} distinct numbers -> regression"
+    classes = len(target.vocabulary or ()) or 2
+    return f"{classes} classes -> {target.kind}"
 
 
 def _read_columns(path: Path) -> dict[str, list[str]]:
@@ -119,24 +174,41 @@ def _present(values: list[str], dtype: str, rule: CsvMissing) -> list[str]:
     return [v for v in values if not rule.cell(v, dtype)]
 
 
-def _infer_feature(name: str, values: list[str], rule: CsvMissing) -> Feature:
+def _infer_feature(name: str, values: list[str], rule: CsvMissing) -> tuple[Feature, str]:
+    """The feature for one column, and what was seen in it."""
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
-    has_missing = len(present) < len(values)
+    missing = len(values) - len(present)
+    seen = [f"{len(set(present))} values"] + ([f"{missing} missing"] if missing else [])
+    if dtype == "int64" and any(_LEADING_ZERO.match(v.strip()) for v in present):
+        # zip codes and ids: "02134" is a name, not the number 2134
+        dtype = "string"
+        seen.append("leading zeros")
+    elif dtype == "int64" and _few_integers(present):
+        seen.append(f"integers with few values (at most {INT_CATEGORY_LIMIT})")
+        numbers = sorted({int(v) for v in present})
+        middle = round(statistics.median(int(v) for v in present)) if missing else None
+        use: dict[str, Any] = {"kind": "categorical", "vocabulary": numbers, "as": "indicator"}
+        return Feature(name, "int64", (), middle, use), ", ".join(seen)
     if dtype != "string":
-        return _numeric_feature(name, [float(v) for v in present], dtype, has_missing)
+        return _numeric_feature(name, [float(v) for v in present], dtype, bool(missing)), ", ".join(seen)
     counts = Counter(present)
-    default = "" if has_missing else None
+    default = "" if missing else None
     if len(counts) <= VOCABULARY_LIMIT:
         vocab = sorted(counts)
         shown: dict[str, Any] = {"as": "indicator"}
         if len(vocab) > INDICATOR_LIMIT:
             shown = {"as": "embedding", "dimension": _embedding_dim(len(vocab))}
         use = {"kind": "categorical", "vocabulary": vocab, **shown}
-        return Feature(name, "string", (), default, use)
+        return Feature(name, "string", (), default, use), ", ".join(seen)
     buckets = 2 ** math.ceil(math.log2(2 * len(counts)))
     use = {"kind": "hash", "buckets": buckets, "as": "embedding", "dimension": _embedding_dim(buckets)}
-    return Feature(name, "string", (), default, use)
+    return Feature(name, "string", (), default, use), ", ".join(seen)
+
+
+def _few_integers(present: list[str]) -> bool:
+    distinct = len(set(present))
+    return distinct <= INT_CATEGORY_LIMIT and len(present) >= 4 * distinct
 
 
 def _numeric_feature(name: str, values: list[float], dtype: str, has_missing: bool) -> Feature:
