@@ -33,6 +33,8 @@ ASSETS_EXTRA = "assets.extra"
 WARMUP_NAME = "tf_serving_warmup_requests"
 WARMUP_FILE = os.path.join(ASSETS_EXTRA, WARMUP_NAME)
 MAX_WARMUP_RECORDS = 1000
+# tfship's own record of an export (schema, receiver, metrics), beside the warmup file.
+METADATA_FILE = os.path.join(ASSETS_EXTRA, "tfship.json")
 _INT64_MAX = 2**63 - 1
 
 

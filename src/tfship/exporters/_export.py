@@ -21,11 +21,10 @@ from typing import Any
 
 from tfship._tf import estimator as _estimator_module
 from tfship._tf import tf, tf_error_cause
-from tfship._wire import ASSETS_EXTRA, DEFAULT_SIGNATURE, WARMUP_FILE
+from tfship._wire import ASSETS_EXTRA, DEFAULT_SIGNATURE, METADATA_FILE, WARMUP_FILE
 from tfship.errors import ExportError, TfshipError
 from tfship.exporters._errors import CheckpointNotFoundError, VerificationError
 from tfship.exporters._publish import (
-    METADATA_FILE,
     next_version,
     publish,
     staging_dir,
@@ -211,7 +210,7 @@ def _write(
         n_warmup = len(logs)
     metadata = _metadata(est, receiver, ckpt, step, number, report, n_warmup, exporter, eval_result)
     extra.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(extra / METADATA_FILE, metadata)
+    write_json_atomic(staging / METADATA_FILE, metadata)
     return report, n_warmup, metadata
 
 

@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from tfship._interrupt import check as interrupt_check
-from tfship._wire import ASSETS_EXTRA, version_dirs
+from tfship._wire import METADATA_FILE, version_dirs
 
 logger = logging.getLogger("tfship.exporters")
 
 STAGING_PREFIX = ".tfship-staging-"
-METADATA_FILE = "tfship.json"
 _STALE_SECONDS = 6 * 3600
 
 
@@ -66,7 +65,7 @@ def next_version(base: Path, *, now: float | None = None) -> int:
 def read_metadata(version_dir: Path) -> dict[str, Any]:
     """The ``assets.extra/tfship.json`` of a version, or ``{}`` when absent or unreadable."""
     try:
-        data = json.loads((version_dir / ASSETS_EXTRA / METADATA_FILE).read_text())
+        data = json.loads((version_dir / METADATA_FILE).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -14,12 +14,10 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship._wire import version_number
+from tfship._wire import METADATA_FILE, version_number
 from tfship.errors import ModelError, TfshipError
 from tfship.inspect._describe import variables
 from tfship.inspect._reader import SAVED_MODEL_PB, SAVED_MODEL_PBTXT, read_saved_model
-
-METADATA = pathlib.Path("assets.extra") / "tfship.json"
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,7 @@ def _size(path: pathlib.Path) -> int:
 
 def _metadata(path: pathlib.Path) -> dict[str, Any]:
     try:
-        data = json.loads((path / METADATA).read_text())
+        data = json.loads((path / METADATA_FILE).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

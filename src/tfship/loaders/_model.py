@@ -15,6 +15,8 @@ object graph; ``LocalModel`` behaves the same either way, and ``loader`` says wh
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import threading
 import time
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tfship._wire import METADATA_FILE
 from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
 
 Array = npt.NDArray[Any]
@@ -107,6 +110,21 @@ class LocalModel:
         self._callables: dict[tuple[Any, ...], Any] = {}
         self._adapters: dict[str, Any] = {}
         self._closed = False
+
+    @functools.cached_property
+    def schema_defaults(self) -> dict[str, Any]:
+        """Feature defaults of the schema this export was made from (``{}`` for a foreign one).
+
+        tfship records the schema in ``assets.extra/tfship.json``; a raw signature has no
+        defaults in its graph, so missing values of its inputs take these, as the parsing
+        signature of the same export does.
+        """
+        try:
+            metadata = json.loads((self.path / METADATA_FILE).read_text())
+            features = metadata["schema"]["features"]
+            return {f["name"]: f["default"] for f in features if f.get("default") is not None}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
 
     # -- context manager -------------------------------------------------------------------
     def __enter__(self) -> LocalModel:

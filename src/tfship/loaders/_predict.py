@@ -97,7 +97,10 @@ class SignatureAdapter:
             )
             self._spec = spec
         else:
-            self.fields = {key: _input_field(key, info) for key, info in sorted(sig.inputs.items())}
+            defaults = model.schema_defaults
+            self.fields = {
+                key: _input_field(key, info, defaults.get(key)) for key, info in sorted(sig.inputs.items())
+            }
             self._parsed_feeds = False
             self._spec = {}
         self.split_sparse = _split_sparse_inputs(sig.inputs) if not self.parsing else {}
@@ -305,12 +308,19 @@ def _has_tensors(entry: Any) -> bool:
     return False
 
 
-def _input_field(key: str, info: Any) -> Field:
+def _input_field(key: str, info: Any, default: Any = None) -> Field:
+    """The field of one raw input; ``default`` (the schema's, if any) fills a missing value."""
     if info.encoding == "coo_sparse":
         rank = None if info.shape is None else len(info.shape)
         return Field(key, info.dtype, None if rank is None else (None,) * (rank - 1), True)
     shape = None if info.shape is None else tuple(info.shape[1:])
-    return Field(key, info.dtype, shape, False)
+    filled = None
+    if default is not None and shape is not None and None not in shape:
+        try:
+            filled = np.broadcast_to(np.asarray(default, dtype=_np_dtype(info.dtype)), shape)
+        except (TypeError, ValueError):  # a default the input cannot hold: leave it required
+            filled = None
+    return Field(key, info.dtype, shape, False, filled)
 
 
 def _split_sparse_inputs(inputs: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
