@@ -7,7 +7,6 @@ direction back (the trainer uses the exporters during training).
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from pathlib import Path
@@ -175,28 +174,12 @@ def read_warmup_records(path: Path) -> list[Any]:
     Raises:
         InputError: the file is missing, empty, or not one of these formats.
     """
-    if not path.exists():
-        raise InputError(f"warmup file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        records: list[Any] = []
-        for line_no, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except ValueError as exc:
-                    raise InputError(f"{path}:{line_no}: not a JSON object: {exc}") from None
-    elif suffix == ".csv":
-        with path.open(newline="") as handle:
-            records = [dict(row) for row in csv.DictReader(handle)]
-    elif suffix in (".tfrecord", ".tfrecords", ".rio"):
-        from tfship._tf import tf
+    from tfship._wire import MAX_WARMUP_RECORDS
+    from tfship.loaders._readers import read_records
 
-        records = [bytes(r) for r in tf().compat.v1.io.tf_record_iterator(str(path))]
-    else:
-        raise InputError(
-            f"warmup file {path}: unknown format {suffix or '(none)'}; use .jsonl, .csv or .tfrecord"
-        )
+    if not path.is_file():
+        raise InputError(f"warmup file {path} does not exist")
+    records = read_records(path, limit=MAX_WARMUP_RECORDS + 1)
     if not records:
         raise InputError(f"warmup file {path} holds no records")
     return records

@@ -141,6 +141,42 @@ def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> 
     return readers[format_of(path)](path, chunk_rows, wanted)
 
 
+def read_records(path: Path, limit: int | None = None) -> list[Any]:
+    """The records of a small file, whole: a dict per CSV/JSONL/Parquet row, bytes per TFRecord.
+
+    For the commands that take a handful of records (warmup requests, client calls) through
+    the same readers as batch jobs. CSV cells stay text; JSON values keep their types; a
+    missing value (null, absent key, empty CSV cell) is left out of its record.
+
+    Raises:
+        InputError: the file is missing or of an unknown type, or a row is malformed (named by
+            file and line).
+    """
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    records: list[Any] = []
+    for chunk in read_chunks(path, chunk_rows=1024):
+        if chunk.rejects:
+            bad = chunk.rejects[0]
+            raise InputError(f"{bad.source}:{bad.line}: {bad.reason}")
+        if chunk.serialized is not None:
+            records.extend(bytes(r) for r in chunk.serialized)
+        else:
+            columns = {k: _python_list(v) for k, v in chunk.columns.items()}
+            # a null and an absent key are both missing: the record leaves the name out
+            records.extend(
+                {k: v[i] for k, v in columns.items() if v[i] is not None and v[i] is not _MISSING}
+                for i in range(chunk.rows)
+            )
+        if limit is not None and len(records) >= limit:
+            return records[:limit]
+    return records
+
+
+def _python_list(column: Any) -> list[Any]:
+    return list(column.to_pylist() if hasattr(column, "to_pylist") else column)
+
+
 # -- CSV ---------------------------------------------------------------------------------------
 
 
