@@ -292,9 +292,9 @@ def _exact(value: Any, dtype: int) -> NDArray[Any]:
         array[:] = flat
         return array.reshape(shape)
     # int8/int16/uint8 travel in int_val: C++ casts each int32, so out-of-range values wrap
-    return np.array(flat, dtype=np.int64 if dtype in _INT_FIELD else None).astype(
-        numpy_dtype(dtype)
-    ).reshape(shape)
+    if dtype in _INT_FIELD:
+        return np.array(flat, dtype=np.int64).astype(numpy_dtype(dtype)).reshape(shape)
+    return np.array(flat, dtype=numpy_dtype(dtype)).reshape(shape)
 
 
 # JSON -> tensors: one numpy step when it is sure to agree --------------------------------------
