@@ -3,7 +3,14 @@
 One run measures, for 1, 8 and 32 concurrent clients: ``LocalModel.run`` from that many threads
 in this process; the server (``tfship serve``, in its own process) called over gRPC with the
 official stubs, without and with server-side batching. It prints requests/s and the ratios to
-in-process calls. Usage: ``python benchmarks/serving.py [--seconds 2]``.
+in-process calls.
+
+REST rows: one more server with both ports, called by gRPC (official stubs) and by plain
+``http.client`` clients that each keep one connection open (as ``requests.Session`` or curl with
+several URLs do): requests/s for 1, 8 and 32 clients and the REST/gRPC ratio, then the p50
+latency of a batch-1 Predict over one kept-alive connection, REST against gRPC.
+
+Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only]``.
 """
 
 from __future__ import annotations

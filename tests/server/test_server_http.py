@@ -201,3 +201,33 @@ def test_expect_100_continue(sock: socket.socket) -> None:
     reader.buffer = interim.split(b"\r\n\r\n", 1)[1]
     status, _, body = reader.response()
     assert status == "HTTP/1.1 200 OK" and json.loads(body) == EXPECTED
+
+
+def test_header_names_and_values_in_any_case(sock: socket.socket) -> None:
+    reader = Reader(sock)
+    head = (f"POST {PATH} HTTP/1.1\r\nhost: x\r\nTRANSFER-ENCODING: Chunked\r\n"
+            "connection: Keep-Alive\r\n\r\n").encode()
+    sock.sendall(head + chunked(BODY, len(BODY)))
+    status, headers, body = reader.response()
+    assert status == "HTTP/1.1 200 OK" and "connection" not in headers
+    assert json.loads(body) == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status"),
+    [
+        (b"NONSENSE\r\n\r\n", "HTTP/1.1 400"),
+        (b"GET /v1/models/module HTTP/x.y\r\n\r\n", "HTTP/1.1 400"),
+        (b"GET /v1/models/module HTTP/2.0\r\n\r\n", "HTTP/1.1 505"),
+        (b"GET /v1/models/module HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", "HTTP/1.1 431"),
+        (b"BREW /v1/models/module HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 501"),
+    ],
+)
+def test_malformed_heads_are_refused_and_closed(
+    sock: socket.socket, request_head: bytes, status: str
+) -> None:
+    sock.sendall(request_head)
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
+    assert answer.startswith(status.encode()), answer[:80]

@@ -21,6 +21,7 @@ import binascii
 import json
 import math
 import re
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -607,12 +608,35 @@ def _six_digits_round_trip(flat: Any, single: bool) -> Any:
     return yes
 
 
+_FEW = 48  # below this many values numpy's fixed costs outweigh a loop over them
+
+
+def _decimal(value: float, single: bool) -> str:
+    """WriteDecimal for one value (``value`` already exact in its type)."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "-Infinity" if value < 0 else "Infinity"
+    text = f"{value:g}"
+    back = float(text)
+    if single:
+        back = _F32.unpack(_F32.pack(back))[0]
+    if back != value:
+        text = f"{value:.9g}" if single else f"{value:.17g}"
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text
+
+
+_F32 = struct.Struct("<f")
+
+
 def _decimals(array: NDArray[Any]) -> list[str]:
     """WriteDecimal for every value of a float array, in C loops (``%`` over whole tuples)."""
     single = array.dtype == np.float32
     flat: Any = np.ascontiguousarray(array, np.float32 if single else np.float64).reshape(-1)
-    if flat.size == 0:
-        return []
+    if flat.size < _FEW:
+        return [_decimal(value, single) for value in flat.tolist()]
     finite = np.isfinite(flat)
     with np.errstate(all="ignore"):
         short = _six_digits_round_trip(flat, single) & finite
