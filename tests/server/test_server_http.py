@@ -231,3 +231,18 @@ def test_malformed_heads_are_refused_and_closed(
     while chunk := sock.recv(65536):
         answer += chunk
     assert answer.startswith(status.encode()), answer[:80]
+
+
+def test_stopping_the_server_ends_kept_alive_connections(module_base: Any) -> None:
+    from tfship.server._config import ModelConfig
+
+    server = ModelServer([ModelConfig("module", str(module_base))], port=0, rest_port=0).start()
+    try:
+        conn = socket.create_connection(host_port(server), timeout=10)
+        reader = Reader(conn)
+        conn.sendall(post(PATH, BODY))
+        assert json.loads(reader.response()[2]) == EXPECTED
+    finally:
+        server.stop()
+    with conn:
+        assert reader.closed()  # at once, not after the idle timeout

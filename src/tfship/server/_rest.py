@@ -315,10 +315,19 @@ class _Handler(BaseHTTPRequestHandler):
     api: RestApi
     server_version = "tfship"
 
+    server: _Server
+
     def setup(self) -> None:
         super().setup()
         # no Nagle: an answer must never wait for the client's delayed ACK
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.opened(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.closed(self.connection)
 
     def handle_one_request(self) -> None:
         try:
@@ -484,8 +493,30 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     api: RestApi
 
+    def __init__(self, address: tuple[str, int], handler: type[_Handler]) -> None:
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def opened(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.add(connection)
+
+    def closed(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.discard(connection)
+
     def server_close(self) -> None:
+        """Stop listening and end kept-alive connections: an idle client sees the close at
+        once, rather than a request served by a stopped server."""
         super().server_close()
+        with self._connections_lock:
+            connections, self._connections = self._connections, set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RD)  # an answer being written still leaves
+            except OSError:
+                pass  # already gone
         self.api.close()
 
 
