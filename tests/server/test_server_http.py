@@ -246,3 +246,17 @@ def test_stopping_the_server_ends_kept_alive_connections(module_base: Any) -> No
         server.stop()
     with conn:
         assert reader.closed()  # at once, not after the idle timeout
+
+
+def test_a_client_hanging_up_mid_request_leaves_the_server_serving(
+    server: ModelServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    with socket.create_connection(host_port(server), timeout=30) as conn:
+        conn.sendall(post(PATH, BODY)[:-5])  # the body is 5 bytes short
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    time.sleep(0.2)
+    with socket.create_connection(host_port(server), timeout=30) as conn:
+        reader = Reader(conn)
+        conn.sendall(post(PATH, BODY))
+        assert json.loads(reader.response()[2]) == EXPECTED
+    assert "Traceback" not in capfd.readouterr().err

@@ -453,20 +453,20 @@ def _columns(value: Any, infos: Mapping[str, int], bool_free: bool) -> dict[str,
 
 
 def predict_inputs_from_json(
-    doc: Mapping[str, Any], infos: Mapping[str, int], body: bytes = b"true"
+    doc: Mapping[str, Any], infos: Mapping[str, int], body: bytes | None = None
 ) -> tuple[dict[str, NDArray[Any]], str]:
     """The input tensors of a Predict body, and its format (:data:`ROW` or :data:`COLUMNAR`).
 
     Args:
         doc: the parsed body (:func:`parse_json`).
         infos: the signature's inputs, alias -> ``DataType`` number.
-        body: the raw body; when it holds no ``true``/``false`` numeric tensors take the
-            one-step numpy path.
+        body: the raw body; when it is given and holds no ``true``/``false``, numeric
+            tensors take the one-step numpy path.
 
     Raises:
         JsonError: with TF Serving's message.
     """
-    bool_free = b"true" not in body and b"false" not in body
+    bool_free = body is not None and b"true" not in body and b"false" not in body
     if "instances" in doc:
         if "inputs" in doc:
             raise JsonError(

@@ -29,6 +29,7 @@ import email.utils
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 import zlib
@@ -41,7 +42,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import grpc
-import numpy as np
 
 from tfship._wire import (
     DEFAULT_SIGNATURE,
@@ -117,7 +117,7 @@ def _fill_tensor(proto: Any, array: Any, dtype: int) -> None:
     if array.dtype == object:
         proto.string_val.extend(array.reshape(-1).tolist())
     else:
-        proto.tensor_content = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        proto.tensor_content = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
 def examples_request_from_json(body: bytes, request: Any) -> None:
@@ -505,6 +505,13 @@ class _Server(ThreadingHTTPServer):
     def closed(self, connection: socket.socket) -> None:
         with self._connections_lock:
             self._connections.discard(connection)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-answer is routine; anything else is logged with its trace."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            logger.debug("rest: client %s went away", client_address)
+        else:
+            logger.exception("rest: error on the connection from %s", client_address)
 
     def server_close(self) -> None:
         """Stop listening and end kept-alive connections: an idle client sees the close at
