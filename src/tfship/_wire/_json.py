@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import orjson
 from numpy.typing import NDArray
 
 from tfship._wire._formats import DT_STRING, numpy_dtype, tf_dtype_name
@@ -134,16 +135,25 @@ def parse_json(body: bytes) -> dict[str, Any]:
     if not body:
         raise JsonError("JSON Parse error: The document is empty")
     try:
-        doc = json.loads(body.decode("utf-8"))
+        # orjson is ~4x faster on large bodies; what it refuses (NaN, Infinity, bad input)
+        # goes to json, which accepts NaN as rapidjson does and finds the error's words
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        doc = _parse_slowly(body)
+    if not isinstance(doc, dict):
+        raise JsonError(f"JSON Value: {_json_text(doc)} Is not object")
+    return doc
+
+
+def _parse_slowly(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise JsonError(
             f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
         ) from None
     except json.JSONDecodeError as exc:
         raise JsonError(f"JSON Parse error: {_rapidjson_text(exc)} at offset: {exc.pos}") from None
-    if not isinstance(doc, dict):
-        raise JsonError(f"JSON Value: {_json_text(doc)} Is not object")
-    return doc
 
 
 # Python's json messages -> rapidjson's GetParseError_En texts, which TF Serving returns.
