@@ -29,10 +29,20 @@ FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (
 )
 
 
+def outcome(value: Any, dtype: int, bool_free: bool) -> np.ndarray | JsonError:
+    try:
+        return tensor_from_json(value, dtype, bool_free=bool_free)
+    except JsonError as exc:
+        return exc
+
+
 def tensor(value: Any, dtype: int) -> np.ndarray:
-    """The exact per-value path and the one-step numpy path must agree on every value."""
-    exact = tensor_from_json(value, dtype)
-    fast = tensor_from_json(value, dtype, bool_free=True)
+    """The exact per-value path and the one-step numpy path must agree: same array or same error."""
+    exact, fast = outcome(value, dtype, False), outcome(value, dtype, True)
+    if isinstance(exact, JsonError):
+        assert isinstance(fast, JsonError) and (fast.code, fast.message) == (exact.code, exact.message)
+        raise exact
+    assert isinstance(fast, np.ndarray)
     assert exact.dtype == fast.dtype and exact.shape == fast.shape
     np.testing.assert_array_equal(exact, fast)
     return exact
@@ -75,6 +85,10 @@ def test_values_by_dtype(value: Any, dtype: int, expected: np.ndarray) -> None:
         ([{"b64": 1}], STRING, "INVALID_ARGUMENT",
          'JSON Value: {\n    "b64": 1\n} not formatted correctly for base64 data'),
         ([{"b64": "AA=="}], FLOAT, "INVALID_ARGUMENT", None),
+        ([0, -(2**63)], FLOAT, "INVALID_ARGUMENT",  # numpy's abs() of this int64 is itself
+         "Cannot convert JSON value: -9223372036854775808 to float without loss of precision."),
+        ([1.5, 2**53], DOUBLE, "INVALID_ARGUMENT",
+         "Cannot convert JSON value: 9007199254740992 to double without loss of precision."),
         ([1.0], HALF, "UNIMPLEMENTED", "Conversion of JSON Value: 1.0 to type: half"),
         ([[1], [1, 2]], FLOAT, "INVALID_ARGUMENT",
          "Encountered list at unexpected size: 2 at level: 1 expected size: 1"),

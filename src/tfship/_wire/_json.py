@@ -332,7 +332,7 @@ def _fast(value: Any, dtype: int, bool_free: bool) -> NDArray[Any] | None:
     if dtype in (1, 2):
         limit = float(2**24 if dtype == 1 else 2**53)
         finite = array[np.isfinite(array)] if kind == "f" else array
-        if finite.size and float(np.max(np.abs(finite))) >= limit:
+        if finite.size and max(-float(finite.min()), float(finite.max())) >= limit:
             return None  # maybe an integer too big for the type: the exact rules say
         return array.astype(numpy_dtype(dtype))
     if kind == "f":
