@@ -1,4 +1,5 @@
-"""JSON to tensors and Examples, with json_tensor.cc's rules and messages."""
+"""REST JSON both ways: bodies to tensors and Examples with json_tensor.cc's rules and messages,
+answers and errors written byte for byte as TF Serving's rapidjson writer writes them."""
 
 from __future__ import annotations
 
@@ -271,6 +272,8 @@ def test_columnar_format_and_other_dtypes() -> None:
 def test_outputs_json_cannot_carry_are_refused_as_tf_serving_does() -> None:
     with pytest.raises(JsonError, match="Failed to write JSON value for tensor type: half"):
         predict_json({"h": (np.ones(1, np.float16), HALF)}, "columnar")
+    empty = predict_json({"h": (np.ones((1, 0), np.float16), HALF)}, "row")
+    assert empty == '{\n    "predictions": [[]\n    ]\n}'
     with pytest.raises(JsonError, match="Tensor name: s has no shape information "):
         predict_json({"s": (np.float32(1.0), FLOAT)}, "row")
 

@@ -672,6 +672,8 @@ def _decimals(array: NDArray[Any]) -> list[str]:
 
 def _value_texts(array: NDArray[Any], dtype: int, as_bytes: bool) -> list[str]:
     """Every value of a tensor as its JSON text, in C loops except for strings."""
+    if array.size == 0:
+        return []  # TF Serving only meets a dtype it cannot write when it writes a value
     if dtype in (1, 2):
         return _decimals(array)
     if dtype == 10:
