@@ -3,7 +3,14 @@
 One run measures, for 1, 8 and 32 concurrent clients: ``LocalModel.run`` from that many threads
 in this process; the server (``tfship serve``, in its own process) called over gRPC with the
 official stubs, without and with server-side batching. It prints requests/s and the ratios to
-in-process calls. Usage: ``python benchmarks/serving.py [--seconds 2]``.
+in-process calls.
+
+REST rows: one more server with both ports, called by gRPC (official stubs) and by plain
+``http.client`` clients that each keep one connection open (as ``requests.Session`` or curl with
+several URLs do): requests/s for 1, 8 and 32 clients and the REST/gRPC ratio, then the p50
+latency of a batch-1 Predict over one kept-alive connection, REST against gRPC.
+
+Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only]``.
 """
 
 from __future__ import annotations
@@ -129,14 +136,125 @@ def server_rates(base: Path, batching: bool, seconds: float) -> dict[int, float]
         process.wait(timeout=60)
 
 
+# REST ----------------------------------------------------------------------------------------
+REST_BODY = json.dumps({"instances": [[1.0] * 16]}).encode()
+
+
+def start_rest_server(base: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """``tfship serve`` with both ports; returns the process, the gRPC address and the REST URL."""
+    args = [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base),
+            "--model-name", "bench", "--port", "0", "--rest-port", "0", "--json"]
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env=env)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        process.kill()
+        raise SystemExit("the server did not start")
+    info = json.loads(line)
+    return process, info["grpc"], info["rest"]
+
+
+def rest_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One kept-alive ``http.client`` connection posting a batch-1 Predict; (call, close)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+    headers = {"Content-Type": "application/json"}
+
+    def call() -> None:
+        connection.request("POST", "/v1/models/bench:predict", REST_BODY, headers)
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise SystemExit(f"REST Predict failed: {response.status} {body[:200]!r}")
+
+    return call, connection.close
+
+
+def grpc_call(address: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One channel calling a batch-1 Predict with the official stubs; (call, close)."""
+    import grpc
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    from tfship._tf import tf
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "bench"
+    request.inputs["x"].CopyFrom(tf().make_tensor_proto(np.ones([1, 16], np.float32)))
+    channel = grpc.insecure_channel(address)
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    return (lambda: stub.Predict(request, timeout=30)), channel.close
+
+
+def p50_ms(call: Callable[[], None], count: int) -> float:
+    """Median latency in ms of ``count`` sequential calls (after one warm-up call)."""
+    call()
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - began)
+    return float(np.median(times)) * 1000.0
+
+
+def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
+    """gRPC and keep-alive REST against one server: requests/s per client count, p50 latency."""
+    process, address, url = start_rest_server(base)
+    closers: list[Callable[[], None]] = []
+
+    def maker(open_call: Callable[[], tuple[Callable[[], None], Callable[[], None]]]) -> Any:
+        def make_call() -> Callable[[], None]:
+            call, close = open_call()
+            closers.append(close)
+            return call
+
+        return make_call
+
+    try:
+        rates = {
+            kind: {n: rate(n, seconds, maker(opener)) for n in CLIENTS}
+            for kind, opener in (("grpc", lambda: grpc_call(address)),
+                                 ("rest", lambda: rest_call(url)))
+        }
+        latency = {kind: p50_ms(maker(opener)(), 200)
+                   for kind, opener in (("grpc", lambda: grpc_call(address)),
+                                        ("rest", lambda: rest_call(url)))}
+        return {"rates": rates, "p50": latency}
+    finally:
+        for close in closers:
+            close()
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def print_rest(result: dict[str, Any]) -> None:
+    rates, p50 = result["rates"], result["p50"]
+    print("Predict, batch 1, one server; REST = http.client, one kept-alive connection per client")
+    print(f"{'clients':>7} | {'gRPC req/s':>10} | {'REST req/s':>10} | {'REST/gRPC':>9}")
+    for n in CLIENTS:
+        print(f"{n:>7} | {rates['grpc'][n]:>10.0f} | {rates['rest'][n]:>10.0f} | "
+              f"{rates['rest'][n] / rates['grpc'][n]:>8.2f}x")
+    print(f"p50 latency over one connection: REST {p50['rest']:.2f} ms, gRPC {p50['grpc']:.2f} ms "
+          f"(REST/gRPC {p50['rest'] / p50['grpc']:.2f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "bench"
         base.mkdir()
         version_dir = export_model(base)
+        rest = rest_rates(base, args.seconds)
+        if args.rest_only:
+            print_rest(rest)
+            return
         local = local_rates(version_dir, args.seconds)
         plain = server_rates(base, False, args.seconds)
         batched = server_rates(base, True, args.seconds)
@@ -147,6 +265,8 @@ def main() -> None:
             f"{n:>7} | {local[n]:>10.0f} | {plain[n]:>9.0f} ({plain[n] / local[n]:>5.2f}x) | "
             f"{batched[n]:>9.0f} ({batched[n] / local[n]:>5.2f}x)"
         )
+    print()
+    print_rest(rest)
 
 
 if __name__ == "__main__":

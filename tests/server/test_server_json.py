@@ -1,29 +1,52 @@
-"""JSON to tensors and Examples, with json_tensor.cc's rules and messages."""
+"""REST JSON both ways: bodies to tensors and Examples with json_tensor.cc's rules and messages,
+answers and errors written byte for byte as TF Serving's rapidjson writer writes them."""
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
-import grpc
 import numpy as np
 import pytest
 from tensorflow.core.example import example_pb2
-from tensorflow.core.framework import tensor_pb2
 
-from tfship.server._rest import _example_from_json, _tensor_from_json
-from tfship.server._status import RpcError
-from tfship.server._tensor import to_ndarray
+from tfship._wire import (
+    JsonError,
+    classification_json,
+    error_json,
+    example_from_json,
+    format_decimal,
+    json_string,
+    parse_json,
+    predict_inputs_from_json,
+    predict_json,
+    regression_json,
+    tensor_from_json,
+)
 
 FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (
     1, 2, 3, 4, 7, 9, 10, 19, 22, 23
 )
 
 
+def outcome(value: Any, dtype: int, bool_free: bool) -> np.ndarray | JsonError:
+    try:
+        return tensor_from_json(value, dtype, bool_free=bool_free)
+    except JsonError as exc:
+        return exc
+
+
 def tensor(value: Any, dtype: int) -> np.ndarray:
-    proto, shape, _ = _tensor_from_json(value, dtype, tensor_pb2.TensorProto)
-    for size in shape:
-        proto.tensor_shape.dim.add().size = size
-    return to_ndarray(proto)
+    """The exact per-value path and the one-step numpy path must agree: same array or same error."""
+    exact, fast = outcome(value, dtype, False), outcome(value, dtype, True)
+    if isinstance(exact, JsonError):
+        assert isinstance(fast, JsonError) and (fast.code, fast.message) == (exact.code, exact.message)
+        raise exact
+    assert isinstance(fast, np.ndarray)
+    assert exact.dtype == fast.dtype and exact.shape == fast.shape
+    np.testing.assert_array_equal(exact, fast)
+    return exact
 
 
 @pytest.mark.parametrize(
@@ -63,6 +86,10 @@ def test_values_by_dtype(value: Any, dtype: int, expected: np.ndarray) -> None:
         ([{"b64": 1}], STRING, "INVALID_ARGUMENT",
          'JSON Value: {\n    "b64": 1\n} not formatted correctly for base64 data'),
         ([{"b64": "AA=="}], FLOAT, "INVALID_ARGUMENT", None),
+        ([0, -(2**63)], FLOAT, "INVALID_ARGUMENT",  # numpy's abs() of this int64 is itself
+         "Cannot convert JSON value: -9223372036854775808 to float without loss of precision."),
+        ([1.5, 2**53], DOUBLE, "INVALID_ARGUMENT",
+         "Cannot convert JSON value: 9007199254740992 to double without loss of precision."),
         ([1.0], HALF, "UNIMPLEMENTED", "Conversion of JSON Value: 1.0 to type: half"),
         ([[1], [1, 2]], FLOAT, "INVALID_ARGUMENT",
          "Encountered list at unexpected size: 2 at level: 1 expected size: 1"),
@@ -73,16 +100,16 @@ def test_values_by_dtype(value: Any, dtype: int, expected: np.ndarray) -> None:
     ],
 )
 def test_value_errors(value: Any, dtype: int, code: str, message: str | None) -> None:
-    with pytest.raises(RpcError) as info:
+    with pytest.raises(JsonError) as info:
         tensor(value, dtype)
-    assert info.value.code == getattr(grpc.StatusCode, code)
+    assert info.value.code == code
     if message is not None:
         assert info.value.message == message
 
 
 def test_example_features_by_json_type() -> None:
     example = example_pb2.Example()
-    _example_from_json(
+    example_from_json(
         {"f": 1.5, "i": [1, 2], "b": True, "s": "x", "raw": {"b64": "/w=="}, "e": []}, example
     )
     features = example.features.feature
@@ -105,8 +132,8 @@ def test_example_features_by_json_type() -> None:
     ],
 )
 def test_example_errors(value: Any, message: str) -> None:
-    with pytest.raises(RpcError, match=None) as info:
-        _example_from_json(value, example_pb2.Example())
+    with pytest.raises(JsonError) as info:
+        example_from_json(value, example_pb2.Example())
     assert info.value.message == message
 
 
@@ -124,8 +151,143 @@ def test_example_errors(value: Any, message: str) -> None:
     ],
 )
 def test_parse_errors_use_rapidjsons_words(body: bytes, message: str) -> None:
-    from tfship.server._rest import parse_json
-
-    with pytest.raises(RpcError) as info:
+    with pytest.raises(JsonError) as info:
         parse_json(body)
     assert info.value.message == message
+
+
+# one numpy step and the per-value rules agree ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [
+        ([[1, 2.5, -3], [1e-3, 0, 7]], FLOAT),
+        ([[16777215, -16777215]], FLOAT),
+        ([float("nan"), float("inf"), -1.5], DOUBLE),
+        ([[300, -1], [255, 0]], UINT8),  # int_val carries int32; C++ casts, so 300 wraps to 44
+        ([[-129, 127]], 6),
+        ([[], []], INT64),
+        ([[[1], [2]], [[3], [4]]], INT32),
+        ([2**64 - 1, 0], UINT64),
+        ([[True], [False]], BOOL),
+        (2.5, DOUBLE),
+        ([], BOOL),
+    ],
+)
+def test_one_step_path_matches_the_exact_rules(value: Any, dtype: int) -> None:
+    tensor(value, dtype)
+
+
+def test_uint8_values_wrap_as_the_cpp_cast_does() -> None:
+    assert tensor([300, -1], UINT8).tolist() == [44, 255]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"inputs": [[1.0, true]]}',
+         "JSON Value: true Type: True is not of expected type: float"),
+        (b'{"inputs": [[1.5, 16777217]]}',
+         "Cannot convert JSON value: 16777217 to float without loss of precision."),
+        (b'{"instances": [[1.0, 2.0], [3.0]]}',
+         "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: "
+         "Expecting tensor size: 2 but got: 1"),
+    ],
+)
+def test_what_numpy_cannot_tell_goes_to_the_exact_rules(body: bytes, message: str) -> None:
+    doc = parse_json(body)
+    with pytest.raises(JsonError) as info:
+        predict_inputs_from_json(doc, {"x": FLOAT}, body)
+    assert info.value.message == message
+
+
+def test_row_objects_are_stacked_per_input() -> None:
+    body = b'{"instances": [{"a": [1.5], "b": 2}, {"a": [0], "b": -1}]}'
+    arrays, form = predict_inputs_from_json(parse_json(body), {"a": FLOAT, "b": INT64}, body)
+    assert form == "row"
+    assert arrays["a"].dtype == np.float32 and arrays["a"].tolist() == [[1.5], [0.0]]
+    assert arrays["b"].dtype == np.int64 and arrays["b"].tolist() == [2, -1]
+
+
+# numbers and layout of answers ------------------------------------------------------------------
+def write_decimal(value: float, single: bool) -> str:
+    """WriteDecimal spelled out for one value, to check the vectorised writer against."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "-Infinity" if value < 0 else "Infinity"
+    cast = np.float32 if single else np.float64
+    text = f"{value:g}"
+    if cast(float(text)) != cast(value):
+        text = f"{value:.{9 if single else 17}g}"
+    return text + ".0" if "." not in text and "e" not in text else text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vectorised_decimals_match_write_decimal(dtype: Any) -> None:
+    rng = np.random.default_rng(7)
+    width = np.dtype(dtype).itemsize
+    values = np.concatenate([
+        np.frombuffer(rng.bytes(4000 * width), dtype),  # every bit pattern: tiny, huge, NaN
+        rng.random(2000).astype(dtype),
+        (rng.integers(-10**7, 10**7, 2000) / 100).astype(dtype),
+        rng.integers(-2**30, 2**30, 2000).astype(dtype),
+        np.array([0.0, -0.0, 1e6, 999999.5, 1e-5, 1e-4, 123456.5, 16777216.0], dtype),
+    ])
+    out = json.loads(predict_json({"y": (values, FLOAT if dtype == np.float32 else DOUBLE)}, "row"))
+    assert len(out["predictions"]) == values.size
+    text = predict_json({"y": (values, FLOAT if dtype == np.float32 else DOUBLE)}, "row")
+    written = text[len('{\n    "predictions": ['):-len("\n    ]\n}")].split(", ")
+    assert written == [write_decimal(v, dtype == np.float32) for v in values.tolist()]
+    # few values take a plain loop; it must write the same
+    assert written[:3000] == [format_decimal(v, dtype == np.float32) for v in values[:3000]]
+
+
+def test_row_format_is_written_as_tf_servings_pretty_writer() -> None:
+    y = (np.array([[2.5], [3.0]], np.float32), FLOAT)
+    assert predict_json({"y": y}, "row") == '{\n    "predictions": [[2.5], [3.0]\n    ]\n}'
+    two = predict_json({"y": y, "k_bytes": (np.array([b"a", b"b"], dtype=object), STRING)}, "row")
+    assert two == (
+        '{\n    "predictions": [{\n            "k_bytes": {\n                "b64": "YQ=="\n'
+        '            },\n            "y": [2.5]\n        }, {\n            "k_bytes": {\n'
+        '                "b64": "Yg=="\n            },\n            "y": [3.0]\n        }\n    ]\n}'
+    )
+    assert predict_json({"y": (np.zeros((0, 2), np.float32), FLOAT)}, "row") == (
+        '{\n    "predictions": []\n}'
+    )
+
+
+def test_columnar_format_and_other_dtypes() -> None:
+    out = predict_json({
+        "b": (np.array([True, False]), BOOL),
+        "i": (np.array([[-(2**63)]], np.int64), INT64),
+        "s": (np.array(b'say "hi"\n', dtype=object), STRING),
+    }, "columnar")
+    assert out == (
+        '{\n    "outputs": {\n        "b": [\n            true,\n            false\n        ],\n'
+        '        "i": [\n            [\n                -9223372036854775808\n            ]\n'
+        '        ],\n        "s": "say \\"hi\\"\\n"\n    }\n}'
+    )
+
+
+def test_outputs_json_cannot_carry_are_refused_as_tf_serving_does() -> None:
+    with pytest.raises(JsonError, match="Failed to write JSON value for tensor type: half"):
+        predict_json({"h": (np.ones(1, np.float16), HALF)}, "columnar")
+    empty = predict_json({"h": (np.ones((1, 0), np.float16), HALF)}, "row")
+    assert empty == '{\n    "predictions": [[]\n    ]\n}'
+    with pytest.raises(JsonError, match="Tensor name: s has no shape information "):
+        predict_json({"s": (np.float32(1.0), FLOAT)}, "row")
+
+
+def test_results_layouts() -> None:
+    assert classification_json([[("0", 0.25), ("1", 0.75)], []]) == (
+        '{\n    "results": [[["0", 0.25], ["1", 0.75]], []\n    ]\n}'
+    )
+    assert regression_json([1.0, 0.1]) == '{\n    "results": [1.0, 0.1]\n}'
+
+
+def test_error_bodies_are_json_escaped_as_rapidjson_escapes() -> None:
+    message = "input 'x': \"y\" \\ \x01\t é"
+    body = error_json(message)
+    assert body == ('{\n    "error": "input \'x\': \\"y\\" \\\\ \\u0001\\t é"\n}').encode()
+    assert json.loads(body) == {"error": message}
+    assert json_string("\x1f") == '"\\u001F"'

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import json
 import urllib.error
 import urllib.request
@@ -10,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tfship.server._rest import c_escape, format_decimal
+from tfship._wire import format_decimal
 from tfship.server._server import ModelServer
 
 pytestmark = pytest.mark.slow
@@ -30,11 +29,12 @@ def call(server: ModelServer, method: str, path: str, body: Any = None) -> tuple
 
 
 def error_of(text: str) -> str:
-    """Read TF Serving's error body: ``{ "error": "<absl::CEscape'd message>" }``."""
-    prefix, suffix = '{ "error": "', '" }'
-    assert text.startswith(prefix) and text.endswith(suffix), text
-    escaped = text[len(prefix) : -len(suffix)]
-    return codecs.decode(escaped, "unicode_escape").encode("latin-1").decode("utf-8")
+    """Read TF Serving's error body: ``{"error": "<message>"}``, valid JSON, pretty printed."""
+    assert text.startswith('{\n    "error": "') and text.endswith('"\n}'), text
+    doc = json.loads(text)
+    assert list(doc) == ["error"]
+    message: str = doc["error"]
+    return message
 
 
 def ok(server: ModelServer, method: str, path: str, body: Any = None) -> Any:
@@ -89,7 +89,12 @@ def test_nan_and_infinity_round_trip(server: ModelServer) -> None:
         server, "POST", "/v1/models/module:predict", b'{"inputs": [[NaN, Infinity]]}'
     )
     assert status == 200
-    assert text == '{"outputs": {"doubled": [[NaN, Infinity]], "y": [[NaN]]}}'
+    # byte for byte as TF Serving's PrettyWriter: columnar arrays one value per line
+    assert text == (
+        '{\n    "outputs": {\n        "doubled": [\n            [\n                NaN,\n'
+        '                Infinity\n            ]\n        ],\n        "y": [\n            [\n'
+        '                NaN\n            ]\n        ]\n    }\n}'
+    )
 
 
 @pytest.mark.parametrize(
@@ -206,8 +211,14 @@ def test_decimal_format(value: float, single: bool, text: str) -> None:
     assert format_decimal(value, single) == text
 
 
-def test_c_escape_matches_absl() -> None:
-    assert c_escape("a'b\"c\\d\ne\x01é") == "a\\'b\\\"c\\\\d\\ne\\001\\303\\251"
+def test_error_with_a_quote_is_valid_json(server: ModelServer) -> None:
+    # every "input 'x'" style message: the body must still parse
+    status, _, text = call(server, "POST", "/v1/models/module:predict",
+                           {"signature_name": "it's \"quoted\"\n", "inputs": [[1, 2]]})
+    assert status == 400
+    assert json.loads(text) == {
+        "error": 'Serving signature name: "it\'s \"quoted\"\n" not found in signature def'
+    }
 
 
 def test_deeply_nested_json_is_400(server: ModelServer) -> None:

@@ -5,6 +5,9 @@
   gRPC code -> HTTP status table of the REST API, and which directories are versions.
 - ``_tensor``: ``TensorProto`` <-> numpy with TensorFlow's rules, on a fast packed path, and
   the generated protobuf classes loaded without importing TensorFlow.
+- ``_json``: the REST API's JSON: request bodies to tensors and Examples with
+  ``json_tensor.cc``'s rules and messages, answers and errors written as its rapidjson writer
+  writes them (numbers, indents, escapes), numeric tensors without a Python loop per value.
 - ``_tfrecord``: TFRecord files (warmup requests) read and written without TensorFlow.
 
 Importing this package imports numpy and protobuf, never TensorFlow.
@@ -39,6 +42,21 @@ from tfship._wire._formats import (
     tf_dtype_name,
     version_dirs,
     version_number,
+)
+from tfship._wire._json import (
+    JsonError,
+    classification_json,
+    error_json,
+    example_from_json,
+    examples_from_json,
+    format_decimal,
+    json_string,
+    parse_json,
+    predict_inputs_from_json,
+    predict_json,
+    regression_json,
+    signature_name_of,
+    tensor_from_json,
 )
 from tfship._wire._tensor import (
     DecodedPredict,
@@ -79,8 +97,10 @@ __all__ = [
     "WARMUP_NAME",
     "DataType",
     "DecodedPredict",
+    "JsonError",
     "TensorDecodeError",
     "b64_json",
+    "classification_json",
     "crc32c",
     "datatype",
     "decode_predict_response",
@@ -89,12 +109,23 @@ __all__ = [
     "dtype_name",
     "encode_tensor",
     "enum_of_dtype",
+    "error_json",
+    "example_from_json",
+    "examples_from_json",
+    "format_decimal",
     "http_status",
+    "json_string",
     "masked_crc",
     "numpy_dtype",
+    "parse_json",
+    "predict_inputs_from_json",
+    "predict_json",
     "protos",
     "read_record_file",
     "read_records",
+    "regression_json",
+    "signature_name_of",
+    "tensor_from_json",
     "tensor_numpy_dtype",
     "text_or_b64",
     "tf_dtype_name",
