@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +24,35 @@ from tfship.errors import ModelInputError
 Array = npt.NDArray[Any]
 
 if TYPE_CHECKING:
-    from tfship.inspect import SignatureInfo
-    from tfship.loaders._model import LocalModel
+    from tfship.inspect import SignatureInfo, TensorInfo
+
+
+class _Model(Protocol):
+    """What a ``SignatureAdapter`` uses of the ``LocalModel`` that builds it."""
+
+    path: Path
+    loader: str
+
+    @property
+    def schema_defaults(self) -> dict[str, Any]: ...
+
+    def output_keys(self, signature: str | None, outputs: Sequence[str] | None) -> list[str]: ...
+
+    def run(
+        self,
+        feeds: Mapping[str, Any],
+        *,
+        signature: str | None = None,
+        outputs: Sequence[str] | None = None,
+    ) -> dict[str, Array]: ...
+
+    def run_tensors(
+        self,
+        feed_names: Sequence[str],
+        feed_values: Sequence[Array],
+        fetch_infos: Sequence[TensorInfo],
+        fetch_keys: Sequence[str],
+    ) -> dict[str, Array]: ...
 
 _INT_LIMITS = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
 # Integers up to 2**24 (float32) or 2**53 (float64) convert to float exactly.
@@ -80,7 +108,7 @@ def _shape(shape: Sequence[int | None]) -> str:
 class SignatureAdapter:
     """Turns friendly inputs into a signature's feeds, and runs them. Built by ``LocalModel``."""
 
-    def __init__(self, model: LocalModel, sig: SignatureInfo) -> None:
+    def __init__(self, model: _Model, sig: SignatureInfo) -> None:
         self.model = model
         self.sig = sig
         self.where = f"signature {sig.key!r}"
