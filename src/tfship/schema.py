@@ -43,14 +43,14 @@ from typing import Any
 from tfship.errors import DataError, SchemaError
 
 __all__ = [
-    "DTYPES",
-    "LABEL_KINDS",
-    "NA_VALUES",
-    "USE_KINDS",
     "CsvMissing",
+    "DTYPES",
     "Feature",
+    "LABEL_KINDS",
     "Label",
+    "NA_VALUES",
     "Schema",
+    "USE_KINDS",
     "coerce_value",
     "csv_column_dtype",
     "is_missing",

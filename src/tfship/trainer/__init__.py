@@ -25,8 +25,8 @@ from tfship.trainer._train import (
 
 __all__ = [
     "EXPORT_KINDS",
-    "MODEL_KINDS",
     "InputConfig",
+    "MODEL_KINDS",
     "ModelConfig",
     "RunOptions",
     "TrainResult",
