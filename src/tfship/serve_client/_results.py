@@ -204,11 +204,9 @@ def _public_keys(signatures: Mapping[str, Any]) -> list[str]:
 
 def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
     """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
-    from tensorflow.core.protobuf import meta_graph_pb2
-
     from tfship.inspect import MetaGraphInfo
 
-    meta_graph = meta_graph_pb2.MetaGraphDef()
+    meta_graph = protos().meta_graph_pb2.MetaGraphDef()
     for key, sig in signature_def_map.items():
         meta_graph.signature_def[key].CopyFrom(sig)
     signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
