@@ -92,7 +92,7 @@ def bench_round_trip(tf: Any) -> list[tuple[str, float, float]]:
     import grpc
     from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-    from tfship.serve_client._client import ServingClient
+    from tfship.serve_client import ServingClient
 
     answer = float_response((1024, 1024), seed=2)
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._client import ServingClient, VersionStatus
+import tfship.serve_client as errors
+from tfship.serve_client import ServingClient, VersionStatus
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 X = [[1.0, 2.0], [3.0, 4.0]]
@@ -188,7 +188,7 @@ def test_close_is_idempotent(server: Any) -> None:
 
 @pytest.mark.slow
 def test_reload_config(model_base: Path) -> None:
-    from tfship.server._server import ModelServer
+    from tfship.server import ModelServer
 
     with ModelServer(model_base_path=model_base, model_name="m", port=0, poll_seconds=0.2) as srv:
         with ServingClient(srv.address) as c:
@@ -217,8 +217,8 @@ def test_retries_until_a_real_server_comes_up(model_base: Path) -> None:
     import socket
     import threading
 
-    from tfship.serve_client._client import RetryPolicy
-    from tfship.server._server import ModelServer
+    from tfship.serve_client import RetryPolicy
+    from tfship.server import ModelServer
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -8,10 +8,10 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
+import tfship.serve_client as errors
 from tfship._wire import protos
 from tfship.cli import cli
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._client import ServingClient
+from tfship.serve_client import ServingClient
 
 from .conftest import ScriptedServer
 

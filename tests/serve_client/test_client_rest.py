@@ -7,9 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._client import ServingClient
-from tfship.serve_client._rest import RestServingClient
+import tfship.serve_client as errors
+from tfship.serve_client import RestServingClient, ServingClient
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 X = [[1.0, 2.0], [3.0, 4.0]]
@@ -126,7 +125,7 @@ def test_rest_over_tls(tmp_path: Any) -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from tfship.serve_client._client import TLSConfig
+    from tfship.serve_client import TlsConfig
 
     from .test_client_resilience import _certificate
 
@@ -163,7 +162,7 @@ def test_rest_over_tls(tmp_path: Any) -> None:
     thread.start()
     try:
         port = httpd.server_address[1]
-        with RestServingClient(f"https://localhost:{port}", tls=TLSConfig(ca_cert=cert)) as c:
+        with RestServingClient(f"https://localhost:{port}", tls=TlsConfig(ca_cert=cert)) as c:
             assert [(s.version, s.state) for s in c.status("m")] == [(5, "AVAILABLE")]
         with RestServingClient(f"https://localhost:{port}", retries=0, tls=True) as untrusted:
             with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED"):

@@ -1,15 +1,14 @@
-"""What the three serving clients share: build requests from arguments, check them against the
-served signature, wait for a model. (Answers become results in ``_results.py``.)
+"""Requests from arguments: TF Serving's request messages, inputs checked against the served
+signature, and the bookkeeping of waiting for a model. (Answers become results in
+``_results.py``; the flows of ``_base.py`` put the two together.)
 
-Pure functions, no I/O: ``ServingClient`` (gRPC), ``AsyncServingClient`` (``grpc.aio``) and
-``RestServingClient`` (HTTP/JSON) call them and keep only the way bytes travel. The one loop
-here, ``wait_until_available``, is given its ``status`` call and its ``sleep``.
+Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -435,21 +434,3 @@ class Waiter:
             version=self.version,
         )
 
-
-def wait_until_available(
-    status: Callable[..., list[VersionStatus]],
-    waiter: Waiter,
-    sleep: Callable[[float], None] = time.sleep,
-) -> VersionStatus:
-    """Poll ``status(model, version=, timeout=)`` until ``waiter`` says ready or gives up."""
-    while True:
-        try:
-            answer: list[VersionStatus] | ServingCallError = status(
-                waiter.model, version=waiter.version, timeout=waiter.budget()
-            )
-        except WAIT_ERRORS as exc:
-            answer = exc
-        ready = waiter.step(answer)
-        if ready is not None:
-            return ready
-        sleep(waiter.poll)

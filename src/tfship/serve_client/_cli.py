@@ -60,9 +60,9 @@ def client() -> None:
 def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
     tls = None
     if opts.get("ca_cert") or opts.get("client_cert") or opts.get("server_name"):
-        from tfship.serve_client._client import TLSConfig
+        from tfship.serve_client import TlsConfig
 
-        tls = TLSConfig(
+        tls = TlsConfig(
             ca_cert=opts.get("ca_cert"),
             client_cert=opts.get("client_cert"),
             client_key=opts.get("client_key"),
@@ -70,12 +70,12 @@ def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
         )
     headers = _headers(opts.get("headers") or ())
     if opts.get("rest"):
-        from tfship.serve_client._rest import RestServingClient
+        from tfship.serve_client import RestServingClient
 
         with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as rest:
             yield rest
         return
-    from tfship.serve_client._client import ServingClient
+    from tfship.serve_client import ServingClient
 
     with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as grpc_client:
         yield grpc_client

@@ -42,7 +42,7 @@ def run_demo_step(
         >>> run_demo_step("127.0.0.1:8500", "penguins", rows, click.echo,
         ...               schema="schema.json")  # doctest: +SKIP
     """
-    from tfship.serve_client._client import ServingClient
+    from tfship.serve_client import ServingClient
 
     schema = _load_schema(schema)
     with ServingClient(target, timeout=30.0) as client:
