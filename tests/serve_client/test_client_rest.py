@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tfship.serve_client as errors
-from tfship.serve_client import RestServingClient, ServingClient
+from tfship.serve_client import RestServingClient, ServingClient, TlsConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 X = [[1.0, 2.0], [3.0, 4.0]]
@@ -125,8 +125,6 @@ def test_rest_over_tls(tmp_path: Any) -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from tfship.serve_client import TlsConfig
-
     from .test_client_resilience import _certificate
 
     cert, key, _ = _certificate("localhost")
@@ -217,6 +215,57 @@ def test_rest_deadline() -> None:
             with pytest.raises(errors.DeadlineExceededError):
                 c.status("m")
             assert time.monotonic() - start < 0.9
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_rest_over_mutual_tls_with_pem_bytes_and_a_server_name(tmp_path: Any) -> None:
+    import json as json_module
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from .test_client_resilience import _certificate
+
+    server_cert, server_key, _ = _certificate("serving.test")
+    ca_cert, _, ca = _certificate("client-ca")
+    client_cert, client_key, _ = _certificate("client", issuer=ca)
+    for name, data in (("cert.pem", server_cert), ("key.pem", server_key), ("ca.pem", ca_cert)):
+        (tmp_path / name).write_bytes(data)
+    peers: list[Any] = []
+
+    class Status(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server names
+            peers.append(self.connection.getpeercert())
+            data = json_module.dumps({"model_version_status": [{"version": "3", "state": "END"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Status)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(tmp_path / "cert.pem"), str(tmp_path / "key.pem"))
+    context.load_verify_locations(str(tmp_path / "ca.pem"))
+    context.verify_mode = ssl.CERT_REQUIRED
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        tls = TlsConfig(
+            ca_cert=server_cert, client_cert=client_cert, client_key=client_key, server_name="serving.test"
+        )
+        with RestServingClient(url, tls=tls) as c:
+            assert [(s.version, s.state) for s in c.status("m")] == [(3, "END")]
+        assert peers and peers[0]["subject"] == ((("commonName", "client"),),)
+        no_name = TlsConfig(ca_cert=server_cert, client_cert=client_cert, client_key=client_key)
+        with RestServingClient(url, tls=no_name, retries=0) as c:
+            with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED|match"):
+                c.status("m")
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -275,3 +275,11 @@ def test_async_in_process(server: Any) -> None:
 def test_in_process_needs_a_server() -> None:
     with pytest.raises(TypeError, match="ModelServer"):
         InProcessTransport(object())
+
+
+def test_in_process_reload_reports_the_core_status(local: ServingClient) -> None:
+    from tfship._wire import protos
+
+    with pytest.raises(errors.InvalidInputError, match="ModelConfigList") as info:
+        local.reload_config(protos().model_server_config_pb2.ModelServerConfig())
+    assert info.value.code == "INVALID_ARGUMENT"
