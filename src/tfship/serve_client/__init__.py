@@ -8,7 +8,7 @@ typed results (``PredictResult.as_numpy``), a deadline on every call, retries wi
 ``UNAVAILABLE``, validation against the served signature (fetched once, fetched again after a
 rejected call), TLS and optional micro-batching; every failure is a ``ServingCallError``
 subclass chosen from the status code. ``encode_tensor`` and ``decode_tensor`` convert between
-numpy and ``TensorProto`` with TensorFlow's rules. Nothing here imports TensorFlow.
+numpy and ``TensorProto`` with TensorFlow's rules. Calls never import TensorFlow.
 
 Importing this package is cheap: each name below loads its module on first use.
 

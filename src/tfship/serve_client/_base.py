@@ -177,7 +177,7 @@ class BaseClient:
             signature,
             cast=self.cast,
             output_filter=output_filter,
-            check_inputs=self.validate,
+            validate=self.validate,
         )
         request = predict_request(
             model, encoded, signature=signature, version=version, label=label, output_filter=output_filter

@@ -76,19 +76,17 @@ def predict_inputs(
     *,
     cast: bool,
     output_filter: Sequence[str] | None,
-    check_inputs: bool = True,
+    validate: bool = True,
 ) -> dict[str, Any]:
-    """Encoded inputs, checked against ``sig`` (when known and ``check_inputs``), and a checked
+    """Encoded inputs, checked against ``sig`` (when known and ``validate``), and a checked
     ``output_filter``: everything that can be wrong is found before sending."""
     key = signature or DEFAULT_SIGNATURE
-    encoded = encode_inputs(inputs, sig if check_inputs else None, model, key, cast=cast)
+    encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast)
     check_output_filter(output_filter, sig, model, key)
     return encoded
 
 
-def encode_inputs(
-    inputs: Any, signature: Any | None, model: str, signature_key: str, *, cast: bool = False
-) -> dict[str, Any]:
+def encode_inputs(inputs: Any, signature: Any | None, model: str, *, cast: bool = False) -> dict[str, Any]:
     """Encode predict inputs to TensorProtos, checked against the signature when known.
 
     The check is ``tfship._wire``'s ``check_inputs`` (names, dtypes, shapes, and its one cast
