@@ -1,7 +1,8 @@
 """Wall time of short ``tfship`` commands, each a fresh process, as a user types them.
 
-Rows: ``tfship --help``, ``tfship inspect show EXPORT``, and ``tfship client status`` over gRPC
-and over REST against a local ``tfship.server.ModelServer`` serving a small SavedModel. Each
+Rows: ``tfship --help``, ``tfship inspect show EXPORT``, ``tfship client status`` over gRPC
+and over REST, and ``tfship client predict`` over gRPC (which reads the signature first),
+against a local ``tfship.server.ModelServer`` serving a small SavedModel. Each
 command runs several times, interleaved; the table gives the median and best wall time, the
 ratio of each row to ``tfship --help`` (the cost of starting Python and click), and whether the
 command imported TensorFlow (``python -X importtime`` lists it).
@@ -88,6 +89,10 @@ def main() -> None:
                 "tfship client status (gRPC)": ["client", "status", "-s", server.address, "-m", "m"],
                 "tfship client status (REST)": [
                     "client", "status", "--rest", "-s", str(server.rest_url), "-m", "m",
+                ],
+                # predict reads the signature first (GetModelMetadata) to check the inputs
+                "tfship client predict (gRPC)": [
+                    "client", "predict", "-s", server.address, "-m", "m", "-d", '{"x": [[1.0, 2.0]]}',
                 ],
             }
             loads_tf = {name: _imports_tensorflow(argv) for name, argv in commands.items()}

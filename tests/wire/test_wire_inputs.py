@@ -101,3 +101,12 @@ def test_feeds_are_never_modified() -> None:
 def test_shape_text() -> None:
     assert shape_text((None, -1, 3)) == "[?, ?, 3]"
     assert shape_text(None) == "[?...]"
+
+
+def test_sparse_inputs_are_named_but_left_to_the_caller() -> None:
+    sig = _signature(ids=("int64", (None,)))
+    sig.inputs["ids"].encoding = "coo_sparse"
+    triple = (np.zeros((1, 1), np.int64), np.array([3]), np.array([4]))
+    assert check_inputs(sig, {"ids": triple})["ids"] is triple
+    with pytest.raises(InputCheckError, match="missing input 'ids'"):
+        check_inputs(sig, {})

@@ -47,7 +47,7 @@ def shape_text(shape: Any) -> str:
 Array = np.ndarray[Any, Any]
 
 
-def check_inputs(signature: Any, feeds: Mapping[str, Any], *, cast: bool = False) -> dict[str, Array]:
+def check_inputs(signature: Any, feeds: Mapping[str, Any], *, cast: bool = False) -> dict[str, Any]:
     """Check ``feeds`` against ``signature`` and return them as numpy arrays of its dtypes.
 
     The contract, for every caller:
@@ -65,6 +65,8 @@ def check_inputs(signature: Any, feeds: Mapping[str, Any], *, cast: bool = False
       floats become floats (rounded, never overflowing) or integers when whole and in range;
       complex numbers stay complex. Strings never become numbers, nor numbers strings.
     - **Shapes**: the rank must match and every known dimension must be equal.
+    - **Sparse inputs** (an input whose ``encoding`` is not ``dense``, such as ``coo_sparse``)
+      are named but returned unchecked, as given: their parts are the caller's to check.
     - **Errors**: one :class:`InputCheckError` (a ``ValueError``), one line, starting with
       ``signature 'KEY' input 'NAME':`` and saying what was expected and what was given, with
       shapes written ``[?, 3]``. Callers may prefix where they are (``model 'm' ``) and
@@ -101,9 +103,11 @@ def _check_names(signature: Any, feeds: Mapping[str, Any]) -> None:
     )
 
 
-def _checked(signature: Any, key: str, value: Any, cast: bool) -> Array:
+def _checked(signature: Any, key: str, value: Any, cast: bool) -> Any:
     where = f"signature {signature.key!r} input {key!r}"
     info = signature.inputs[key]
+    if getattr(info, "encoding", "dense") != "dense":
+        return value
     target = _target_dtype(info.dtype)
     if target is None:
         array = value if isinstance(value, np.ndarray) else np.asarray(value)

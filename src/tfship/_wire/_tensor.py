@@ -128,6 +128,8 @@ def tensor_numpy_dtype(enum: int) -> np.dtype[Any]:
 
 def _enum_of(dtype: Any) -> int:
     """The DataType enum of a dtype given as a name, numpy dtype/type or ``tf.DType``."""
+    if isinstance(dtype, np.dtype) and dtype.name in ENUM_OF_NUMPY:
+        return ENUM_OF_NUMPY[dtype.name]  # every array's case, without name parsing
     if dtype in ("string", "str", "bytes", str, bytes):
         return DT_STRING
     dtype = getattr(dtype, "as_numpy_dtype", dtype)
