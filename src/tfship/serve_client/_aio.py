@@ -13,7 +13,6 @@ from typing import Any
 
 from tfship.serve_client._base import BaseClient, Flow, Send, Sleep, T
 from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
-from tfship.serve_client._client import is_rest_url
 from tfship.serve_client._errors import ServingCallError
 from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy
 from tfship.serve_client._results import (
@@ -24,7 +23,7 @@ from tfship.serve_client._results import (
     RegressResult,
     VersionStatus,
 )
-from tfship.serve_client._transports import AsyncGrpcTransport, AsyncRestTransport, AsyncTransport
+from tfship.serve_client._transports import AsyncTransport, transport_for
 
 __all__ = ["AsyncServingClient"]
 
@@ -66,21 +65,16 @@ class AsyncServingClient(BaseClient):
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
         if transport is None:
-            if not target:
-                raise ValueError("give a target (host:port, unix:PATH or http://host:port) or transport=")
-            if is_rest_url(target):
-                transport = AsyncRestTransport(
-                    target, tls=tls, headers=headers, max_connections=max_in_flight
-                )
-            else:
-                transport = AsyncGrpcTransport(
-                    target,
-                    tls=tls,
-                    max_message_bytes=max_message_bytes,
-                    options=options,
-                    headers=headers,
-                    keepalive=keepalive,
-                )
+            transport = transport_for(
+                target,
+                asynchronous=True,
+                tls=tls,
+                headers=headers,
+                max_message_bytes=max_message_bytes,
+                options=options,
+                keepalive=keepalive,
+                max_connections=max_in_flight,
+            )
         elif target is not None:
             raise ValueError("give target or transport=, not both")
         super().__init__(transport, timeout=timeout, retries=retries, validate=validate, cast=cast)
@@ -183,16 +177,7 @@ class AsyncServingClient(BaseClient):
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`."""
         return await self._run(
-            self._classify_flow(
-                model,
-                examples,
-                context=context,
-                signature=signature,
-                version=version,
-                label=label,
-                schema=schema,
-                timeout=timeout,
-            )
+            self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
     async def regress(
@@ -209,16 +194,7 @@ class AsyncServingClient(BaseClient):
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`."""
         return await self._run(
-            self._regress_flow(
-                model,
-                examples,
-                context=context,
-                signature=signature,
-                version=version,
-                label=label,
-                schema=schema,
-                timeout=timeout,
-            )
+            self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
     async def multi_inference(
@@ -235,16 +211,7 @@ class AsyncServingClient(BaseClient):
     ) -> MultiInferenceResult:
         """Like :meth:`ServingClient.multi_inference`."""
         return await self._run(
-            self._multi_inference_flow(
-                model,
-                examples,
-                tasks,
-                context=context,
-                version=version,
-                label=label,
-                schema=schema,
-                timeout=timeout,
-            )
+            self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
         )
 
     async def metadata(

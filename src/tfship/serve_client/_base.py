@@ -195,7 +195,6 @@ class BaseClient:
         method: str,
         model: str,
         examples: Iterable[Any],
-        *,
         context: Any,
         signature: str | None,
         version: int | None,
@@ -208,12 +207,14 @@ class BaseClient:
         response = yield Send(Call(method, request, model, _asked(version, label)), timeout)
         return response
 
-    def _classify_flow(self, model: str, examples: Iterable[Any], **kwargs: Any) -> Flow[ClassifyResult]:
-        response = yield from self._examples_flow("Classify", model, examples, **kwargs)
+    def _classify_flow(self, *args: Any) -> Flow[ClassifyResult]:
+        """Classify; arguments as ``_examples_flow`` after the method."""
+        response = yield from self._examples_flow("Classify", *args)
         return classify_result(response.result, response.model_spec, response)
 
-    def _regress_flow(self, model: str, examples: Iterable[Any], **kwargs: Any) -> Flow[RegressResult]:
-        response = yield from self._examples_flow("Regress", model, examples, **kwargs)
+    def _regress_flow(self, *args: Any) -> Flow[RegressResult]:
+        """Regress; arguments as ``_examples_flow`` after the method."""
+        response = yield from self._examples_flow("Regress", *args)
         return regress_result(response.result, response.model_spec, response)
 
     def _multi_inference_flow(
@@ -221,7 +222,6 @@ class BaseClient:
         model: str,
         examples: Iterable[Any],
         tasks: Sequence[tuple[str, str]],
-        *,
         context: Any,
         version: int | None,
         label: str | None,

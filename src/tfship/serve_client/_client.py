@@ -23,17 +23,12 @@ from tfship.serve_client._results import (
     RegressResult,
     VersionStatus,
 )
-from tfship.serve_client._transports import GrpcTransport, RestTransport, Transport
+from tfship.serve_client._transports import RestTransport, Transport, transport_for
 
 if TYPE_CHECKING:
     from tfship.serve_client._batching import BatchingConfig, MicroBatcher
 
 __all__ = ["RestServingClient", "ServingClient"]
-
-
-def is_rest_url(target: str) -> bool:
-    """Whether a target names TF Serving's REST API (``http://`` or ``https://``)."""
-    return target.startswith(("http://", "https://"))
 
 
 class ServingClient(BaseClient):
@@ -84,19 +79,16 @@ class ServingClient(BaseClient):
         batching: BatchingConfig | None = None,
     ) -> None:
         if transport is None:
-            if not target:
-                raise ValueError("give a target (host:port, unix:PATH or http://host:port) or transport=")
-            if is_rest_url(target):
-                transport = RestTransport(target, tls=tls, headers=headers)
-            else:
-                transport = GrpcTransport(
-                    target,
-                    tls=tls,
-                    max_message_bytes=max_message_bytes,
-                    options=options,
-                    headers=headers,
-                    keepalive=keepalive,
-                )
+            transport = transport_for(
+                target,
+                asynchronous=False,
+                tls=tls,
+                headers=headers,
+                max_message_bytes=max_message_bytes,
+                options=options,
+                keepalive=keepalive,
+                max_connections=16,
+            )
         elif target is not None:
             raise ValueError("give target or transport=, not both")
         super().__init__(transport, timeout=timeout, retries=retries, validate=validate, cast=cast)
@@ -205,16 +197,7 @@ class ServingClient(BaseClient):
             >>> client.classify("penguins", [{"island": "Dream"}]).classes[0]  # doctest: +SKIP
         """
         return self._run(
-            self._classify_flow(
-                model,
-                examples,
-                context=context,
-                signature=signature,
-                version=version,
-                label=label,
-                schema=schema,
-                timeout=timeout,
-            )
+            self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
     def regress(
@@ -236,16 +219,7 @@ class ServingClient(BaseClient):
             array([0.5], dtype=float32)
         """
         return self._run(
-            self._regress_flow(
-                model,
-                examples,
-                context=context,
-                signature=signature,
-                version=version,
-                label=label,
-                schema=schema,
-                timeout=timeout,
-            )
+            self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
     def multi_inference(
@@ -269,16 +243,7 @@ class ServingClient(BaseClient):
             >>> client.multi_inference("m", rows, [("classification", "classify")])  # doctest: +SKIP
         """
         return self._run(
-            self._multi_inference_flow(
-                model,
-                examples,
-                tasks,
-                context=context,
-                version=version,
-                label=label,
-                schema=schema,
-                timeout=timeout,
-            )
+            self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
         )
 
     def metadata(

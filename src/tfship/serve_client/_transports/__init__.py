@@ -11,6 +11,9 @@ in the client.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from tfship.serve_client._transports._base import AsyncTransport, Call, Transport
 from tfship.serve_client._transports._grpc import AsyncGrpcTransport, GrpcTransport
 from tfship.serve_client._transports._inprocess import AsyncInProcessTransport, InProcessTransport
@@ -26,4 +29,39 @@ __all__ = [
     "InProcessTransport",
     "RestTransport",
     "Transport",
+    "is_rest_url",
+    "transport_for",
 ]
+
+
+def is_rest_url(target: str) -> bool:
+    """Whether a target names TF Serving's REST API (``http://`` or ``https://``)."""
+    return target.startswith(("http://", "https://"))
+
+
+def transport_for(
+    target: str | None,
+    *,
+    asynchronous: bool,
+    tls: Any,
+    headers: Mapping[str, str] | None,
+    max_message_bytes: int,
+    options: Sequence[tuple[str, Any]],
+    keepalive: float | None,
+    max_connections: int,
+) -> Any:
+    """The transport a client's target names: ``http(s)://`` is REST, anything else gRPC."""
+    if not target:
+        raise ValueError("give a target (host:port, unix:PATH or http://host:port) or transport=")
+    if is_rest_url(target):
+        rest = AsyncRestTransport if asynchronous else RestTransport
+        return rest(target, tls=tls, headers=headers, max_connections=max_connections)
+    grpc_transport = AsyncGrpcTransport if asynchronous else GrpcTransport
+    return grpc_transport(
+        target,
+        tls=tls,
+        max_message_bytes=max_message_bytes,
+        options=options,
+        headers=headers,
+        keepalive=keepalive,
+    )

@@ -99,21 +99,30 @@ def _parser(method: str) -> Callable[[bytes], Any]:
 
 
 class _GrpcBase:
-    """What both gRPC transports keep: the target, the channel options, headers, the stubs."""
+    """What both gRPC transports keep: the target, the channel options, headers, the stubs.
+
+    Args:
+        target: ``host:port`` or ``unix:PATH``.
+        tls: ``True`` (system roots), a :class:`TlsConfig` or ``grpc.ChannelCredentials``.
+        max_message_bytes: send/receive limit (TF Serving's is 2 GiB).
+        options: extra channel options, which win over ours.
+        headers: call metadata sent with every call.
+        keepalive: seconds between keepalive pings (``None``: off).
+    """
 
     needs_signature = False
 
     def __init__(
         self,
-        grpc_module: Any,
         target: str,
         *,
-        tls: Any,
-        max_message_bytes: int,
-        options: Sequence[tuple[str, Any]],
-        headers: Mapping[str, str] | None,
-        keepalive: float | None,
+        tls: Any = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        options: Sequence[tuple[str, Any]] = (),
+        headers: Mapping[str, str] | None = None,
+        keepalive: float | None = 60.0,
     ) -> None:
+        grpc_module = self._grpc_module()
         self.target = target
         creds, tls_options = tls_credentials(tls)
         self.channel_options = channel_options(max_message_bytes, keepalive, [*tls_options, *options])
@@ -125,6 +134,13 @@ class _GrpcBase:
             self._channel = grpc_module.secure_channel(target, creds, options=self.channel_options)
         self._stubs: dict[str, Any] = {}
         self._closed = False
+        self._pid = os.getpid()
+
+    @staticmethod
+    def _grpc_module() -> Any:
+        import grpc
+
+        return grpc
 
     def _stub(self, method: str) -> Any:
         stub = self._stubs.get(method)
@@ -151,29 +167,6 @@ class GrpcTransport(_GrpcBase):
         >>> client = ServingClient(transport=GrpcTransport("127.0.0.1:8500"))  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        tls: Any = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        options: Sequence[tuple[str, Any]] = (),
-        headers: Mapping[str, str] | None = None,
-        keepalive: float | None = 60.0,
-    ) -> None:
-        import grpc
-
-        super().__init__(
-            grpc,
-            target,
-            tls=tls,
-            max_message_bytes=max_message_bytes,
-            options=options,
-            headers=headers,
-            keepalive=keepalive,
-        )
-        self._pid = os.getpid()
-
     def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call; gRPC failures leave as ``ServingCallError`` subclasses."""
         if os.getpid() != self._pid:
@@ -195,30 +188,14 @@ class GrpcTransport(_GrpcBase):
 class AsyncGrpcTransport(_GrpcBase):
     """TF Serving's gRPC API over a ``grpc.aio`` channel, for :class:`AsyncServingClient`.
 
-    Create it inside the event loop that will use it.
+    Create it inside the event loop that will use it; options as :class:`GrpcTransport`.
     """
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        tls: Any = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        options: Sequence[tuple[str, Any]] = (),
-        headers: Mapping[str, str] | None = None,
-        keepalive: float | None = 60.0,
-    ) -> None:
+    @staticmethod
+    def _grpc_module() -> Any:
         import grpc.aio
 
-        super().__init__(
-            grpc.aio,
-            target,
-            tls=tls,
-            max_message_bytes=max_message_bytes,
-            options=options,
-            headers=headers,
-            keepalive=keepalive,
-        )
+        return grpc.aio
 
     async def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call; gRPC failures leave as ``ServingCallError`` subclasses."""
