@@ -1,8 +1,8 @@
 """The one implementation of every client call, whatever the transport, sync or async.
 
-Each RPC is written once as a *flow*: a generator that builds the request, yields the
-``Call`` to send (or a ``Sleep``), receives the answer (or has the failure thrown in) and
-returns the typed result. Validation against the served signature, the signatures cache and
+Each RPC is written once as a *flow*: a generator that builds the request, yields a ``Send``
+(the ``Call`` and its timeout) or a ``Sleep``, receives the answer (or has the failure thrown
+in) and returns the typed result. Validation against the served signature, the signatures cache and
 its refetch after a rejected call, and waiting for a model all live in these flows.
 ``ServingClient`` runs them with blocking sends and ``time.sleep``; ``AsyncServingClient``
 with ``await``: the only code the two clients do not share is how they wait.
@@ -55,7 +55,7 @@ from tfship.serve_client._results import (
 )
 from tfship.serve_client._transports import Call
 
-__all__ = ["BaseClient", "Flow", "Sleep"]
+__all__ = ["BaseClient", "Flow", "MetadataCache", "Send", "Sleep", "run_flow"]
 
 T = TypeVar("T")
 _METADATA_TTL = 60.0

@@ -12,7 +12,7 @@ in the client.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfship.serve_client._transports._base import AsyncTransport, Call, Transport
 from tfship.serve_client._transports._grpc import AsyncGrpcTransport, GrpcTransport
@@ -65,3 +65,14 @@ def transport_for(
         headers=headers,
         keepalive=keepalive,
     )
+
+
+if TYPE_CHECKING:  # mypy checks that every transport keeps its side of the protocol
+
+    def _sync(*transports: GrpcTransport | RestTransport | InProcessTransport) -> list[Transport]:
+        return list(transports)
+
+    def _async(
+        *transports: AsyncGrpcTransport | AsyncRestTransport | AsyncInProcessTransport,
+    ) -> list[AsyncTransport]:
+        return list(transports)
