@@ -22,7 +22,7 @@ import grpc
 import numpy as np
 import pytest
 
-from tfship.serve_client._client import ServingClient
+from tfship.serve_client import ServingClient
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -88,8 +88,7 @@ def model_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(model_base: Path) -> Iterator[Any]:
-    from tfship.server._config import ModelConfig, VersionPolicy
-    from tfship.server._server import ModelServer
+    from tfship.server import ModelConfig, ModelServer, VersionPolicy
 
     models = [ModelConfig("m", str(model_base), VersionPolicy("all"), {"stable": 1, "canary": 2})]
     srv = ModelServer(models, port=0, rest_port=0, poll_seconds=0.2)
@@ -275,7 +274,7 @@ def classifier_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def classifier_server(classifier_base: Path) -> Iterator[Any]:
     """``tfship serve`` serving the classifier as ``penguins``."""
-    from tfship.server._server import ModelServer
+    from tfship.server import ModelServer
 
     srv = ModelServer(model_base_path=classifier_base, model_name="penguins", port=0, rest_port=0)
     srv.start()

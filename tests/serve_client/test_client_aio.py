@@ -10,9 +10,8 @@ import grpc
 import numpy as np
 import pytest
 
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._aio import AsyncServingClient
-from tfship.serve_client._client import RetryPolicy
+import tfship.serve_client as errors
+from tfship.serve_client import AsyncServingClient, RetryPolicy
 
 from .conftest import ScriptedServer, echo_predict
 
@@ -101,7 +100,7 @@ def test_async_retries_on_unavailable(scripted: ScriptedServer) -> None:
 
 
 def test_async_micro_batching(scripted: ScriptedServer) -> None:
-    from tfship.serve_client._batching import BatchingConfig
+    from tfship.serve_client import BatchingConfig
 
     config = BatchingConfig(max_batch_size=8, max_delay=0.2)
 
@@ -117,7 +116,7 @@ def test_async_micro_batching(scripted: ScriptedServer) -> None:
 
 
 def test_async_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
-    from tfship.serve_client._batching import BatchingConfig
+    from tfship.serve_client import BatchingConfig
 
     scripted.failures = [(grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(m)")]
 

@@ -10,9 +10,8 @@ import grpc
 import numpy as np
 import pytest
 
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._batching import BatchingConfig
-from tfship.serve_client._client import ServingClient
+import tfship.serve_client as errors
+from tfship.serve_client import BatchingConfig, ServingClient
 
 from .conftest import ScriptedServer
 

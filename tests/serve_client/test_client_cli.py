@@ -186,3 +186,18 @@ def test_schema_needs_a_parsing_signature(server: Any, tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--schema needs a signature with one string input" in result.output
     assert "signature 'serving_default' has inputs ['x']" in result.output
+
+
+def test_rest_commands_print_no_request_logs(server: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    args = [sys.executable, "-m", "tfship", "client", "status", "--rest", "-s", server.rest_url, "-m", "m"]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and "AVAILABLE" in done.stdout
+    assert done.stderr == ""
+    loud = [*args[:3], "-v", *args[3:]]
+    verbose = subprocess.run(loud, capture_output=True, text=True, env=env, timeout=60)
+    assert "HTTP Request: GET" in verbose.stderr  # the check can fail: -v shows them

@@ -9,7 +9,13 @@ import tfship.serve_client as serve_client
 
 CLIENT_NAMES = {
     "DEFAULT",
+    "AsyncGrpcTransport",
+    "AsyncInProcessTransport",
+    "AsyncRestTransport",
     "AsyncServingClient",
+    "GrpcTransport",
+    "InProcessTransport",
+    "RestTransport",
     "RestServingClient",
     "BatchingConfig",
     "CallCancelledError",
@@ -33,7 +39,7 @@ CLIENT_NAMES = {
     "ServingCallError",
     "ServingClient",
     "ServingSignatureNotFoundError",
-    "TLSConfig",
+    "TlsConfig",
     "UnavailableError",
     "UnimplementedError",
     "VersionNotFoundError",
@@ -44,11 +50,17 @@ CLIENT_NAMES = {
 
 
 def test_client_exports_are_exactly_the_public_names() -> None:
-    assert set(serve_client._CLIENT_EXPORTS) == CLIENT_NAMES
-    assert serve_client.__all__ == sorted(serve_client.__all__)
-    assert CLIENT_NAMES <= set(serve_client.__all__)
+    assert serve_client.__all__ == sorted(CLIENT_NAMES)
     for name in CLIENT_NAMES:
         assert getattr(serve_client, name) is not None
+    assert not [name for name in dir(serve_client) if name not in CLIENT_NAMES]
+
+
+def test_the_earlier_tls_spelling_still_imports() -> None:
+    from tfship.serve_client import TLSConfig, TlsConfig
+
+    assert TLSConfig is TlsConfig
+    assert "TLSConfig" not in serve_client.__all__
 
 
 def test_importing_the_package_does_not_import_tensorflow() -> None:

@@ -1,4 +1,4 @@
-"""Channel options and the retry schedule."""
+"""Channel options of the gRPC transport and the retry schedule."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ import random
 
 import pytest
 
-from tfship.serve_client._client import RetryPolicy, channel_options, resolve_retries
+from tfship.serve_client import GrpcTransport, RetryPolicy
+
+
+def channel_options(max_message_bytes: int, keepalive: float | None, extra: list) -> list:
+    # A channel to nowhere connects lazily: building it is enough to read its options.
+    transport = GrpcTransport(
+        "127.0.0.1:9", max_message_bytes=max_message_bytes, keepalive=keepalive, options=extra
+    )
+    transport.close()
+    return transport.channel_options
 
 
 def test_channel_defaults_raise_the_message_limit_and_keep_alive() -> None:
@@ -36,10 +45,10 @@ def test_backoff_is_capped_exponential_with_jitter() -> None:
 
 @pytest.mark.parametrize(("retries", "attempts"), [(None, 1), (0, 1), (3, 4)])
 def test_retries_as_a_count(retries: int | None, attempts: int) -> None:
-    assert resolve_retries(retries).attempts == attempts
+    assert RetryPolicy.of(retries).attempts == attempts
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5])
 def test_bad_retries_are_misuse(bad: object) -> None:
     with pytest.raises(ValueError, match="retries must be"):
-        resolve_retries(bad)  # type: ignore[arg-type]
+        RetryPolicy.of(bad)  # type: ignore[arg-type]

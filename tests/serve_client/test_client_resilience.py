@@ -12,9 +12,10 @@ import grpc
 import numpy as np
 import pytest
 
+import tfship.serve_client as errors
 from tfship._wire import protos
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._client import RetryPolicy, ServingClient, TLSConfig
+from tfship.serve_client import RetryPolicy, ServingClient, TlsConfig
+from tfship.serve_client._errors import CODE_TO_ERROR  # the status table has no public name
 
 from .conftest import ScriptedServer, echo_predict
 
@@ -98,7 +99,7 @@ def test_down_server_without_retries_is_unavailable(scripted: ScriptedServer) ->
 def test_every_status_code_becomes_its_class(scripted: ScriptedServer, code: Any) -> None:
     scripted.failures = [(code, "scripted failure")]
     with ServingClient(scripted.address, retries=0, validate=False) as client:
-        with pytest.raises(errors.CODE_TO_ERROR[code.name]) as info:
+        with pytest.raises(CODE_TO_ERROR[code.name]) as info:
             client.predict("m", X, version=3)
     assert (info.value.code, info.value.details) == (code.name, "scripted failure")
     assert (info.value.model, info.value.version) == ("m", 3)
@@ -210,7 +211,7 @@ def test_tls_with_a_self_signed_certificate(pki: dict[str, bytes], tmp_path: Pat
     try:
         ca_file = tmp_path / "server.pem"
         ca_file.write_bytes(pki["server_cert"])
-        tls = TLSConfig(ca_cert=ca_file, server_name="serving.test")
+        tls = TlsConfig(ca_cert=ca_file, server_name="serving.test")
         with ServingClient(srv.address, tls=tls, validate=False) as client:
             assert client.predict("m", X).model_spec.version == 1
         with ServingClient(srv.address, tls=True, retries=0, validate=False) as untrusted:
@@ -223,7 +224,7 @@ def test_tls_with_a_self_signed_certificate(pki: dict[str, bytes], tmp_path: Pat
 def test_mutual_tls(pki: dict[str, bytes]) -> None:
     srv = _tls_server(pki, mutual=True)
     try:
-        full = TLSConfig(
+        full = TlsConfig(
             ca_cert=pki["server_cert"],
             client_cert=pki["client_cert"],
             client_key=pki["client_key"],
@@ -231,14 +232,14 @@ def test_mutual_tls(pki: dict[str, bytes]) -> None:
         )
         with ServingClient(srv.address, tls=full, validate=False) as client:
             assert client.predict("m", X).as_numpy("x").shape == (1, 2)
-        anonymous = TLSConfig(ca_cert=pki["server_cert"], server_name="serving.test")
+        anonymous = TlsConfig(ca_cert=pki["server_cert"], server_name="serving.test")
         with ServingClient(srv.address, tls=anonymous, retries=0, validate=False) as client:
             with pytest.raises(errors.UnavailableError):
                 client.predict("m", X, timeout=3)
     finally:
         srv.stop()
     with pytest.raises(ValueError, match="both client_cert and client_key"):
-        TLSConfig(client_cert=pki["client_cert"]).credentials()
+        TlsConfig(client_cert=pki["client_cert"]).credentials()
 
 
 def test_a_forked_child_is_told_to_make_its_own_client(scripted: ScriptedServer) -> None:

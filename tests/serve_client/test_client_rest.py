@@ -7,9 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tfship.serve_client import _errors as errors
-from tfship.serve_client._client import ServingClient
-from tfship.serve_client._rest import RestServingClient
+import tfship.serve_client as errors
+from tfship.serve_client import RestServingClient, ServingClient, TlsConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 X = [[1.0, 2.0], [3.0, 4.0]]
@@ -120,32 +119,21 @@ def test_rest_has_no_multi_inference(rest: Any) -> None:
         rest.multi_inference("m", [{"x": [1.0, 1.0]}], [("regress", "regress")])
 
 
-def test_rest_over_tls(tmp_path: Any) -> None:
+def _https_status_server(tmp_path: Any, cert: bytes, key: bytes, client_ca: bytes | None = None) -> Any:
+    """An HTTPS server answering GetModelStatus with version 5 AVAILABLE; it records the
+    certificate of each client (with ``client_ca``, it requires one signed by that CA)."""
     import json as json_module
     import ssl
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from tfship.serve_client._client import TLSConfig
-
-    from .test_client_resilience import _certificate
-
-    cert, key, _ = _certificate("localhost")
-    (tmp_path / "cert.pem").write_bytes(cert)
-    (tmp_path / "key.pem").write_bytes(key)
+    body = {"model_version_status": [{"version": "5", "state": "AVAILABLE", "status": {"error_code": "OK"}}]}
+    data = json_module.dumps(body).encode()
+    peers: list[Any] = []
 
     class Status(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server names
-            body = {
-                "model_version_status": [
-                    {
-                        "version": "5",
-                        "state": "AVAILABLE",
-                        "status": {"error_code": "OK", "error_message": ""},
-                    }
-                ]
-            }
-            data = json_module.dumps(body).encode()
+            peers.append(self.connection.getpeercert())
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -155,19 +143,57 @@ def test_rest_over_tls(tmp_path: Any) -> None:
         def log_message(self, *args: Any) -> None:
             pass
 
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Status)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(tmp_path / "cert.pem"), str(tmp_path / "key.pem"))
+    if client_ca is not None:
+        (tmp_path / "ca.pem").write_bytes(client_ca)
+        context.load_verify_locations(str(tmp_path / "ca.pem"))
+        context.verify_mode = ssl.CERT_REQUIRED
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    httpd.peers = peers
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def test_rest_over_tls(tmp_path: Any) -> None:
+    from .test_client_resilience import _certificate
+
+    cert, key, _ = _certificate("localhost")
+    httpd = _https_status_server(tmp_path, cert, key)
     try:
         port = httpd.server_address[1]
-        with RestServingClient(f"https://localhost:{port}", tls=TLSConfig(ca_cert=cert)) as c:
+        with RestServingClient(f"https://localhost:{port}", tls=TlsConfig(ca_cert=cert)) as c:
             assert [(s.version, s.state) for s in c.status("m")] == [(5, "AVAILABLE")]
         with RestServingClient(f"https://localhost:{port}", retries=0, tls=True) as untrusted:
             with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
                 untrusted.status("m")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_rest_over_mutual_tls_with_pem_bytes_and_a_server_name(tmp_path: Any) -> None:
+    from .test_client_resilience import _certificate
+
+    server_cert, server_key, _ = _certificate("serving.test")
+    ca_cert, _, ca = _certificate("client-ca")
+    client_cert, client_key, _ = _certificate("client", issuer=ca)
+    httpd = _https_status_server(tmp_path, server_cert, server_key, client_ca=ca_cert)
+    url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        tls = TlsConfig(
+            ca_cert=server_cert, client_cert=client_cert, client_key=client_key, server_name="serving.test"
+        )
+        with RestServingClient(url, tls=tls) as c:
+            assert [(s.version, s.state) for s in c.status("m")] == [(5, "AVAILABLE")]
+        assert httpd.peers[0]["subject"] == ((("commonName", "client"),),)
+        no_name = TlsConfig(ca_cert=server_cert, client_cert=client_cert, client_key=client_key)
+        with RestServingClient(url, tls=no_name, retries=0) as c:
+            with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
+                c.status("m")
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -221,3 +247,4 @@ def test_rest_deadline() -> None:
     finally:
         httpd.shutdown()
         httpd.server_close()
+

@@ -1,15 +1,16 @@
-"""Call TensorFlow Serving (or ``tfship serve``, see ``tfship.server``) over gRPC or REST.
+"""Call TensorFlow Serving (or ``tfship serve``, see ``tfship.server``) over gRPC, REST or in-process.
 
-Importing this package is cheap: the gRPC stubs (which pull in TensorFlow's protos, hence
-TensorFlow) load on first use of a name below.
+One client over transports: ``ServingClient`` (and ``AsyncServingClient`` on asyncio) sends
+TF Serving's requests through a ``GrpcTransport`` (a ``host:port`` target), a
+``RestTransport`` (an ``http://`` target; ``RestServingClient`` is the same client over it)
+or an ``InProcessTransport`` (a ``tfship.server`` in this process). Whatever the transport:
+typed results (``PredictResult.as_numpy``), a deadline on every call, retries with backoff on
+``UNAVAILABLE``, validation against the served signature (fetched once, fetched again after a
+rejected call), TLS and optional micro-batching; every failure is a ``ServingCallError``
+subclass chosen from the status code. ``encode_tensor`` and ``decode_tensor`` convert between
+numpy and ``TensorProto`` with TensorFlow's rules. Calls never import TensorFlow.
 
-Client side: ``ServingClient`` (gRPC; ``AsyncServingClient`` on asyncio and
-``RestServingClient`` over HTTP/JSON have the same API) with typed results
-(``PredictResult.as_numpy``), a deadline on every call, retries with backoff on
-``UNAVAILABLE``, validation against the served signature, TLS, ``unix:`` targets and
-optional micro-batching; ``encode_tensor`` and ``decode_tensor`` convert between numpy and
-``TensorProto`` with TensorFlow's rules; every failure is a ``ServingCallError`` subclass
-chosen from the gRPC status.
+Importing this package is cheap: each name below loads its module on first use.
 
 Example:
     >>> from tfship.serve_client import ServingClient
@@ -22,52 +23,59 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# public name -> private module that defines it
-_CLIENT_EXPORTS: dict[str, str] = {
-    "DEFAULT": "_client",
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    "DEFAULT": "_options",
+    "AsyncGrpcTransport": "_transports",
+    "AsyncInProcessTransport": "_transports",
+    "AsyncRestTransport": "_transports",
     "AsyncServingClient": "_aio",
     "BatchingConfig": "_batching",
     "CallCancelledError": "_errors",
-    "ClassifyResult": "_client",
+    "ClassifyResult": "_results",
     "DeadlineExceededError": "_errors",
     "FailedPreconditionError": "_errors",
+    "GrpcTransport": "_transports",
+    "InProcessTransport": "_transports",
     "InvalidInputError": "_errors",
     "MalformedResponseError": "_errors",
     "MessageTooLargeError": "_errors",
     "ModelLoadFailedError": "_errors",
-    "ModelMetadata": "_client",
+    "ModelMetadata": "_results",
     "ModelNotFoundError": "_errors",
-    "ModelSpec": "_client",
-    "MultiInferenceResult": "_client",
+    "ModelSpec": "_results",
+    "MultiInferenceResult": "_results",
     "PermissionDeniedError": "_errors",
-    "PredictResult": "_client",
-    "RegressResult": "_client",
+    "PredictResult": "_results",
+    "RegressResult": "_results",
     "ResourceExhaustedError": "_errors",
-    "RestServingClient": "_rest",
-    "RetryPolicy": "_client",
+    "RestServingClient": "_client",
+    "RestTransport": "_transports",
+    "RetryPolicy": "_options",
     "ServerInternalError": "_errors",
     "ServingCallError": "_errors",
     "ServingClient": "_client",
     "ServingSignatureNotFoundError": "_errors",
-    "TLSConfig": "_client",
+    "TlsConfig": "_options",
     "UnavailableError": "_errors",
     "UnimplementedError": "_errors",
     "VersionNotFoundError": "_errors",
-    "VersionStatus": "_client",
+    "VersionStatus": "_results",
     "decode_tensor": "tfship._wire",
     "encode_tensor": "tfship._wire",
 }
-_EXPORTS = _CLIENT_EXPORTS
+# Earlier spellings, still importable, not part of the surface.
+_RENAMED = {"TLSConfig": "TlsConfig"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _EXPORTS.get(_RENAMED.get(name, name))
     if module is None:
         raise AttributeError(f"module 'tfship.serve_client' has no attribute {name!r}")
     full = module if module.startswith("tfship.") else f"tfship.serve_client.{module}"
-    return getattr(importlib.import_module(full), name)
+    return getattr(importlib.import_module(full), _RENAMED.get(name, name))
 
 
 def __dir__() -> list[str]:

@@ -1,51 +1,20 @@
-"""``AsyncServingClient``: the ``ServingClient`` API as coroutines on ``grpc.aio``.
+"""``AsyncServingClient``: the ``ServingClient`` API as coroutines, over an asyncio transport.
 
-A semaphore bounds the requests in flight (``max_in_flight``): thousands of ``gather``-ed
-calls queue client-side instead of flooding the server. Requests, results, errors, retries
-and validation are shared with the sync client (``_calls.py``, ``_client.py``).
+It runs the same flows as the sync client (``_base.py``): only the waiting differs. A
+semaphore bounds the requests in flight (``max_in_flight``): thousands of ``gather``-ed calls
+queue client-side instead of flooding the server.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from tfship.serve_client._base import BaseClient, Flow, Send, Sleep, T
 from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
-from tfship.serve_client._calls import (
-    WAIT_ERRORS,
-    Waiter,
-    examples_input,
-    examples_request,
-    metadata_request,
-    multi_inference_request,
-    pick_signature,
-    predict_inputs,
-    predict_request,
-    reload_request,
-    status_request,
-)
-from tfship.serve_client._client import (
-    DEFAULT,
-    DEFAULT_RETRIES,
-    RetryPolicy,
-    RetryState,
-    _ClientCore,
-    _MetadataCache,
-    deadline_for,
-    grpc_headers,
-    open_channel,
-    stub_for,
-)
-from tfship.serve_client._errors import (
-    InvalidInputError,
-    ModelNotFoundError,
-    ServingCallError,
-    ServingSignatureNotFoundError,
-    UnimplementedError,
-    rpc_errors,
-)
+from tfship.serve_client._errors import ServingCallError
+from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -53,36 +22,34 @@ from tfship.serve_client._results import (
     PredictResult,
     RegressResult,
     VersionStatus,
-    check_reload,
-    classify_result,
-    metadata_result,
-    multi_inference_result,
-    predict_result,
-    regress_result,
-    status_list,
 )
+from tfship.serve_client._transports import AsyncTransport, transport_for
 
 __all__ = ["AsyncServingClient"]
 
-T = TypeVar("T")
 
-
-class AsyncServingClient(_ClientCore):
+class AsyncServingClient(BaseClient):
     """The :class:`ServingClient` API on asyncio, with a bound on requests in flight.
 
-    Create it inside a running event loop; options are the sync client's, plus
-    ``max_in_flight`` (calls beyond it wait their turn client-side). With ``batching``,
-    concurrent ``predict`` calls are merged into fewer requests.
+    Create it inside a running event loop. ``target`` picks the transport as for the sync
+    client (``host:port`` gRPC on ``grpc.aio``, ``http://`` REST on ``httpx.AsyncClient``);
+    ``transport=`` takes an ``AsyncGrpcTransport``, ``AsyncRestTransport`` or
+    ``AsyncInProcessTransport``. Options are the sync client's, plus ``max_in_flight``
+    (calls beyond it wait their turn client-side). With ``batching``, concurrent ``predict``
+    calls are merged into fewer requests.
 
     Example:
         >>> async with AsyncServingClient("127.0.0.1:8500", max_in_flight=32) as client:  # doctest: +SKIP
         ...     results = await asyncio.gather(*(client.predict("m", {"x": row}) for row in rows))
     """
 
+    transport: AsyncTransport
+
     def __init__(
         self,
-        target: str,
+        target: str | None = None,
         *,
+        transport: AsyncTransport | None = None,
         timeout: float | None = 30.0,
         retries: int | RetryPolicy | None = DEFAULT_RETRIES,
         tls: Any = None,
@@ -95,17 +62,24 @@ class AsyncServingClient(_ClientCore):
         max_in_flight: int = 64,
         batching: BatchingConfig | None = None,
     ) -> None:
-        import grpc.aio
-
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
-        self.target = target
-        super().__init__(timeout=timeout, retries=retries, validate=validate, cast=cast)
+        if transport is None:
+            transport = transport_for(
+                target,
+                asynchronous=True,
+                tls=tls,
+                headers=headers,
+                max_message_bytes=max_message_bytes,
+                options=options,
+                keepalive=keepalive,
+                max_connections=max_in_flight,
+            )
+        elif target is not None:
+            raise ValueError("give target or transport=, not both")
+        super().__init__(transport, timeout=timeout, retries=retries, validate=validate, cast=cast)
         self.max_in_flight = max_in_flight
-        self.headers = grpc_headers(headers)
-        self._channel = open_channel(grpc.aio, target, tls, max_message_bytes, keepalive, options)
         self._slots = asyncio.Semaphore(max_in_flight)
-        self._calls: dict[str, Any] = {}
         self._batcher = None if batching is None else AsyncMicroBatcher(self._predict_now, batching)
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -117,46 +91,51 @@ class AsyncServingClient(_ClientCore):
         await self.close()
 
     async def close(self) -> None:
-        """Close the channel; calling it again does nothing."""
+        """Close the transport's connections; calling it again does nothing."""
         if self._closed:
             return
         self._closed = True
-        await self._channel.close()
+        await self.transport.aclose()
 
-    def __repr__(self) -> str:
-        return f"AsyncServingClient({self.target!r}, max_in_flight={self.max_in_flight})"
-
-    async def _call(self, method: str, request: Any, *, model: str | None, version: Any, timeout: Any) -> Any:
-        if self._closed:
-            raise RuntimeError("this AsyncServingClient is closed")
-        stub = stub_for(self._channel, method, self._calls)
-        deadline = deadline_for(timeout, self.timeout)
-        context = {"model": model, "version": version, "method": method}
-
-        async def attempt(remaining: float | None) -> Any:
-            async with self._slots:
-                self.in_flight += 1
-                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+    # -- running flows
+    async def _run(self, flow: Flow[T]) -> T:
+        """The async twin of ``run_flow``: the same flow, awaited."""
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = flow.send(None)
+                    continue
                 try:
-                    return await stub(request, timeout=remaining, metadata=self.headers or None)
-                finally:
-                    self.in_flight -= 1
+                    answer = await self._send(step)
+                except ServingCallError as exc:
+                    step = flow.throw(exc)
+                else:
+                    step = flow.send(answer)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
 
-        return await _with_retries(attempt, self.retry_policy, deadline, self._rng, context)
-
-    async def _signatures(self, model: str, version: Any, label: Any) -> dict[str, Any] | None:
-        if not self.validate:
-            return None
-        key = (model, version, label)
-        cached = self._metadata.get(key)
-        if cached is None:
+    async def _send(self, step: Send) -> Any:
+        retry = self._retry_state(step)
+        while True:
+            remaining = retry.next_attempt()
             try:
-                cached = (await self.metadata(model, version=version, label=label)).signatures
-            except UnimplementedError:
-                return None
-            self._metadata.put(key, cached)
-        return cached
+                return await self._attempt(step, remaining)
+            except ServingCallError as exc:
+                await asyncio.sleep(retry.delay_after(exc))
 
+    async def _attempt(self, step: Send, remaining: float | None) -> Any:
+        async with self._slots:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                return await self.transport.send(step.call, remaining)
+            finally:
+                self.in_flight -= 1
+
+    # -- the API
     async def predict(
         self,
         model: str,
@@ -181,35 +160,8 @@ class AsyncServingClient(_ClientCore):
             return batched
         return await self._predict_now(model, inputs, **call)
 
-    async def _predict_now(
-        self,
-        model: str,
-        inputs: Any,
-        *,
-        signature: str | None,
-        version: int | None,
-        label: str | None,
-        output_filter: Sequence[str] | None,
-        timeout: Any,
-    ) -> PredictResult:
-        sig = pick_signature(await self._signatures(model, version, label), signature, model)
-        request = predict_request(
-            model,
-            predict_inputs(inputs, sig, model, signature, cast=self.cast, output_filter=output_filter),
-            signature=signature,
-            version=version,
-            label=label,
-            output_filter=output_filter,
-        )
-        try:
-            data = await self._call(
-                "Predict", request, model=model, version=version or label, timeout=timeout
-            )
-        except (InvalidInputError, ModelNotFoundError, ServingSignatureNotFoundError):
-            # As the sync client: the served signature may have changed (a new version).
-            self._metadata.drop(model)
-            raise
-        return predict_result(data)
+    async def _predict_now(self, model: str, inputs: Any, **call: Any) -> PredictResult:
+        return await self._run(self._predict_flow(model, inputs, **call))
 
     async def classify(
         self,
@@ -224,11 +176,9 @@ class AsyncServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`."""
-        request = examples_request("Classify", model, examples, context, signature, version, label, schema)
-        response = await self._call(
-            "Classify", request, model=model, version=version or label, timeout=timeout
+        return await self._run(
+            self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
         )
-        return classify_result(response.result, response.model_spec, response)
 
     async def regress(
         self,
@@ -243,11 +193,9 @@ class AsyncServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`."""
-        request = examples_request("Regress", model, examples, context, signature, version, label, schema)
-        response = await self._call(
-            "Regress", request, model=model, version=version or label, timeout=timeout
+        return await self._run(
+            self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
         )
-        return regress_result(response.result, response.model_spec, response)
 
     async def multi_inference(
         self,
@@ -262,13 +210,9 @@ class AsyncServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> MultiInferenceResult:
         """Like :meth:`ServingClient.multi_inference`."""
-        request = multi_inference_request(
-            model, examples_input(examples, context, schema), tasks, version=version, label=label
+        return await self._run(
+            self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
         )
-        response = await self._call(
-            "MultiInference", request, model=model, version=version or label, timeout=timeout
-        )
-        return multi_inference_result(response)
 
     async def metadata(
         self,
@@ -279,19 +223,13 @@ class AsyncServingClient(_ClientCore):
         timeout: Any = DEFAULT,
     ) -> ModelMetadata:
         """Like :meth:`ServingClient.metadata`."""
-        request = metadata_request(model, version=version, label=label)
-        response = await self._call(
-            "GetModelMetadata", request, model=model, version=version or label, timeout=timeout
-        )
-        return metadata_result(response)
+        return await self._run(self._metadata_flow(model, version, label, timeout))
 
     async def status(
         self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
-        request = status_request(model, version=version)
-        response = await self._call("GetModelStatus", request, model=model, version=version, timeout=timeout)
-        return status_list(response)
+        return await self._run(self._status_flow(model, version, timeout))
 
     async def wait_until_available(
         self,
@@ -302,41 +240,8 @@ class AsyncServingClient(_ClientCore):
         poll: float = 0.1,
     ) -> VersionStatus:
         """Like :meth:`ServingClient.wait_until_available`."""
-        waiter = Waiter(model, version, timeout, poll)
-        while True:
-            try:
-                answer: list[VersionStatus] | ServingCallError = await self.status(
-                    model, version=version, timeout=waiter.budget()
-                )
-            except WAIT_ERRORS as exc:
-                answer = exc
-            ready = waiter.step(answer)
-            if ready is not None:
-                return ready
-            await asyncio.sleep(poll)
+        return await self._run(self._wait_flow(model, version, timeout, poll))
 
     async def reload_config(self, config: Any, *, timeout: Any = DEFAULT) -> None:
         """Like :meth:`ServingClient.reload_config`."""
-        response = await self._call(
-            "HandleReloadConfigRequest", reload_request(config), model=None, version=None, timeout=timeout
-        )
-        check_reload(response)
-        self._metadata = _MetadataCache()
-
-
-async def _with_retries(
-    attempt: Callable[[float | None], Awaitable[T]],
-    policy: RetryPolicy,
-    deadline: float | None,
-    rng: random.Random,
-    context: Mapping[str, Any],
-) -> T:
-    """The async twin of ``run_with_retries`` (same policy, same deadline rules)."""
-    retry = RetryState(policy, deadline, rng, context)
-    while True:
-        remaining = retry.next_attempt()
-        try:
-            with rpc_errors(**context):
-                return await attempt(remaining)
-        except ServingCallError as exc:
-            await asyncio.sleep(retry.delay_after(exc))
+        await self._run(self._reload_flow(config, timeout))

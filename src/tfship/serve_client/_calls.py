@@ -1,20 +1,20 @@
-"""What the three serving clients share: build requests from arguments, check them against the
-served signature, wait for a model. (Answers become results in ``_results.py``.)
+"""Requests from arguments: TF Serving's request messages, inputs checked against the served
+signature, and the bookkeeping of waiting for a model. (Answers become results in
+``_results.py``; the flows of ``_base.py`` put the two together.)
 
-Pure functions, no I/O: ``ServingClient`` (gRPC), ``AsyncServingClient`` (``grpc.aio``) and
-``RestServingClient`` (HTTP/JSON) call them and keep only the way bytes travel. The one loop
-here, ``wait_until_available``, is given its ``status`` call and its ``sleep``.
+Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from tfship._wire import DEFAULT_SIGNATURE, encode_tensor, protos
+from tfship._wire._inputs import InputCheckError, check_inputs, shape_text
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -76,24 +76,22 @@ def predict_inputs(
     *,
     cast: bool,
     output_filter: Sequence[str] | None,
-    check_inputs: bool = True,
+    validate: bool = True,
 ) -> dict[str, Any]:
-    """Encoded inputs, checked against ``sig`` (when known and ``check_inputs``), and a checked
+    """Encoded inputs, checked against ``sig`` (when known and ``validate``), and a checked
     ``output_filter``: everything that can be wrong is found before sending."""
     key = signature or DEFAULT_SIGNATURE
-    encoded = encode_inputs(inputs, sig if check_inputs else None, model, key, cast=cast)
+    encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast)
     check_output_filter(output_filter, sig, model, key)
     return encoded
 
 
-def encode_inputs(
-    inputs: Any, signature: Any | None, model: str, signature_key: str, *, cast: bool = False
-) -> dict[str, Any]:
-    """Encode predict inputs to TensorProtos, validated against the signature when known.
+def encode_inputs(inputs: Any, signature: Any | None, model: str, *, cast: bool = False) -> dict[str, Any]:
+    """Encode predict inputs to TensorProtos, checked against the signature when known.
 
-    Python values take the signature's dtype; numpy arrays must already have it (or, with
-    ``cast``, be castable to it within the same kind, e.g. float64 -> float32), so nothing is
-    cast silently. Names, dtypes and ranks are checked before anything is sent.
+    The check is ``tfship._wire``'s ``check_inputs`` (names, dtypes, shapes, and its one cast
+    rule): Python values take the signature's dtype, numpy arrays must already have it unless
+    ``cast``; nothing is cast silently and everything is checked before anything is sent.
     """
     if _is_dataframe(inputs):
         # One input per column; lists (not float64 arrays) so each takes the signature's dtype.
@@ -108,12 +106,11 @@ def encode_inputs(
         inputs = {next(iter(signature.inputs)): inputs}
     if signature is None:
         return {str(k): encode_tensor(v) for k, v in inputs.items()}
-    _check_names(inputs, signature, model, signature_key)
-    encoded = {}
-    for key, value in inputs.items():
-        info = signature.inputs[key]
-        encoded[key] = _encode_checked(key, value, info, model, signature_key, cast)
-    return encoded
+    try:
+        arrays = check_inputs(signature, inputs, cast=cast)
+    except InputCheckError as exc:
+        raise InvalidInputError(f"model {model!r} {exc}", model=model) from None
+    return {key: encode_tensor(array) for key, array in arrays.items()}
 
 
 def _is_dataframe(value: Any) -> bool:
@@ -138,73 +135,7 @@ def check_output_filter(
 
 
 def _describe(table: Mapping[str, Any]) -> str:
-    parts = []
-    for key, info in table.items():
-        shape = "?" if info.shape is None else [(-1 if d is None else d) for d in info.shape]
-        parts.append(f"{key}: {info.dtype}{shape}")
-    return ", ".join(parts)
-
-
-def _check_names(inputs: Mapping[str, Any], signature: Any, model: str, key: str) -> None:
-    unknown = sorted(set(inputs) - set(signature.inputs))
-    defaults = set(getattr(signature.proto, "defaults", {}) or {})
-    missing = sorted(set(signature.inputs) - set(inputs) - defaults)
-    if unknown or missing:
-        problems = []
-        if unknown:
-            problems.append(f"unknown {unknown}")
-        if missing:
-            problems.append(f"missing {missing}")
-        raise InvalidInputError(
-            f"model {model!r} signature {key!r}: inputs {', '.join(problems)}; "
-            f"the signature expects {_describe(signature.inputs)}",
-            model=model,
-        )
-
-
-def _encode_checked(key: str, value: Any, info: Any, model: str, signature: str, cast: bool) -> Any:
-    where = f"model {model!r} signature {signature!r} input {key!r}"
-    expected = info.dtype
-    if isinstance(value, np.ndarray):
-        got = "string" if value.dtype.kind in "OUS" else value.dtype.name
-        if expected in ("invalid", got):
-            proto = encode_tensor(value)
-        elif cast and got != "string" and _castable(value.dtype, expected):
-            proto = encode_tensor(value, dtype=expected)
-        else:
-            raise InvalidInputError(
-                f"{where}: dtype {got} does not match the signature's {expected}; convert it "
-                f"first (array.astype({expected!r})) or create the client with cast=True",
-                model=model,
-            )
-    else:
-        try:
-            proto = encode_tensor(value, dtype=None if expected == "invalid" else expected)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{where}: {exc}; expected {expected}", model=model) from None
-    _check_shape(where, [d.size for d in proto.tensor_shape.dim], info, model)
-    return proto
-
-
-def _castable(got: np.dtype[Any], expected: str) -> bool:
-    try:
-        target = np.dtype(expected)
-    except TypeError:
-        return False
-    return bool(np.can_cast(got, target, casting="same_kind"))
-
-
-def _check_shape(where: str, shape: list[int], info: Any, model: str) -> None:
-    if info.shape is None:
-        return
-    rank_ok = len(shape) == len(info.shape)
-    dims_ok = rank_ok and all(e is None or e < 0 or e == g for e, g in zip(info.shape, shape))
-    if not dims_ok:
-        want = [(-1 if d is None else d) for d in info.shape]
-        raise InvalidInputError(
-            f"{where}: shape {shape} does not fit the signature's {want} (-1 = any size)",
-            model=model,
-        )
+    return ", ".join(f"{key}: {info.dtype} {shape_text(info.shape)}" for key, info in table.items())
 
 
 def predict_request(
@@ -435,21 +366,3 @@ class Waiter:
             version=self.version,
         )
 
-
-def wait_until_available(
-    status: Callable[..., list[VersionStatus]],
-    waiter: Waiter,
-    sleep: Callable[[float], None] = time.sleep,
-) -> VersionStatus:
-    """Poll ``status(model, version=, timeout=)`` until ``waiter`` says ready or gives up."""
-    while True:
-        try:
-            answer: list[VersionStatus] | ServingCallError = status(
-                waiter.model, version=waiter.version, timeout=waiter.budget()
-            )
-        except WAIT_ERRORS as exc:
-            answer = exc
-        ready = waiter.step(answer)
-        if ready is not None:
-            return ready
-        sleep(waiter.poll)

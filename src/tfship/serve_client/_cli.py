@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,9 +61,9 @@ def client() -> None:
 def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
     tls = None
     if opts.get("ca_cert") or opts.get("client_cert") or opts.get("server_name"):
-        from tfship.serve_client._client import TLSConfig
+        from tfship.serve_client import TlsConfig
 
-        tls = TLSConfig(
+        tls = TlsConfig(
             ca_cert=opts.get("ca_cert"),
             client_cert=opts.get("client_cert"),
             client_key=opts.get("client_key"),
@@ -70,12 +71,16 @@ def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
         )
     headers = _headers(opts.get("headers") or ())
     if opts.get("rest"):
-        from tfship.serve_client._rest import RestServingClient
+        from tfship.serve_client import RestServingClient
+
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            # httpx logs every request at INFO; a command's stderr is for its own messages.
+            logging.getLogger("httpx").setLevel(logging.WARNING)
 
         with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as rest:
             yield rest
         return
-    from tfship.serve_client._client import ServingClient
+    from tfship.serve_client import ServingClient
 
     with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as grpc_client:
         yield grpc_client

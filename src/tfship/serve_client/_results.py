@@ -1,8 +1,5 @@
-"""Typed results of the serving clients (outputs as numpy arrays, who answered, the raw answer)
-and the pure functions that map TF Serving's answers to them.
-
-Shared by ``ServingClient``, ``AsyncServingClient`` and ``RestServingClient``; the public
-names are re-exported from ``tfship.serve_client`` (through ``_client``).
+"""Typed results of the clients (outputs as numpy arrays, who answered, the raw answer) and the
+pure functions that map TF Serving's response messages to them, whatever the transport.
 """
 
 from __future__ import annotations
@@ -204,28 +201,34 @@ def _public_keys(signatures: Mapping[str, Any]) -> list[str]:
 
 def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
     """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
-    from tensorflow.core.protobuf import meta_graph_pb2
-
     from tfship.inspect import MetaGraphInfo
 
-    meta_graph = meta_graph_pb2.MetaGraphDef()
+    meta_graph = protos().meta_graph_pb2.MetaGraphDef()
     for key, sig in signature_def_map.items():
         meta_graph.signature_def[key].CopyFrom(sig)
     signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
     return signatures
 
 
-def predict_result(data: bytes) -> PredictResult:
+@dataclass
+class PredictOutputs:
+    """A Predict answer already decoded by its transport (REST): outputs, who answered, the body."""
+
+    outputs: dict[str, np.ndarray[Any, Any]]
+    model_spec: Any
+    raw: Any = field(repr=False)
+
+
+def predict_result(answer: bytes | PredictOutputs) -> PredictResult:
+    """The result of a Predict answer: a serialized ``PredictResponse`` or decoded outputs."""
+    if isinstance(answer, PredictOutputs):
+        body = answer.raw
+        return PredictResult(answer.outputs, ModelSpec.from_proto(answer.model_spec), lambda: body)
     try:
-        decoded = decode_predict_response(data)
+        decoded = decode_predict_response(answer)
     except TensorDecodeError as exc:
         raise MalformedResponseError(f"the PredictResponse could not be decoded: {exc}") from None
     return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
-
-
-def asked_spec(model: str, version: int | None, signature: str | None) -> ModelSpec:
-    """The servable asked for, for answers that do not say who answered (REST)."""
-    return ModelSpec(model, version, signature or DEFAULT_SIGNATURE)
 
 
 def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:

@@ -1,0 +1,291 @@
+"""The one implementation of every client call, whatever the transport, sync or async.
+
+Each RPC is written once as a *flow*: a generator that builds the request, yields a ``Send``
+(the ``Call`` and its timeout) or a ``Sleep``, receives the answer (or has the failure thrown
+in) and returns the typed result. Validation against the served signature, the signatures cache and
+its refetch after a rejected call, and waiting for a model all live in these flows.
+``ServingClient`` runs them with blocking sends and ``time.sleep``; ``AsyncServingClient``
+with ``await``: the only code the two clients do not share is how they wait.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, Union
+
+from tfship.serve_client._calls import (
+    WAIT_ERRORS,
+    Waiter,
+    examples_input,
+    examples_request,
+    metadata_request,
+    multi_inference_request,
+    pick_signature,
+    predict_inputs,
+    predict_request,
+    reload_request,
+    status_request,
+)
+from tfship.serve_client._errors import (
+    InvalidInputError,
+    ModelNotFoundError,
+    ServingCallError,
+    ServingSignatureNotFoundError,
+    UnimplementedError,
+)
+from tfship.serve_client._options import DEFAULT, RetryPolicy, RetryState, deadline_for
+from tfship.serve_client._results import (
+    ClassifyResult,
+    ModelMetadata,
+    MultiInferenceResult,
+    PredictResult,
+    RegressResult,
+    VersionStatus,
+    check_reload,
+    classify_result,
+    metadata_result,
+    multi_inference_result,
+    predict_result,
+    regress_result,
+    status_list,
+)
+from tfship.serve_client._transports import Call
+
+__all__ = ["BaseClient", "Flow", "MetadataCache", "Send", "Sleep", "run_flow"]
+
+T = TypeVar("T")
+_METADATA_TTL = 60.0
+# Rejections after which the served signature may have changed (a new version): refetch it.
+_REFETCH_AFTER = (InvalidInputError, ModelNotFoundError, ServingSignatureNotFoundError)
+_CacheKey = tuple[str, Union[int, None], Union[str, None]]
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """A flow's request to wait ``seconds`` before it goes on."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Send:
+    """A flow's request to send ``call`` within ``timeout`` (``DEFAULT``: the client's)."""
+
+    call: Call
+    timeout: Any
+
+
+Flow = Generator[Union[Send, Sleep], Any, T]
+
+
+class MetadataCache:
+    """Signatures per (model, version, label), fetched once and kept ``_METADATA_TTL`` seconds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[_CacheKey, tuple[float, dict[str, Any]]] = {}
+
+    def get(self, key: _CacheKey) -> dict[str, Any] | None:
+        with self._lock:
+            item = self._items.get(key)
+        if item is None or time.monotonic() - item[0] > _METADATA_TTL:
+            return None
+        return item[1]
+
+    def put(self, key: _CacheKey, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._items[key] = (time.monotonic(), value)
+
+    def drop(self, model: str | None = None) -> None:
+        """Forget the signatures of ``model`` (None: of every model)."""
+        with self._lock:
+            for key in [k for k in self._items if model is None or k[0] == model]:
+                del self._items[key]
+
+
+class BaseClient:
+    """Options, the signatures cache and the flow of every RPC; a client adds a transport and
+    the way it runs flows (``_run``)."""
+
+    def __init__(
+        self,
+        transport: Any,
+        *,
+        timeout: float | None,
+        retries: int | RetryPolicy | None,
+        validate: bool,
+        cast: bool,
+    ) -> None:
+        self.transport = transport
+        self.timeout = timeout
+        self.retry_policy = RetryPolicy.of(retries)
+        self.validate = validate
+        self.cast = cast
+        self._metadata = MetadataCache()
+        self._rng = random.Random()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.transport!r}, timeout={self.timeout})"
+
+    def _retry_state(self, step: Send) -> RetryState:
+        """The attempts of one send: refuses a closed client, starts the call's deadline."""
+        if self._closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed")
+        deadline = deadline_for(step.timeout, self.timeout)
+        return RetryState(self.retry_policy, deadline, self._rng, step.call.context)
+
+    # -- signatures, for validation (and for REST's output dtypes)
+    def _signatures_flow(
+        self, model: str, version: int | None, label: str | None
+    ) -> Flow[dict[str, Any] | None]:
+        if not (self.validate or self.transport.needs_signature):
+            return None
+        key = (model, version, label)
+        cached = self._metadata.get(key)
+        if cached is None:
+            try:
+                meta = yield from self._metadata_flow(model, version, label, DEFAULT)
+            except UnimplementedError:
+                return None  # a server without metadata: validation is best effort
+            cached = meta.signatures
+            self._metadata.put(key, cached)
+        return cached
+
+    # -- the RPCs
+    def _predict_flow(
+        self,
+        model: str,
+        inputs: Any,
+        *,
+        signature: str | None,
+        version: int | None,
+        label: str | None,
+        output_filter: Sequence[str] | None,
+        timeout: Any,
+    ) -> Flow[PredictResult]:
+        signatures = yield from self._signatures_flow(model, version, label)
+        sig = pick_signature(signatures, signature, model)
+        encoded = predict_inputs(
+            inputs,
+            sig,
+            model,
+            signature,
+            cast=self.cast,
+            output_filter=output_filter,
+            validate=self.validate,
+        )
+        request = predict_request(
+            model, encoded, signature=signature, version=version, label=label, output_filter=output_filter
+        )
+        call = Call("Predict", request, model, version if version is not None else label, sig)
+        try:
+            answer = yield Send(call, timeout)
+        except _REFETCH_AFTER:
+            self._metadata.drop(model)
+            raise
+        return predict_result(answer)
+
+    def _examples_flow(
+        self,
+        method: str,
+        model: str,
+        examples: Iterable[Any],
+        context: Any,
+        signature: str | None,
+        version: int | None,
+        label: str | None,
+        schema: Any,
+        timeout: Any,
+    ) -> Flow[Any]:
+        """Classify or Regress (``method``): the response message."""
+        request = examples_request(method, model, examples, context, signature, version, label, schema)
+        response = yield Send(Call(method, request, model, _asked(version, label)), timeout)
+        return response
+
+    def _classify_flow(self, *args: Any) -> Flow[ClassifyResult]:
+        """Classify; arguments as ``_examples_flow`` after the method."""
+        response = yield from self._examples_flow("Classify", *args)
+        return classify_result(response.result, response.model_spec, response)
+
+    def _regress_flow(self, *args: Any) -> Flow[RegressResult]:
+        """Regress; arguments as ``_examples_flow`` after the method."""
+        response = yield from self._examples_flow("Regress", *args)
+        return regress_result(response.result, response.model_spec, response)
+
+    def _multi_inference_flow(
+        self,
+        model: str,
+        examples: Iterable[Any],
+        tasks: Sequence[tuple[str, str]],
+        context: Any,
+        version: int | None,
+        label: str | None,
+        schema: Any,
+        timeout: Any,
+    ) -> Flow[MultiInferenceResult]:
+        request = multi_inference_request(
+            model, examples_input(examples, context, schema), tasks, version=version, label=label
+        )
+        response = yield Send(Call("MultiInference", request, model, _asked(version, label)), timeout)
+        return multi_inference_result(response)
+
+    def _metadata_flow(
+        self, model: str, version: int | None, label: str | None, timeout: Any
+    ) -> Flow[ModelMetadata]:
+        request = metadata_request(model, version=version, label=label)
+        response = yield Send(Call("GetModelMetadata", request, model, _asked(version, label)), timeout)
+        return metadata_result(response)
+
+    def _status_flow(self, model: str, version: int | None, timeout: Any) -> Flow[list[VersionStatus]]:
+        request = status_request(model, version=version)
+        response = yield Send(Call("GetModelStatus", request, model, version), timeout)
+        return status_list(response)
+
+    def _wait_flow(self, model: str, version: int | None, timeout: float, poll: float) -> Flow[VersionStatus]:
+        waiter = Waiter(model, version, timeout, poll)
+        while True:
+            try:
+                answer: list[VersionStatus] | ServingCallError = yield from self._status_flow(
+                    model, version, waiter.budget()
+                )
+            except WAIT_ERRORS as exc:
+                answer = exc
+            ready = waiter.step(answer)
+            if ready is not None:
+                return ready
+            yield Sleep(poll)
+
+    def _reload_flow(self, config: Any, timeout: Any) -> Flow[None]:
+        response = yield Send(Call("HandleReloadConfigRequest", reload_request(config)), timeout)
+        check_reload(response)
+        self._metadata.drop()
+
+
+def _asked(version: int | None, label: str | None) -> int | str | None:
+    """The version or label a call names, for error messages."""
+    return version if version is not None else label
+
+
+def run_flow(flow: Flow[T], send: Callable[[Send], Any], sleep: Callable[[float], None]) -> T:
+    """Run ``flow`` to its result with blocking ``send`` and ``sleep``."""
+    try:
+        step = next(flow)
+        while True:
+            if isinstance(step, Sleep):
+                sleep(step.seconds)
+                step = flow.send(None)
+                continue
+            try:
+                answer = send(step)
+            except ServingCallError as exc:
+                step = flow.throw(exc)
+            else:
+                step = flow.send(answer)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result

@@ -1,0 +1,190 @@
+"""Options every client shares whatever its transport: the timeout sentinel, retries with
+backoff inside one deadline, and TLS settings.
+
+``RetryState`` is the bookkeeping of one call's attempts; the sync and async clients run the
+same state and differ only in how they wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfship.serve_client._errors import DeadlineExceededError, ServingCallError, error_from_status
+
+__all__ = ["DEFAULT", "DEFAULT_RETRIES", "RetryPolicy", "RetryState", "TlsConfig", "deadline_for"]
+
+logger = logging.getLogger("tfship.serve_client")
+_NEVER_RETRY = frozenset({"INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION"})
+
+
+class _Default:
+    """Sentinel type of :data:`DEFAULT`: "use the client's timeout"."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Any = _Default()
+"""Per-call ``timeout=DEFAULT`` means the client's timeout; ``None`` means no deadline."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries with capped exponential backoff and jitter, inside the call's overall deadline.
+
+    Attempt ``n`` (1-based) that fails with a retryable code sleeps
+    ``min(max_backoff, initial_backoff * multiplier ** (n - 1))`` scaled by a random factor in
+    ``[1 - jitter, 1]``, unless the deadline would pass first. ``INVALID_ARGUMENT``,
+    ``NOT_FOUND`` and ``FAILED_PRECONDITION`` are never retried: sending again cannot help.
+
+    Example:
+        >>> RetryPolicy(attempts=3).delay(2, random.Random(0)) <= 0.1
+        True
+    """
+
+    attempts: int = 5
+    initial_backoff: float = 0.05
+    max_backoff: float = 2.0
+    multiplier: float = 2.0
+    jitter: float = 0.5
+    retry_on: frozenset[str] = frozenset({"UNAVAILABLE"})
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {self.attempts}")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError(f"jitter must be within [0, 1], got {self.jitter}")
+        forbidden = sorted(self.retry_on & _NEVER_RETRY)
+        if forbidden:
+            raise ValueError(f"codes {forbidden} are never retried: the same request fails again")
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Seconds to sleep after failed attempt number ``attempt`` (1-based)."""
+        cap = min(self.max_backoff, self.initial_backoff * self.multiplier ** (attempt - 1))
+        return cap * (1.0 - self.jitter * rng.random())
+
+    @classmethod
+    def of(cls, retries: int | RetryPolicy | None) -> RetryPolicy:
+        """The policy for a client's ``retries=``: a policy, a count of retries, or None (none).
+
+        Example:
+            >>> RetryPolicy.of(3).attempts, RetryPolicy.of(None).attempts
+            (4, 1)
+        """
+        if retries is None:
+            return cls(attempts=1)
+        if isinstance(retries, RetryPolicy):
+            return retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries must be a RetryPolicy or an int >= 0, got {retries!r}")
+        return cls(attempts=retries + 1)
+
+
+DEFAULT_RETRIES = RetryPolicy()
+"""The default: 5 attempts, 50 ms doubling up to 2 s, half jitter, on UNAVAILABLE only."""
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS (or mutual TLS with ``client_cert`` + ``client_key``) for the client's connection.
+
+    Each certificate is PEM bytes or a path to a PEM file; ``ca_cert=None`` trusts the system
+    roots. ``server_name`` overrides the name checked against the server's certificate. The
+    server's side is ``tfship.server``'s own ``TlsConfig`` (its key and certificate).
+
+    Example:
+        >>> TlsConfig(ca_cert=b"-----BEGIN CERTIFICATE-----...").server_name is None
+        True
+    """
+
+    ca_cert: bytes | str | Path | None = None
+    client_cert: bytes | str | Path | None = None
+    client_key: bytes | str | Path | None = None
+    server_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.client_cert is None) != (self.client_key is None):
+            raise ValueError("mutual TLS needs both client_cert and client_key")
+
+    def credentials(self) -> Any:
+        """The ``grpc.ChannelCredentials`` for this configuration."""
+        import grpc
+
+        return grpc.ssl_channel_credentials(
+            root_certificates=pem(self.ca_cert),
+            private_key=pem(self.client_key),
+            certificate_chain=pem(self.client_cert),
+        )
+
+
+def pem(value: bytes | str | Path | None) -> bytes | None:
+    """PEM bytes given as bytes or as the path of a file."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return Path(value).read_bytes()
+
+
+def deadline_for(timeout: Any, default: float | None) -> float | None:
+    """The monotonic deadline of a call given ``timeout=`` (``DEFAULT``: the client's)."""
+    budget = default if timeout is DEFAULT else timeout
+    return None if budget is None else time.monotonic() + budget
+
+
+class RetryState:
+    """One call's attempts: the time left before each, and the backoff (or giving up) after a
+    failure. The sync and async clients share it and differ only in how they wait."""
+
+    def __init__(
+        self, policy: RetryPolicy, deadline: float | None, rng: random.Random, context: Mapping[str, Any]
+    ) -> None:
+        self.policy = policy
+        self.deadline = deadline
+        self.rng = rng
+        self.context = context
+        self.number = 0
+
+    def next_attempt(self) -> float | None:
+        """Count an attempt; the seconds left for it (None: no deadline), or DeadlineExceededError."""
+        self.number += 1
+        remaining = None if self.deadline is None else self.deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise _deadline_error(self.context, self.number - 1)
+        return remaining
+
+    def delay_after(self, exc: ServingCallError) -> float:
+        """Seconds to wait before the next attempt; re-raises ``exc`` when retrying cannot help."""
+        delay = self._delay(exc)
+        if delay is None:
+            if self.number > 1:
+                exc.args = (f"{exc.args[0]} (after {self.number} attempts)",)
+            raise exc
+        logger.debug(
+            "%s failed with %s; retry %d in %.3f s", self.context.get("method"), exc.code, self.number, delay
+        )
+        return delay
+
+    def _delay(self, exc: ServingCallError) -> float | None:
+        if exc.code not in self.policy.retry_on or self.number >= self.policy.attempts:
+            return None
+        delay = self.policy.delay(self.number, self.rng)
+        if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+            return None
+        return delay
+
+
+def _deadline_error(context: Mapping[str, Any], attempts: int) -> DeadlineExceededError:
+    err = error_from_status(
+        "DEADLINE_EXCEEDED",
+        f"deadline passed before attempt {attempts + 1}",
+        model=context.get("model"),
+        version=context.get("version"),
+        method=context.get("method", ""),
+    )
+    assert isinstance(err, DeadlineExceededError)
+    return err

@@ -1,0 +1,78 @@
+"""Transports: how a client's requests reach a serving peer (see ``_base``).
+
+- ``_grpc``: TF Serving's gRPC API (``GrpcTransport``, ``AsyncGrpcTransport``);
+- ``_rest``: its HTTP/JSON API on pooled connections (``RestTransport``, ``AsyncRestTransport``);
+- ``_inprocess``: ``tfship.server``'s core in this process (``InProcessTransport``,
+  ``AsyncInProcessTransport``).
+
+Every other concern (validation, retries, the signature cache, batching, results) lives once
+in the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tfship.serve_client._transports._base import AsyncTransport, Call, Transport
+from tfship.serve_client._transports._grpc import AsyncGrpcTransport, GrpcTransport
+from tfship.serve_client._transports._inprocess import AsyncInProcessTransport, InProcessTransport
+from tfship.serve_client._transports._rest import AsyncRestTransport, RestTransport
+
+__all__ = [
+    "AsyncGrpcTransport",
+    "AsyncInProcessTransport",
+    "AsyncRestTransport",
+    "AsyncTransport",
+    "Call",
+    "GrpcTransport",
+    "InProcessTransport",
+    "RestTransport",
+    "Transport",
+    "is_rest_url",
+    "transport_for",
+]
+
+
+def is_rest_url(target: str) -> bool:
+    """Whether a target names TF Serving's REST API (``http://`` or ``https://``)."""
+    return target.startswith(("http://", "https://"))
+
+
+def transport_for(
+    target: str | None,
+    *,
+    asynchronous: bool,
+    tls: Any,
+    headers: Mapping[str, str] | None,
+    max_message_bytes: int,
+    options: Sequence[tuple[str, Any]],
+    keepalive: float | None,
+    max_connections: int,
+) -> Any:
+    """The transport a client's target names: ``http(s)://`` is REST, anything else gRPC."""
+    if not target:
+        raise ValueError("give a target (host:port, unix:PATH or http://host:port) or transport=")
+    if is_rest_url(target):
+        rest = AsyncRestTransport if asynchronous else RestTransport
+        return rest(target, tls=tls, headers=headers, max_connections=max_connections)
+    grpc_transport = AsyncGrpcTransport if asynchronous else GrpcTransport
+    return grpc_transport(
+        target,
+        tls=tls,
+        max_message_bytes=max_message_bytes,
+        options=options,
+        headers=headers,
+        keepalive=keepalive,
+    )
+
+
+if TYPE_CHECKING:  # mypy checks that every transport keeps its side of the protocol
+
+    def _sync(*transports: GrpcTransport | RestTransport | InProcessTransport) -> list[Transport]:
+        return list(transports)
+
+    def _async(
+        *transports: AsyncGrpcTransport | AsyncRestTransport | AsyncInProcessTransport,
+    ) -> list[AsyncTransport]:
+        return list(transports)
