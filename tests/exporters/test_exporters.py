@@ -342,3 +342,13 @@ def test_step_versions_skip_a_step_already_exported(
     assert first is not None and Path(first).name == "5"
     assert latest.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False) is None
     assert latest.decisions[-1].line == "skipped: version 5 already exists"
+
+
+def test_exporter_classes_are_estimator_exporters() -> None:
+    import tfship.exporters as exporters
+    from tfship._tf import estimator
+
+    for name in ("BestExporter", "FinalExporter", "LatestExporter"):
+        cls = getattr(exporters, name)
+        assert issubclass(cls, estimator().Exporter)
+        assert cls.__name__ == name and cls.__module__ == "tfship.exporters._exporters"

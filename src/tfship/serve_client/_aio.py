@@ -14,7 +14,7 @@ from typing import Any
 from tfship.serve_client._base import BaseClient, Flow, Send, Sleep, T
 from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy
+from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, names_valid_keywords
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -136,6 +136,7 @@ class AsyncServingClient(BaseClient):
                 self.in_flight -= 1
 
     # -- the API
+    @names_valid_keywords
     async def predict(
         self,
         model: str,
@@ -163,6 +164,7 @@ class AsyncServingClient(BaseClient):
     async def _predict_now(self, model: str, inputs: Any, **call: Any) -> PredictResult:
         return await self._run(self._predict_flow(model, inputs, **call))
 
+    @names_valid_keywords
     async def classify(
         self,
         model: str,
@@ -180,6 +182,7 @@ class AsyncServingClient(BaseClient):
             self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
+    @names_valid_keywords
     async def regress(
         self,
         model: str,
@@ -197,6 +200,7 @@ class AsyncServingClient(BaseClient):
             self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
+    @names_valid_keywords
     async def multi_inference(
         self,
         model: str,
@@ -214,6 +218,7 @@ class AsyncServingClient(BaseClient):
             self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
         )
 
+    @names_valid_keywords
     async def metadata(
         self,
         model: str,
@@ -225,12 +230,14 @@ class AsyncServingClient(BaseClient):
         """Like :meth:`ServingClient.metadata`."""
         return await self._run(self._metadata_flow(model, version, label, timeout))
 
+    @names_valid_keywords
     async def status(
         self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
         return await self._run(self._status_flow(model, version, timeout))
 
+    @names_valid_keywords
     async def wait_until_available(
         self,
         model: str,

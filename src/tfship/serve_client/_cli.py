@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from tfship.errors import InputError
+from tfship.serve_client._errors import InvalidInputError
 
 _COMMON_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -195,6 +196,11 @@ def _shape_text(shape: list[int | None] | None) -> str:
     type=click.Path(exists=True, dir_okay=False),
     help="Schema JSON: send the records as serialized tf.Examples (for a parsing signature).",
 )
+@click.option(
+    "--ignore-unknown",
+    is_flag=True,
+    help="Leave out input columns the signature does not take (a label column, ids).",
+)
 def predict_command(
     version: int | None,
     label: str | None,
@@ -203,6 +209,7 @@ def predict_command(
     data: str | None,
     outputs: tuple[str, ...],
     schema_path: str | None,
+    ignore_unknown: bool,
     **opts: Any,
 ) -> None:
     """Run a signature on inputs and print its outputs.
@@ -217,6 +224,9 @@ def predict_command(
             inputs = _example_inputs(
                 conn, opts["model"], version, label, signature, input_paths, data, schema_path
             )
+        elif isinstance(inputs, dict):
+            taken = conn.metadata(opts["model"], version=version, label=label).signature(signature)
+            inputs = _known_inputs(inputs, taken, ignore_unknown)
         result = conn.predict(
             opts["model"],
             inputs,
@@ -240,6 +250,22 @@ def predict_command(
         shown = _decode_strings(value)
         click.echo(f"{key}: {value.dtype if value.dtype != object else 'string'} {list(value.shape)}")
         click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
+
+
+def _known_inputs(inputs: dict[str, Any], sig: Any, ignore_unknown: bool) -> dict[str, Any]:
+    """The inputs the signature takes; the others are an error, or left out when asked."""
+    unknown = sorted(set(inputs) - set(sig.inputs))
+    if not unknown:
+        return inputs
+    names = ", ".join(map(repr, unknown))
+    if not ignore_unknown:
+        raise InputError(
+            f"{names} {'is not an input' if len(unknown) == 1 else 'are not inputs'} of signature "
+            f"{sig.key!r} (it takes {', '.join(sorted(sig.inputs))}); "
+            "--ignore-unknown leaves such columns out"
+        )
+    click.echo(f"left out {names}: not inputs of signature {sig.key!r}", err=True)
+    return {key: value for key, value in inputs.items() if key in sig.inputs}
 
 
 def _example_inputs(
@@ -407,15 +433,18 @@ def _example_command(kind: str) -> Callable[..., None]:
         extra = {"context": _parse_json(context, "--context")} if context else {}
         with _connect(opts) as conn:
             call = conn.classify if kind == "classify" else conn.regress
-            result = call(
-                opts["model"],
-                records,
-                signature=signature,
-                version=version,
-                label=label,
-                schema=schema,
-                **extra,
-            )
+            try:
+                result = call(
+                    opts["model"],
+                    records,
+                    signature=signature,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    **extra,
+                )
+            except InvalidInputError as exc:
+                raise _wrong_signature(conn, kind, opts["model"], version, label, signature, exc) from None
         _print_example_result(kind, result, opts["as_json"])
 
     command.__doc__ = (
@@ -423,6 +452,35 @@ def _example_command(kind: str) -> Callable[..., None]:
         f"Example: tfship client {kind} -m penguins -i penguins.jsonl"
     )
     return command
+
+
+_METHOD_OF = {"classify": "tensorflow/serving/classify", "regress": "tensorflow/serving/regress"}
+
+
+def _wrong_signature(
+    conn: Any, kind: str, model: str, version: int | None, label: str | None,
+    signature: str | None, exc: Exception,
+) -> Exception:
+    """One line for a Classify/Regress the signature cannot answer: which signatures could.
+
+    The server's own message may carry a whole SignatureDef over many lines; its first line
+    stays as the cause.
+    """
+    try:
+        signatures = conn.metadata(model, version=version, label=label).signatures
+    except Exception:  # the metadata is a courtesy here: keep the server's error
+        return exc
+    key = signature or "serving_default"
+    sig = signatures.get(key)
+    if sig is None or sig.method_name == _METHOD_OF[kind]:
+        return exc
+    fitting = sorted(k for k, s in signatures.items() if s.method_name == _METHOD_OF[kind])
+    would = f"signatures that {kind}: {', '.join(fitting)}" if fitting else f"no signature here can {kind}"
+    cause = str(exc).strip().splitlines()[0]
+    return InputError(
+        f"signature {key!r} of model {model!r} is a {sig.method_name} signature; {would} "
+        f"(the server said: {cause})"
+    )
 
 
 def _read_example_records(input_path: str | None, data: str | None) -> list[Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfship.serve_client._base import BaseClient, Flow, Send, T, run_flow
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy
+from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, names_valid_keywords
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -126,6 +126,7 @@ class ServingClient(BaseClient):
                 time.sleep(retry.delay_after(exc))
 
     # -- the API
+    @names_valid_keywords
     def predict(
         self,
         model: str,
@@ -176,6 +177,7 @@ class ServingClient(BaseClient):
     def _predict_now(self, model: str, inputs: Any, **call: Any) -> PredictResult:
         return self._run(self._predict_flow(model, inputs, **call))
 
+    @names_valid_keywords
     def classify(
         self,
         model: str,
@@ -200,6 +202,7 @@ class ServingClient(BaseClient):
             self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
+    @names_valid_keywords
     def regress(
         self,
         model: str,
@@ -222,6 +225,7 @@ class ServingClient(BaseClient):
             self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
         )
 
+    @names_valid_keywords
     def multi_inference(
         self,
         model: str,
@@ -246,6 +250,7 @@ class ServingClient(BaseClient):
             self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
         )
 
+    @names_valid_keywords
     def metadata(
         self,
         model: str,
@@ -262,6 +267,7 @@ class ServingClient(BaseClient):
         """
         return self._run(self._metadata_flow(model, version, label, timeout))
 
+    @names_valid_keywords
     def status(
         self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
     ) -> list[VersionStatus]:
@@ -273,6 +279,7 @@ class ServingClient(BaseClient):
         """
         return self._run(self._status_flow(model, version, timeout))
 
+    @names_valid_keywords
     def wait_until_available(
         self,
         model: str,

@@ -7,17 +7,55 @@ same state and differ only in how they wait.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from tfship.serve_client._errors import DeadlineExceededError, ServingCallError, error_from_status
 
-__all__ = ["DEFAULT", "DEFAULT_RETRIES", "RetryPolicy", "RetryState", "TlsConfig", "deadline_for"]
+__all__ = [
+    "DEFAULT",
+    "DEFAULT_RETRIES",
+    "RetryPolicy",
+    "RetryState",
+    "TlsConfig",
+    "deadline_for",
+    "names_valid_keywords",
+]
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def names_valid_keywords(method: _Method) -> _Method:
+    """Make a wrong keyword's ``TypeError`` list the valid ones and the likely intended one.
+
+    ``client.predict("m", x, signature_name="s")`` says ``did you mean 'signature'?`` and every
+    keyword ``predict`` takes, instead of Python's bare "unexpected keyword argument".
+    """
+    params = inspect.signature(method).parameters
+    named = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    valid = [name for name, p in params.items() if name != "self" and p.kind in named]
+
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for name in kwargs:
+            if name not in params:
+                close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(
+                    f"{method.__qualname__}() got an unexpected keyword argument {name!r}{hint}; "
+                    f"it takes: {', '.join(valid)}"
+                )
+        return method(*args, **kwargs)
+
+    return cast(_Method, checked)
 
 logger = logging.getLogger("tfship.serve_client")
 _NEVER_RETRY = frozenset({"INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION"})

@@ -1,0 +1,59 @@
+"""The first mistakes a user makes with the client get one line that says what would work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tfship.cli import cli
+from tfship.serve_client import AsyncServingClient, ServingClient
+
+
+def test_a_wrong_keyword_names_the_right_one() -> None:
+    client = ServingClient("127.0.0.1:1")  # never called: the keywords are checked first
+    with pytest.raises(TypeError, match=r"'signature_name' \(did you mean 'signature'\?\); it takes: "
+                                        r"model, inputs, signature, version"):
+        client.predict("m", {"x": [[1.0, 2.0]]}, signature_name="serving_default")
+    client.close()
+
+    async def call() -> None:
+        async with AsyncServingClient("127.0.0.1:1") as aclient:
+            await aclient.classify("m", [{}], sig="classify")
+
+    with pytest.raises(TypeError, match=r"'sig' \(did you mean 'signature'\?\)"):
+        asyncio.run(call())
+
+
+@pytest.mark.slow
+def test_predict_names_extra_columns_and_can_leave_them_out(server: Any) -> None:
+    data = json.dumps({"x": [[1.0, 2.0]], "label": [1]})
+    args = ["client", "predict", "-s", server.address, "-m", "m", "-d", data]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2
+    assert refused.stderr == (
+        "Error: 'label' is not an input of signature 'serving_default' (it takes x); "
+        "--ignore-unknown leaves such columns out\n"
+    )
+    kept = CliRunner().invoke(cli, [*args, "--ignore-unknown", "--json"])
+    assert kept.exit_code == 0, kept.output
+    assert "left out 'label'" in kept.stderr
+    assert json.loads(kept.stdout)["outputs"]["y"] == [[5.0 + 2.0]]  # x @ [1, 2] + version 2
+
+
+@pytest.mark.slow
+def test_regress_on_a_classifier_is_one_line_naming_what_would_work(classifier_server: Any) -> None:
+    result = CliRunner().invoke(cli, [
+        "client", "regress", "-s", classifier_server.address, "-m", "penguins",
+        "-d", json.dumps({"bill": 40.0, "island": "Dream"}),
+    ])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "Error: signature 'serving_default' of model 'penguins' is a tensorflow/serving/classify "
+        "signature; no signature here can regress (the server said: "
+    )
