@@ -17,7 +17,6 @@ The protobuf classes are TensorFlow's and TF Serving's own generated ones, loade
 
 from __future__ import annotations
 
-import base64
 import functools
 import itertools
 import struct
@@ -90,24 +89,6 @@ def _bfloat16() -> np.dtype[Any]:
 
 
 _LITTLE = sys.byteorder == "little"
-
-
-def b64_json(value: bytes) -> dict[str, str]:
-    """Bytes in TF Serving's JSON form for binary data: ``{"b64": "..."}``."""
-    return {"b64": base64.b64encode(value).decode("ascii")}
-
-
-def text_or_b64(value: bytes) -> str | dict[str, str]:
-    """Bytes for JSON: UTF-8 text as a string, anything else as ``{"b64": "..."}``.
-
-    Example:
-        >>> text_or_b64(b"abc"), text_or_b64(b"\\xff")
-        ('abc', {'b64': '/w=='})
-    """
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return b64_json(value)
 
 
 def tensor_numpy_dtype(enum: int) -> np.dtype[Any]:

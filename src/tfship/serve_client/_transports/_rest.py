@@ -13,7 +13,6 @@ gRPC transport ignores them.
 
 from __future__ import annotations
 
-import base64
 import json
 import ssl
 import tempfile
@@ -24,7 +23,16 @@ from urllib.parse import quote
 
 import numpy as np
 
-from tfship._wire import CODE_OF_HTTP, DEFAULT_SIGNATURE, b64_json, decode_tensor, protos, text_or_b64
+from tfship._wire import (
+    CODE_OF_HTTP,
+    DEFAULT_SIGNATURE,
+    JsonError,
+    answer_from_json,
+    decode_tensor,
+    example_to_json,
+    protos,
+    tensor_to_json,
+)
 from tfship.serve_client._errors import (
     MalformedResponseError,
     ServingCallError,
@@ -260,7 +268,7 @@ def rest_request(method: str, request: Any) -> tuple[str, str, dict[str, Any] | 
     if method == "GetModelMetadata":
         return "GET", path + "/metadata", None
     if method == "Predict":
-        body = {"inputs": {k: _to_json(decode_tensor(t)) for k, t in request.inputs.items()}}
+        body = {"inputs": {k: tensor_to_json(decode_tensor(t)) for k, t in request.inputs.items()}}
     else:
         body = _examples_body(request.input)
     if request.model_spec.signature_name:
@@ -278,47 +286,15 @@ def model_path(spec: Any) -> str:
     return path
 
 
-def _to_json(array: np.ndarray[Any, Any]) -> Any:
-    if array.dtype.kind == "O":
-        return _nested_strings(array.tolist())
-    if array.dtype.kind == "c":
-        raise TypeError("TF Serving's REST API does not accept complex inputs; use gRPC")
-    if array.dtype.kind == "f" and array.dtype.itemsize == 2:
-        raise TypeError("TF Serving's REST API does not accept half/bfloat16 inputs; use gRPC")
-    return array.tolist()
-
-
-def _nested_strings(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_nested_strings(v) for v in value]
-    if isinstance(value, bytes):
-        return text_or_b64(value)
-    return value
-
-
 def _examples_body(input_message: Any) -> dict[str, Any]:
     kind = input_message.WhichOneof("kind")
     if kind == "example_list_with_context":
         listed = input_message.example_list_with_context
         return {
-            "examples": [_example_json(e) for e in listed.examples],
-            "context": _example_json(listed.context),
+            "examples": [example_to_json(e) for e in listed.examples],
+            "context": example_to_json(listed.context),
         }
-    return {"examples": [_example_json(e) for e in input_message.example_list.examples]}
-
-
-def _example_json(example: Any) -> dict[str, Any]:
-    """A tf.train.Example as TF Serving's REST example object (bytes as {"b64": ...})."""
-    out: dict[str, Any] = {}
-    for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof("kind")
-        if kind == "float_list":
-            out[name] = [float(v) for v in feature.float_list.value]
-        elif kind == "int64_list":
-            out[name] = [int(v) for v in feature.int64_list.value]
-        elif kind == "bytes_list":
-            out[name] = [b64_json(v) for v in feature.bytes_list.value]
-    return out
+    return {"examples": [example_to_json(e) for e in input_message.example_list.examples]}
 
 
 # ------------------------------------------------------------ JSON answers to responses
@@ -399,19 +375,7 @@ def _outputs_from_json(value: Any, sig: Any) -> dict[str, np.ndarray[Any, Any]]:
 
 
 def _array(value: Any, info: Any) -> np.ndarray[Any, Any]:
-    dtype = getattr(info, "dtype", None)
-    if dtype == "string":
-        return np.array(_strings_to_bytes(value), dtype=object)
-    if dtype in (None, "invalid"):
-        return np.asarray(value)
-    return np.asarray(value, dtype=dtype)
-
-
-def _strings_to_bytes(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_strings_to_bytes(v) for v in value]
-    if isinstance(value, dict) and "b64" in value:
-        return base64.b64decode(value["b64"])
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return value
+    try:
+        return answer_from_json(value, getattr(info, "dtype", None))
+    except JsonError as exc:
+        raise MalformedResponseError(f"the REST answer's output does not fit its signature: {exc}") from None
