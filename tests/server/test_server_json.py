@@ -10,9 +10,9 @@ import pytest
 from tensorflow.core.example import example_pb2
 from tensorflow.core.framework import tensor_pb2
 
+from tfship._wire import decode_tensor as to_ndarray
 from tfship.server._rest import _example_from_json, _tensor_from_json
 from tfship.server._status import RpcError
-from tfship.server._tensor import to_ndarray
 
 FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (
     1, 2, 3, 4, 7, 9, 10, 19, 22, 23

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import json
 import urllib.error
 import urllib.request
@@ -10,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tfship.server._rest import c_escape, format_decimal
-from tfship.server._server import ModelServer
+from tfship.server._rest import format_decimal
+from tfship.server._server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -30,11 +29,10 @@ def call(server: ModelServer, method: str, path: str, body: Any = None) -> tuple
 
 
 def error_of(text: str) -> str:
-    """Read TF Serving's error body: ``{ "error": "<absl::CEscape'd message>" }``."""
-    prefix, suffix = '{ "error": "', '" }'
-    assert text.startswith(prefix) and text.endswith(suffix), text
-    escaped = text[len(prefix) : -len(suffix)]
-    return codecs.decode(escaped, "unicode_escape").encode("latin-1").decode("utf-8")
+    """Read TF Serving's error body: ``{"error": "<message>"}``, JSON as its writer prints it."""
+    assert text.startswith('{\n    "error": "') and text.endswith('"\n}'), text
+    error: str = json.loads(text)["error"]
+    return error
 
 
 def ok(server: ModelServer, method: str, path: str, body: Any = None) -> Any:
@@ -206,10 +204,6 @@ def test_decimal_format(value: float, single: bool, text: str) -> None:
     assert format_decimal(value, single) == text
 
 
-def test_c_escape_matches_absl() -> None:
-    assert c_escape("a'b\"c\\d\ne\x01é") == "a\\'b\\\"c\\\\d\\ne\\001\\303\\251"
-
-
 def test_deeply_nested_json_is_400(server: ModelServer) -> None:
     body = b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     status, _, text = call(server, "POST", "/v1/models/module:predict", body)
@@ -220,7 +214,7 @@ def test_rest_runs_past_the_timeout_are_504(module_base: Any) -> None:
     from tfship.server._config import ModelConfig
 
     models = [ModelConfig("module", str(module_base))]
-    with ModelServer(models, port=0, rest_port=0, rest_timeout_s=1e-6) as slow:
+    with ModelServer(models, ServerOptions(port=0, rest_port=0, rest_timeout_s=1e-6)) as slow:
         fails(slow, "/v1/models/module:predict", {"inputs": [[1, 2]]}, 504,
               "Timed out waiting for notification")
         assert ok(slow, "GET", "/v1/models/module")  # status is not a model run

@@ -201,6 +201,30 @@ CODE_OF_HTTP: dict[int, str] = {
 del CODE_OF_HTTP[200]
 
 
+# rapidjson's Writer::String escapes: quote, backslash, short forms for \b \t \n \f \r, and
+# \u00XX (upper-case hex) for the other control characters; everything else stays as is.
+_JSON_ESCAPES = {
+    **{code: f"\\u{code:04X}" for code in range(0x20)},
+    0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r",
+    ord('"'): '\\"', ord("\\"): "\\\\",
+}
+
+
+def rest_error_body(message: str) -> bytes:
+    """TF Serving's REST error body: ``{"error": message}`` as its JSON writer prints it.
+
+    TF Serving 2.15.1 writes errors with rapidjson's ``PrettyWriter`` (``MakeJsonFromStatus``):
+    a 4-space indented object, the message escaped as JSON, UTF-8 kept as is.
+
+    Example:
+        >>> import json
+        >>> message = "input 'x': " + chr(34) + "quoted" + chr(34)
+        >>> json.loads(rest_error_body(message))["error"] == message
+        True
+    """
+    return ('{\n    "error": "' + message.translate(_JSON_ESCAPES) + '"\n}').encode("utf-8")
+
+
 def http_status(code: str) -> int:
     """TF Serving's HTTP status for a gRPC code name (500 for the rest).
 

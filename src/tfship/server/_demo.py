@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tfship.server._server import ModelServer
+from tfship.server._server import ModelServer, ServerOptions
 
 
 class DemoServer:
@@ -65,7 +65,9 @@ def run_demo_step(
     Returns:
         A :class:`DemoServer`; use it as a context manager or call ``stop()``.
     """
-    server = ModelServer(model_base_path=base_path, model_name=model_name, port=0, rest_port=0)
+    server = ModelServer.from_base_path(
+        base_path, model_name, options=ServerOptions(port=0, rest_port=0)
+    )
     server.start()
     try:
         version = server.wait_until_available(model_name, timeout=60)

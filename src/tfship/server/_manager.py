@@ -89,6 +89,18 @@ class Servable:
         result: dict[str, Any] = self.model.run(dict(feeds), signature=signature, outputs=list(outputs))
         return result
 
+    def run_tensors(
+        self, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]
+    ) -> dict[str, Any]:
+        """One run feeding graph tensors by name; ``fetches`` maps each tensor name to a
+        (signature, output alias) naming it. Returns the values by tensor name."""
+        names = sorted(fetches)
+        infos = [self.model.signatures[fetches[n][0]].outputs[fetches[n][1]] for n in names]
+        result: dict[str, Any] = self.model.run_tensors(
+            list(feeds), list(feeds.values()), infos, names
+        )
+        return result
+
     @contextmanager
     def hold(self) -> Iterator[Servable]:
         """Count a request in flight so an unload waits for it to finish."""

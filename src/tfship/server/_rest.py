@@ -26,11 +26,11 @@ from urllib.parse import unquote
 import grpc
 import numpy as np
 
-from tfship._wire import DEFAULT_SIGNATURE, DT_STRING, http_status
+from tfship._wire import DEFAULT_SIGNATURE, DT_STRING, http_status, rest_error_body
+from tfship._wire import decode_tensor as to_ndarray
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._core import ServingCore
 from tfship.server._status import LocalServerError, RpcError, invalid
-from tfship.server._tensor import to_ndarray
 
 logger = logging.getLogger(__name__)
 
@@ -46,24 +46,9 @@ _UINT64 = (0, 2**64 - 1)
 _FLOAT_MAX = float(np.finfo(np.float32).max)
 
 
-def c_escape(text: str) -> str:
-    """``absl::CEscape``, which TF Serving applies to error texts in ``{ "error": ... }``."""
-    out: list[str] = []
-    table = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "'": "\\'", "\\": "\\\\"}
-    for byte in text.encode("utf-8"):
-        char = chr(byte)
-        if char in table:
-            out.append(table[char])
-        elif byte < 0x20 or byte >= 0x7F:
-            out.append(f"\\{byte:03o}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
 def error_body(message: str) -> bytes:
-    """The exact bytes of TF Serving's REST error body."""
-    return ('{ "error": "' + c_escape(message) + '" }').encode("ascii")
+    """The exact bytes of TF Serving's REST error body (valid JSON, escaped as it escapes)."""
+    return rest_error_body(message)
 
 
 # JSON -> requests ----------------------------------------------------------------------------
@@ -733,7 +718,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, method: str) -> None:
         body = self._body()
-        if not self.path.lower().startswith("/v1/"):
+        metrics = self.api.core.metrics  # --monitoring_config_file's Prometheus page
+        if method == "GET" and metrics is not None and metrics.serves(self.path):
+            status, payload, content_type = 200, metrics.page(), metrics.content_type
+        elif not self.path.lower().startswith("/v1/"):
             status, payload = 404, b"<h1>404 Not Found</h1>"
             content_type = "text/html"
         else:
