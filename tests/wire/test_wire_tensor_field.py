@@ -113,14 +113,17 @@ def test_tensorflow_reads_what_we_write(tf: Any, array: np.ndarray) -> None:
 def test_predict_response_of_encoded_outputs() -> None:
     spec = protos().model_pb2.ModelSpec(name="m", signature_name="serving_default")
     spec.version.value = 3
-    outputs = [("y", encode_tensor_field(np.arange(6, dtype=np.int64).reshape(2, 3))),
-               ("s", encode_tensor_field(np.array([b"a", b"bc"], dtype=object)))]
+    outputs = [("y", np.arange(6, dtype=np.int64).reshape(2, 3), None),
+               ("s", np.array([b"a", b"bc"], dtype=object), 7),
+               ("f", np.linspace(0, 1, 300, dtype=np.float32), None)]
     data = encode_predict_response(outputs, spec.SerializeToString())
     message = protos().predict_pb2.PredictResponse.FromString(data)
     assert message.model_spec == spec
     assert list(message.outputs["s"].string_val) == [b"a", b"bc"]
     decoded = decode_predict_response(data)
     assert decoded.outputs["y"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    for alias, values, enum in outputs:  # each output as encode_tensor_field writes it
+        assert message.outputs[alias].SerializeToString() == encode_tensor_field(values, enum)
 
 
 # FromProto, checked against tf.io.parse_tensor (TensorFlow's C++ Tensor::FromProto) -----------

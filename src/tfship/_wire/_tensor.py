@@ -684,12 +684,12 @@ def _shape_bytes(shape: Sequence[int]) -> bytes:
     return _length_delimited(2, dims)
 
 
-def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> bytes:
+def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> Any:
+    """The packed field's payload: a buffer of the array itself when the bytes already are."""
     entry = DATATYPES[enum]
-    if entry.field in ("float_val", "double_val", "scomplex_val", "dcomplex_val"):
-        wire = {"float_val": "<f4", "double_val": "<f8", "scomplex_val": "<c8",
-                "dcomplex_val": "<c16"}[entry.field]
-        return flat.astype(wire, copy=False).tobytes()
+    if entry.field in _FIXED_WIRE:
+        wire = np.ascontiguousarray(flat.astype(_FIXED_WIRE[entry.field], copy=False))
+        return wire.data.cast("B")  # no copy: joined once into the message
     if enum == 10:
         return flat.astype(np.uint8).tobytes()  # varints 0 and 1 are one byte each
     if entry.field == "half_val":
@@ -701,6 +701,35 @@ def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> bytes:
         # negative int32 and int64 values travel as 10-byte two's complement varints
         return _encode_varints(flat.astype(np.int64).view(np.uint64))
     return _encode_varints(flat.astype(np.uint64))
+
+
+_FIXED_WIRE = {"float_val": "<f4", "double_val": "<f8", "scomplex_val": "<c8",
+               "dcomplex_val": "<c16"}
+
+
+def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
+    """A serialized ``TensorProto`` as buffers to join: small heads and the values' bytes."""
+    array = np.asarray(array)
+    if enum is None:
+        enum = enum_of_array(array)
+    entry = DATATYPES.get(enum)
+    if entry is None:
+        raise TypeError(f"cannot encode a tensor of {dtype_name(enum)}")
+    parts: list[Any] = [_key(1, 0) + _varint_bytes(enum) + _shape_bytes(array.shape)]
+    flat = array.reshape(-1)
+    if flat.size == 0:
+        return parts
+    if enum == DT_STRING:
+        tag = _key(8, 2)
+        parts += [tag + _varint_bytes(len(value)) + value for value in _as_bytes_list(flat)]
+        return parts
+    payload = _packed_payload(flat, enum)
+    parts += [_key(_FIELD_NUMBERS[entry.field], 2) + _varint_bytes(len(payload)), payload]
+    return parts
+
+
+def _size(parts: list[Any]) -> int:
+    return sum(len(part) for part in parts)
 
 
 def encode_tensor_field(array: Any, enum: int | None = None) -> bytes:
@@ -721,37 +750,31 @@ def encode_tensor_field(array: Any, enum: int | None = None) -> bytes:
         >>> encode_tensor_field(np.float32(2.5)).hex()
         '080112002a0400002040'
     """
-    array = np.asarray(array)
-    if enum is None:
-        enum = enum_of_array(array)
-    entry = DATATYPES.get(enum)
-    if entry is None:
-        raise TypeError(f"cannot encode a tensor of {dtype_name(enum)}")
-    head = _key(1, 0) + _varint_bytes(enum) + _shape_bytes(array.shape)
-    flat = array.reshape(-1)
-    if flat.size == 0:
-        return head
-    if enum == DT_STRING:
-        tag = _key(8, 2)
-        return head + b"".join(
-            [tag + _varint_bytes(len(value)) + value for value in _as_bytes_list(flat)]
-        )
-    return head + _length_delimited(_FIELD_NUMBERS[entry.field], _packed_payload(flat, enum))
+    return b"".join(_tensor_parts(array, enum))
 
 
-def encode_predict_response(outputs: Iterable[tuple[str, bytes]], model_spec: bytes) -> bytes:
-    """A serialized ``PredictResponse`` from serialized output tensors and ``ModelSpec``.
+def encode_predict_response(
+    outputs: Iterable[tuple[str, Any, int | None]], model_spec: bytes
+) -> bytes:
+    """A serialized ``PredictResponse``: each output (alias, values, DataType or None) as
+    :func:`encode_tensor_field` writes it, and the serialized ``ModelSpec``.
+
+    The values' bytes are copied once, straight into the message.
 
     Example:
-        >>> data = encode_predict_response([("y", encode_tensor_field(np.float32(1)))], b"")
+        >>> data = encode_predict_response([("y", np.float32(1), None)], b"")
         >>> decode_predict_response(data).outputs["y"].tolist()
         1.0
     """
-    entries = [
-        _length_delimited(1, _length_delimited(1, key.encode("utf-8")) + _length_delimited(2, value))
-        for key, value in outputs
-    ]
-    return b"".join(entries) + _length_delimited(2, model_spec)
+    parts: list[Any] = []
+    for alias, values, enum in outputs:
+        key = _length_delimited(1, alias.encode("utf-8"))
+        tensor = _tensor_parts(values, enum)
+        value_head = _key(2, 2) + _varint_bytes(_size(tensor))
+        entry_size = len(key) + len(value_head) + _size(tensor)
+        parts += [_key(1, 2) + _varint_bytes(entry_size), key, value_head, *tensor]
+    parts.append(_length_delimited(2, model_spec))
+    return b"".join(parts)
 
 
 @dataclass

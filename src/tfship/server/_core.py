@@ -26,7 +26,6 @@ from tfship._wire import (
     decode_tensor,
     dtype_enum_name,
     encode_predict_response,
-    encode_tensor_field,
     enum_of_array,
 )
 from tfship._wire import tf_dtype_name as dtype_name
@@ -116,10 +115,7 @@ class ServingCore:
         key, outputs = self.predict_outputs(servable, request)
         spec = _apis().model_pb2.ModelSpec()
         fill_model_spec(spec, request.model_spec.name, key, servable.version)
-        return encode_predict_response(
-            [(alias, encode_tensor_field(value, enum)) for alias, value, enum in outputs],
-            spec.SerializeToString(),
-        )
+        return encode_predict_response(outputs, spec.SerializeToString())
 
     def predict_outputs(
         self, servable: Servable, request: Any
