@@ -299,6 +299,7 @@ def test_prometheus_page_counts_requests_per_model_api_and_status(
     stub: Any, server: ModelServer
 ) -> None:
     predict(stub, [1.0])
+    assert http(server, "/v1/models/half_plus_two:predict", {"instances": [1.0]})[0] == 200
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "nope"
     with pytest.raises(grpc.RpcError):
@@ -316,6 +317,8 @@ def test_prometheus_page_counts_requests_per_model_api_and_status(
     latency = ":tensorflow:serving:request_latency_count"
     key = (("API", "Predict"), ("entrypoint", "GRPC"), ("model_name", "half_plus_two"))
     assert samples[(latency, key)] >= 1
+    rest = (("API", "Predict"), ("entrypoint", "REST"), ("model_name", "half_plus_two"))
+    assert samples[(latency, rest)] >= 1
     bucket = ":tensorflow:serving:request_latency_bucket"
     assert samples[(bucket, (*key[:2], ("le", "+Inf"), key[2]))] == samples[(latency, key)]
     status, text = http(server, "/monitoring/other")

@@ -5,7 +5,7 @@ its ``/tensorflow/serving/...`` metrics under Prometheus names, ``/`` turned int
 ones kept here are those of every request (``servables/tensorflow/util.cc``):
 
 - ``:tensorflow:serving:request_count{model_name, status}``: every Predict, Classify and
-  Regress call, with the status code's name (``OK``, ``INVALID_ARGUMENT``, ...);
+  Regress call, gRPC or REST, with the status code's name (``OK``, ``INVALID_ARGUMENT``, ...);
 - ``:tensorflow:serving:request_latency{model_name, API, entrypoint}``: a histogram of the
   wall time of successful calls in microseconds, buckets 10 * 1.8**i (33 of them, then +Inf);
   ``entrypoint`` is ``GRPC`` or ``REST``.
@@ -17,9 +17,13 @@ to keep TF Serving's sample name the request count is exposed untyped.
 from __future__ import annotations
 
 import os
+import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from tfship._wire import CODE_OF_HTTP
 
 # Buckets::Exponential(10, 1.8, 33): upper bounds of all but the last (+Inf) bucket.
 _BOUNDS = [10 * 1.8**i for i in range(33)]
@@ -102,6 +106,36 @@ class _Collector:
                 cumulative.append((bound, running))
             histogram.add_metric(list(key), cumulative, sum_value=total)
         yield histogram
+
+
+_RUN_PATH = re.compile(
+    r"/v1/models/([^/:]+)(?:/versions/\d+|/labels/[^/:]+)?:(classify|regress|predict)", re.I
+)
+
+
+def handle_counted(
+    handle: Callable[[str, str, bytes], tuple[int, bytes]],
+    metrics: Metrics | None,
+    method: str,
+    path: str,
+    body: bytes,
+) -> tuple[int, bytes]:
+    """Answer a REST request and count a Predict/Classify/Regress call as TF Serving does.
+
+    The status label is read back from the HTTP status (400 is INVALID_ARGUMENT, 404
+    NOT_FOUND, ...), the one answer the REST layer gives.
+    """
+    start = time.perf_counter()
+    status, payload = handle(method, path, body)
+    match = _RUN_PATH.fullmatch(path.split("?", 1)[0]) if metrics is not None else None
+    if metrics is not None and match is not None:
+        from urllib.parse import unquote
+
+        code = "OK" if status == 200 else CODE_OF_HTTP.get(status, "UNKNOWN")
+        api = match.group(2).capitalize()
+        micros = (time.perf_counter() - start) * 1e6
+        metrics.record(unquote(match.group(1)), api, "REST", code, micros)
+    return status, payload
 
 
 def read_monitoring_config(path: str | os.PathLike[str]) -> Metrics | None:

@@ -30,6 +30,7 @@ from tfship._wire import DEFAULT_SIGNATURE, DT_STRING, http_status, rest_error_b
 from tfship._wire import decode_tensor as to_ndarray
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._core import ServingCore
+from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, invalid
 
 logger = logging.getLogger(__name__)
@@ -725,7 +726,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = 404, b"<h1>404 Not Found</h1>"
             content_type = "text/html"
         else:
-            status, payload = self.api.handle(method, self.path, body)
+            status, payload = handle_counted(self.api.handle, metrics, method, self.path, body)
             content_type = "application/json"
         self.send_response(status)
         self.send_header("Content-Type", content_type)
