@@ -155,13 +155,16 @@ def big_call_times(address: str, request: Any) -> dict[str, float]:
         }
 
 
-def serve_constant_reply() -> None:
-    """Serve Predict with one pre-serialized large reply (the transport floor), until killed."""
+def serve_constant_reply(kind: str) -> None:
+    """Serve Predict with one pre-serialized reply (the transport floor), until killed."""
     from concurrent import futures
 
     import grpc
 
-    reply = big_reply()
+    from tfship._wire import encode_predict_response
+
+    small = [("scores", np.full([1, 8], 0.125, np.float32), None)]
+    reply = big_reply() if kind == "big" else encode_predict_response(small, b"")
     handler = grpc.method_handlers_generic_handler(
         "tensorflow.serving.PredictionService",
         {"Predict": grpc.unary_unary_rpc_method_handler(
@@ -169,7 +172,7 @@ def serve_constant_reply() -> None:
             request_deserializer=lambda data: data, response_serializer=lambda data: data,
         )},
     )
-    server = grpc.server(futures.ThreadPoolExecutor(4),
+    server = grpc.server(futures.ThreadPoolExecutor(64),
                          options=[("grpc.max_send_message_length", 2**31 - 1)])
     server.add_generic_rpc_handlers((handler,))
     print(server.add_insecure_port("127.0.0.1:0"), flush=True)
@@ -177,17 +180,35 @@ def serve_constant_reply() -> None:
     server.wait_for_termination()
 
 
-def transport_floor() -> dict[str, float]:
-    """The large call against a server (own process) that only returns the reply's bytes."""
+def transport_floor(seconds: float) -> tuple[dict[int, float], dict[str, float]]:
+    """Both measurements against servers (own processes) that only return a reply's bytes."""
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    process = subprocess.Popen([sys.executable, __file__, "--constant-reply-server"],
-                               stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert process.stdout is not None
-        return big_call_times(f"127.0.0.1:{int(process.stdout.readline())}", big_request())
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    results: list[Any] = []
+    for kind in ("small", "big"):
+        process = subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
+                                   stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            assert process.stdout is not None
+            address = f"127.0.0.1:{int(process.stdout.readline())}"
+            if kind == "big":
+                results.append(big_call_times(address, big_request()))
+                continue
+            request = big_request()
+            request.model_spec.signature_name = ""
+
+            def make_call(address: str = address, request: Any = request) -> Callable[[], None]:
+                channel = grpc.insecure_channel(address)
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                return lambda: stub.Predict(request, timeout=30)
+
+            results.append({n: rate(n, seconds, make_call) for n in CLIENTS})
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    return results[0], results[1]
 
 
 def server_rates(
@@ -233,10 +254,10 @@ def big_request() -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
-    parser.add_argument("--constant-reply-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--constant-reply-server", choices=("small", "big"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.constant_reply_server:
-        serve_constant_reply()
+        serve_constant_reply(args.constant_reply_server)
         return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "bench"
@@ -245,22 +266,22 @@ def main() -> None:
         local, local_big = local_rates(version_dir, args.seconds)
         plain, plain_big = server_rates(base, False, args.seconds)
         batched, _ = server_rates(base, True, args.seconds)
-    floor = transport_floor()
+        floor_rates, floor = transport_floor(args.seconds)
     print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
-    print(f"  {'LocalModel.run (in process)':<44} {local_big * 1e3:7.2f} ms")
+    print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
     for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):
-        print(f"  {'gRPC server, ' + label:<44} {plain_big[key] * 1e3:7.2f} ms "
+        print(f"  {'gRPC server, ' + label:<56} {plain_big[key] * 1e3:7.2f} ms "
               f"({plain_big[key] / local_big:6.1f}x)")
-        print(f"  {'gRPC floor (constant reply), ' + label:<44} {floor[key] * 1e3:7.2f} ms "
+        print(f"  {'gRPC floor (constant reply), ' + label:<56} {floor[key] * 1e3:7.2f} ms "
               f"({floor[key] / local_big:6.1f}x)")
     print()
-    print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run)")
-    print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19}")
+    print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run);")
+    print("the floor is a gRPC server (same stack) that returns a constant reply")
+    print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19} | "
+          f"{'gRPC floor':>19}")
     for n in CLIENTS:
-        print(
-            f"{n:>7} | {local[n]:>10.0f} | {plain[n]:>9.0f} ({plain[n] / local[n]:>5.2f}x) | "
-            f"{batched[n]:>9.0f} ({batched[n] / local[n]:>5.2f}x)"
-        )
+        cells = [f"{r[n]:>9.0f} ({r[n] / local[n]:>5.2f}x)" for r in (plain, batched, floor_rates)]
+        print(f"{n:>7} | {local[n]:>10.0f} | " + " | ".join(cells))
 
 
 if __name__ == "__main__":
