@@ -16,6 +16,7 @@ to keep TF Serving's sample name the request count is exposed untyped.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import threading
@@ -60,7 +61,7 @@ class Metrics:
             if code != "OK":
                 return
             buckets, total = self._latency.get((model, api, entrypoint), ([0] * 34, 0.0))
-            index = next((i for i, bound in enumerate(_BOUNDS) if micros < bound), len(_BOUNDS))
+            index = bisect.bisect_right(_BOUNDS, micros)  # TF's limits are exclusive
             buckets[index] += 1
             self._latency[(model, api, entrypoint)] = (buckets, total + micros)
 
