@@ -357,3 +357,15 @@ def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
         config.write_text(f"model_config_list {{ {entry.format(module_base, policy)} }}")
         wait_until(lambda: server.available_versions("m") == [1, 2])
         wait_until(lambda: dict(server.models[0].labels) == {"old": 1})
+
+
+def test_poll_interval_zero_scans_once_at_start_up(
+    tmp_path: Path, module_base: Path, module_version3: Path
+) -> None:
+    # TF Serving's --file_system_poll_wait_seconds=0: the versions found at start-up stay
+    base = make_base(tmp_path, module_base, (1,))
+    with ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0, poll_seconds=0)) as srv:
+        drop_in(module_version3, base, 3)
+        time.sleep(0.5)
+        assert srv.available_versions("m") == [1]
+        assert states(srv)[1] == ["START", "LOADING", "AVAILABLE"] and 3 not in states(srv)

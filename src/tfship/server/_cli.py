@@ -143,8 +143,9 @@ class _ServeCommand(click.Command):
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--version-policy", default="latest", show_default=True,
               help="latest, latest:N, all or specific:V[,V...].")
-@click.option("--poll-seconds", default=1.0, show_default=True, type=click.FloatRange(0.05),
-              help="How often base paths are scanned for new or removed versions.")
+@click.option("--poll-seconds", default=1.0, show_default=True, type=float,
+              help="How often base paths are scanned for new or removed versions (0 or less: "
+                   "once, at start-up).")
 @click.option("--enable-batching", is_flag=True, help="Merge concurrent Predict calls.")
 @click.option("--max-batch-size", default=32, show_default=True, type=click.IntRange(1))
 @click.option("--batch-timeout-ms", default=1.0, show_default=True, type=click.FloatRange(0))

@@ -239,8 +239,14 @@ class ModelManager:
 
     # lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
-        """Load every model's initial versions (blocking, as TF Serving does), then poll."""
+        """Load every model's initial versions (blocking, as TF Serving does), then poll.
+
+        A poll interval of 0 (or less) scans the base paths once, at start-up, as TF
+        Serving's ``--file_system_poll_wait_seconds=0`` does.
+        """
         self.apply_config(self._pending)
+        if self._poll_seconds <= 0:
+            return
         self._thread = threading.Thread(target=self._poll_loop, name="tfship-poll", daemon=True)
         self._thread.start()
 
