@@ -256,7 +256,8 @@ def test_classify_with_context_merges_features(stub: Any) -> None:
     ("signature", "code", "message"),
     [
         ("nope", grpc.StatusCode.INVALID_ARGUMENT, "No signature was found with the name: nope"),
-        ("regression", grpc.StatusCode.FAILED_PRECONDITION, None),
+        # classifier.cc's PreProcessClassification: errors::InvalidArgument in 2.15.1
+        ("regression", grpc.StatusCode.INVALID_ARGUMENT, None),
         ("predict", grpc.StatusCode.INVALID_ARGUMENT, None),
     ],
 )

@@ -478,16 +478,12 @@ def classification_outputs(signature: Any, method_check: bool) -> list[str]:
     if len(signature.outputs) not in (1, 2):
         raise invalid(f"Expected one or two output Tensors, found {len(signature.outputs)}")
     if "inputs" not in signature.inputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"No classification inputs found in SignatureDef: {signature}",
-        )
+        raise invalid(f"No classification inputs found in SignatureDef: {signature}")
     outputs = [k for k in ("classes", "scores") if k in signature.outputs]
     if not outputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
+        raise invalid(
             'Expected classification signature outputs to contain at least one of "classes" or '
-            f'"scores". Signature was: {signature}',
+            f'"scores". Signature was: {signature}'
         )
     return outputs
 
@@ -501,15 +497,9 @@ def regression_outputs(signature: Any, method_check: bool) -> list[str]:
     if len(signature.outputs) != 1:
         raise invalid("Expected one output Tensor.")
     if "inputs" not in signature.inputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"No regression inputs found in SignatureDef: {signature}",
-        )
+        raise invalid(f"No regression inputs found in SignatureDef: {signature}")
     if "outputs" not in signature.outputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"No regression outputs found in SignatureDef: {signature}",
-        )
+        raise invalid(f"No regression outputs found in SignatureDef: {signature}")
     return ["outputs"]
 
 
