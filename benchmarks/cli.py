@@ -77,11 +77,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
-    from tfship.server import ModelServer
+    from tfship.server import ModelServer, ServerOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         base = _export(pathlib.Path(tmp))
-        with ModelServer(model_base_path=base, model_name="m", port=0, rest_port=0) as server:
+        with ModelServer.from_base_path(base, "m", options=ServerOptions(port=0, rest_port=0)) as server:
             server.wait_until_available("m", timeout=60)
             commands = {
                 "tfship --help": ["--help"],

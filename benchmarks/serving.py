@@ -1,15 +1,19 @@
-"""Predict requests/s of the local server at batch 1, against calling LocalModel in-process.
+"""Predict through the local server against calling LocalModel in-process, side by side.
 
-One run measures, for 1, 8 and 32 concurrent clients: ``LocalModel.run`` from that many threads
-in this process; the server (``tfship serve``, in its own process) called over gRPC with the
-official stubs, without and with server-side batching. It prints requests/s and the ratios to
-in-process calls.
+One run measures:
 
-REST rows: one more server with both ports, called by gRPC (official stubs) and by plain
-``http.client`` clients that each keep one connection open (as ``requests.Session`` or curl with
-several URLs do): requests/s for 1, 8 and 32 clients and the REST/gRPC ratio, then the p50
-latency of a batch-1 Predict over one kept-alive connection, REST against gRPC.
+* requests/s at batch 1 for 1, 8 and 32 concurrent clients: ``LocalModel.run`` from that many
+  threads in this process; the server (``tfship serve``, in its own process) called over gRPC
+  with the official stubs, without and with server-side batching;
+* the time of one Predict whose output is a 1024x1024 float32 tensor (4 MiB of ``float_val``
+  on the wire), against ``LocalModel.run`` of the same signature;
+* REST: one more server with both ports, called by gRPC (official stubs) and by plain
+  ``http.client`` clients that each keep one connection open (as ``requests.Session`` or curl
+  with several URLs do): requests/s for 1, 8 and 32 clients and the REST/gRPC ratio, then the
+  p50 latency of a batch-1 Predict over one kept-alive connection, REST against gRPC.
 
+It prints each with its ratio (targets: large output at most 2x in-process, 8 clients at least
+0.5x in-process, keep-alive REST at least 0.5x gRPC with a p50 under 5 ms).
 Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only]``.
 """
 
@@ -50,10 +54,28 @@ def export_model(base: Path) -> Path:
             hidden = tf_.nn.relu(tf_.matmul(x, self.w1))
             return {"scores": tf_.nn.softmax(tf_.matmul(hidden, self.w2))}
 
+        @tf_.function(input_signature=[tf_.TensorSpec([None, 16], tf_.float32, name="x")])
+        def big(self, x: Any) -> dict[str, Any]:
+            # a 1024x1024 float32 answer that depends on the request
+            return {"image": tf_.fill([1024, 1024], 1.0) * tf_.reduce_sum(x)}
+
     model = Mlp()
     path = base / "1"
-    tf_.saved_model.save(model, str(path), signatures={"serving_default": model.serve})
+    tf_.saved_model.save(
+        model, str(path), signatures={"serving_default": model.serve, "big": model.big}
+    )
     return path
+
+
+def median_seconds(call: Callable[[], Any], repeats: int) -> float:
+    """Median wall time of ``call()`` over ``repeats`` runs (after one warm-up run)."""
+    call()
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - began)
+    return float(np.median(times))
 
 
 def rate(clients: int, seconds: float, make_call: Callable[[], Callable[[], None]]) -> float:
@@ -82,15 +104,25 @@ def rate(clients: int, seconds: float, make_call: Callable[[], Callable[[], None
     return sum(counts) / (time.perf_counter() - began)
 
 
-def local_rates(version_dir: Path, seconds: float) -> dict[int, float]:
+def local_rates(version_dir: Path, seconds: float) -> tuple[dict[int, float], float]:
+    """In-process requests/s per client count, and the median time of the large-output call."""
     from tfship.loaders import load
 
     model = load(version_dir)
     x = np.ones([1, 16], np.float32)
     try:
-        return {n: rate(n, seconds, lambda: lambda: model.run({"x": x})) for n in CLIENTS}
+        rates = {n: rate(n, seconds, lambda: lambda: model.run({"x": x})) for n in CLIENTS}
+        big = median_seconds(lambda: model.run({"x": x}, signature="big"), 20)
+        return rates, big
     finally:
         model.close()
+
+
+def big_reply() -> bytes:
+    """A PredictResponse of one 1024x1024 float32 output, as the server writes it."""
+    from tfship._wire import encode_predict_response
+
+    return encode_predict_response([("image", np.ones([1024, 1024], np.float32), None)], b"")
 
 
 def start_server(base: Path, batching: bool) -> tuple[subprocess.Popen[str], str]:
@@ -109,7 +141,85 @@ def start_server(base: Path, batching: bool) -> tuple[subprocess.Popen[str], str
     return process, json.loads(line)["grpc"]
 
 
-def server_rates(base: Path, batching: bool, seconds: float) -> dict[int, float]:
+def big_call_times(address: str, request: Any) -> dict[str, float]:
+    """Median times of one large-output Predict: official stub (reply parsed), bytes only."""
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    options = [("grpc.max_receive_message_length", 2**31 - 1)]
+    with grpc.insecure_channel(address, options=options) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        raw = channel.unary_unary(
+            "/tensorflow.serving.PredictionService/Predict",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=lambda data: data,
+        )
+        return {
+            "stub": median_seconds(lambda: stub.Predict(request, timeout=60), 20),
+            "bytes": median_seconds(lambda: raw(request, timeout=60), 20),
+        }
+
+
+def serve_constant_reply(kind: str) -> None:
+    """Serve Predict with one pre-serialized reply (the transport floor), until killed."""
+    from concurrent import futures
+
+    import grpc
+
+    from tfship._wire import encode_predict_response
+
+    small = [("scores", np.full([1, 8], 0.125, np.float32), None)]
+    reply = big_reply() if kind == "big" else encode_predict_response(small, b"")
+    handler = grpc.method_handlers_generic_handler(
+        "tensorflow.serving.PredictionService",
+        {"Predict": grpc.unary_unary_rpc_method_handler(
+            lambda _request, _context: reply,
+            request_deserializer=lambda data: data, response_serializer=lambda data: data,
+        )},
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(64),
+                         options=[("grpc.max_send_message_length", 2**31 - 1)])
+    server.add_generic_rpc_handlers((handler,))
+    print(server.add_insecure_port("127.0.0.1:0"), flush=True)
+    server.start()
+    server.wait_for_termination()
+
+
+def transport_floor(seconds: float) -> tuple[dict[int, float], dict[str, float]]:
+    """Both measurements against servers (own processes) that only return a reply's bytes."""
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    results: list[Any] = []
+    for kind in ("small", "big"):
+        process = subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
+                                   stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            assert process.stdout is not None
+            address = f"127.0.0.1:{int(process.stdout.readline())}"
+            if kind == "big":
+                results.append(big_call_times(address, big_request()))
+                continue
+            request = big_request()
+            request.model_spec.signature_name = ""
+
+            def make_call(address: str = address, request: Any = request) -> Callable[[], None]:
+                channel = grpc.insecure_channel(address)
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                return lambda: stub.Predict(request, timeout=30)
+
+            results.append({n: rate(n, seconds, make_call) for n in CLIENTS})
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    return results[0], results[1]
+
+
+def server_rates(
+    base: Path, batching: bool, seconds: float
+) -> tuple[dict[int, float], dict[str, float]]:
+    """Requests/s over gRPC per client count, and the large-output call's median times."""
     import grpc
     from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
@@ -128,12 +238,22 @@ def server_rates(base: Path, batching: bool, seconds: float) -> dict[int, float]
         return lambda: stub.Predict(request, timeout=30)
 
     try:
-        return {n: rate(n, seconds, make_call) for n in CLIENTS}
+        rates = {n: rate(n, seconds, make_call) for n in CLIENTS}
+        return rates, big_call_times(address, big_request())
     finally:
         for channel in channels:
             channel.close()
         process.terminate()
         process.wait(timeout=60)
+
+
+def big_request() -> Any:
+    from tfship._wire import encode_tensor, protos
+
+    request = protos().predict_pb2.PredictRequest()
+    request.model_spec.name, request.model_spec.signature_name = "bench", "big"
+    request.inputs["x"].CopyFrom(encode_tensor(np.ones([1, 16], np.float32)))
+    return request
 
 
 # REST ----------------------------------------------------------------------------------------
@@ -245,8 +365,12 @@ def print_rest(result: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--constant-reply-server", choices=("small", "big"), help=argparse.SUPPRESS)
     parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
     args = parser.parse_args()
+    if args.constant_reply_server:
+        serve_constant_reply(args.constant_reply_server)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "bench"
         base.mkdir()
@@ -255,16 +379,25 @@ def main() -> None:
         if args.rest_only:
             print_rest(rest)
             return
-        local = local_rates(version_dir, args.seconds)
-        plain = server_rates(base, False, args.seconds)
-        batched = server_rates(base, True, args.seconds)
-    print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run)")
-    print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19}")
+        local, local_big = local_rates(version_dir, args.seconds)
+        plain, plain_big = server_rates(base, False, args.seconds)
+        batched, _ = server_rates(base, True, args.seconds)
+        floor_rates, floor = transport_floor(args.seconds)
+    print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
+    print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
+    for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):
+        print(f"  {'gRPC server, ' + label:<56} {plain_big[key] * 1e3:7.2f} ms "
+              f"({plain_big[key] / local_big:6.1f}x)")
+        print(f"  {'gRPC floor (constant reply), ' + label:<56} {floor[key] * 1e3:7.2f} ms "
+              f"({floor[key] / local_big:6.1f}x)")
+    print()
+    print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run);")
+    print("the floor is a gRPC server (same stack) that returns a constant reply")
+    print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19} | "
+          f"{'gRPC floor':>19}")
     for n in CLIENTS:
-        print(
-            f"{n:>7} | {local[n]:>10.0f} | {plain[n]:>9.0f} ({plain[n] / local[n]:>5.2f}x) | "
-            f"{batched[n]:>9.0f} ({batched[n] / local[n]:>5.2f}x)"
-        )
+        cells = [f"{r[n]:>9.0f} ({r[n] / local[n]:>5.2f}x)" for r in (plain, batched, floor_rates)]
+        print(f"{n:>7} | {local[n]:>10.0f} | " + " | ".join(cells))
     print()
     print_rest(rest)
 

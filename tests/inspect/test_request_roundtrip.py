@@ -38,7 +38,7 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 def test_rest_and_warmup_requests_are_served(
     exports: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    from tfship.server import ModelServer
+    from tfship.server import ModelServer, ServerOptions
 
     export = tmp_path / "linear" / "3"
     shutil.copytree(exports["linear_parsing"], export)
@@ -48,7 +48,9 @@ def test_rest_and_warmup_requests_are_served(
         _request(str(export), "--value", "age=50", "--value", "color=red", "--batch", "2").split("\n", 1)[1]
     )
     predict = json.loads(_request(str(export), "--signature", "predict").split("\n", 1)[1])
-    server = ModelServer(model_base_path=export.parent, model_name="linear", port=0, rest_port=0).start()
+    server = ModelServer.from_base_path(
+        export.parent, "linear", options=ServerOptions(port=0, rest_port=0)
+    ).start()
     try:
         base = f"{server.rest_url}/v1/models/linear"
         classified = _post(f"{base}:classify", classify)

@@ -8,7 +8,6 @@ does, saying why and what to do.
 
 from __future__ import annotations
 
-import codecs
 import json
 import logging
 import urllib.error
@@ -23,7 +22,7 @@ from click.testing import CliRunner
 from tfship.cli import cli
 from tfship.errors import ModelError
 from tfship.loaders import load
-from tfship.server import ModelConfig, ModelServer
+from tfship.server import ModelConfig, ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -119,21 +118,13 @@ def _post(url: str, body: Any) -> tuple[int, Any]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         with exc:
-            return exc.code, _error_of(exc.read().decode())
-
-
-def _error_of(text: str) -> dict[str, str]:
-    # TF Serving writes its error text absl::CEscape'd ({ "error": "...this export\'s..." }).
-    prefix, suffix = '{ "error": "', '" }'
-    assert text.startswith(prefix) and text.endswith(suffix), text
-    escaped = text[len(prefix) : -len(suffix)]
-    return {"error": codecs.decode(escaped, "unicode_escape").encode("latin-1").decode("utf-8")}
+            return exc.code, json.loads(exc.read())  # TF Serving's error bodies are JSON
 
 
 @pytest.fixture(scope="module")
 def server() -> Any:
     models = [ModelConfig(name, str(NEWTF / name)) for name in EXPECTED]
-    with ModelServer(models, port=0, rest_port=0, poll_seconds=60) as srv:
+    with ModelServer(models, ServerOptions(port=0, rest_port=0, poll_seconds=60)) as srv:
         yield srv
 
 

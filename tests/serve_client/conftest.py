@@ -88,10 +88,10 @@ def model_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(model_base: Path) -> Iterator[Any]:
-    from tfship.server import ModelConfig, ModelServer, VersionPolicy
+    from tfship.server import ModelConfig, ModelServer, ServerOptions, VersionPolicy
 
     models = [ModelConfig("m", str(model_base), VersionPolicy("all"), {"stable": 1, "canary": 2})]
-    srv = ModelServer(models, port=0, rest_port=0, poll_seconds=0.2)
+    srv = ModelServer(models, ServerOptions(port=0, rest_port=0, poll_seconds=0.2))
     srv.start()
     try:
         srv.wait_until_available("m", 2, timeout=60)
@@ -274,9 +274,11 @@ def classifier_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def classifier_server(classifier_base: Path) -> Iterator[Any]:
     """``tfship serve`` serving the classifier as ``penguins``."""
-    from tfship.server import ModelServer
+    from tfship.server import ModelServer, ServerOptions
 
-    srv = ModelServer(model_base_path=classifier_base, model_name="penguins", port=0, rest_port=0)
+    srv = ModelServer.from_base_path(
+        classifier_base, "penguins", options=ServerOptions(port=0, rest_port=0)
+    )
     srv.start()
     try:
         yield srv

@@ -139,9 +139,12 @@ def test_multi_inference(client: ServingClient) -> None:
     (regressed,) = result.results
     assert regressed.model_spec.signature_name == "regress"
     assert np.allclose(regressed.as_numpy(), [3.0])
-    # TF2 signatures each have their own input tensor, which MultiInference refuses.
-    with pytest.raises(errors.InvalidInputError, match="same for all Signatures"):
-        client.multi_inference("m", [{"x": [1.0, 1.0]}], [("classify", "classify"), ("regress", "regress")])
+    # TF2 signatures each have their own input tensor; each gets the examples (TF Serving 2.4+).
+    both = client.multi_inference(
+        "m", [{"x": [1.0, 1.0]}], [("classify", "classify"), ("regress", "regress")], version=1
+    )
+    assert [r.model_spec.signature_name for r in both.results] == ["classify", "regress"]
+    assert np.allclose(both.results[1].as_numpy(), [3.0])
 
 
 def test_metadata_uses_the_inspector_structures(client: ServingClient) -> None:
@@ -188,9 +191,11 @@ def test_close_is_idempotent(server: Any) -> None:
 
 @pytest.mark.slow
 def test_reload_config(model_base: Path) -> None:
-    from tfship.server import ModelServer
+    from tfship.server import ModelServer, ServerOptions
 
-    with ModelServer(model_base_path=model_base, model_name="m", port=0, poll_seconds=0.2) as srv:
+    with ModelServer.from_base_path(
+        model_base, "m", options=ServerOptions(port=0, poll_seconds=0.2)
+    ) as srv:
         with ServingClient(srv.address) as c:
             c.wait_until_available("m", timeout=30)
             c.reload_config(
@@ -218,12 +223,12 @@ def test_retries_until_a_real_server_comes_up(model_base: Path) -> None:
     import threading
 
     from tfship.serve_client import RetryPolicy
-    from tfship.server import ModelServer
+    from tfship.server import ModelServer, ServerOptions
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    late = ModelServer(model_base_path=model_base, model_name="m", port=port)
+    late = ModelServer.from_base_path(model_base, "m", options=ServerOptions(port=port))
     starter = threading.Timer(0.5, late.start)
     policy = RetryPolicy(attempts=100, initial_backoff=0.05, max_backoff=0.25)
     try:

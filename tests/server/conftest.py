@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tfship._tf import estimator, tf
-from tfship.server._server import ModelServer
+from tfship.server._server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -126,7 +126,7 @@ def server(module_base: Path, estimator_base: Path) -> Iterator[ModelServer]:
         ModelConfig("module", str(module_base), VersionPolicy("all"), {"stable": 1, "canary": 2}),
         ModelConfig("linear", str(estimator_base)),
     ]
-    srv = ModelServer(models, port=0, rest_port=0, poll_seconds=0.2)
+    srv = ModelServer(models, ServerOptions(port=0, rest_port=0, poll_seconds=0.2))
     srv.start()
     try:
         yield srv

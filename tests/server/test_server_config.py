@@ -62,7 +62,11 @@ def test_config_file_with_policies_and_labels(tmp_path: Path) -> None:
     [
         ('model_config_list { config { name: "a" base_path: "/x" } config { name: "a" '
          'base_path: "/y" } }', "Illegal to list model a multiple times in config list"),
-        ("model_config_list { config { name: ", "not a ModelServerConfig text proto"),
+        (
+            "model_config_list { config { name: ",
+            r"^Error parsing text-format tensorflow\.serving\.ModelServerConfig: 1:36: .*; "
+            r"Invalid protobuf file: '.*models\.config'$",
+        ),
         ("", "expected a model_config_list"),
         ('model_config_list { config { name: "a" base_path: "/x" model_platform: "onnx" } }',
          "model_platform 'onnx' is not supported"),

@@ -136,8 +136,19 @@ def test_unparsable_tensor_is_a_parsing_error(stub: Any) -> None:
     proto = request.inputs["x"]
     proto.dtype = tf().float32.as_datatype_enum
     proto.tensor_shape.dim.add().size = 1
-    proto.float_val.extend([1.0, 2.0, 3.0])  # more values than the shape holds
+    proto.tensor_content = b"\x00" * 3  # FromProto needs exactly 4 bytes for one float
     expect(stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT, "tensor parsing error: x")
+
+
+def test_typed_values_beyond_the_shape_are_cut_as_fromproto_does(stub: Any) -> None:
+    request = predict_request()
+    proto = request.inputs["x"]
+    proto.dtype = tf().float32.as_datatype_enum
+    for size in (1, 2):
+        proto.tensor_shape.dim.add().size = size
+    proto.float_val.extend([1.0, 2.0, 3.0, 4.0])  # two more than [1, 2] holds
+    response = stub.Predict(request, timeout=30)
+    np.testing.assert_allclose(tf().make_ndarray(response.outputs["doubled"]), [[2.0, 4.0]])
 
 
 def test_short_typed_values_are_padded_with_the_last_one(stub: Any) -> None:
@@ -245,7 +256,8 @@ def test_classify_with_context_merges_features(stub: Any) -> None:
     ("signature", "code", "message"),
     [
         ("nope", grpc.StatusCode.INVALID_ARGUMENT, "No signature was found with the name: nope"),
-        ("regression", grpc.StatusCode.FAILED_PRECONDITION, None),
+        # classifier.cc's PreProcessClassification: errors::InvalidArgument in 2.15.1
+        ("regression", grpc.StatusCode.INVALID_ARGUMENT, None),
         ("predict", grpc.StatusCode.INVALID_ARGUMENT, None),
     ],
 )

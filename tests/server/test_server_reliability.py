@@ -19,7 +19,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from tfship._tf import tf
 from tfship.server._config import ModelConfig
-from tfship.server._server import BatchingOptions, ModelServer
+from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 THREADS, CALLS = 16, 25
@@ -75,7 +75,7 @@ def test_rest_under_sixteen_concurrent_clients(server: ModelServer) -> None:
 
 def test_batching_merges_concurrent_requests(module_base: Path) -> None:
     config = ModelConfig("module", str(module_base))
-    with ModelServer([config], port=0, batching=BatchingOptions(8, 0.005)) as server:
+    with ModelServer([config], ServerOptions(port=0, batching=BatchingOptions(8, 0.005))) as server:
         with ThreadPoolExecutor(THREADS) as pool:
             results = list(pool.map(lambda i: hammer(server.address, 10, 1 + i % 3),
                                     range(THREADS)))
@@ -94,7 +94,7 @@ def test_hot_swap_under_load_drops_nothing(
     base.mkdir()
     shutil.copytree(module_base / "1", base / "1")
     config = ModelConfig("module", str(base))
-    with ModelServer([config], port=0, poll_seconds=0.1) as server:
+    with ModelServer([config], ServerOptions(port=0, poll_seconds=0.1)) as server:
         swapped = threading.Event()
         failures: list[BaseException] = []
         seen: list[list[int]] = []
@@ -178,7 +178,7 @@ def test_rest_garbage_is_400(server: ModelServer) -> None:
 
 def test_message_over_the_configured_limit_is_resource_exhausted(module_base: Path) -> None:
     config = ModelConfig("module", str(module_base))
-    with ModelServer([config], port=0, max_message_bytes=1 << 20) as server:
+    with ModelServer([config], ServerOptions(port=0, max_message_bytes=1 << 20)) as server:
         with grpc.insecure_channel(server.address) as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             with pytest.raises(grpc.RpcError) as info:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tfship._wire import format_decimal
-from tfship.server._server import ModelServer
+from tfship.server._server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -231,7 +231,7 @@ def test_rest_runs_past_the_timeout_are_504(module_base: Any) -> None:
     from tfship.server._config import ModelConfig
 
     models = [ModelConfig("module", str(module_base))]
-    with ModelServer(models, port=0, rest_port=0, rest_timeout_s=1e-6) as slow:
+    with ModelServer(models, ServerOptions(port=0, rest_port=0, rest_timeout_s=1e-6)) as slow:
         fails(slow, "/v1/models/module:predict", {"inputs": [[1, 2]]}, 504,
               "Timed out waiting for notification")
         assert ok(slow, "GET", "/v1/models/module")  # status is not a model run

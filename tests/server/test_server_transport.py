@@ -16,7 +16,7 @@ from cryptography.x509.oid import NameOID
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
 from tfship.server._config import ModelConfig, read_ssl_config
-from tfship.server._server import ModelServer
+from tfship.server._server import ModelServer, ServerOptions
 from tfship.server._status import ServerConfigError
 
 pytestmark = pytest.mark.slow
@@ -58,7 +58,7 @@ def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
     config.write_text(f"server_key: {key!r}\nserver_cert: {cert!r}\n".replace("'", '"'))
     tls = read_ssl_config(config)
     assert tls.server_cert == cert and not tls.client_verify
-    with ModelServer([ModelConfig("m", str(module_base))], port=0, tls=tls) as server:
+    with ModelServer([ModelConfig("m", str(module_base))], ServerOptions(port=0, tls=tls)) as server:
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())
         with grpc.secure_channel(server.address, credentials) as channel:
             assert status(channel).model_version_status[0].version == 2
@@ -77,14 +77,14 @@ def test_bad_ssl_config_files(tmp_path: Path) -> None:
     with pytest.raises(ServerConfigError, match="client_verify needs custom_ca"):
         read_ssl_config(config)
     config.write_text("server_key {")
-    with pytest.raises(ServerConfigError, match="not an SSLConfig text proto"):
+    with pytest.raises(ServerConfigError, match="Error parsing text-format tensorflow.serving.SSLConfig"):
         read_ssl_config(config)
 
 
 def test_unix_socket(tmp_path: Path, module_base: Path) -> None:
     socket = tmp_path / "serving.sock"
     models = [ModelConfig("m", str(module_base))]
-    with ModelServer(models, port=0, grpc_socket_path=socket) as server:
+    with ModelServer(models, ServerOptions(port=0, grpc_socket_path=socket)) as server:
         assert server.describe()["grpc_socket"] == f"unix:{socket}"
         with grpc.insecure_channel(f"unix:{socket}") as channel:
             assert status(channel).model_version_status[0].version == 2

@@ -23,7 +23,7 @@ from tensorflow_serving.apis import (
 
 from tfship._tf import tf
 from tfship.server._config import ModelConfig, VersionPolicy, to_config_list
-from tfship.server._server import ModelServer
+from tfship.server._server import ModelServer, ServerOptions
 from tfship.server._status import LocalServerError, ServerConfigError
 
 pytestmark = pytest.mark.slow
@@ -50,7 +50,7 @@ def serve(tmp_path: Path) -> Iterator[Any]:
     servers: list[ModelServer] = []
 
     def start(*models: ModelConfig, **options: Any) -> ModelServer:
-        server = ModelServer(list(models), port=0, poll_seconds=0.1, **options)
+        server = ModelServer(list(models), ServerOptions(port=0, poll_seconds=0.1, **options))
         servers.append(server)
         return server.start()
 
@@ -254,7 +254,7 @@ def predict_log(**inputs: Any) -> Any:
 
 
 def load_error(serve: Any, base: Path) -> Any:
-    server = ModelServer([ModelConfig("m", str(base))], port=0)
+    server = ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0))
     with pytest.raises(LocalServerError) as info:
         server.start()  # like TF Serving, a model whose first load fails stops the start
     event = server.history("m")[-1]
@@ -317,8 +317,8 @@ def test_failed_load_is_retried_while_loading(
     broken = base / "1"
     broken.mkdir(parents=True)
     (broken / "saved_model.pb").write_bytes(b"not yet")
-    server = ModelServer([ModelConfig("m", str(base))], port=0, max_load_retries=50,
-                         load_retry_interval_s=0.05)
+    server = ModelServer([ModelConfig("m", str(base))], ServerOptions(
+        port=0, max_load_retries=50, load_retry_interval_s=0.05))
     starter = threading.Thread(target=server.start)
     starter.start()
     try:
@@ -337,7 +337,9 @@ def test_failed_load_is_retried_while_loading(
 def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) -> None:
     first = serve(ModelConfig("m", str(make_base(tmp_path, module_base, (1,)))))
     with pytest.raises(LocalServerError, match="cannot bind gRPC"):
-        ModelServer(model_base_path=tmp_path / "base", model_name="m", port=first.port).start()
+        ModelServer.from_base_path(
+            tmp_path / "base", "m", options=ServerOptions(port=first.port)
+        ).start()
 
 
 def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
@@ -346,8 +348,8 @@ def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
     config = tmp_path / "models.config"
     entry = 'config {{ name: "m" base_path: "{}" {} }}'
     config.write_text(f"model_config_list {{ {entry.format(module_base, '')} }}")
-    server = ModelServer(read_config_file(config), port=0, model_config_file=config,
-                         model_config_poll_seconds=0.05)
+    server = ModelServer(read_config_file(config), ServerOptions(
+        port=0, model_config_file=config, model_config_poll_seconds=0.05))
     with server:
         assert server.available_versions("m") == [2]
         time.sleep(0.05)  # a distinct modification time
@@ -355,3 +357,15 @@ def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
         config.write_text(f"model_config_list {{ {entry.format(module_base, policy)} }}")
         wait_until(lambda: server.available_versions("m") == [1, 2])
         wait_until(lambda: dict(server.models[0].labels) == {"old": 1})
+
+
+def test_poll_interval_zero_scans_once_at_start_up(
+    tmp_path: Path, module_base: Path, module_version3: Path
+) -> None:
+    # TF Serving's --file_system_poll_wait_seconds=0: the versions found at start-up stay
+    base = make_base(tmp_path, module_base, (1,))
+    with ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0, poll_seconds=0)) as srv:
+        drop_in(module_version3, base, 3)
+        time.sleep(0.5)
+        assert srv.available_versions("m") == [1]
+        assert states(srv)[1] == ["START", "LOADING", "AVAILABLE"] and 3 not in states(srv)

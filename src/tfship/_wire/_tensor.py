@@ -7,9 +7,11 @@ last value (and an empty field means zeros); half and bfloat16 travel as 16-bit 
 ``half_val``; complex numbers are (real, imag) pairs.
 
 TF Serving writes its outputs as typed fields (``float_val``), never ``tensor_content``; reading a
-million floats out of a protobuf repeated field costs ~30 ms. Packed fixed-width fields are plain
-little-endian arrays on the wire, so :func:`decode_predict_response` scans the serialized
-response and hands those byte ranges straight to ``np.frombuffer``.
+million floats out of a protobuf repeated field costs ~30 ms. Packed fields are plain arrays on
+the wire (little-endian fixed-width values, or base-128 varints), so :func:`decode_tensor` and
+:func:`decode_predict_response` scan the serialized bytes and read each payload in one numpy
+step, and :func:`encode_tensor_field` writes an output the same way, byte for byte what
+``Tensor::AsProtoField`` and protobuf's serializer produce.
 
 The protobuf classes are TensorFlow's and TF Serving's own generated ones, loaded through
 :mod:`tfship._protos` without importing TensorFlow.
@@ -36,7 +38,10 @@ __all__ = [
     "TensorDecodeError",
     "decode_predict_response",
     "decode_tensor",
+    "encode_predict_response",
     "encode_tensor",
+    "encode_tensor_field",
+    "enum_of_array",
     "protos",
     "tensor_numpy_dtype",
 ]
@@ -309,14 +314,27 @@ def _as_bytes_list(array: np.ndarray[Any, Any]) -> list[bytes]:
 
 # ----------------------------------------------------------------------------------- decode
 
+# TensorShape::IsValid: at most 254 dimensions, none negative, a product that fits an int64.
+_MAX_DIMS = 254
+_INT64_MAX = 2**63 - 1
+# Padding a short typed field can turn a few bytes into a huge array; nothing a 2 GiB message
+# could carry is larger than this, so a shape asking for more is refused before allocating.
+_MAX_DECODED_BYTES = 2**31
+
 
 def decode_tensor(proto: Any) -> np.ndarray[Any, Any]:
     """Decode a ``TensorProto`` (message or serialized bytes) with TensorFlow's FromProto rules.
 
+    A non-empty ``tensor_content`` wins; typed fields shorter than the shape repeat their last
+    value, longer ones are cut to the shape, an empty one means zeros. What FromProto refuses
+    is refused here too: no or an unknown dtype, a negative dimension, more than 254
+    dimensions or an element count past int64, a ``tensor_content`` whose size does not fit
+    the shape. Packed numeric fields are read straight from their bytes, never value by value.
     Strings come back as an object array of ``bytes``, like ``tf.make_ndarray``.
 
     Raises:
-        TensorDecodeError: the dtype is unsupported or the content does not fit the shape.
+        TensorDecodeError: TensorFlow would refuse the proto, or the shape needs more than
+            2 GiB of memory.
 
     Example:
         >>> decode_tensor(encode_tensor([[1, 2], [3, 4]])).tolist()
@@ -325,14 +343,34 @@ def decode_tensor(proto: Any) -> np.ndarray[Any, Any]:
     if isinstance(proto, (bytes, bytearray, memoryview)):
         view = memoryview(proto)
         return _decode_scanned(view, _scan_tensor(view, 0, len(view)))
-    enum = proto.dtype
-    if DATATYPES.get(enum) is not None and (DATATYPES[enum].field_numpy or enum in (1, 2)):
-        # Packed fixed-width values: re-serializing (C speed) and viewing the bytes beats
-        # iterating a repeated field value by value.
-        if not proto.tensor_content and len(getattr(proto, DATATYPES[enum].field)) > 64:
+    enum = int(proto.dtype)
+    entry = DATATYPES.get(enum)
+    if entry is not None and enum != DT_STRING and not proto.tensor_content:
+        # Re-serializing (C speed) and reading the packed bytes beats iterating a long
+        # repeated field value by value.
+        if len(getattr(proto, entry.field)) > 64:
             return decode_tensor(proto.SerializeToString())
-    shape = tuple(d.size for d in proto.tensor_shape.dim)
+    shape = _valid_shape(
+        [int(d.size) for d in proto.tensor_shape.dim], enum
+    )
     return _from_fields(enum, shape, proto)
+
+
+def _valid_shape(dims: Sequence[int], enum: int) -> tuple[int, ...]:
+    dtype = tensor_numpy_dtype(enum)  # refuses DT_INVALID and types that carry no values
+    if len(dims) > _MAX_DIMS:
+        raise TensorDecodeError(f"tensor shape has {len(dims)} dimensions; at most {_MAX_DIMS}")
+    if any(d < 0 for d in dims):
+        raise TensorDecodeError(f"tensor shape {list(dims)} has a negative dimension")
+    count = _count(dims)
+    if count > _INT64_MAX:
+        raise TensorDecodeError(f"tensor shape {list(dims)} has too many elements")
+    itemsize = 8 if dtype.kind == "O" else dtype.itemsize
+    if count * itemsize > _MAX_DECODED_BYTES:
+        raise TensorDecodeError(
+            f"tensor shape {list(dims)} of {dtype_name(enum)} needs more than 2 GiB"
+        )
+    return tuple(dims)
 
 
 def _from_fields(enum: int, shape: tuple[int, ...], proto: Any) -> np.ndarray[Any, Any]:
@@ -368,18 +406,22 @@ def _fill(flat: np.ndarray[Any, Any], count: int, dtype: np.dtype[Any]) -> np.nd
             out[:] = b""
             return out
         return np.zeros(count, dtype=dtype)
-    pad = np.full(count - len(flat), flat[-1], dtype=flat.dtype)
-    return np.concatenate([flat, pad])
+    out = np.empty(count, dtype=flat.dtype)
+    out[: len(flat)] = flat
+    out[len(flat) :] = flat[-1]
+    return out
 
 
 def _from_content(content: memoryview, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     count = _count(shape)
+    if count == 0:  # FromProto reads no content for an empty shape
+        return np.zeros(shape, dtype=dtype)
     if len(content) != count * dtype.itemsize:
         raise TensorDecodeError(
             f"tensor_content holds {len(content)} bytes; shape {list(shape)} of {dtype} "
             f"needs {count * dtype.itemsize}"
         )
-    # One copy: the result owns aligned, writable memory independent of the response buffer.
+    # One copy: the result owns aligned, writable memory independent of the message buffer.
     return np.frombuffer(content, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
 
@@ -390,10 +432,73 @@ def _count(shape: Sequence[int]) -> int:
     return count
 
 
+# ---------------------------------------------------------------- varints, a whole array at once
+
+
+def _encode_varints(values: np.ndarray[Any, Any]) -> bytes:
+    """Protobuf base-128 varints of unsigned 64-bit values, all at once (no per-value loop)."""
+    values = values.reshape(-1)
+    if values.size == 0:
+        return b""
+    if int(values.max()) < 0x80:
+        return values.astype(np.uint8).tobytes()
+    lengths = np.ones(values.shape, dtype=np.uint8)
+    for step in range(1, 10):
+        lengths += values >= np.uint64(1 << (7 * step))
+    width = int(lengths.max())
+    # One row of `width` digit bytes per value; the row's first `length` bytes are its varint.
+    rows = np.empty((values.size, width), dtype=np.uint8)
+    for step in range(width):
+        rows[:, step] = (values >> np.uint64(7 * step)).astype(np.uint8) | 0x80
+    rows[np.arange(values.size), lengths.astype(np.intp) - 1] &= 0x7F
+    return rows[np.arange(width, dtype=np.uint8) < lengths[:, None]].tobytes()
+
+
+def _decode_varints(raw: memoryview) -> np.ndarray[Any, Any]:
+    """The unsigned 64-bit values of a packed varint payload, all at once."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    if data.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    last = data < 0x80
+    if last.all():
+        return data.astype(np.uint64)
+    ends = np.flatnonzero(last)
+    if ends.size == 0 or ends[-1] != data.size - 1:
+        raise TensorDecodeError("truncated varint in a packed tensor field")
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    width = int(lengths.max())
+    if width > 10:
+        raise TensorDecodeError("malformed varint in a packed tensor field")
+    # Column k holds every value's k-th digit (zero past its length): one pass per digit.
+    values = (data[starts] & 0x7F).astype(np.uint64)
+    for step in range(1, width):
+        longer = lengths > step
+        digits = np.zeros(values.shape, dtype=np.uint64)
+        digits[longer] = data[starts[longer] + step] & 0x7F
+        values |= digits << np.uint64(7 * step)
+    return values
+
+
 # ------------------------------------------------------------------- raw wire-format scanning
 
-# Field numbers in TensorProto whose packed payloads are little-endian arrays we can view.
-_PACKED_FIXED = {5: "float_val", 6: "double_val", 9: "scomplex_val", 12: "dcomplex_val"}
+# TensorProto field numbers of the typed value fields.
+_FIELD_NUMBERS = {
+    "float_val": 5,
+    "double_val": 6,
+    "int_val": 7,
+    "string_val": 8,
+    "scomplex_val": 9,
+    "int64_val": 10,
+    "bool_val": 11,
+    "dcomplex_val": 12,
+    "half_val": 13,
+    "uint32_val": 16,
+    "uint64_val": 17,
+}
+_VARINT_FIELDS = frozenset({7, 10, 11, 13, 16, 17})
 _CONTENT_FIELD = 4
 
 
@@ -402,9 +507,9 @@ class _Scanned:
     """Where a serialized TensorProto keeps its parts; ``fallback`` when we cannot view it."""
 
     dtype: int = 0
-    shape: tuple[int, ...] = ()
+    dims: list[int] = field(default_factory=list)
     content: list[tuple[int, int]] = field(default_factory=list)
-    packed: list[tuple[int, int]] = field(default_factory=list)
+    packed: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     start: int = 0
     end: int = 0
     fallback: bool = False
@@ -448,7 +553,7 @@ def _fields(buf: memoryview, pos: int, end: int) -> Iterable[tuple[int, int, int
         raise TensorDecodeError("truncated serialized tensor")
 
 
-def _scan_shape(buf: memoryview, start: int, end: int) -> tuple[int, ...]:
+def _scan_dims(buf: memoryview, start: int, end: int) -> list[int]:
     dims = []
     for number, wire, a, b in _fields(buf, start, end):
         if number == 2 and wire == 2:
@@ -457,22 +562,20 @@ def _scan_shape(buf: memoryview, start: int, end: int) -> tuple[int, ...]:
                 if n2 == 1 and w2 == 0:
                     size = value if value < 1 << 63 else value - (1 << 64)
             dims.append(size)
-    return tuple(dims)
+    return dims
 
 
 def _scan_tensor(buf: memoryview, start: int, end: int) -> _Scanned:
     info = _Scanned(start=start, end=end)
-    packed_number = None
     for number, wire, a, b in _fields(buf, start, end):
         if number == 1 and wire == 0:
             info.dtype = a
         elif number == 2 and wire == 2:
-            info.shape = _scan_shape(buf, a, b)
+            info.dims = _scan_dims(buf, a, b)
         elif number == _CONTENT_FIELD and wire == 2:
             info.content.append((a, b))
-        elif number in _PACKED_FIXED and wire == 2 and packed_number in (None, number):
-            packed_number = number
-            info.packed.append((a, b))
+        elif number in _FIELD_NUMBERS.values() and number != 8 and wire == 2:
+            info.packed.setdefault(number, []).append((a, b))
         elif number != 3:  # version_number is harmless; anything else needs the proto path
             info.fallback = True
     return info
@@ -480,25 +583,188 @@ def _scan_tensor(buf: memoryview, start: int, end: int) -> _Scanned:
 
 def _decode_scanned(buf: memoryview, info: _Scanned) -> np.ndarray[Any, Any]:
     enum = info.dtype
-    if info.fallback or enum == DT_STRING or (not info.content and enum not in (1, 2, 8, 18)):
+    shape = _valid_shape(info.dims, enum)
+    if info.fallback or enum == DT_STRING:
         tensor = protos().tensor_pb2.TensorProto.FromString(bytes(buf[info.start : info.end]))
-        return _from_fields(enum, tuple(d.size for d in tensor.tensor_shape.dim), tensor)
+        return _from_fields(enum, shape, tensor)
     dtype = tensor_numpy_dtype(enum)
     if info.content:
-        return _from_content(_join(buf, info.content), dtype, info.shape)
-    field_dtype = np.dtype(DATATYPES[enum].field_numpy or dtype.name).newbyteorder("<")
-    raw = _join(buf, info.packed)
-    usable = len(raw) // field_dtype.itemsize * field_dtype.itemsize
-    flat = np.frombuffer(raw[:usable], dtype=field_dtype).astype(field_dtype.newbyteorder("="))
-    flat = _reinterpret(flat, enum, dtype)
-    return _fill(flat, _count(info.shape), dtype).reshape(info.shape)
+        return _from_content(_join(buf, info.content), dtype, shape)
+    entry = DATATYPES[enum]
+    number = _FIELD_NUMBERS[entry.field]
+    raw = _join(buf, info.packed.get(number, []))
+    if number in _VARINT_FIELDS:
+        flat = _from_varints(_decode_varints(raw), enum, dtype)
+    else:
+        field_dtype = np.dtype(entry.field_numpy or dtype.name).newbyteorder("<")
+        usable = len(raw) // field_dtype.itemsize * field_dtype.itemsize
+        flat = np.frombuffer(raw[:usable], dtype=field_dtype).astype(field_dtype.newbyteorder("="))
+        flat = _reinterpret(flat, enum, dtype)
+    return _fill(flat, _count(shape), dtype).reshape(shape)
+
+
+def _from_varints(
+    values: np.ndarray[Any, Any], enum: int, dtype: np.dtype[Any]
+) -> np.ndarray[Any, Any]:
+    """Typed values from raw varints, cut to the field's width as protobuf and TF do."""
+    if enum == 10:  # bool
+        flags: np.ndarray[Any, Any] = values != 0
+        return flags
+    if enum in (14, 19):  # half/bfloat16 bit patterns in an int32 field
+        return values.astype(np.uint16).view(dtype)
+    if DATATYPES[enum].field == "int_val":  # int32 field, then C++'s cast to the tensor type
+        return values.view(np.int64).astype(np.int32).astype(dtype)
+    if enum == 9:
+        return values.view(np.int64)
+    return values.astype(dtype)
 
 
 def _join(buf: memoryview, ranges: list[tuple[int, int]]) -> memoryview:
+    if not ranges:
+        return memoryview(b"")
     if len(ranges) == 1:
         a, b = ranges[0]
         return buf[a:b]
     return memoryview(b"".join(bytes(buf[a:b]) for a, b in ranges))
+
+
+# ---------------------------------------------------------------------- encode to the wire
+
+
+def enum_of_array(array: np.ndarray[Any, Any]) -> int:
+    """The ``DataType`` number of a numpy array (object, bytes and str arrays are strings).
+
+    Raises:
+        TypeError: the dtype has no TensorFlow ``DataType``.
+
+    Example:
+        >>> enum_of_array(np.zeros(2, np.float32)), enum_of_array(np.array([b"a"], object))
+        (1, 7)
+    """
+    if array.dtype.kind in "OSU":
+        return DT_STRING
+    enum = ENUM_OF_NUMPY.get("bfloat16" if str(array.dtype) == "bfloat16" else array.dtype.name)
+    if enum is None:
+        raise TypeError(f"numpy dtype {array.dtype} has no TensorFlow DataType")
+    return enum
+
+
+def _key(number: int, wire: int) -> bytes:
+    return _varint_bytes(number << 3 | wire)
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _length_delimited(number: int, payload: bytes) -> bytes:
+    return _key(number, 2) + _varint_bytes(len(payload)) + payload
+
+
+def _shape_bytes(shape: Sequence[int]) -> bytes:
+    # TensorShapeProto.dim (2) of Dim.size (1); a size of 0 is proto3's default: not written.
+    dims = b"".join(
+        _length_delimited(2, b"\x08" + _varint_bytes(size) if size else b"") for size in shape
+    )
+    return _length_delimited(2, dims)
+
+
+def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> Any:
+    """The packed field's payload: a buffer of the array itself when the bytes already are."""
+    entry = DATATYPES[enum]
+    if entry.field in _FIXED_WIRE:
+        wire = np.ascontiguousarray(flat.astype(_FIXED_WIRE[entry.field], copy=False))
+        return wire.data.cast("B")  # no copy: joined once into the message
+    if enum == 10:
+        return flat.astype(np.uint8).tobytes()  # varints 0 and 1 are one byte each
+    if entry.field == "half_val":
+        bits = flat.view(np.uint16) if flat.dtype.itemsize == 2 else flat.astype(np.float16).view(
+            np.uint16
+        )
+        return _encode_varints(bits.astype(np.uint64))
+    if entry.field in ("int_val", "int64_val"):
+        # negative int32 and int64 values travel as 10-byte two's complement varints
+        return _encode_varints(flat.astype(np.int64).view(np.uint64))
+    return _encode_varints(flat.astype(np.uint64))
+
+
+_FIXED_WIRE = {"float_val": "<f4", "double_val": "<f8", "scomplex_val": "<c8",
+               "dcomplex_val": "<c16"}
+
+
+def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
+    """A serialized ``TensorProto`` as buffers to join: small heads and the values' bytes."""
+    array = np.asarray(array)
+    if enum is None:
+        enum = enum_of_array(array)
+    entry = DATATYPES.get(enum)
+    if entry is None:
+        raise TypeError(f"cannot encode a tensor of {dtype_name(enum)}")
+    parts: list[Any] = [_key(1, 0) + _varint_bytes(enum) + _shape_bytes(array.shape)]
+    flat = array.reshape(-1)
+    if flat.size == 0:
+        return parts
+    if enum == DT_STRING:
+        tag = _key(8, 2)
+        parts += [tag + _varint_bytes(len(value)) + value for value in _as_bytes_list(flat)]
+        return parts
+    payload = _packed_payload(flat, enum)
+    parts += [_key(_FIELD_NUMBERS[entry.field], 2) + _varint_bytes(len(payload)), payload]
+    return parts
+
+
+def _size(parts: list[Any]) -> int:
+    return sum(len(part) for part in parts)
+
+
+def encode_tensor_field(array: Any, enum: int | None = None) -> bytes:
+    """A serialized ``TensorProto`` exactly as ``Tensor::AsProtoField`` + protobuf write it.
+
+    ``dtype``, the full ``tensor_shape`` (present and empty for a scalar) and the typed field
+    (``float_val``, ``int_val``, ... packed; ``string_val`` one entry per value), never
+    ``tensor_content``. Numeric values become the packed field's bytes in one numpy step.
+
+    Args:
+        array: the tensor's values.
+        enum: the ``DataType`` number to write; taken from the array's dtype when None.
+
+    Raises:
+        TypeError: the dtype has no TensorFlow ``DataType`` or no typed field.
+
+    Example:
+        >>> encode_tensor_field(np.float32(2.5)).hex()
+        '080112002a0400002040'
+    """
+    return b"".join(_tensor_parts(array, enum))
+
+
+def encode_predict_response(
+    outputs: Iterable[tuple[str, Any, int | None]], model_spec: bytes
+) -> bytes:
+    """A serialized ``PredictResponse``: each output (alias, values, DataType or None) as
+    :func:`encode_tensor_field` writes it, and the serialized ``ModelSpec``.
+
+    The values' bytes are copied once, straight into the message.
+
+    Example:
+        >>> data = encode_predict_response([("y", np.float32(1), None)], b"")
+        >>> decode_predict_response(data).outputs["y"].tolist()
+        1.0
+    """
+    parts: list[Any] = []
+    for alias, values, enum in outputs:
+        key = _length_delimited(1, alias.encode("utf-8"))
+        tensor = _tensor_parts(values, enum)
+        value_head = _key(2, 2) + _varint_bytes(_size(tensor))
+        entry_size = len(key) + len(value_head) + _size(tensor)
+        parts += [_key(1, 2) + _varint_bytes(entry_size), key, value_head, *tensor]
+    parts.append(_length_delimited(2, model_spec))
+    return b"".join(parts)
 
 
 @dataclass

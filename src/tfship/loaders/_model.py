@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tfship._protos import proto_module
 from tfship._wire import METADATA_FILE
 from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
 
@@ -200,7 +201,9 @@ class LocalModel:
             Output key -> numpy array (string outputs are object arrays of ``bytes``).
 
         Raises:
-            ModelInputError: a missing or unknown input, a dtype or rank that does not match.
+            ModelInputError: a missing or unknown input, a dtype that does not match, or
+                inputs the graph's ops refuse (shapes are not checked before the call, as TF
+                Serving does not check them: the op's own error says what is wrong).
             ModelError: the model failed while running.
 
         Example:
@@ -265,8 +268,13 @@ class LocalModel:
                         f"{self.path}: the signature names a tensor missing from the graph: {exc}",
                         path=str(self.path),
                     ) from exc
-                # make_callable skips the per-call feed/fetch bookkeeping of Session.run.
-                runner = self._session.make_callable(fetch_tensors, feed_list=feed_tensors)
+                del feed_tensors, fetch_tensors  # looked up to name a missing tensor clearly
+                # A callable made from CallableOptions feeds straight into the C++ session: no
+                # per-call bookkeeping and, like TF Serving, no Python-side check of feed
+                # shapes against placeholder shapes (the graph's ops judge the shapes).
+                config_pb2 = proto_module("tensorflow.core.protobuf.config_pb2")
+                options = config_pb2.CallableOptions(feed=list(feeds), fetch=list(fetches))
+                runner = self._session._make_callable_from_options(options)
                 self._callables[key] = runner
         return runner
 
@@ -631,7 +639,8 @@ def _exact_feed(
     key: str, info: TensorInfo, value: Any, path: Path
 ) -> list[tuple[str, Array]]:
     if info.encoding == "dense":
-        return [(info.name, check_dense(key, info.dtype, info.shape, value, path))]
+        # dtype only: TF Serving feeds any shape and lets the graph's ops accept or refuse it
+        return [(info.name, check_dense(key, info.dtype, None, value, path))]
     if info.encoding == "coo_sparse":
         if not (isinstance(value, tuple) and len(value) == 3):
             raise ModelInputError(

@@ -7,17 +7,17 @@ MultiInference, GetModelMetadata, GetModelStatus and HandleReloadConfigRequest w
 Serving's status codes and messages. Importing this package does not import TensorFlow.
 
 Example:
-    >>> from tfship.server import ModelServer
-    >>> with ModelServer(model_base_path="model/export/best", model_name="penguins",
-    ...                  port=0, rest_port=0) as server:  # doctest: +SKIP
-    ...     print(server.address, server.rest_url)
+    >>> from tfship.server import ModelServer, ServerOptions
+    >>> options = ServerOptions(port=0, rest_port=0)
+    >>> with ModelServer.from_base_path("model/export/best", "penguins", options=options) as server:
+    ...     print(server.address, server.rest_url)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from tfship.server._config import ModelConfig, VersionPolicy
 from tfship.server._manager import StateEvent
-from tfship.server._server import BatchingOptions, ModelServer
+from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 from tfship.server._status import LocalServerError, ServerConfigError
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "ModelConfig",
     "ModelServer",
     "ServerConfigError",
+    "ServerOptions",
     "StateEvent",
     "VersionPolicy",
 ]

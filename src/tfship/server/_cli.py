@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import threading
 from pathlib import Path
@@ -11,8 +12,114 @@ from typing import Any
 
 import click
 
+from tfship.server._status import ServerConfigError
 
-@click.command("serve")
+# TF Serving's flag -> ours: `tensorflow_model_server --port=8500 --rest_api_port=8501
+# --model_name=m --model_base_path=/models/m` works as `tfship serve` with the same arguments.
+_TFS_VALUE_FLAGS = {
+    "port": "--port",
+    "grpc_socket_path": "--grpc-socket-path",
+    "rest_api_port": "--rest-port",
+    "rest_api_timeout_in_ms": "--rest-api-timeout-ms",
+    "model_name": "--model-name",
+    "model_base_path": "--model-base-path",
+    "model_config_file": "--model-config",
+    "model_config_file_poll_wait_seconds": "--model-config-poll-seconds",
+    "file_system_poll_wait_seconds": "--poll-seconds",
+    "max_num_load_retries": "--max-num-load-retries",
+    "batching_parameters_file": "--batching-parameters-file",
+    "grpc_channel_arguments": "--grpc-channel-arguments",
+    "monitoring_config_file": "--monitoring-config-file",
+    "ssl_config_file": "--ssl-config-file",
+}
+_TFS_BOOL_FLAGS = {
+    "enable_batching": ("--enable-batching", None),
+    "enable_signature_method_name_check": ("--enable-signature-method-name-check", None),
+    "allow_version_labels_for_unavailable_models": (
+        "--allow-version-labels-for-unavailable-models", None),
+    "enable_model_warmup": (None, "--no-warmup"),  # default true: only "false" changes anything
+}
+# Tuning flags whose effect a local server has no use for: accepted, logged, ignored.
+_TFS_IGNORED = frozenset({
+    "rest_api_num_threads", "num_load_threads", "num_unload_threads", "flush_filesystem_caches",
+    "tensorflow_session_parallelism", "tensorflow_intra_op_parallelism",
+    "tensorflow_inter_op_parallelism", "grpc_max_threads", "enable_profiler",
+    "xla_cpu_compilation_enabled", "per_process_gpu_memory_fraction",
+    "remove_unused_fields_from_bundle_metagraph", "skip_initialize_tpu",
+})
+# The rest of TF Serving 2.15.1's flags: known, not supported here.
+_TFS_UNSUPPORTED = frozenset({
+    "use_alts_credentials", "platform_config_file", "saved_model_tags", "prefer_tflite_model",
+    "mixed_precision", "enable_per_model_batching_parameters", "thread_pool_factory_config_file",
+    "tensorflow_session_config_file", "num_request_iterations_for_warmup",
+    "rest_api_enable_cors_support", "enable_grpc_healthcheck_service", "num_tflite_pools",
+    "num_tflite_interpreters_per_pool", "version",
+})
+_TRUE, _FALSE = {"", "true", "1", "t", "yes"}, {"false", "0", "f", "no"}
+
+
+def translate_tf_serving_flags(args: list[str]) -> list[str]:
+    """Rewrite TF Serving's flag spellings (``--rest_api_port=8501``) into ours.
+
+    Raises:
+        ServerConfigError: a TF Serving flag this server does not support, or a bad boolean.
+    """
+    out: list[str] = []
+    unsupported: list[str] = []
+    items = iter(args)
+    for arg in items:
+        name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if name in _TFS_VALUE_FLAGS:
+            out.append(_TFS_VALUE_FLAGS[name] + eq + value)
+        elif name == "load_retry_interval_micros":
+            micros = value if eq else next(items, "")
+            out.append("--load-retry-interval-seconds=" + _micros_to_seconds(micros))
+        elif name in _TFS_BOOL_FLAGS:
+            when_true, when_false = _TFS_BOOL_FLAGS[name]
+            if value.lower() not in _TRUE | _FALSE:
+                raise ServerConfigError(f"--{name}={value}: expected true or false")
+            chosen = when_true if value.lower() in _TRUE else when_false
+            out.extend([chosen] if chosen else [])
+        elif name in _TFS_IGNORED:
+            if not eq and not name.startswith(("flush", "enable", "skip", "remove", "xla")):
+                next(items, None)  # its value
+            logging.getLogger(__name__).info("--%s has no effect on tfship serve; ignored", name)
+        elif name in _TFS_UNSUPPORTED:
+            unsupported.append("--" + name)
+        else:
+            out.append(arg)
+    if unsupported:
+        raise ServerConfigError(
+            f"TF Serving flag{'s' if len(unsupported) > 1 else ''} not supported by tfship "
+            f"serve: {', '.join(unsupported)}"
+        )
+    return out
+
+
+def _micros_to_seconds(text: str) -> str:
+    try:
+        return repr(int(text) / 1e6)
+    except ValueError:
+        raise ServerConfigError(
+            f"--load_retry_interval_micros={text}: expected a whole number of microseconds"
+        ) from None
+
+
+class _ServeCommand(click.Command):
+    """``serve`` that also takes TF Serving's own flags, and names unknown flags in one line."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, translate_tf_serving_flags(list(args)))
+        except click.NoSuchOption as exc:
+            raise ServerConfigError(
+                f"unknown flag {exc.option_name} (tfship serve takes its own flags, see "
+                "--help, and TF Serving's: --port, --rest_api_port, --model_name, "
+                "--model_base_path, --model_config_file, ...)"
+            ) from None
+
+
+@click.command("serve", cls=_ServeCommand)
 @click.option(
     "--model-base-path",
     type=click.Path(file_okay=False, path_type=Path),
@@ -36,11 +143,20 @@ import click
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--version-policy", default="latest", show_default=True,
               help="latest, latest:N, all or specific:V[,V...].")
-@click.option("--poll-seconds", default=1.0, show_default=True, type=click.FloatRange(0.05),
-              help="How often base paths are scanned for new or removed versions.")
+@click.option("--poll-seconds", default=1.0, show_default=True, type=float,
+              help="How often base paths are scanned for new or removed versions (0 or less: "
+                   "once, at start-up).")
 @click.option("--enable-batching", is_flag=True, help="Merge concurrent Predict calls.")
 @click.option("--max-batch-size", default=32, show_default=True, type=click.IntRange(1))
 @click.option("--batch-timeout-ms", default=1.0, show_default=True, type=click.FloatRange(0))
+@click.option("--batching-parameters-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="BatchingParameters text proto (max_batch_size, batch_timeout_micros).")
+@click.option("--grpc-channel-arguments", default="",
+              help="gRPC server arguments, key=value[,key=value...].")
+@click.option("--monitoring-config-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="MonitoringConfig text proto; prometheus_config serves metrics over REST.")
+@click.option("--allow-version-labels-for-unavailable-models", is_flag=True,
+              help="Let labels name versions that are not loaded yet.")
 @click.option("--no-warmup", is_flag=True, help="Skip assets.extra/tf_serving_warmup_requests.")
 @click.option("--max-num-load-retries", default=0, show_default=True, type=click.IntRange(0),
               help="Retry a failed load this many times (TF Serving: 5).")
@@ -67,6 +183,10 @@ def serve(
     enable_batching: bool,
     max_batch_size: int,
     batch_timeout_ms: float,
+    batching_parameters_file: Path | None,
+    grpc_channel_arguments: str,
+    monitoring_config_file: Path | None,
+    allow_version_labels_for_unavailable_models: bool,
     no_warmup: bool,
     max_num_load_retries: int,
     load_retry_interval_seconds: float,
@@ -84,15 +204,22 @@ def serve(
     Example:
       tfship serve --model-base-path export/penguins --model-name penguins --port 0 --rest-port 0
     """
-    from tfship.server._config import read_ssl_config
-    from tfship.server._server import BatchingOptions, ModelServer
+    from tfship.server._config import (
+        parse_grpc_arguments,
+        read_batching_parameters,
+        read_ssl_config,
+    )
+    from tfship.server._metrics import read_monitoring_config
+    from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 
     models = _models(model_base_path, model_name, model_config, version_policy)
-    batching = (
-        BatchingOptions(max_batch_size, batch_timeout_ms / 1000.0) if enable_batching else None
-    )
-    server = ModelServer(
-        models,
+    batching = None
+    if enable_batching:
+        batching = BatchingOptions(max_batch_size, batch_timeout_ms / 1000.0)
+        if batching_parameters_file is not None:
+            batching = read_batching_parameters(batching_parameters_file, batching)
+    metrics = read_monitoring_config(monitoring_config_file) if monitoring_config_file else None
+    options = ServerOptions(
         host=host,
         port=port,
         rest_port=rest_port,
@@ -100,14 +227,20 @@ def serve(
         batching=batching,
         warmup=not no_warmup,
         method_name_check=enable_signature_method_name_check,
+        allow_version_labels_for_unavailable_models=allow_version_labels_for_unavailable_models,
         max_load_retries=max_num_load_retries,
         load_retry_interval_s=load_retry_interval_seconds,
         tls=read_ssl_config(ssl_config_file) if ssl_config_file else None,
         grpc_socket_path=grpc_socket_path,
+        grpc_arguments=parse_grpc_arguments(grpc_channel_arguments),
         model_config_file=model_config,
         model_config_poll_seconds=model_config_poll_seconds,
         rest_timeout_s=rest_api_timeout_ms / 1000.0,
+        prometheus_path=None if metrics is None else metrics.path,
     )
+    if rest_port is not None and rest_port == port and port != 0:
+        raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")
+    server = ModelServer(models, options)
     stop = threading.Event()
     previous = _on_signals(stop)
     try:

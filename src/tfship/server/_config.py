@@ -146,18 +146,34 @@ def read_config_file(path: str | os.PathLike[str]) -> list[ModelConfig]:
                    version_labels { key: "stable" value: 1 } }
         }
     """
-    from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
-    text = _read_text(Path(path))
     config = model_server_config_pb2.ModelServerConfig()
-    try:
-        text_format.Parse(text, config)
-    except text_format.ParseError as exc:
-        raise ServerConfigError(f"{path}: not a ModelServerConfig text proto: {exc}") from exc
+    parse_text_file(path, config)
     if config.WhichOneof("config") != "model_config_list":
         raise ServerConfigError(f"{path}: expected a model_config_list {{ config {{ ... }} }}")
     return from_config_list(config.model_config_list, where=str(path))
+
+
+def parse_text_file(path: str | os.PathLike[str], message: Any) -> None:
+    """Fill ``message`` from a text proto file; errors read as TF Serving's start-up errors.
+
+    TF Serving logs protobuf's own text-format error (``Error parsing text-format
+    tensorflow.serving.ModelServerConfig: 2:3: Expected ...``) and then fails with
+    ``Invalid protobuf file: '<path>'``; the one-line error says both.
+    """
+    from google.protobuf import text_format
+
+    text = _read_text(Path(path))
+    try:
+        text_format.Parse(text, message)
+    except text_format.ParseError as exc:
+        where = f"{exc.GetLine()}:{exc.GetColumn()}: " if exc.GetLine() is not None else ""
+        detail = re.sub(r"^\d+:\d+ : ", "", str(exc))
+        raise ServerConfigError(
+            f"Error parsing text-format {message.DESCRIPTOR.full_name}: {where}{detail}; "
+            f"Invalid protobuf file: '{path}'"
+        ) from exc
 
 
 def _read_text(path: Path) -> str:
@@ -206,36 +222,120 @@ class TlsConfig:
     client_verify: bool = False
 
 
-def _ssl_config_class() -> Any:
-    # tensorflow-serving-api does not ship ssl_config_pb2; build the same message (fields 1-4 of
-    # tensorflow.serving.SSLConfig) so the file is read with protobuf's own text format rules.
+def _message_class(name: str) -> Any:
+    """A proto3 message class of TF Serving's package whose generated module is not shipped.
+
+    ``_MESSAGES`` lists each message's fields (name, type, message type) in number order.
+    tensorflow-serving-api lacks ``ssl_config_pb2`` and ``monitoring_config_pb2``, so the
+    same messages are built here and files are read with protobuf's text format rules.
+    """
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     proto = descriptor_pb2.FileDescriptorProto(
-        name="tfship_ssl_config.proto", package="tfship.serving", syntax="proto3"
+        name=f"tfship_{name.lower()}.proto", package="tensorflow.serving", syntax="proto3"
     )
-    message = proto.message_type.add(name="SSLConfig")
-    string, boolean = descriptor_pb2.FieldDescriptorProto.TYPE_STRING, 8
+    from google.protobuf import wrappers_pb2
+
     optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-    for number, (field_name, kind) in enumerate(
-        [("server_key", string), ("server_cert", string), ("custom_ca", string),
-         ("client_verify", boolean)], start=1
-    ):
-        message.field.add(name=field_name, number=number, type=kind, label=optional)
+    repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+    proto.dependency.append("google/protobuf/wrappers.proto")
+    for message_name, message_fields in _MESSAGES[name]:
+        message = proto.message_type.add(name=message_name)
+        for field_name, number, kind, type_name in message_fields:
+            label = repeated if kind == _REPEATED_INT64 else optional
+            kind = 3 if kind == _REPEATED_INT64 else kind
+            entry = message.field.add(name=field_name, number=number, type=kind, label=label)
+            if type_name:
+                entry.type_name = type_name if "." in type_name else f".tensorflow.serving.{type_name}"
     pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(wrappers_pb2.DESCRIPTOR.serialized_pb)
     pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tfship.serving.SSLConfig"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.serving.{name}"))
+
+
+_STRING, _BOOL, _MESSAGE, _REPEATED_INT64 = 9, 8, 11, -3
+_INT64_VALUE, _BOOL_VALUE = ".google.protobuf.Int64Value", ".google.protobuf.BoolValue"
+_MESSAGES: dict[str, list[tuple[str, list[tuple[str, int, int, str | None]]]]] = {
+    "SSLConfig": [
+        ("SSLConfig", [("server_key", 1, _STRING, None), ("server_cert", 2, _STRING, None),
+                       ("custom_ca", 3, _STRING, None), ("client_verify", 4, _BOOL, None)]),
+    ],
+    "MonitoringConfig": [
+        ("PrometheusConfig", [("enable", 1, _BOOL, None), ("path", 2, _STRING, None)]),
+        ("MonitoringConfig", [("prometheus_config", 1, _MESSAGE, "PrometheusConfig")]),
+    ],
+    # session_bundle_config.proto of TF Serving 2.15.1
+    "BatchingParameters": [
+        ("BatchingParameters", [
+            ("max_batch_size", 1, _MESSAGE, _INT64_VALUE),
+            ("batch_timeout_micros", 2, _MESSAGE, _INT64_VALUE),
+            ("max_enqueued_batches", 3, _MESSAGE, _INT64_VALUE),
+            ("num_batch_threads", 4, _MESSAGE, _INT64_VALUE),
+            ("thread_pool_name", 5, _MESSAGE, ".google.protobuf.StringValue"),
+            ("allowed_batch_sizes", 6, _REPEATED_INT64, None),
+            ("pad_variable_length_inputs", 7, _BOOL, None),
+            ("enable_large_batch_splitting", 8, _MESSAGE, _BOOL_VALUE),
+            ("max_execution_batch_size", 9, _MESSAGE, _INT64_VALUE),
+        ]),
+    ],
+}
+
+
+def read_batching_parameters(path: str | os.PathLike[str], defaults: Any) -> Any:
+    """``--batching_parameters_file``: a ``BatchingParameters`` text proto over ``defaults``.
+
+    ``max_batch_size`` and ``batch_timeout_micros`` shape the batching; the thread and queue
+    settings have no counterpart here and are read but not used.
+    """
+    from dataclasses import replace
+
+    message = message_class("BatchingParameters")()
+    parse_text_file(path, message)
+    options = defaults
+    if message.HasField("max_batch_size"):
+        if message.max_batch_size.value < 1:
+            raise ServerConfigError(f"{path}: max_batch_size must be positive")
+        options = replace(options, max_batch_size=int(message.max_batch_size.value))
+    if message.HasField("batch_timeout_micros"):
+        options = replace(options, batch_timeout_s=message.batch_timeout_micros.value / 1e6)
+    return options
+
+
+def parse_grpc_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
+    """``--grpc_channel_arguments``: ``key=value`` pairs, comma separated (ints stay ints).
+
+    Example:
+        >>> parse_grpc_arguments("grpc.max_concurrent_streams=100,grpc.primary_user_agent=x")
+        (('grpc.max_concurrent_streams', 100), ('grpc.primary_user_agent', 'x'))
+    """
+    pairs: list[tuple[str, int | str]] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ServerConfigError(
+                f"gRPC channel argument {item!r}: expected key=value, e.g. "
+                "grpc.max_concurrent_streams=100"
+            )
+        number = value.lstrip("-")
+        pairs.append((key, int(value) if number.isdigit() else value))
+    return tuple(pairs)
+
+
+def message_class(name: str) -> Any:
+    """``SSLConfig`` or ``MonitoringConfig`` (TF Serving's messages), built once."""
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = _CLASSES[name] = _message_class(name)
+    return cls
+
+
+_CLASSES: dict[str, Any] = {}
 
 
 def read_ssl_config(path: str | os.PathLike[str]) -> TlsConfig:
     """Read an ``SSLConfig`` text proto (server_key, server_cert, custom_ca, client_verify)."""
-    from google.protobuf import text_format
-
-    message = _ssl_config_class()()
-    try:
-        text_format.Parse(_read_text(Path(path)), message)
-    except text_format.ParseError as exc:
-        raise ServerConfigError(f"{path}: not an SSLConfig text proto: {exc}") from exc
+    message = message_class("SSLConfig")()
+    parse_text_file(path, message)
     if not message.server_key or not message.server_cert:
         raise ServerConfigError(f"{path}: an SSLConfig needs server_key and server_cert (PEM)")
     if message.client_verify and not message.custom_ca:

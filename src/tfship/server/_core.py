@@ -23,12 +23,14 @@ from tfship._wire import (
     PREDICT_METHOD,
     REGRESS_METHOD,
     TensorDecodeError,
+    decode_tensor,
     dtype_enum_name,
+    encode_predict_response,
+    enum_of_array,
 )
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._manager import ModelManager, Servable
 from tfship.server._status import RpcError, invalid, status_fields
-from tfship.server._tensor import enum_for_array, from_ndarray, to_ndarray
 
 
 def _apis() -> Any:
@@ -48,12 +50,6 @@ def _apis() -> Any:
     del classification_pb2, get_model_metadata_pb2, get_model_status_pb2, model_pb2
     del inference_pb2, model_management_pb2, predict_pb2, regression_pb2
     return apis
-
-
-def _tensor_proto_cls() -> Any:
-    from tensorflow.core.framework import tensor_pb2
-
-    return tensor_pb2.TensorProto
 
 
 def fill_model_spec(
@@ -90,38 +86,58 @@ class ServingCore:
         >>> core.predict(request).outputs["y"].float_val  # doctest: +SKIP
     """
 
-    def __init__(self, manager: ModelManager, *, method_name_check: bool = False) -> None:
+    def __init__(
+        self, manager: ModelManager, *, method_name_check: bool = False, metrics: Any = None
+    ) -> None:
         self.manager = manager
+        # the Prometheus page of --monitoring_config_file (a Metrics), served on the REST port
+        self.metrics = metrics
         # --enable_signature_method_name_check (off by default in TF Serving 2.15.1)
         self.method_name_check = method_name_check
 
     # Predict ---------------------------------------------------------------------------------
     def predict(self, request: Any) -> Any:
-        """PredictionService.Predict."""
-        return self._on_servable(request, self.predict_on)
+        """PredictionService.Predict, as a ``PredictResponse`` message."""
+        return _apis().predict_pb2.PredictResponse.FromString(self.predict_bytes(request))
+
+    def predict_bytes(self, request: Any) -> bytes:
+        """PredictionService.Predict, as the serialized ``PredictResponse`` sent on the wire."""
+        data: bytes = self._on_servable(request, self.predict_bytes_on)
+        return data
 
     def predict_on(self, servable: Servable, request: Any) -> Any:
         """Predict against one loaded version (also used by warmup)."""
-        response = _apis().predict_pb2.PredictResponse()
+        data = self.predict_bytes_on(servable, request)
+        return _apis().predict_pb2.PredictResponse.FromString(data)
+
+    def predict_bytes_on(self, servable: Servable, request: Any) -> bytes:
+        """Predict against one loaded version; outputs go straight to their wire bytes."""
+        key, outputs = self.predict_outputs(servable, request)
+        spec = _apis().model_pb2.ModelSpec()
+        fill_model_spec(spec, request.model_spec.name, key, servable.version)
+        return encode_predict_response(outputs, spec.SerializeToString())
+
+    def predict_outputs(
+        self, servable: Servable, request: Any
+    ) -> tuple[str, list[tuple[str, NDArray[Any], int]]]:
+        """Predict up to the output arrays: (signature key, [(alias, value, DataType)])."""
         key = request.model_spec.signature_name or DEFAULT_SIGNATURE
         signature = servable.signatures.get(key)
         if signature is None:
             raise RpcError(
                 grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{key}" not found.'
             )
-        fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
         self._check_method(signature)
         feeds = predict_feeds(signature, request.inputs)
         aliases = _output_aliases(signature, request.output_filter)
-        # TensorFlow checks feed dtypes when the session runs, after every request check
+        # TensorFlow checks feed dtypes when the session runs, after every request check;
+        # feed shapes are not checked at all: the graph's ops accept them or fail.
         check_feed_dtypes(signature, request.inputs)
-        outputs = _run(servable, feeds, key, aliases)
-        proto_cls = _tensor_proto_cls()
-        for alias in aliases:
-            value = outputs[alias]
-            enum = _output_enum(signature.outputs[alias], value)
-            response.outputs[alias].CopyFrom(from_ndarray(value, proto_cls, enum))
-        return response
+        values = _run(servable, feeds, key, aliases)
+        return key, [
+            (alias, values[alias], _output_enum(signature.outputs[alias], values[alias]))
+            for alias in aliases
+        ]
 
     def _check_method(self, signature: Any) -> None:
         allowed = (PREDICT_METHOD, CLASSIFY_METHOD, REGRESS_METHOD)
@@ -199,12 +215,24 @@ class ServingCore:
             return self.multi_inference_on(servable, request)
 
     def multi_inference_on(self, servable: Servable, request: Any) -> Any:
-        """MultiInference against one loaded version."""
+        """MultiInference against one loaded version: one run for every task.
+
+        As ``multi_inference.cc`` in TF Serving 2.15.1: the serialized Examples are fed to the
+        input tensor of every task's signature (signatures over different inputs each get
+        them), the union of the tasks' outputs is fetched once, and each task reads its own.
+        """
         plans = self._plan_tasks(servable, request.tasks)
         examples = serialized_examples(request.input)
+        feeds = {signature.inputs["inputs"].name: examples for _, signature, _ in plans}
+        fetches = {
+            signature.outputs[alias].name: (key, alias)
+            for key, signature, aliases in plans
+            for alias in aliases
+        }
+        by_tensor = _run_tensors(servable, feeds, fetches)
         response = _apis().inference_pb2.MultiInferenceResponse()
-        for task, (key, outputs) in zip(request.tasks, plans):
-            values = _run(servable, {"inputs": examples}, key, outputs)
+        for task, (_, signature, aliases) in zip(request.tasks, plans):
+            values = {alias: by_tensor[signature.outputs[alias].name] for alias in aliases}
             result = response.results.add()
             if task.method_name == CLASSIFY_METHOD:
                 fill_classifications(result.classification_result, values, len(examples))
@@ -216,10 +244,11 @@ class ServingCore:
             )
         return response
 
-    def _plan_tasks(self, servable: Servable, tasks: Any) -> list[tuple[str, list[str]]]:
-        model_name, input_name = "", ""
+    def _plan_tasks(self, servable: Servable, tasks: Any) -> list[tuple[str, Any, list[str]]]:
+        """Check every task as TF Serving does; (signature key, signature, output aliases) each."""
+        model_name = ""
         seen: set[str] = set()
-        plans: list[tuple[str, list[str]]] = []
+        plans: list[tuple[str, Any, list[str]]] = []
         for task in tasks:
             if not task.model_spec.name:
                 raise invalid("Found ModelSpec with an empty model name.")
@@ -244,11 +273,7 @@ class ServingCore:
                     grpc.StatusCode.UNIMPLEMENTED,
                     f"Unsupported signature method_name: {task.method_name}",
                 )
-            name = signature.inputs["inputs"].name
-            if input_name and name != input_name:
-                raise invalid("Input tensor must be the same for all Signatures.")
-            input_name = name
-            plans.append((key, outputs))
+            plans.append((key, signature, outputs))
         return plans
 
     # GetModelMetadata ------------------------------------------------------------------------
@@ -342,7 +367,7 @@ def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArra
                 f"{{{_keys(inputs)}}}, or default input alias set: {_keys(defaults)}"
             )
         try:
-            feeds[alias] = to_ndarray(proto)
+            feeds[alias] = decode_tensor(proto)
         except TensorDecodeError as exc:
             raise invalid(f"tensor parsing error: {alias}") from exc
     if inputs and len(used) != len(inputs):
@@ -383,8 +408,8 @@ def _output_enum(info: Any, value: NDArray[Any]) -> int:
     # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
     # (bfloat16 from ml_dtypes) take the signature's.
     try:
-        return enum_for_array(np.asarray(value))
-    except TensorDecodeError:
+        return enum_of_array(np.asarray(value))
+    except TypeError:
         return int(info.dtype)
 
 
@@ -400,6 +425,20 @@ def _run(
     except Exception as exc:  # the engine's failures become statuses, never tracebacks
         raise from_exception(exc) from exc
     return {alias: np.asarray(result[alias]) for alias in outputs}
+
+
+def _run_tensors(
+    servable: Servable, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]
+) -> dict[str, NDArray[Any]]:
+    from tfship.server._status import from_exception
+
+    try:
+        result = servable.run_tensors(feeds, fetches)
+    except RpcError:
+        raise
+    except Exception as exc:  # the engine's failures become statuses, never tracebacks
+        raise from_exception(exc) from exc
+    return {name: np.asarray(value) for name, value in result.items()}
 
 
 # Classify / Regress helpers ------------------------------------------------------------------
@@ -439,16 +478,12 @@ def classification_outputs(signature: Any, method_check: bool) -> list[str]:
     if len(signature.outputs) not in (1, 2):
         raise invalid(f"Expected one or two output Tensors, found {len(signature.outputs)}")
     if "inputs" not in signature.inputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"No classification inputs found in SignatureDef: {signature}",
-        )
+        raise invalid(f"No classification inputs found in SignatureDef: {signature}")
     outputs = [k for k in ("classes", "scores") if k in signature.outputs]
     if not outputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
+        raise invalid(
             'Expected classification signature outputs to contain at least one of "classes" or '
-            f'"scores". Signature was: {signature}',
+            f'"scores". Signature was: {signature}'
         )
     return outputs
 
@@ -462,15 +497,9 @@ def regression_outputs(signature: Any, method_check: bool) -> list[str]:
     if len(signature.outputs) != 1:
         raise invalid("Expected one output Tensor.")
     if "inputs" not in signature.inputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"No regression inputs found in SignatureDef: {signature}",
-        )
+        raise invalid(f"No regression inputs found in SignatureDef: {signature}")
     if "outputs" not in signature.outputs:
-        raise RpcError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"No regression outputs found in SignatureDef: {signature}",
-        )
+        raise invalid(f"No regression outputs found in SignatureDef: {signature}")
     return ["outputs"]
 
 
@@ -481,7 +510,7 @@ def _check_class_tensor(
         raise invalid(
             f"Expected Tensor shape: [batch_size num_classes] but got {_shape_text(value.shape)}"
         )
-    enum = enum_for_array(value)
+    enum = enum_of_array(value)
     if enum != want:
         kind = "DT_STRING" if want == DT_STRING else "DT_FLOAT"
         raise invalid(f"Expected {name} Tensor of {kind}. Got: {dtype_enum_name(enum)}")
@@ -530,7 +559,7 @@ def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> Non
             f"Input batch size did not match output batch size: {num_examples} vs. "
             f"{value.shape[0]}"
         )
-    enum = enum_for_array(value)
+    enum = enum_of_array(value)
     if enum != DT_FLOAT:
         raise invalid(f"Expected output Tensor of DT_FLOAT.  Got: {dtype_enum_name(enum)}")
     for number in value.reshape(-1).tolist():

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from typing import Any
 
 import grpc
 
+from tfship._wire import protos
 from tfship.server._config import TlsConfig
 from tfship.server._core import ServingCore
+from tfship.server._metrics import Metrics
 from tfship.server._status import LocalServerError, RpcError
 
 logger = logging.getLogger(__name__)
@@ -19,39 +22,95 @@ logger = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 2**31 - 1
 
 
-def _answer(context: Any, call: Callable[[], Any]) -> Any:
+def _answer(
+    context: Any, call: Callable[[], Any], done: Callable[[str], None] | None = None
+) -> Any:
+    """Run one call; errors become TF Serving's statuses; ``done`` hears the code's name."""
+    code = "OK"
     try:
         return call()
     except RpcError as exc:
+        code = exc.code.name
         context.abort(exc.code, exc.wire_message())
     except MemoryError:
+        code = "RESOURCE_EXHAUSTED"
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request")
     except Exception as exc:  # a bug must become INTERNAL, never a dropped connection
+        code = "INTERNAL"
         logger.exception("unexpected error while serving a request")
         context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024])
+    finally:
+        if done is not None:
+            done(code)
 
 
-def _servicers(core: ServingCore) -> tuple[Any, Any]:
-    from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+def _answer_counted(
+    context: Any, call: Callable[[], Any], metrics: Metrics | None, model: str, api: str
+) -> Any:
+    """Answer and, when metrics are kept, count the request as TF Serving's gRPC service does."""
+    if metrics is None:
+        return _answer(context, call)
+    start = time.perf_counter()
 
-    class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):  # type: ignore[misc]
-        def Classify(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
-            return _answer(context, lambda: core.classify(request))
+    def done(code: str) -> None:
+        metrics.record(model, api, "GRPC", code, (time.perf_counter() - start) * 1e6)
 
-        def Regress(self, request: Any, context: Any) -> Any:  # noqa: N802
-            return _answer(context, lambda: core.regress(request))
+    return _answer(context, call, done)
 
-        def Predict(self, request: Any, context: Any) -> Any:  # noqa: N802
-            return _answer(context, lambda: core.predict(request))
 
-        def MultiInference(self, request: Any, context: Any) -> Any:  # noqa: N802
-            return _answer(context, lambda: core.multi_inference(request))
+def _identity(data: bytes) -> bytes:
+    return data
 
-        def GetModelMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
-            return _answer(context, lambda: core.get_model_metadata(request))
+
+def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
+    """PredictionService as a generic handler: Predict answers with bytes encoded by the core."""
+    pb = protos()
+
+    def unary(
+        call: Callable[[Any], Any], request_cls: Any, serializer: Callable[[Any], bytes],
+        api: str | None = None,
+    ) -> Any:
+        def handle(request: Any, context: Any) -> Any:
+            if api is None:
+                return _answer(context, lambda: call(request))
+            name = _model_name(request)
+            return _answer_counted(context, lambda: call(request), metrics, name, api)
+
+        return grpc.unary_unary_rpc_method_handler(
+            handle, request_deserializer=request_cls.FromString, response_serializer=serializer
+        )
+
+    def serialize(message: Any) -> bytes:
+        data: bytes = message.SerializeToString()
+        return data
+
+    handlers = {
+        # The response is already its wire bytes: serializing is the identity.
+        "Predict": unary(core.predict_bytes, pb.predict_pb2.PredictRequest, _identity, "Predict"),
+        "Classify": unary(
+            core.classify, pb.classification_pb2.ClassificationRequest, serialize, "Classify"
+        ),
+        "Regress": unary(core.regress, pb.regression_pb2.RegressionRequest, serialize, "Regress"),
+        "MultiInference": unary(
+            core.multi_inference, pb.inference_pb2.MultiInferenceRequest, serialize
+        ),
+        "GetModelMetadata": unary(
+            core.get_model_metadata, pb.get_model_metadata_pb2.GetModelMetadataRequest, serialize
+        ),
+    }
+    return grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", handlers)
+
+
+def _model_name(request: Any) -> str:
+    name: str = request.model_spec.name
+    return name
+
+
+def _model_service(core: ServingCore) -> Any:
+    from tensorflow_serving.apis import model_service_pb2_grpc
 
     class ModelService(model_service_pb2_grpc.ModelServiceServicer):  # type: ignore[misc]
-        def GetModelStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+        def GetModelStatus(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
             return _answer(context, lambda: core.get_model_status(request))
 
         def HandleReloadConfigRequest(self, request: Any, context: Any) -> Any:  # noqa: N802
@@ -60,7 +119,7 @@ def _servicers(core: ServingCore) -> tuple[Any, Any]:
                 context.abort(error.code, error.wire_message())
             return response
 
-    return PredictionService(), ModelService()
+    return ModelService()
 
 
 def start_grpc(
@@ -72,30 +131,33 @@ def start_grpc(
     workers: int = 64,
     tls: TlsConfig | None = None,
     socket_path: str | None = None,
+    metrics: Metrics | None = None,
+    arguments: Sequence[tuple[str, Any]] = (),
 ) -> tuple[Any, int]:
     """Start a gRPC server with both services; returns it and the bound port (port 0 picks one).
 
     ``tls`` serves TLS (mutual when it asks for client certificates); ``socket_path`` also
-    listens on that unix socket (TF Serving's ``--grpc_socket_path``).
+    listens on that unix socket (TF Serving's ``--grpc_socket_path``); ``metrics`` counts
+    Predict, Classify and Regress calls as TF Serving's monitoring does.
 
     Raises:
         LocalServerError: when the address cannot be bound.
     """
-    from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+    from tensorflow_serving.apis import model_service_pb2_grpc
 
     options = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
         # a second server on a busy port must fail, not share it silently
         ("grpc.so_reuseport", 0),
+        *arguments,
     ]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfship-grpc"),
         options=options,
     )
-    prediction, model = _servicers(core)
-    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(prediction, server)
-    model_service_pb2_grpc.add_ModelServiceServicer_to_server(model, server)
+    server.add_generic_rpc_handlers((_prediction_handler(core, metrics),))
+    model_service_pb2_grpc.add_ModelServiceServicer_to_server(_model_service(core), server)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = _bind(server, target, tls)
     if socket_path is not None:

@@ -96,6 +96,18 @@ class Servable:
             raise explained from exc
         return result
 
+    def run_tensors(
+        self, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]
+    ) -> dict[str, Any]:
+        """One run feeding graph tensors by name; ``fetches`` maps each tensor name to a
+        (signature, output alias) naming it. Returns the values by tensor name."""
+        names = sorted(fetches)
+        infos = [self.model.signatures[fetches[n][0]].outputs[fetches[n][1]] for n in names]
+        result: dict[str, Any] = self.model.run_tensors(
+            list(feeds), list(feeds.values()), infos, names
+        )
+        return result
+
     @contextmanager
     def hold(self) -> Iterator[Servable]:
         """Count a request in flight so an unload waits for it to finish."""
@@ -251,8 +263,14 @@ class ModelManager:
 
     # lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
-        """Load every model's initial versions (blocking, as TF Serving does), then poll."""
+        """Load every model's initial versions (blocking, as TF Serving does), then poll.
+
+        A poll interval of 0 (or less) scans the base paths once, at start-up, as TF
+        Serving's ``--file_system_poll_wait_seconds=0`` does.
+        """
         self.apply_config(self._pending)
+        if self._poll_seconds <= 0:
+            return
         self._thread = threading.Thread(target=self._poll_loop, name="tfship-poll", daemon=True)
         self._thread.start()
 

@@ -47,6 +47,7 @@ from tfship._wire import (
     DEFAULT_SIGNATURE,
     JsonError,
     classification_json,
+    decode_tensor,
     error_json,
     examples_from_json,
     http_status,
@@ -57,8 +58,8 @@ from tfship._wire import (
     signature_name_of,
 )
 from tfship.server._core import ServingCore
+from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, invalid
-from tfship.server._tensor import to_ndarray
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ def examples_request_from_json(body: bytes, request: Any) -> None:
 
 def predict_response_json(outputs: Any, form: str) -> str:
     """MakeJsonFromTensors over a PredictResponse's ``outputs`` map."""
-    arrays = {name: (to_ndarray(proto), int(proto.dtype)) for name, proto in outputs.items()}
+    arrays = {name: (decode_tensor(proto), int(proto.dtype)) for name, proto in outputs.items()}
     return predict_json(arrays, form)
 
 
@@ -413,10 +414,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._reply(400, "application/json", error_body(str(exc)))
             return
+        metrics = self.api.core.metrics  # --monitoring_config_file's Prometheus page
+        if method == "GET" and metrics is not None and metrics.serves(self.path):
+            self._reply(200, metrics.content_type, metrics.page())
+            return
         if not self.path.lower().startswith("/v1/"):
             self._reply(404, "text/html", b"<h1>404 Not Found</h1>")
             return
-        status, payload = self.api.handle(method, self.path, body)
+        status, payload = handle_counted(self.api.handle, metrics, method, self.path, body)
         self._reply(status, "application/json", payload)
 
     def _reply(self, status: int, content_type: str, payload: bytes) -> None:

@@ -34,6 +34,59 @@ class BatchingOptions:
     batch_timeout_s: float = 0.001
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """How a :class:`ModelServer` listens, loads and answers: TF Serving's flags as one value.
+
+    Attributes:
+        host: address to bind (loopback unless told otherwise).
+        port: gRPC port; 0 picks a free one.
+        rest_port: REST port (off when None); 0 picks a free one.
+        poll_seconds: how often base paths are scanned (``--file_system_poll_wait_seconds``).
+        batching: merge concurrent Predict calls (``--enable_batching``), or None.
+        warmup: replay ``assets.extra/tf_serving_warmup_requests`` when a version loads.
+        method_name_check: ``--enable_signature_method_name_check``.
+        allow_version_labels_for_unavailable_models: TF Serving's flag of that name.
+        max_message_bytes: gRPC message limit both ways (TF Serving: INT32_MAX).
+        grpc_workers: threads answering gRPC calls.
+        max_load_retries: retries of a failed load (``--max_num_load_retries``; TF Serving 5).
+        load_retry_interval_s: pause between load retries.
+        tls: serve gRPC over TLS (``--ssl_config_file``).
+        grpc_socket_path: also serve gRPC on this unix socket.
+        grpc_arguments: extra gRPC server arguments (``--grpc_channel_arguments``).
+        model_config_file: the file ``models`` came from, re-read every
+            ``model_config_poll_seconds`` when that is above 0.
+        model_config_poll_seconds: ``--model_config_file_poll_wait_seconds``.
+        rest_timeout_s: longest REST model run (``--rest_api_timeout_in_ms``); None: no limit.
+        prometheus_path: serve Prometheus metrics on the REST port at this path (from a
+            ``--monitoring_config_file``), or None.
+
+    Example:
+        >>> ServerOptions(port=0, rest_port=0).rest_timeout_s
+        30.0
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8500
+    rest_port: int | None = None
+    poll_seconds: float = 1.0
+    batching: BatchingOptions | None = None
+    warmup: bool = True
+    method_name_check: bool = False
+    allow_version_labels_for_unavailable_models: bool = False
+    max_message_bytes: int = 2**31 - 1
+    grpc_workers: int = 64
+    max_load_retries: int = 0
+    load_retry_interval_s: float = 60.0
+    tls: TlsConfig | None = None
+    grpc_socket_path: str | os.PathLike[str] | None = None
+    grpc_arguments: tuple[tuple[str, int | str], ...] = ()
+    model_config_file: str | os.PathLike[str] | None = None
+    model_config_poll_seconds: float = 0.0
+    rest_timeout_s: float | None = 30.0
+    prometheus_path: str | None = None
+
+
 class ModelServer:
     """Serve SavedModels over TF Serving's gRPC API (and its REST API when asked).
 
@@ -41,74 +94,51 @@ class ModelServer:
     Port 0 picks a free port; the chosen ports are in ``port`` and ``rest_port``.
 
     Example:
-        >>> with ModelServer(model_base_path="export/penguins", model_name="penguins",
-        ...                  port=0, rest_port=0) as server:  # doctest: +SKIP
-        ...     channel = grpc.insecure_channel(server.address)
-        ...     print(server.port, server.rest_url)
+        >>> options = ServerOptions(port=0, rest_port=0)
+        >>> with ModelServer.from_base_path("export/penguins", "penguins", options=options) as server:
+        ...     channel = grpc.insecure_channel(server.address)  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        models: Sequence[ModelConfig] | None = None,
-        *,
-        model_base_path: str | os.PathLike[str] | None = None,
-        model_name: str = "default",
-        version_policy: str = "latest",
-        host: str = "127.0.0.1",
-        port: int = 8500,
-        rest_port: int | None = None,
-        poll_seconds: float = 1.0,
-        batching: BatchingOptions | None = None,
-        warmup: bool = True,
-        method_name_check: bool = False,
-        allow_version_labels_for_unavailable_models: bool = False,
-        max_message_bytes: int = 2**31 - 1,
-        grpc_workers: int = 64,
-        max_load_retries: int = 0,
-        load_retry_interval_s: float = 60.0,
-        tls: TlsConfig | None = None,
-        grpc_socket_path: str | os.PathLike[str] | None = None,
-        model_config_file: str | os.PathLike[str] | None = None,
-        model_config_poll_seconds: float = 0.0,
-        rest_timeout_s: float | None = 30.0,
-    ) -> None:
-        if models is None:
-            if model_base_path is None:
-                raise ValueError("give models=[ModelConfig(...)] or model_base_path=")
-            models = [single_model(model_name, model_base_path, version_policy)]
-        elif model_base_path is not None:
-            raise ValueError("give either models= or model_base_path=, not both")
-        if rest_port is not None and rest_port == port and port != 0:
+    def __init__(self, models: Sequence[ModelConfig], options: ServerOptions | None = None) -> None:
+        options = options or ServerOptions()
+        if options.rest_port is not None and options.rest_port == options.port and options.port:
             raise ServerConfigError(
-                f"--rest-port {rest_port}: must differ from the gRPC port --port {port}"
+                f"the REST port {options.rest_port} must differ from the gRPC port {options.port}"
             )
         self.models = list(models)
-        self.host = host
-        self._requested = (port, rest_port)
+        self.options = options
+        self.host = options.host
         self.port: int | None = None
         self.rest_port: int | None = None
-        self.batching = batching
-        self._warmup = warmup
-        self._max_message_bytes = max_message_bytes
-        self._grpc_workers = grpc_workers
-        self._method_name_check = method_name_check
-        self._poll_seconds = poll_seconds
-        self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
-        # TF Serving retries failed loads 5 times a minute apart; a local server fails fast
-        # unless asked to behave the same way.
-        self._retries = (max_load_retries, load_retry_interval_s)
-        self._config_file = None if model_config_file is None else str(model_config_file)
-        self._config_poll = model_config_poll_seconds
-        self._rest_timeout = rest_timeout_s
+        self.batching = options.batching
+        self.tls = options.tls
+        socket = options.grpc_socket_path
+        self.grpc_socket_path = None if socket is None else str(socket)
+        self.metrics: Any = None
         self._watcher: threading.Thread | None = None
-        self.tls = tls
-        self.grpc_socket_path = None if grpc_socket_path is None else str(grpc_socket_path)
         self._grpc: Any = None
         self._rest: Any = None
         self._manager: ModelManager | None = None
         self._core: Any = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()
+
+    @property
+    def core(self) -> Any:
+        """The serving core that answers every API (``None`` until started); the in-process
+        client transport calls it without a socket."""
+        return self._core
+
+    @classmethod
+    def from_base_path(
+        cls,
+        base_path: str | os.PathLike[str],
+        model_name: str = "default",
+        version_policy: str = "latest",
+        options: ServerOptions | None = None,
+    ) -> ModelServer:
+        """Serve one model from a base path of numeric versions (``--model_base_path``)."""
+        return cls([single_model(model_name, base_path, version_policy)], options)
 
     # lifecycle -------------------------------------------------------------------------------
     def start(self) -> ModelServer:
@@ -127,16 +157,25 @@ class ModelServer:
                 raise ServerConfigError(
                     f"Could not find base path {model.base_path} for servable {model.name}"
                 )
+        options = self.options
         self._manager = ModelManager(
             self.models,
-            poll_seconds=self._poll_seconds,
-            warmup=self._run_warmup if self._warmup else None,
-            allow_labels_for_unavailable=self._allow_unavailable_labels,
+            poll_seconds=options.poll_seconds,
+            warmup=self._run_warmup if options.warmup else None,
+            allow_labels_for_unavailable=options.allow_version_labels_for_unavailable_models,
             on_load=self._attach_batcher if self.batching else None,
-            max_load_retries=self._retries[0],
-            load_retry_interval_s=self._retries[1],
+            # TF Serving retries failed loads 5 times a minute apart; a local server fails
+            # fast unless asked to behave the same way.
+            max_load_retries=options.max_load_retries,
+            load_retry_interval_s=options.load_retry_interval_s,
         )
-        self._core = ServingCore(self._manager, method_name_check=self._method_name_check)
+        if options.prometheus_path is not None:
+            from tfship.server._metrics import Metrics
+
+            self.metrics = Metrics(options.prometheus_path)
+        self._core = ServingCore(
+            self._manager, method_name_check=options.method_name_check, metrics=self.metrics
+        )
         try:
             self._manager.start()
         except RpcError as exc:
@@ -147,22 +186,22 @@ class ModelServer:
             # TF Serving refuses to start when a model's first versions fail to load.
             self._manager.stop()
             raise LocalServerError(_unavailable_message(failed))
-        port, rest_port = self._requested
         try:
             self._grpc, self.port = start_grpc(
-                self._core, self.host, port, max_message_bytes=self._max_message_bytes,
-                workers=self._grpc_workers, tls=self.tls, socket_path=self.grpc_socket_path,
+                self._core, self.host, options.port, max_message_bytes=options.max_message_bytes,
+                workers=options.grpc_workers, tls=self.tls, socket_path=self.grpc_socket_path,
+                metrics=self.metrics, arguments=options.grpc_arguments,
             )
-            if rest_port is not None:
+            if options.rest_port is not None:
                 from tfship.server._rest import start_rest
 
                 self._rest, self.rest_port = start_rest(
-                    self._core, self.host, rest_port, timeout_s=self._rest_timeout
+                    self._core, self.host, options.rest_port, timeout_s=options.rest_timeout_s
                 )
         except BaseException:
             self.stop()
             raise
-        if self._config_file is not None and self._config_poll > 0:
+        if options.model_config_file is not None and options.model_config_poll_seconds > 0:
             self._watcher = threading.Thread(
                 target=self._watch_config, name="tfship-config", daemon=True
             )
@@ -176,18 +215,19 @@ class ModelServer:
         """Re-read the model config file when it changes (--model_config_file_poll_wait_seconds)."""
         from tfship.server._config import read_config_file
 
-        assert self._config_file is not None
-        seen = _mtime(self._config_file)
-        while not self._stopped.wait(self._config_poll):
-            current = _mtime(self._config_file)
+        assert self.options.model_config_file is not None
+        path = str(self.options.model_config_file)
+        seen = _mtime(path)
+        while not self._stopped.wait(self.options.model_config_poll_seconds):
+            current = _mtime(path)
             if current == seen:
                 continue
             seen = current
             try:
-                self.reload(read_config_file(self._config_file))
-                logger.info("reloaded model config from %s", self._config_file)
+                self.reload(read_config_file(path))
+                logger.info("reloaded model config from %s", path)
             except (ServerConfigError, LocalServerError) as exc:
-                logger.error("model config %s not applied: %s", self._config_file, exc)
+                logger.error("model config %s not applied: %s", path, exc)
 
     def _run_warmup(self, servable: Servable) -> None:
         from tfship.server._warmup import run_warmup

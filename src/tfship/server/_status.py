@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import grpc
 
+from tfship._tf import tf_error_cause
 from tfship.errors import InputError, ServingError
 
 # TensorFlow Serving cuts long error texts (grpc_status_util.cc) so a status never balloons.
 _MAX_MESSAGE = 1024
-# TensorFlow's Python layer prefixes op errors with where the node was defined in Python;
-# TF Serving (C++) reports the op's own message only.
-_PYTHON_CONTEXT = re.compile(
-    r"^Graph execution error:\n\n(?:Detected at node .*?\nNode: '[^'\n]*'\n)?", re.DOTALL
-)
 
 
 class LocalServerError(ServingError):
@@ -86,8 +81,8 @@ def from_exception(exc: BaseException) -> RpcError:
     while seen is not None:
         code = getattr(seen, "error_code", None)
         if isinstance(code, int) and type(seen).__module__.startswith("tensorflow"):
-            message = str(getattr(seen, "message", seen))
-            return RpcError(code_by_number(code), _PYTHON_CONTEXT.sub("", message, count=1))
+            # the op's own message, one line, without Python's context or the node trailer
+            return RpcError(code_by_number(code), tf_error_cause(seen))
         seen = seen.__cause__
     from tfship.errors import ModelInputError
 

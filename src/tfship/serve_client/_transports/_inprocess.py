@@ -32,7 +32,7 @@ def _core_of(server: Any) -> Any:
     """The ``ServingCore`` of a started ``ModelServer``, or ``server`` itself when it is one."""
     if all(hasattr(server, name) for name in _CORE_METHODS.values()):
         return server
-    core = getattr(server, "core", None) or getattr(server, "_core", None)
+    core = getattr(server, "core", None)
     if core is None:
         raise TypeError(
             f"expected a started tfship.server.ModelServer or its ServingCore, got {server!r}"
@@ -50,7 +50,7 @@ class InProcessTransport:
     The call runs on the caller's thread; a deadline is checked before it starts, not during.
 
     Example:
-        >>> with ModelServer(model_base_path="export/m", model_name="m", port=0) as server:  # doctest: +SKIP
+        >>> with ModelServer.from_base_path("export/m", "m") as server:  # doctest: +SKIP
         ...     client = ServingClient(transport=InProcessTransport(server))
         ...     client.predict("m", {"x": [[1.0, 2.0]]})
     """
