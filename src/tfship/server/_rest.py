@@ -26,6 +26,7 @@ timeout below.
 from __future__ import annotations
 
 import email.utils
+import errno
 import logging
 import re
 import socket
@@ -59,7 +60,7 @@ from tfship._wire import (
 )
 from tfship.server._core import ServingCore
 from tfship.server._metrics import handle_counted
-from tfship.server._status import LocalServerError, RpcError, invalid
+from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid
 
 logger = logging.getLogger(__name__)
 
@@ -529,7 +530,9 @@ class _Server(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RD)  # an answer being written still leaves
             except OSError:
                 pass  # already gone
-        self.api.close()
+        api = getattr(self, "api", None)  # absent when binding failed in __init__
+        if api is not None:
+            api.close()
 
 
 def start_rest(
@@ -546,6 +549,8 @@ def start_rest(
         server = _Server((host, port), handler)
     except OSError as exc:
         api.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServerConfigError(f"REST port {host}:{port} is already in use") from None
         raise LocalServerError(f"cannot bind REST to {host}:{port}: {exc.strerror}") from exc
     server.api = api
     thread = threading.Thread(target=server.serve_forever, name="tfship-rest", daemon=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,6 +160,11 @@ class ModelServer:
                     f"Could not find base path {model.base_path} for servable {model.name}"
                 )
         options = self.options
+        # a port in use is the user's to fix: say so before loading anything
+        if self.grpc_socket_path is None:
+            _check_port_free(self.host, options.port, "gRPC")
+        if options.rest_port is not None:
+            _check_port_free(self.host, options.rest_port, "REST")
         self._manager = ModelManager(
             self.models,
             poll_seconds=options.poll_seconds,
@@ -249,6 +256,8 @@ class ModelServer:
             if self._stopped.is_set():
                 return
             self._stopped.set()
+        if self._manager is None:
+            return  # never started: nothing to stop, nothing to report
         if self._rest is not None:
             self._rest.shutdown()
             self._rest.server_close()
@@ -390,3 +399,16 @@ def _unavailable_message(failed: Sequence[StateEvent]) -> str:
         for e in failed
     )
     return f"{len(failed)} servable(s) did not become available: {{{parts}}}"
+
+
+def _check_port_free(host: str, port: int, api: str) -> None:
+    """``ServerConfigError`` when ``port`` is taken (0, any free port, always is free)."""
+    if port == 0:
+        return
+    try:
+        probe = socket.create_server((host, port))  # SO_REUSEADDR, as the servers bind
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ServerConfigError(f"{api} port {host}:{port} is already in use") from None
+        return  # anything else is the server's own bind to report
+    probe.close()
