@@ -310,6 +310,15 @@ def grpc_call(address: str) -> tuple[Callable[[], None], Callable[[], None]]:
     return (lambda: stub.Predict(request, timeout=30)), channel.close
 
 
+def client_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """tfship's own ``ServingClient`` on the REST transport (pooled httpx); (call, close)."""
+    from tfship.serve_client import ServingClient
+
+    client = ServingClient(url, validate=False)
+    inputs = {"x": np.ones([1, 16], np.float32)}
+    return (lambda: client.predict("bench", inputs)), client.close
+
+
 def p50_ms(call: Callable[[], None], count: int) -> float:
     """Median latency in ms of ``count`` sequential calls (after one warm-up call)."""
     call()
@@ -335,14 +344,10 @@ def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
         return make_call
 
     try:
-        rates = {
-            kind: {n: rate(n, seconds, maker(opener)) for n in CLIENTS}
-            for kind, opener in (("grpc", lambda: grpc_call(address)),
-                                 ("rest", lambda: rest_call(url)))
-        }
-        latency = {kind: p50_ms(maker(opener)(), 200)
-                   for kind, opener in (("grpc", lambda: grpc_call(address)),
-                                        ("rest", lambda: rest_call(url)))}
+        openers = (("grpc", lambda: grpc_call(address)), ("rest", lambda: rest_call(url)),
+                   ("client", lambda: client_call(url)))
+        rates = {kind: {n: rate(n, seconds, maker(opener)) for n in CLIENTS} for kind, opener in openers}
+        latency = {kind: p50_ms(maker(opener)(), 200) for kind, opener in openers}
         return {"rates": rates, "p50": latency}
     finally:
         for close in closers:
@@ -353,13 +358,17 @@ def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
 
 def print_rest(result: dict[str, Any]) -> None:
     rates, p50 = result["rates"], result["p50"]
-    print("Predict, batch 1, one server; REST = http.client, one kept-alive connection per client")
-    print(f"{'clients':>7} | {'gRPC req/s':>10} | {'REST req/s':>10} | {'REST/gRPC':>9}")
+    print("Predict, batch 1, one server; REST = http.client, one kept-alive connection per client;")
+    print("ServingClient = tfship's client on its REST transport (pooled keep-alive connections)")
+    print(f"{'clients':>7} | {'gRPC req/s':>10} | {'REST req/s':>10} | {'REST/gRPC':>9} | "
+          f"{'ServingClient REST':>18} | {'/gRPC':>6}")
     for n in CLIENTS:
         print(f"{n:>7} | {rates['grpc'][n]:>10.0f} | {rates['rest'][n]:>10.0f} | "
-              f"{rates['rest'][n] / rates['grpc'][n]:>8.2f}x")
-    print(f"p50 latency over one connection: REST {p50['rest']:.2f} ms, gRPC {p50['grpc']:.2f} ms "
-          f"(REST/gRPC {p50['rest'] / p50['grpc']:.2f}x)")
+              f"{rates['rest'][n] / rates['grpc'][n]:>8.2f}x | {rates['client'][n]:>18.0f} | "
+              f"{rates['client'][n] / rates['grpc'][n]:>5.2f}x")
+    for kind, name in (("rest", "http.client"), ("client", "ServingClient")):
+        print(f"p50 latency over one connection, {name}: REST {p50[kind]:.2f} ms, gRPC "
+              f"{p50['grpc']:.2f} ms (REST/gRPC {p50[kind] / p50['grpc']:.2f}x)")
 
 
 def main() -> None:
