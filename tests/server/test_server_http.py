@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from tfship.server._server import ModelServer
+from tfship.server._server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -236,7 +236,7 @@ def test_malformed_heads_are_refused_and_closed(
 def test_stopping_the_server_ends_kept_alive_connections(module_base: Any) -> None:
     from tfship.server._config import ModelConfig
 
-    server = ModelServer([ModelConfig("module", str(module_base))], port=0, rest_port=0).start()
+    server = ModelServer([ModelConfig("module", str(module_base))], ServerOptions(port=0, rest_port=0)).start()
     try:
         conn = socket.create_connection(host_port(server), timeout=10)
         reader = Reader(conn)
