@@ -236,7 +236,8 @@ def test_malformed_heads_are_refused_and_closed(
 def test_stopping_the_server_ends_kept_alive_connections(module_base: Any) -> None:
     from tfship.server._config import ModelConfig
 
-    server = ModelServer([ModelConfig("module", str(module_base))], ServerOptions(port=0, rest_port=0)).start()
+    options = ServerOptions(port=0, rest_port=0)
+    server = ModelServer([ModelConfig("module", str(module_base))], options).start()
     try:
         conn = socket.create_connection(host_port(server), timeout=10)
         reader = Reader(conn)
