@@ -7,13 +7,13 @@ direction back (the trainer uses the exporters during training).
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import click
 
+from tfship._output import echo_json
 from tfship.errors import InputError
 
 logger = logging.getLogger("tfship.exporters")
@@ -131,7 +131,7 @@ def export(
     )
     logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        echo_json(result.to_dict())
         return
     _echo_result(result)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from tfship._output import echo_json
 from tfship.data import explain_schema
 from tfship.schema import NA_VALUES, CsvMissing, Schema
 
@@ -54,7 +54,7 @@ def infer(
         click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "
                    f"({proposed.label.kind})", err=True)
     else:
-        click.echo(json.dumps(proposed.to_dict(), indent=2))
+        echo_json(proposed.to_dict())
 
 
 @schema.command()
@@ -64,7 +64,7 @@ def check(path: Path, as_json: bool) -> None:
     """Validate a schema file; a bad one exits 2 naming the feature."""
     loaded = Schema.load(path)
     if as_json:
-        click.echo(json.dumps(loaded.to_dict(), indent=2))
+        echo_json(loaded.to_dict())
         return
     click.echo(f"{path}: ok, label {loaded.label.name!r} ({loaded.label.kind})")
     for f in loaded.features:

@@ -15,12 +15,14 @@ from typing import Any, TypeVar
 
 import click
 
+from tfship._output import echo_json
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+    echo_json(data)
 
 
 def _path_or_dir(command: _F) -> _F:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from tfship._output import echo_json
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
 from tfship.loaders._readers import Reject
 
@@ -20,7 +20,7 @@ def _split_list(value: str | None) -> list[str] | None:
 
 def _print_summary(summary: JobSummary, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(summary.to_dict()))
+        echo_json(summary.to_dict())
     else:
         click.echo(summary.line())
 
@@ -199,4 +199,4 @@ def bench(
     report: BenchReport = run_bench(
         model, signature=signature, batch_sizes=sizes, input_file=input_file, seconds=seconds
     )
-    click.echo(json.dumps(report.to_dict()) if as_json else report.table())
+    echo_json(report.to_dict()) if as_json else click.echo(report.table())

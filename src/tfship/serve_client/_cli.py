@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from tfship._output import echo_json
 from tfship.errors import InputError
 from tfship.serve_client._errors import InvalidInputError
 
@@ -120,7 +121,7 @@ def status_command(version: int | None, **opts: Any) -> None:
         for s in found
     ]
     if opts["as_json"]:
-        _print_json({"model": opts["model"], "versions": rows})
+        echo_json({"model": opts["model"], "versions": rows})
         return
     click.echo(f"model {opts['model']}")
     for row in rows:
@@ -145,7 +146,7 @@ def metadata_command(version: int | None, label: str | None, signature: str | No
     keys = [signature] if signature else [k for k in meta.signatures if not k.startswith("__")]
     signatures = {key: _signature_dict(meta.signature(key)) for key in keys}
     if opts["as_json"]:
-        _print_json({"model_spec": _spec_dict(meta.model_spec), "signatures": signatures})
+        echo_json({"model_spec": _spec_dict(meta.model_spec), "signatures": signatures})
         return
     click.echo(f"model {meta.model_spec.name} version {meta.model_spec.version}")
     for key, sig in signatures.items():
@@ -236,7 +237,7 @@ def predict_command(
             output_filter=list(outputs) or None,
         )
     if opts["as_json"]:
-        _print_json(
+        echo_json(
             {
                 "model_spec": _spec_dict(result.model_spec),
                 "outputs": {k: _jsonable(v) for k, v in result.outputs.items()},
@@ -501,7 +502,7 @@ def _print_example_result(kind: str, result: Any, as_json: bool) -> None:
             body: Any = [[[lbl, score] for lbl, score in row] for row in result.classes]
         else:
             body = [float(v) for v in result.values]
-        _print_json({"model_spec": _spec_dict(result.model_spec), "results": body})
+        echo_json({"model_spec": _spec_dict(result.model_spec), "results": body})
         return
     _print_spec(result.model_spec)
     if kind == "classify":
@@ -544,7 +545,7 @@ def wait_command(version: int | None, **opts: Any) -> None:
     with _connect(opts) as conn:
         ready = conn.wait_until_available(opts["model"], version, timeout=opts["timeout"])
     if opts["as_json"]:
-        _print_json({"model": opts["model"], "version": ready.version, "state": ready.state})
+        echo_json({"model": opts["model"], "version": ready.version, "state": ready.state})
         return
     click.echo(f"model {opts['model']} version {ready.version} is {ready.state}")
 
@@ -560,23 +561,6 @@ def _print_spec(spec: Any) -> None:
     version = "" if spec.version is None else f" version {spec.version}"  # REST reports none
     signature = f" signature {spec.signature_name}" if spec.signature_name else ""
     click.echo(f"model {spec.name}{version}{signature}")
-
-
-def _print_json(value: Any) -> None:
-    click.echo(_json_text(value))
-
-
-def _json_text(value: Any, indent: str = "") -> str:
-    """Objects one key per line, arrays on one line: tensors stay readable, jq still works."""
-    if isinstance(value, dict) and value:
-        inner = indent + "  "
-        items = [f"{inner}{json.dumps(k)}: {_json_text(v, inner)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        inner = indent + "  "
-        items = [inner + _json_text(v, inner) for v in value]
-        return "[\n" + ",\n".join(items) + f"\n{indent}]"
-    return json.dumps(value, allow_nan=True)
 
 
 def _decode_strings(value: Any) -> Any:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from tfship._output import echo_json
 from tfship.schema import Schema
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def train(schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str
                              warm_start_from=warm_start_from)
     result = trainer.train(schema, model_dir, train_files, eval_files, model=model, inputs=inputs, run=run)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        echo_json(result.to_dict())
         return
     echo_summary(result)
 
