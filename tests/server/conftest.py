@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tfship._tf import estimator, tf
-from tfship.server._server import ModelServer, ServerOptions
+from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -120,7 +120,7 @@ def estimator_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def server(module_base: Path, estimator_base: Path) -> Iterator[ModelServer]:
     """One server for read-only tests: ``module`` (all versions) and ``linear``, gRPC + REST."""
-    from tfship.server._config import ModelConfig, VersionPolicy
+    from tfship.server import ModelConfig, VersionPolicy
 
     models = [
         ModelConfig("module", str(module_base), VersionPolicy("all"), {"stable": 1, "canary": 2}),

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tfship.server import ServerConfigError
 from tfship.server._config import (
     ModelConfig,
     VersionPolicy,
     read_config_file,
     to_config_list,
 )
-from tfship.server._status import ServerConfigError
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from tfship.server._server import ModelServer, ServerOptions
+from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -234,7 +234,7 @@ def test_malformed_heads_are_refused_and_closed(
 
 
 def test_stopping_the_server_ends_kept_alive_connections(module_base: Any) -> None:
-    from tfship.server._config import ModelConfig
+    from tfship.server import ModelConfig
 
     options = ServerOptions(port=0, rest_port=0)
     server = ModelServer([ModelConfig("module", str(module_base))], options).start()

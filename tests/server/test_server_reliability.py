@@ -18,8 +18,7 @@ import pytest
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from tfship._tf import tf
-from tfship.server._config import ModelConfig
-from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
+from tfship.server import BatchingOptions, ModelConfig, ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 THREADS, CALLS = 16, 25

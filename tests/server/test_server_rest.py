@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tfship._wire import format_decimal
-from tfship.server._server import ModelServer, ServerOptions
+from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -228,7 +228,7 @@ def test_deeply_nested_json_is_400(server: ModelServer) -> None:
 
 
 def test_rest_runs_past_the_timeout_are_504(module_base: Any) -> None:
-    from tfship.server._config import ModelConfig
+    from tfship.server import ModelConfig
 
     models = [ModelConfig("module", str(module_base))]
     with ModelServer(models, ServerOptions(port=0, rest_port=0, rest_timeout_s=1e-6)) as slow:

@@ -15,9 +15,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
+from tfship.server import ModelServer, ServerConfigError, ServerOptions
 from tfship.server._config import ModelConfig, read_ssl_config
-from tfship.server._server import ModelServer, ServerOptions
-from tfship.server._status import ServerConfigError
 
 pytestmark = pytest.mark.slow
 

@@ -22,9 +22,8 @@ from tensorflow_serving.apis import (
 )
 
 from tfship._tf import tf
+from tfship.server import LocalServerError, ModelServer, ServerConfigError, ServerOptions
 from tfship.server._config import ModelConfig, VersionPolicy, to_config_list
-from tfship.server._server import ModelServer, ServerOptions
-from tfship.server._status import LocalServerError, ServerConfigError
 
 pytestmark = pytest.mark.slow
 
