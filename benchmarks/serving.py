@@ -321,13 +321,7 @@ def client_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
 
 def p50_ms(call: Callable[[], None], count: int) -> float:
     """Median latency in ms of ``count`` sequential calls (after one warm-up call)."""
-    call()
-    times = []
-    for _ in range(count):
-        began = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - began)
-    return float(np.median(times)) * 1000.0
+    return median_seconds(call, count) * 1000.0
 
 
 def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
