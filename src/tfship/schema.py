@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -266,12 +266,6 @@ class Schema:
             else:
                 specs[f.name] = t.TensorSpec([None, *f.shape], dtype, name=f.name)
         return specs
-
-    def feature_columns(self, names: Iterable[str] | None = None) -> list[Any]:
-        """Dense ``tf.feature_column``s for the features (or the named ones) and the crosses."""
-        from tfship import _columns
-
-        return _columns.build_columns(self, names)
 
     # ---- records -------------------------------------------------------------------------
     def convert_record(self, record: Mapping[str, Any], *, where: str = "") -> dict[str, list[Any]]:

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from tfship.trainer._columns import build_columns
 from tfship.trainer._input import InputConfig, make_input_fn
 from tfship.trainer._model import MODEL_KINDS, ModelConfig, build_keras_model, make_head, make_model_fn
 from tfship.trainer._train import (
@@ -30,6 +31,7 @@ __all__ = [
     "ModelConfig",
     "RunOptions",
     "TrainResult",
+    "build_columns",
     "build_estimator",
     "build_keras_model",
     "make_head",
