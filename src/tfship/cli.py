@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "schema": "tfship._schema_cli:schema",
     "data": "tfship._data_cli:data",
     "train": "tfship.trainer._cli:train",
+    "cluster": "tfship.trainer._cli:cluster",
     "export": "tfship.exporters._cli:export",
     "inspect": "tfship.inspect._cli:inspect",
     "predict": "tfship.loaders._cli:predict",
