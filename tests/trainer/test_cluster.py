@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ from tfship.cli import cli
 from tfship.schema import Schema
 from tfship.trainer import (
     ClusterConfigError,
+    ClusterError,
+    ClusterTask,
     InputConfig,
     LocalCluster,
     Shard,
@@ -21,6 +25,7 @@ from tfship.trainer import (
     make_tf_config,
     parse_tf_config,
 )
+from tfship.trainer._cluster import Watchdog, write_note
 
 CLUSTER = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "ps": ["h3:1"]}
 
@@ -155,3 +160,55 @@ def test_evaluation_reads_everything_in_a_cluster(tmp_path: Path) -> None:
 def test_shard_index_must_be_in_range() -> None:
     with pytest.raises(ValueError, match=r"shard index 3 is not in \[0, 3\)"):
         Shard(3, 3)
+
+
+# ---- tasks that end by themselves -------------------------------------------------------------
+
+
+def _watchdog(tmp_path: Path, task_type: str, **options: Any) -> tuple[Watchdog, list[int]]:
+    from tfship.trainer._launch import free_ports
+
+    dead = [f"127.0.0.1:{p}" for p in free_ports(3)]  # nobody listens there
+    task = ClusterTask({"chief": dead[:1], "worker": dead[1:2], "ps": dead[2:]}, task_type, 0)
+    codes: list[int] = []
+    return Watchdog(task, str(tmp_path), 100, poll=0.05, exit_fn=codes.append, **options), codes
+
+
+def _until(condition: Any, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_worker_that_outlives_the_chief_ends(tmp_path: Path) -> None:
+    watchdog, codes = _watchdog(tmp_path, "worker", grace=0.2)
+    write_note(tmp_path, "chief.json", {"global_step": 50})  # an earlier, shorter run: not the end
+    watchdog.start()
+    time.sleep(0.5)
+    assert codes == []
+    write_note(tmp_path, "chief.json", {"global_step": 101})
+    _until(lambda: codes)
+    assert codes == [0]
+    assert json.loads((tmp_path / "tfship-cluster" / "worker-0.json").read_text())["global_step"] == 101
+
+
+def test_a_peer_that_never_answers_ends_the_task_naming_it(tmp_path: Path) -> None:
+    watchdog, codes = _watchdog(tmp_path, "worker", startup_timeout=0.3)
+    with pytest.raises(ClusterError, match=r"worker 0: ps 0 at 127\.0\.0\.1:\d+ did not answer within 0.3s"):
+        watchdog.check_peers()
+    watchdog.start()
+    _until(lambda: codes)
+    assert codes == [1]
+
+
+def test_a_ps_waits_for_the_workers_after_the_chief(tmp_path: Path) -> None:
+    watchdog, _ = _watchdog(tmp_path, "ps", grace=30)
+    write_note(tmp_path, "chief.json", {"global_step": 100})
+    ended: list[Any] = []
+    thread = threading.Thread(target=lambda: ended.append(watchdog.wait_for_end()))
+    thread.start()
+    time.sleep(0.3)
+    assert not ended  # worker 0 has not left its note yet
+    write_note(tmp_path, "worker-0.json", {"global_step": 100})
+    thread.join(timeout=5)
+    assert ended == [{"global_step": 100}]

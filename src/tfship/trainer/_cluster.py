@@ -363,7 +363,7 @@ class Watchdog:
                 name, address = pending[0]
                 raise ClusterError(
                     f"{self.task.name}: {name} at {address} did not answer within "
-                    f"{self.startup_timeout:.0f}s; is that task running?"
+                    f"{self.startup_timeout:g}s; is that task running?"
                 )
             self._stop.wait(self.poll)
 

@@ -282,11 +282,15 @@ class _Job:
             write_note(self.model_dir, f"worker-{task.task_index}.json",
                        {"global_step": seen.get("step", 0), "max_steps": self.run.max_steps})
             return self._task_result(task, seen.get("step", 0))
+        return self._evaluator_done(task, estimator_obj, exporters, evaluated)
+
+    def _evaluator_done(
+        self, task: ClusterTask, estimator_obj: Any, exporters: list[Any], evaluated: dict[str, Any]
+    ) -> TrainResult:
         self._final_exports(estimator_obj, exporters)
-        metrics = evaluated.get("metrics", {})
-        write_note(self.model_dir, "evaluator.json",
-                   {"metrics": metrics, "global_step": evaluated.get("global_step", 0)})
-        result = self._result(estimator_obj, {**metrics, "global_step": evaluated.get("global_step", 0)})
+        metrics, step = evaluated.get("metrics", {}), evaluated.get("global_step", 0)
+        write_note(self.model_dir, "evaluator.json", {"metrics": metrics, "global_step": step})
+        result = self._result(estimator_obj, {**metrics, "global_step": step})
         result.task = task.name
         return result
 
@@ -317,7 +321,8 @@ class _Job:
         watchdog = self._watchdog(task)
         watchdog.check_peers()
         note = watchdog.wait_for_end() or {}
-        del server  # lives until here; the process may now end
+        # TensorFlow cannot shut a server down: it serves until this process exits.
+        del server
         logger.info("%s: the chief finished training at step %s; stopping", task.name,
                     note.get("global_step"))
         return self._task_result(task, int(note.get("global_step", 0)))
@@ -330,7 +335,7 @@ class _Job:
         while not tf().io.gfile.exists(checkpoint):
             if time.monotonic() > deadline:
                 raise ClusterError(f"{task.name}: chief 0 wrote no checkpoint into {self.model_dir} "
-                                   f"within {self.run.startup_timeout_secs:.0f}s")
+                                   f"within {self.run.startup_timeout_secs:g}s")
             time.sleep(0.2)
 
     def _watchdog(self, task: ClusterTask) -> Watchdog:
