@@ -212,3 +212,33 @@ def test_a_ps_waits_for_the_workers_after_the_chief(tmp_path: Path) -> None:
     write_note(tmp_path, "worker-0.json", {"global_step": 100})
     thread.join(timeout=5)
     assert ended == [{"global_step": 100}]
+
+
+def test_a_checkpoint_at_max_steps_also_ends_training(tmp_path: Path) -> None:
+    from tfship.trainer._cluster import training_finished
+
+    assert training_finished(tmp_path, 100) is None
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-60"\n'
+                                         'all_model_checkpoint_paths: "model.ckpt-60"\n')
+    assert training_finished(tmp_path, 100) is None
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-100"\n')
+    assert training_finished(tmp_path, 100) == {"global_step": 100, "max_steps": 100, "from": "checkpoint"}
+
+
+def test_a_ps_ends_on_a_final_checkpoint_only_once_the_chief_is_gone(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as chief:
+        chief.bind(("127.0.0.1", 0))
+        chief.listen()
+        address = f"127.0.0.1:{chief.getsockname()[1]}"
+        task = ClusterTask({"chief": [address], "ps": ["127.0.0.1:1"]}, "ps", 0)
+        watchdog = Watchdog(task, str(tmp_path), 100, grace=0, poll=0.05)
+        (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-100"\n')
+        ended: list[Any] = []
+        thread = threading.Thread(target=lambda: ended.append(watchdog.wait_for_end()), daemon=True)
+        thread.start()
+        time.sleep(0.3)
+        assert not ended  # the chief still answers: it may be closing its session on this ps
+    thread.join(timeout=5)
+    assert ended and ended[0]["global_step"] == 100

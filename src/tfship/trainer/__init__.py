@@ -38,14 +38,14 @@ from tfship.trainer._train import (
 )
 
 __all__ = [
-    "EXPORT_KINDS",
-    "MODEL_KINDS",
     "ClusterConfigError",
     "ClusterError",
     "ClusterRun",
     "ClusterTask",
+    "EXPORT_KINDS",
     "InputConfig",
     "LocalCluster",
+    "MODEL_KINDS",
     "ModelConfig",
     "RunOptions",
     "Shard",

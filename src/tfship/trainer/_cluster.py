@@ -13,8 +13,8 @@ exports. The ``tfship`` key, ignored by TensorFlow, tells the chief whether an e
 without one the chief exports ``final`` itself. Nothing here imports TensorFlow.
 
 Tasks leave notes in ``<model_dir>/tfship-cluster/``: the chief writes ``chief.json`` once
-training has ended (the ps tasks and lagging workers end on it), workers write
-``worker-<i>.json``, the evaluator ``evaluator.json``.
+training has ended (the ps tasks and lagging workers end on it, or on a checkpoint at
+``max_steps``), workers write ``worker-<i>.json``, the evaluator ``evaluator.json``.
 """
 
 from __future__ import annotations
@@ -278,12 +278,33 @@ def read_note(model_dir: str | os.PathLike[str], name: str) -> dict[str, Any] | 
 
 
 def training_finished(model_dir: str | os.PathLike[str], max_steps: int) -> dict[str, Any] | None:
-    """The chief's note when it has trained to ``max_steps`` (a note of an earlier, shorter run
-    does not count)."""
+    """Whether training has reached ``max_steps``: the chief's note, or else its newest checkpoint.
+
+    Returns the note (``{"global_step": N, ...}``; ``"from": "checkpoint"`` when only the
+    checkpoint says so), or None while training goes on. A note or checkpoint of an earlier,
+    shorter run does not count.
+    """
     note = read_note(model_dir, "chief.json")
-    if note is None or int(note.get("global_step", -1)) < max_steps:
+    if note is not None and int(note.get("global_step", -1)) >= max_steps:
+        return note
+    step = latest_checkpoint_step(model_dir)
+    if step is not None and step >= max_steps:
+        return {"global_step": step, "max_steps": max_steps, "from": "checkpoint"}
+    return None
+
+
+def latest_checkpoint_step(model_dir: str | os.PathLike[str]) -> int | None:
+    """The step of the newest checkpoint named in ``model_dir/checkpoint``, read without TensorFlow."""
+    try:
+        text = (Path(model_dir) / "checkpoint").read_text()
+    except OSError:
         return None
-    return note
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model_checkpoint_path":
+            tail = value.strip().strip('"').rsplit("-", 1)[-1]
+            return int(tail) if tail.isdigit() else None
+    return None
 
 
 # ---- waiting for peers, ending on time ----------------------------------------------------------
@@ -375,12 +396,21 @@ class Watchdog:
         stopped first).
         """
         while not self._stop.is_set():
-            note = training_finished(self.model_dir, self.max_steps)
+            note = self._finished()
             if note is not None:
                 self._linger()
                 return note
             self._stop.wait(self.poll)
         return None
+
+    def _finished(self) -> dict[str, Any] | None:
+        note = training_finished(self.model_dir, self.max_steps)
+        if note is None or self.task.task_type != "ps" or note.get("from") != "checkpoint":
+            return note
+        # A checkpoint at max_steps but no note yet: the chief may still be closing its session
+        # on this ps. Only a chief that no longer answers is done without its note.
+        chief = self.task.cluster["chief"][0]
+        return None if reachable(chief) else note
 
     def _linger(self) -> None:
         deadline = time.monotonic() + self.grace
