@@ -151,6 +151,27 @@ def test_shares_are_disjoint_and_cover_the_data(tmp_path: Path, sizes: list[int]
     assert Shard(0, replicas).plan(files)[1] is None if whole_files else Shard(0, replicas).plan(files)[1]
 
 
+@pytest.mark.parametrize(("sizes", "replicas"), [([4, 6, 5], 2), ([17], 3)])
+def test_tfrecord_shares_are_disjoint_and_complete(tmp_path: Path, sizes: list[int], replicas: int) -> None:
+    import tensorflow as tf
+
+    def example(i: int) -> bytes:
+        floats = {"id": float(i), "y": 0.5}
+        feature = {k: tf.train.Feature(float_list=tf.train.FloatList(value=[v])) for k, v in floats.items()}
+        return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+    files, next_id = [], 0
+    for n, size in enumerate(sizes):
+        path = str(tmp_path / f"part-{n}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for _ in range(size):
+                writer.write(example(next_id))
+                next_id += 1
+        files.append(path)
+    together = sorted(i for r in range(replicas) for i in _ids(files, Shard(r, replicas)))
+    assert together == list(range(sum(sizes)))
+
+
 def test_evaluation_reads_everything_in_a_cluster(tmp_path: Path) -> None:
     files = _write_csvs(tmp_path, [5, 6])
     dataset = make_input_fn(SCHEMA, files, InputConfig(batch_size=4, epochs=1), training=False)()
