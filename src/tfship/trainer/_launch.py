@@ -8,7 +8,6 @@ stopped and the error names the task and its last error line; an interrupt stops
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import socket
@@ -22,8 +21,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from tfship.trainer._cluster import ClusterError, make_tf_config
-
-logger = logging.getLogger("tfship.trainer")
 
 PARENT_PIPE_ENV = "TFSHIP_PARENT_PIPE"
 _STOP_WAIT_SECS = 5.0
@@ -160,15 +157,14 @@ def run_local_cluster(
     configs = cluster.tf_configs(free_ports(1 + cluster.workers + cluster.ps))
     started = time.monotonic()
     tasks: list[_Task] = []
-    stop = _StopOnSignal()
     try:
-        with stop:
+        with _StopOnSignal():
             for name, tf_config in configs.items():
                 tasks.append(_start(name, tf_config, train_args, echo, env))
                 echo(f"[cluster] started {name} (pid {tasks[-1].process.pid}) {_address(tf_config)}")
             _wait(tasks, started, timeout)
     finally:
-        _stop_all(tasks)
+        _stop_all(tasks, echo)
     return ClusterRun(
         seconds=round(time.monotonic() - started, 2),
         startup_seconds=_startup_seconds(tasks, started),
@@ -184,9 +180,13 @@ def _address(tf_config: dict[str, Any]) -> str:
     return f"at {tf_config['cluster'][task['type']][task['index']]}"
 
 
+_ECHO_LOCK = threading.Lock()
+
+
 def _stderr(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    with _ECHO_LOCK:  # one reader thread per task stream: whole lines only
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def _start(
@@ -260,7 +260,7 @@ def _how(code: int) -> str:
     return f"exit code {code}"
 
 
-def _stop_all(tasks: list[_Task]) -> None:
+def _stop_all(tasks: list[_Task], echo: Callable[[str], None]) -> None:
     live = [t for t in tasks if t.process.poll() is None]
     for task in live:
         _signal(task, signal.SIGTERM)
@@ -272,10 +272,13 @@ def _stop_all(tasks: list[_Task]) -> None:
             _signal(task, signal.SIGKILL)
             task.process.wait()
     for task in tasks:
-        if task.process.stdin is not None:
-            task.process.stdin.close()
-        if live and task in live:
-            logger.info("[cluster] stopped %s", task.name)
+        for reader in task.readers:
+            reader.join(timeout=5)
+        for stream in (task.process.stdin, task.process.stdout, task.process.stderr):
+            if stream is not None:
+                stream.close()
+        if task in live:
+            echo(f"[cluster] stopped {task.name}")
 
 
 def _signal(task: _Task, sig: signal.Signals) -> None:
