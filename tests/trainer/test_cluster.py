@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -263,3 +264,32 @@ def test_a_ps_ends_on_a_final_checkpoint_only_once_the_chief_is_gone(tmp_path: P
         assert not ended  # the chief still answers: it may be closing its session on this ps
     thread.join(timeout=5)
     assert ended and ended[0]["global_step"] == 100
+
+
+def test_a_ps_whose_chief_went_away_gives_up(tmp_path: Path) -> None:
+    import socket
+
+    chief = socket.socket()
+    chief.bind(("127.0.0.1", 0))
+    chief.listen()
+    address = f"127.0.0.1:{chief.getsockname()[1]}"
+    task = ClusterTask({"chief": [address], "ps": ["127.0.0.1:1"]}, "ps", 0)
+    watchdog = Watchdog(task, str(tmp_path), 100, startup_timeout=0.5, poll=0.05, liveness_every=0.1)
+    watchdog.check_peers()
+    errors: list[Exception] = []
+
+    def wait() -> None:
+        try:
+            watchdog.wait_for_end()
+        except ClusterError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    time.sleep(1.0)
+    assert not errors  # the chief answers: training goes on
+    chief.close()
+    thread.join(timeout=10)
+    assert len(errors) == 1
+    assert re.match(rf"ps 0: chief 0 at {re.escape(address)} stopped answering \d+s ago, before training "
+                    r"reached step 100", str(errors[0]))

@@ -333,8 +333,10 @@ class Watchdog:
         task: this task.
         model_dir: the shared model directory (the chief's notes).
         max_steps: the training length every task was given.
-        startup_timeout: seconds to wait for every peer to answer once.
+        startup_timeout: seconds to wait for every peer to answer once; a ps also gives up
+            once the chief has not answered for this long before training ended.
         grace: seconds a ps or worker lingers after the chief's note before ending.
+        liveness_every: seconds between a ps's checks that the chief still answers.
     """
 
     task: ClusterTask
@@ -343,6 +345,7 @@ class Watchdog:
     startup_timeout: float = 300.0
     grace: float = 10.0
     poll: float = 0.5
+    liveness_every: float = 5.0
     exit_fn: Callable[[int], None] = os._exit
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -395,13 +398,28 @@ class Watchdog:
         lingers to give itself the chance to end by itself. Returns the chief's note (None when
         stopped first).
         """
+        chief_seen = checked = time.monotonic()
         while not self._stop.is_set():
             note = self._finished()
             if note is not None:
                 self._linger()
                 return note
+            now = time.monotonic()
+            if self.task.task_type == "ps" and now - checked >= self.liveness_every:
+                checked = now
+                chief_seen = now if reachable(self.task.cluster["chief"][0]) else chief_seen
+                self._check_chief_alive(now - chief_seen)
             self._stop.wait(self.poll)
         return None
+
+    def _check_chief_alive(self, silent_for: float) -> None:
+        # A chief that died before finishing would keep a ps (and a Kubernetes Job) forever;
+        # one that restarts within the timeout finds its ps still serving.
+        if silent_for > self.startup_timeout:
+            raise ClusterError(
+                f"{self.task.name}: chief 0 at {self.task.cluster['chief'][0]} stopped answering "
+                f"{silent_for:.0f}s ago, before training reached step {self.max_steps}"
+            )
 
     def _finished(self) -> dict[str, Any] | None:
         note = training_finished(self.model_dir, self.max_steps)
