@@ -293,3 +293,17 @@ def test_a_ps_whose_chief_went_away_gives_up(tmp_path: Path) -> None:
     assert len(errors) == 1
     assert re.match(rf"ps 0: chief 0 at {re.escape(address)} stopped answering \d+s ago, before training "
                     r"reached step 100", str(errors[0]))
+
+
+def test_local_cluster_checks_its_input_before_starting_tasks(tmp_path: Path) -> None:
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA.to_dict()))
+    files = _write_csvs(tmp_path, [3])
+    base = ["train", "--schema", str(tmp_path / "schema.json"), "--eval", files[0],
+            "--model-dir", str(tmp_path / "m")]
+    missing = CliRunner().invoke(cli, [*base, "--train", str(tmp_path / "nope*.csv"),
+                                       "--local-cluster", "workers=1,ps=1"])
+    assert missing.exit_code == 2 and "no file matches" in missing.output
+    assert "[cluster] started" not in missing.output
+    bad = CliRunner().invoke(cli, [*base, "--train", files[0], "--local-cluster", "workers=two"])
+    assert bad.exit_code == 2 and "'workers=two': 'two' is not an integer" in bad.output
+    assert not (tmp_path / "m").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -80,26 +80,18 @@ class _TrainCommand(click.Command):
 @click.pass_context
 def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str, ...],
           model_dir: Path, kind: str, hidden_units: tuple[int, ...], activation: str, dropout: float,
-          batch_norm: bool,
-          tower_dim: int, optimizer: str, learning_rate: float, batch_size: int, epochs: int | None,
-          shuffle_buffer: int, reader_threads: int, parser_threads: int, prefetch: int, max_steps: int,
-          checkpoint_every: int, keep_checkpoints: int, log_every: int, eval_throttle_secs: int,
-          seed: int, warm_start_from: str | None, exports: tuple[str, ...], receiver: str, best_metric: str,
-          best_mode: str, local_cluster: str | None, worker_delay_secs: int | None,
-          cluster_timeout_secs: float, as_json: bool) -> None:
+          batch_norm: bool, tower_dim: int, optimizer: str, learning_rate: float, batch_size: int,
+          epochs: int | None, shuffle_buffer: int, reader_threads: int, parser_threads: int, prefetch: int,
+          max_steps: int, checkpoint_every: int, keep_checkpoints: int, log_every: int,
+          eval_throttle_secs: int, seed: int, warm_start_from: str | None, exports: tuple[str, ...],
+          receiver: str, best_metric: str, best_mode: str, local_cluster: str | None,
+          worker_delay_secs: int | None, cluster_timeout_secs: float, as_json: bool) -> None:
     """Train an Estimator (Keras model + Head) from a schema, evaluate and export it.
 
     With TF_CONFIG set, this process runs its one task of the cluster; with --local-cluster,
     it runs every task of a cluster on this machine, one process each.
     """
     from tfship import trainer
-
-    if local_cluster is not None:
-        _run_local_cluster(ctx, local_cluster, model_dir, as_json)
-        return
-    from tfship.trainer._launch import exit_with_parent
-
-    exit_with_parent()
 
     schema = Schema.load(schema_path)
     try:
@@ -117,6 +109,16 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
                              receiver=receiver, best_metric=best_metric, best_mode=best_mode,
                              warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
                              startup_timeout_secs=cluster_timeout_secs)
+    if local_cluster is not None:
+        from tfship.trainer._input import expand
+
+        for patterns in (train_files, eval_files):
+            expand(patterns)  # a pattern that matches nothing fails here, before any task starts
+        _run_local_cluster(ctx, local_cluster, model_dir, as_json)
+        return
+    from tfship.trainer._launch import exit_with_parent
+
+    exit_with_parent()
     result = trainer.train(schema, model_dir, train_files, eval_files, model=model, inputs=inputs, run=run)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
@@ -135,7 +137,7 @@ def _run_local_cluster(ctx: click.Context, spec: str, model_dir: Path, as_json: 
         raise click.BadParameter(str(exc), param_hint="--local-cluster") from None
     args = _without(ctx.meta["tfship.train.args"], "--local-cluster", "--json")
     run = run_local_cluster(cluster, args)
-    result = cluster_result(run.results, model_dir, run.seconds)
+    result = run.summary(model_dir)
     if as_json:
         extra = {"startup_seconds": run.startup_seconds, "exit_codes": run.exit_codes}
         click.echo(json.dumps({**result.to_dict(), **extra}, indent=2))
@@ -154,26 +156,6 @@ def _without(args: list[str], option: str, flag: str) -> list[str]:
         elif not arg.startswith(option + "=") and arg != flag:
             out.append(arg)
     return out
-
-
-def cluster_result(results: dict[str, dict[str, Any]], model_dir: Path, seconds: float) -> TrainResult:
-    """The run's summary from its tasks' own: the chief's step and checkpoint, the evaluator's
-    metrics, and the exports as they are in ``model_dir`` now."""
-    from tfship.trainer import TrainResult
-    from tfship.trainer._train import _list_exports
-
-    chief = results.get("chief 0", {})
-    evaluator = results.get("evaluator 0", {})
-    return TrainResult(
-        model_dir=str(model_dir),
-        metrics=dict(evaluator.get("metrics", {})),
-        global_step=int(chief.get("global_step", 0)),
-        checkpoint=chief.get("checkpoint"),
-        exports=_list_exports(model_dir),
-        seconds=seconds,
-        task="cluster",
-        notes=list(chief.get("notes", [])),
-    )
 
 
 def echo_summary(result: TrainResult) -> None:

@@ -18,9 +18,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tfship.trainer._cluster import ClusterError, make_tf_config
+
+if TYPE_CHECKING:
+    from tfship.trainer._train import TrainResult
 
 PARENT_PIPE_ENV = "TFSHIP_PARENT_PIPE"
 _STOP_WAIT_SECS = 5.0
@@ -131,6 +134,24 @@ class ClusterRun:
     startup_seconds: float | None
     results: dict[str, dict[str, Any]]
     exit_codes: dict[str, int | None] = field(default_factory=dict)
+
+    def summary(self, model_dir: str | os.PathLike[str]) -> TrainResult:
+        """The run's result from its tasks' own: the chief's step and checkpoint, the
+        evaluator's metrics, and the exports as they are in ``model_dir`` now."""
+        from tfship.trainer._train import TrainResult, list_exports
+
+        chief = self.results.get("chief 0", {})
+        evaluator = self.results.get("evaluator 0", {})
+        return TrainResult(
+            model_dir=os.fspath(model_dir),
+            metrics=dict(evaluator.get("metrics", {})),
+            global_step=int(chief.get("global_step", 0)),
+            checkpoint=chief.get("checkpoint"),
+            exports=list_exports(model_dir),
+            seconds=self.seconds,
+            task="cluster",
+            notes=list(chief.get("notes", [])),
+        )
 
 
 def run_local_cluster(

@@ -386,7 +386,7 @@ class _Job:
             metrics={k: float(v) for k, v in metrics.items() if k != "global_step"},
             global_step=int(metrics.get("global_step", 0)),
             checkpoint=estimator_obj.latest_checkpoint(),
-            exports=_list_exports(self.model_dir),
+            exports=list_exports(self.model_dir),
             seconds=round(time.monotonic() - self.started, 2),
         )
 
@@ -435,8 +435,9 @@ class _EvalLog:
         return EvalLog()
 
 
-def _list_exports(model_dir: Path) -> dict[str, list[str]]:
-    root = model_dir / "export"
+def list_exports(model_dir: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """The version directories under ``model_dir/export``, by exporter name."""
+    root = Path(model_dir) / "export"
     if not root.is_dir():
         return {}
     return {
