@@ -19,6 +19,7 @@ from tfship.trainer._cluster import (
     ClusterTask,
     Shard,
     Watchdog,
+    latest_checkpoint_step,
     read_tf_config,
     training_finished,
     write_note,
@@ -273,7 +274,7 @@ class _Job:
             self._train_and_evaluate(estimator_obj, self._train_spec(shard, seen), eval_spec)
         except tf().errors.OpError as exc:
             if task.task_type != "worker" or not training_finished(self.model_dir, self.run.max_steps):
-                raise
+                raise TrainError(f"{task.name}: {tf_error_cause(exc)}") from None
             # The ps left once the chief had finished: this worker's last step found it gone.
             logger.info("%s: the chief finished training; %s", task.name, tf_error_cause(exc))
         if task.task_type == "chief":
@@ -295,7 +296,7 @@ class _Job:
         return result
 
     def _chief_done(self, task: ClusterTask, estimator_obj: Any, seen: dict[str, int]) -> TrainResult:
-        step = _checkpoint_step(estimator_obj) or seen.get("step", 0)
+        step = latest_checkpoint_step(self.model_dir) or seen.get("step", 0)
         write_note(self.model_dir, "chief.json", {
             "global_step": step, "max_steps": self.run.max_steps,
             "seconds": round(time.monotonic() - self.started, 2),
@@ -331,8 +332,7 @@ class _Job:
         # A worker that starts before the chief has initialised the variables polls for them
         # only every 30 s; the chief's first checkpoint says they are ready.
         deadline = time.monotonic() + self.run.startup_timeout_secs
-        checkpoint = str(self.model_dir / "checkpoint")
-        while not tf().io.gfile.exists(checkpoint):
+        while latest_checkpoint_step(self.model_dir) is None:
             if time.monotonic() > deadline:
                 raise ClusterError(f"{task.name}: chief 0 wrote no checkpoint into {self.model_dir} "
                                    f"within {self.run.startup_timeout_secs:g}s")
@@ -389,14 +389,6 @@ class _Job:
             exports=list_exports(self.model_dir),
             seconds=round(time.monotonic() - self.started, 2),
         )
-
-
-def _checkpoint_step(estimator_obj: Any) -> int | None:
-    path = estimator_obj.latest_checkpoint()
-    if not path:
-        return None
-    tail = path.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else None
 
 
 def _start_server(task: ClusterTask) -> Any:
