@@ -120,10 +120,14 @@ class _Task:
             self.first_step_at = time.monotonic()
         echo(f"[{self.name}] {line}")
 
-    def last_error(self) -> str:
-        lines = [line for line in self.stderr if line.strip()]
+    def failure(self, code: int) -> str:
+        """``worker 1 failed (exit code 1): <its last error line>``, or its last line if none."""
+        lines = [line.strip() for line in self.stderr if line.strip()]
         errors = [line for line in lines if line.startswith("Error:") or "Error" in line.split(":")[0]]
-        return (errors or lines or ["(no output)"])[-1].strip()
+        if errors:
+            return f"{self.name} failed ({_how(code)}): {errors[-1].removeprefix('Error: ')}"
+        last = f"; its last line: {lines[-1]}" if lines else "; it wrote nothing"
+        return f"{self.name} failed ({_how(code)}){last}"
 
 
 @dataclass
@@ -259,7 +263,7 @@ def _wait(tasks: list[_Task], started: float, timeout: float | None) -> None:
             elif code != 0:
                 for reader in task.readers:
                     reader.join(timeout=2)
-                raise ClusterError(f"{task.name} failed ({_how(code)}): {task.last_error()}")
+                raise ClusterError(task.failure(code))
         if not running:
             for task in tasks:
                 for reader in task.readers:
