@@ -81,8 +81,12 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``tfship train --json``)."""
-        return asdict(self)
+        """JSON-ready form (``tfship train --json``); ``task`` and ``notes`` only when set."""
+        out = asdict(self)
+        for key in ("task", "notes"):
+            if not out[key]:
+                del out[key]
+        return out
 
 
 def build_estimator(
