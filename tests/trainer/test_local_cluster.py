@@ -202,3 +202,19 @@ def test_a_task_whose_peer_never_comes_up_fails_naming_it(
     assert done.returncode == 1, done.stderr[-2000:]
     expected = f"Error: {task_type} 0: {missing} at {address} did not answer within 3s; is that task running?"
     assert expected in done.stderr.splitlines(), done.stderr[-2000:]
+
+
+def test_a_task_whose_port_is_taken_says_so(tiny_model: Any, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        cluster = {"chief": [f"127.0.0.1:{free_ports(1)[0]}"], "ps": [address]}
+        env = {**os.environ, "TF_CONFIG": json.dumps(make_tf_config(cluster, "ps", 0))}
+        args = _train_args(tiny_model, tmp_path / "m", "--max-steps", "10", "--cluster-timeout-secs", "3")
+        done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1, done.stderr[-2000:]
+    expected = f"Error: ps 0: could not start its gRPC server at {address}; is the port in use?"
+    assert done.stderr.splitlines()[-1] == expected, done.stderr[-2000:]

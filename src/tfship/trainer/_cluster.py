@@ -35,6 +35,7 @@ from tfship.errors import InputError, TrainError
 logger = logging.getLogger("tfship.trainer")
 
 TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+PORT_TAKEN = "could not start its gRPC server"
 NOTES_DIR = "tfship-cluster"
 _TRAINING_JOBS = ("chief", "worker", "ps")
 
@@ -308,6 +309,13 @@ def latest_checkpoint_step(model_dir: str | os.PathLike[str]) -> int | None:
 
 
 # ---- waiting for peers, ending on time ----------------------------------------------------------
+
+
+def server_error(task: ClusterTask, cause: str) -> str:
+    """The one line for a task whose TensorFlow server failed (its port taken, most often)."""
+    if "Could not start gRPC server" in cause:
+        return f"{task.name}: {PORT_TAKEN} at {task.address}; is the port in use?"
+    return f"{task.name}: {cause}"
 
 
 def reachable(address: str, timeout: float = 1.0) -> bool:

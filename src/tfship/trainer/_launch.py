@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from tfship.trainer._cluster import ClusterError, make_tf_config
+from tfship.trainer._cluster import PORT_TAKEN, ClusterError, make_tf_config
 
 if TYPE_CHECKING:
     from tfship.trainer._train import TrainResult
@@ -179,8 +179,30 @@ def run_local_cluster(
         ClusterError: a task failed (the others are stopped); names it and its last error line.
     """
     echo = echo or _stderr
-    configs = cluster.tf_configs(free_ports(1 + cluster.workers + cluster.ps))
     started = time.monotonic()
+    try:
+        tasks = _run_once(cluster, train_args, echo, timeout, env, started)
+    except _PortTaken as exc:
+        # Free ports are picked before the tasks bind them: another program may take one first.
+        echo(f"[cluster] {exc}; starting again on other ports")
+        tasks = _run_once(cluster, train_args, echo, timeout, env, started)
+    return ClusterRun(
+        seconds=round(time.monotonic() - started, 2),
+        startup_seconds=_startup_seconds(tasks, started),
+        results={t.name: _summary(t) for t in tasks},
+        exit_codes={t.name: t.process.returncode for t in tasks},
+    )
+
+
+class _PortTaken(ClusterError):
+    """A task could not bind its port before any training started."""
+
+
+def _run_once(
+    cluster: LocalCluster, train_args: Sequence[str], echo: Callable[[str], None], timeout: float | None,
+    env: dict[str, str] | None, started: float,
+) -> list[_Task]:
+    configs = cluster.tf_configs(free_ports(1 + cluster.workers + cluster.ps))
     tasks: list[_Task] = []
     try:
         with _StopOnSignal():
@@ -190,12 +212,7 @@ def run_local_cluster(
             _wait(tasks, started, timeout)
     finally:
         _stop_all(tasks, echo)
-    return ClusterRun(
-        seconds=round(time.monotonic() - started, 2),
-        startup_seconds=_startup_seconds(tasks, started),
-        results={t.name: _summary(t) for t in tasks},
-        exit_codes={t.name: t.process.returncode for t in tasks},
-    )
+    return tasks
 
 
 def _address(tf_config: dict[str, Any]) -> str:
@@ -263,7 +280,10 @@ def _wait(tasks: list[_Task], started: float, timeout: float | None) -> None:
             elif code != 0:
                 for reader in task.readers:
                     reader.join(timeout=2)
-                raise ClusterError(task.failure(code))
+                message = task.failure(code)
+                if PORT_TAKEN in message and not any(t.first_step_at for t in tasks):
+                    raise _PortTaken(message)
+                raise ClusterError(message)
         if not running:
             for task in tasks:
                 for reader in task.readers:

@@ -21,6 +21,7 @@ from tfship.trainer._cluster import (
     Watchdog,
     latest_checkpoint_step,
     read_tf_config,
+    server_error,
     training_finished,
     write_note,
 )
@@ -278,7 +279,7 @@ class _Job:
             self._train_and_evaluate(estimator_obj, self._train_spec(shard, seen), eval_spec)
         except tf().errors.OpError as exc:
             if task.task_type != "worker" or not training_finished(self.model_dir, self.run.max_steps):
-                raise TrainError(f"{task.name}: {tf_error_cause(exc)}") from None
+                raise TrainError(server_error(task, tf_error_cause(exc))) from None
             # The ps left once the chief had finished: this worker's last step found it gone.
             logger.info("%s: the chief finished training; %s", task.name, tf_error_cause(exc))
         if task.task_type == "chief":
@@ -396,12 +397,19 @@ class _Job:
 
 
 def _start_server(task: ClusterTask) -> Any:
-    """This ps task's gRPC server, as ``train_and_evaluate`` would start it."""
+    """This ps task's gRPC server, as ``train_and_evaluate`` would start it.
+
+    Raises:
+        ClusterError: the server could not start (its port is taken, most often).
+    """
     t = tf()
     cluster = t.train.ClusterSpec({job: list(a) for job, a in task.cluster.items()})
     config = t.compat.v1.ConfigProto(log_device_placement=False)
-    return t.distribute.Server(cluster, job_name=task.task_type, task_index=task.task_index,
-                               config=config, start=True)
+    try:
+        return t.distribute.Server(cluster, job_name=task.task_type, task_index=task.task_index,
+                                   config=config, start=True)
+    except t.errors.OpError as exc:
+        raise ClusterError(server_error(task, tf_error_cause(exc))) from None
 
 
 class _EvalLog:
