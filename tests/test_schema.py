@@ -10,6 +10,7 @@ import pytest
 
 from tfship.errors import DataError, SchemaError
 from tfship.schema import CsvMissing, Schema
+from tfship.trainer import build_columns
 
 BASE: dict[str, Any] = {
     "label": {"name": "y", "kind": "multiclass", "vocabulary": ["a", "b", "c"]},
@@ -61,7 +62,7 @@ def test_parse_spec_tensor_specs_and_columns() -> None:
     specs = schema.tensor_specs()
     assert specs["vec"].shape.as_list() == [None, 3]
     assert isinstance(specs["tags"], tf.SparseTensorSpec)
-    assert len(schema.feature_columns()) == len(BASE["features"]) + 1  # one cross
+    assert len(build_columns(schema)) == len(BASE["features"]) + 1  # one cross
 
 
 def test_feature_columns_compute_on_parsed_examples() -> None:
@@ -72,7 +73,7 @@ def test_feature_columns_compute_on_parsed_examples() -> None:
                {"x": None, "n": 3, "cat": "zzz", "tags": [], "vec": [4, 5, 6]}]
     serialized = [schema.to_example(r).SerializeToString() for r in records]
     parsed = tf.io.parse_example(serialized, schema.parse_spec())
-    dense = tf.keras.layers.DenseFeatures(schema.feature_columns())(parsed)
+    dense = tf.keras.layers.DenseFeatures(build_columns(schema))(parsed)
     assert dense.shape[0] == 2 and dense.shape[1] > 10
     assert parsed["x"].numpy().tolist() == [2.0, 1.5]  # default filled in
 
@@ -161,7 +162,7 @@ def test_vocabulary_file_is_resolved_next_to_the_schema(tmp_path: Path) -> None:
     (tmp_path / "vocab.txt").write_text("p\nq\n")
     data = _feature(2, use={"kind": "categorical", "vocabulary_file": "vocab.txt"})
     (tmp_path / "s.json").write_text(json.dumps(data))
-    assert len(Schema.load(tmp_path / "s.json").feature_columns()) == 7
+    assert len(build_columns(Schema.load(tmp_path / "s.json"))) == 7
     (tmp_path / "vocab.txt").unlink()
     with pytest.raises(SchemaError, match=r"feature 'cat': vocabulary_file .*vocab.txt does not exist"):
-        Schema.load(tmp_path / "s.json").feature_columns()
+        build_columns(Schema.load(tmp_path / "s.json"))

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "schema": "tfship._schema_cli:schema",
     "data": "tfship._data_cli:data",
     "train": "tfship.trainer._cli:train",
+    "cluster": "tfship.trainer._cli:cluster",
     "export": "tfship._export_cli:export",
     "inspect": "tfship.inspect._cli:inspect",
     "predict": "tfship.loaders._cli:predict",

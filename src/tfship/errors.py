@@ -11,12 +11,14 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   ├── SchemaError (2)                 a schema file or a feature in it is invalid
     │   ├── DataError (2)                   a data file or a record does not match the schema
     │   │   └── loaders.TooManyRejectsError   a batch job rejected more rows than --max-rejects
-    │   └── server.ServerConfigError      a server flag or model_config_list is invalid
+    │   ├── server.ServerConfigError      a server flag or model_config_list is invalid
+    │   └── trainer.ClusterConfigError    TF_CONFIG is invalid or names a setup TF 2.15 refuses
     ├── ModelError (2)                      a SavedModel or checkpoint is missing, corrupt or unusable
     │   ├── SignatureNotFoundError (2)      a signature or tag-set is not in the SavedModel
     │   ├── ModelInputError (2)             inputs given to a model do not match its signature
     │   └── exporters.CheckpointNotFoundError  no checkpoint to export
     ├── TrainError (1)                      training or evaluation failed
+    │   └── trainer.ClusterError            a cluster task failed, or a peer never answered
     ├── ExportError (1)                     an export failed; nothing was published
     │   ├── exporters.MetricNotFoundError (2)  the metric to rank by was not evaluated
     │   └── exporters.VerificationError     the staged export failed its checks or warmup

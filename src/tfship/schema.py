@@ -281,12 +281,6 @@ class Schema:
                 specs[f.name] = t.TensorSpec([None, *f.shape], dtype, name=f.name)
         return specs
 
-    def feature_columns(self, names: Iterable[str] | None = None) -> list[Any]:
-        """Dense ``tf.feature_column``s for the features (or the named ones) and the crosses."""
-        from tfship import _columns
-
-        return _columns.build_columns(self, names)
-
     # ---- records -------------------------------------------------------------------------
     def convert_record(
         self, record: Mapping[str, Any], *, where: str = "", csv: CsvMissing | None = None

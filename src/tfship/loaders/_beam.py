@@ -68,6 +68,9 @@ def pipeline_options(options: Sequence[str]) -> Any:
         flags.append(f"--{key.strip().lstrip('-')}={value}")
     if not any(f.startswith("--runner=") for f in flags):
         flags.append("--runner=DirectRunner")
+    if not is_verbose() and not any(f.startswith("--default_sdk_harness_log_level=") for f in flags):
+        # Worker processes (multi_processing, portable runners) log their life at INFO.
+        flags.append("--default_sdk_harness_log_level=ERROR")
     return PipelineOptions(flags)
 
 
@@ -152,8 +155,12 @@ def _handler_class() -> Any:
     class LocalModelHandler(base.ModelHandler):  # type: ignore[misc,name-defined]
         """A Beam ``ModelHandler`` on ``LocalModel``: typed rows in, output dicts out."""
 
-        def __init__(self, path: str, signature: str | None, outputs: list[str] | None):
-            super().__init__()
+        def __init__(
+            self, path: str, signature: str | None, outputs: list[str] | None, batch_size: int | None = None
+        ):
+            # Beam's batches are at most the job's batch size; RunInference shares the loaded
+            # model within a worker process, so each process loads it once.
+            super().__init__(max_batch_size=batch_size)
             self.path = path
             self.signature = signature
             self.outputs = outputs
@@ -166,6 +173,7 @@ def _handler_class() -> Any:
         def run_inference(
             self, batch: Sequence[dict[str, Any]], model: Any, inference_args: Any = None
         ) -> Iterable[Any]:
+            _count_load(model)
             adapter = model.adapter(self.signature)
             keys = model.output_keys(adapter.sig.key, self.outputs)
             try:
@@ -189,6 +197,17 @@ def _handler_class() -> Any:
             return _NAMESPACE
 
     return LocalModelHandler
+
+
+_SEEN_MODELS: set[int] = set()
+
+
+def _count_load(model: Any) -> None:
+    # Beam records metrics only inside a bundle, not in load_model: count each loaded model
+    # object (one per worker process when RunInference shares it) on its first batch.
+    if id(model) not in _SEEN_MODELS:
+        _SEEN_MODELS.add(id(model))
+        _counter("model_loads").inc()
 
 
 def _run_rows(adapter: Any, rows: Sequence[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
@@ -298,7 +317,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         export_dir = str(model.path)
     keep = list(spec.keep_columns)
     sources = {i: str(p) for i, p in enumerate(files)}
-    handler: Any = KeyedModelHandler(_handler_class()(export_dir, signature, list(keys)))
+    handler: Any = KeyedModelHandler(_handler_class()(export_dir, signature, list(keys), spec.batch_size))
     started = time.perf_counter()
     with beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
         read = (
@@ -344,6 +363,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     summary.rows_in = counters.get("rows_in", 0)
     summary.predicted = counters.get("predicted", 0)
     summary.rejected = counters.get("rejected", 0)
+    log.info("beam: the model was loaded %d time(s), once per worker process", counters.get("model_loads", 0))
     _check_rejects(spec, summary)
     return summary
 

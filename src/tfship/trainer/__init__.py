@@ -1,8 +1,11 @@
-"""A minimal Estimator trainer driven by one schema.
+"""A minimal Estimator trainer driven by one schema, on one machine or a TF_CONFIG cluster.
 
 A Keras model (``linear``, ``dnn`` or ``two_tower``) computes logits inside the ``model_fn``; a
 ``tf.estimator`` Head chosen from the schema's label gives the loss, metrics and export
 signatures; ``train_and_evaluate`` checkpoints, evaluates the whole eval set and exports.
+Under ``TF_CONFIG`` the same ``train`` runs one task of a cluster (chief, worker, ps or
+evaluator), each training replica on its own share of the files; ``run_local_cluster`` runs a
+whole cluster on this machine.
 
 Example:
     >>> from tfship.trainer import train, ModelConfig, RunOptions   # doctest: +SKIP
@@ -12,7 +15,18 @@ Example:
 
 from __future__ import annotations
 
+from tfship.trainer._cluster import (
+    ClusterConfigError,
+    ClusterError,
+    ClusterTask,
+    Shard,
+    make_tf_config,
+    parse_tf_config,
+    read_tf_config,
+)
+from tfship.trainer._columns import build_columns
 from tfship.trainer._input import InputConfig, make_input_fn
+from tfship.trainer._launch import ClusterRun, LocalCluster, run_local_cluster
 from tfship.trainer._model import MODEL_KINDS, ModelConfig, build_keras_model, make_head, make_model_fn
 from tfship.trainer._train import (
     EXPORT_KINDS,
@@ -24,17 +38,28 @@ from tfship.trainer._train import (
 )
 
 __all__ = [
+    "ClusterConfigError",
+    "ClusterError",
+    "ClusterRun",
+    "ClusterTask",
     "EXPORT_KINDS",
     "InputConfig",
+    "LocalCluster",
     "MODEL_KINDS",
     "ModelConfig",
     "RunOptions",
+    "Shard",
     "TrainResult",
+    "build_columns",
     "build_estimator",
     "build_keras_model",
     "make_head",
     "make_input_fn",
     "make_model_fn",
+    "make_tf_config",
+    "parse_tf_config",
+    "read_tf_config",
     "read_trainer_file",
+    "run_local_cluster",
     "train",
 ]

@@ -1,7 +1,9 @@
-"""``tfship train``: train and evaluate an Estimator from a schema, then export."""
+"""``tfship train`` (locally, as one task of a TF_CONFIG cluster, or a whole cluster on this
+machine) and ``tfship cluster tf-config``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -9,6 +11,7 @@ import click
 
 from tfship._output import echo_json
 from tfship.schema import Schema
+from tfship.trainer._cluster import read_tf_config
 
 if TYPE_CHECKING:
     from tfship.trainer import TrainResult
@@ -25,7 +28,15 @@ def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str,
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
-@click.command()
+class _TrainCommand(click.Command):
+    """Keeps the raw arguments: ``--local-cluster`` runs the same command line once per task."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["tfship.train.args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_TrainCommand)
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--train", "train_files", required=True, multiple=True, help="CSV/TFRecord file or glob.")
 @click.option("--eval", "eval_files", required=True, multiple=True, help="CSV/TFRecord file or glob.")
@@ -58,15 +69,29 @@ def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str,
               help="Serving input of the exports: serialized tf.Examples, raw tensors, or both.")
 @click.option("--best-metric", default="loss", show_default=True)
 @click.option("--best-mode", type=click.Choice(["min", "max", "auto"]), default="auto", show_default=True)
+@click.option("--local-cluster", default=None, metavar="workers=N,ps=N[,evaluator=1]",
+              help="Run a whole TF_CONFIG cluster on this machine: a chief plus these tasks, "
+                   "one process each.")
+@click.option("--worker-delay-secs", default=None, type=click.IntRange(min=0),
+              help="In a cluster: cap on each worker's start-up delay (default: TensorFlow's, "
+                   "5 s per worker index, at most 60).")
+@click.option("--cluster-timeout-secs", default=300.0, show_default=True, type=click.FloatRange(min=0),
+              help="In a cluster: how long a task waits for the tasks it needs to answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def train(schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str, ...], model_dir: Path,
-          kind: str, hidden_units: tuple[int, ...], activation: str, dropout: float, batch_norm: bool,
-          tower_dim: int, optimizer: str, learning_rate: float, batch_size: int, epochs: int | None,
-          shuffle_buffer: int, reader_threads: int, parser_threads: int, prefetch: int, max_steps: int,
-          checkpoint_every: int, keep_checkpoints: int, log_every: int, eval_throttle_secs: int,
-          seed: int, warm_start_from: str | None, exports: tuple[str, ...], receiver: str, best_metric: str,
-          best_mode: str, as_json: bool) -> None:
-    """Train an Estimator (Keras model + Head) from a schema, evaluate and export it."""
+@click.pass_context
+def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str, ...],
+          model_dir: Path, kind: str, hidden_units: tuple[int, ...], activation: str, dropout: float,
+          batch_norm: bool, tower_dim: int, optimizer: str, learning_rate: float, batch_size: int,
+          epochs: int | None, shuffle_buffer: int, reader_threads: int, parser_threads: int, prefetch: int,
+          max_steps: int, checkpoint_every: int, keep_checkpoints: int, log_every: int,
+          eval_throttle_secs: int, seed: int, warm_start_from: str | None, exports: tuple[str, ...],
+          receiver: str, best_metric: str, best_mode: str, local_cluster: str | None,
+          worker_delay_secs: int | None, cluster_timeout_secs: float, as_json: bool) -> None:
+    """Train an Estimator (Keras model + Head) from a schema, evaluate and export it.
+
+    With TF_CONFIG set, this process runs its one task of the cluster; with --local-cluster,
+    it runs every task of a cluster on this machine, one process each.
+    """
     from tfship import trainer
 
     schema = Schema.load(schema_path)
@@ -83,7 +108,18 @@ def train(schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str
                              keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
                              eval_throttle_secs=eval_throttle_secs, exports=exports,
                              receiver=receiver, best_metric=best_metric, best_mode=best_mode,
-                             warm_start_from=warm_start_from)
+                             warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
+                             startup_timeout_secs=cluster_timeout_secs)
+    if local_cluster is not None:
+        from tfship.trainer._input import expand
+
+        for patterns in (train_files, eval_files):
+            expand(patterns)  # a pattern that matches nothing fails here, before any task starts
+        _run_local_cluster(ctx, local_cluster, model_dir, as_json)
+        return
+    from tfship.trainer._launch import exit_with_parent
+
+    exit_with_parent()
     result = trainer.train(schema, model_dir, train_files, eval_files, model=model, inputs=inputs, run=run)
     if as_json:
         echo_json(result.to_dict())
@@ -91,11 +127,100 @@ def train(schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str
     echo_summary(result)
 
 
+def _run_local_cluster(ctx: click.Context, spec: str, model_dir: Path, as_json: bool) -> None:
+    from tfship.trainer._launch import LocalCluster, run_local_cluster
+
+    if read_tf_config() is not None:
+        raise click.UsageError("--local-cluster starts its own tasks: unset TF_CONFIG")
+    try:
+        cluster = LocalCluster.parse(spec)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--local-cluster") from None
+    args = _without(ctx.meta["tfship.train.args"], "--local-cluster", "--json")
+    run = run_local_cluster(cluster, args)
+    result = run.summary(model_dir)
+    if as_json:
+        extra = {"startup_seconds": run.startup_seconds, "exit_codes": run.exit_codes}
+        echo_json({**result.to_dict(), **extra})
+        return
+    echo_summary(result)
+
+
+def _without(args: list[str], option: str, flag: str) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == option:
+            skip = True
+        elif not arg.startswith(option + "=") and arg != flag:
+            out.append(arg)
+    return out
+
+
 def echo_summary(result: TrainResult) -> None:
-    """Print a training summary: metrics, checkpoint and exports, one per line."""
+    """Print a training summary: metrics, checkpoint and exports, one per line.
+
+    A worker or ps task of a cluster prints one line: the step it saw last.
+    """
+    if result.task and result.task.split()[0] in ("worker", "ps"):
+        click.echo(f"{result.task} ended at step {result.global_step} after {result.seconds:.1f}s")
+        return
     metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(result.metrics.items()))
-    click.echo(f"trained {result.global_step} steps in {result.seconds:.1f}s: {metrics}")
+    who = f"{result.task}: " if result.task and result.task != "cluster" else ""
+    click.echo(f"{who}trained {result.global_step} steps in {result.seconds:.1f}s: {metrics}".rstrip(": "))
     click.echo(f"checkpoint  {result.checkpoint}")
     for name, versions in result.exports.items():
         for version in versions:
             click.echo(f"export      {name:<7} {version}")
+    for note in result.notes:
+        click.echo(f"note        {note}")
+
+
+def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str]:
+    found = [v.strip() for v in (value or "").split(",") if v.strip()]
+    for address in found:
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise click.BadParameter(f"{address!r} is not host:port")
+    return found
+
+
+def _task(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int]:
+    kind, sep, index = value.partition(":")
+    if not sep or not index.isdigit():
+        raise click.BadParameter(f"{value!r}: expected TYPE:INDEX, e.g. worker:0")
+    return kind, int(index)
+
+
+@click.group()
+def cluster() -> None:
+    """Helpers for running `tfship train` on a cluster of your own."""
+
+
+@cluster.command("tf-config")
+@click.option("--chief", required=True, callback=_address, help="The chief's host:port.")
+@click.option("--worker", default=None, callback=_address, help="Workers' host:port, comma-separated.")
+@click.option("--ps", default=None, callback=_address, help="Parameter servers' host:port, comma-separated.")
+@click.option("--evaluator", is_flag=True,
+              help="The cluster runs an evaluator task (it exports; the chief then does not).")
+@click.option("--task", "task", required=True, callback=_task,
+              help="This task as TYPE:INDEX: chief:0, worker:N, ps:N or evaluator:0.")
+def tf_config(chief: list[str], worker: list[str], ps: list[str], evaluator: bool,
+              task: tuple[str, int]) -> None:
+    """Print the TF_CONFIG value of one task (export TF_CONFIG='...' before `tfship train`).
+
+    \b
+    Example:
+      tfship cluster tf-config --chief h0:2222 --worker h1:2222,h2:2222 --ps h3:2222 --task worker:0
+    """
+    from tfship.trainer._cluster import make_tf_config
+
+    if len(chief) != 1:
+        raise click.BadParameter("give exactly one host:port", param_hint="--chief")
+    if task[0] == "evaluator" and not evaluator:
+        raise click.UsageError("--task evaluator:0 needs --evaluator (the other tasks need it too)")
+    jobs = {"chief": chief, "worker": worker, "ps": ps}
+    config = make_tf_config(jobs, task[0], task[1], evaluator=evaluator)
+    click.echo(json.dumps(config))  # one line: what a launch script puts in TF_CONFIG

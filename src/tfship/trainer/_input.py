@@ -11,6 +11,7 @@ from typing import Any
 from tfship._tf import tf
 from tfship.errors import DataError, InputError
 from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, Schema
+from tfship.trainer._cluster import Shard
 
 
 @dataclass(frozen=True)
@@ -47,18 +48,32 @@ def expand(patterns: Sequence[str]) -> list[str]:
 
 
 def make_input_fn(
-    schema: Schema, patterns: Sequence[str], config: InputConfig, *, training: bool
+    schema: Schema,
+    patterns: Sequence[str],
+    config: InputConfig,
+    *,
+    training: bool,
+    shard: Shard | None = None,
 ) -> Callable[[], Any]:
     """An Estimator ``input_fn`` yielding ``(features, labels)`` batches from CSV or TFRecord files.
 
     The format is chosen from the first file's extension (``.csv`` or anything else for
     TFRecord of ``tf.Example``). Evaluation reads every file once, in order, unshuffled.
+    With a ``shard``, this replica reads only its share: whole files when there are at least
+    as many files as replicas, else every ``count``-th record (see :meth:`Shard.plan`).
+
+    Example:
+        >>> fn = make_input_fn(schema, ["train.csv"], InputConfig(), training=True,
+        ...                    shard=Shard(1, 3))                      # doctest: +SKIP
     """
     files = expand(patterns)
+    records: tuple[int, int] | None = None
+    if shard is not None:
+        files, records = shard.plan(files)
     if files[0].endswith(".csv"):
         header = _csv_header(files[0], schema)
-        return lambda: _csv_dataset(schema, files, header, config, training)
-    return lambda: _tfrecord_dataset(schema, files, config, training)
+        return lambda: _csv_dataset(schema, files, header, config, training, records)
+    return lambda: _tfrecord_dataset(schema, files, config, training, records)
 
 
 def _csv_header(path: str, schema: Schema) -> list[str]:
@@ -74,18 +89,29 @@ def _csv_header(path: str, schema: Schema) -> list[str]:
 
 
 def _csv_dataset(
-    schema: Schema, files: list[str], header: list[str], config: InputConfig, training: bool
+    schema: Schema,
+    files: list[str],
+    header: list[str],
+    config: InputConfig,
+    training: bool,
+    records: tuple[int, int] | None,
 ) -> Any:
     t = tf()
     # Every column is read as a string and converted per feature, so "NA" and empty cells
     # take the schema's default the same way the loaders do.
     defaults = [[""] for _ in header]
     dataset = t.data.experimental.CsvDataset(files, defaults, header=True)
+    dataset = _shard_records(dataset, records)
     dataset = dataset.map(lambda *cols: dict(zip(header, cols)))
     dataset = _shuffle_repeat(dataset, config, training)
     dataset = dataset.batch(config.batch_size)
     dataset = dataset.map(lambda rows: _convert_batch(schema, rows), num_parallel_calls=config.parser_threads)
     return dataset.prefetch(config.prefetch)
+
+
+def _shard_records(dataset: Any, records: tuple[int, int] | None) -> Any:
+    # Before shuffling: the split must not depend on the shuffle order.
+    return dataset if records is None else dataset.shard(*records)
 
 
 def _shuffle_repeat(dataset: Any, config: InputConfig, training: bool) -> Any:
@@ -138,13 +164,16 @@ def _default_column(f: Any, batch: Any) -> Any:
     return t.fill([batch], t.constant(f.default, dtype=getattr(t, f.dtype)))
 
 
-def _tfrecord_dataset(schema: Schema, files: list[str], config: InputConfig, training: bool) -> Any:
+def _tfrecord_dataset(
+    schema: Schema, files: list[str], config: InputConfig, training: bool, records: tuple[int, int] | None
+) -> Any:
     t = tf()
     spec = schema.parse_spec(include_label=True)
     dataset = t.data.Dataset.from_tensor_slices(files)
     dataset = dataset.interleave(
         t.data.TFRecordDataset, cycle_length=config.reader_threads, deterministic=True
     )
+    dataset = _shard_records(dataset, records)
     dataset = _shuffle_repeat(dataset, config, training)
     dataset = dataset.batch(config.batch_size)
 

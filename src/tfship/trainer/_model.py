@@ -9,6 +9,7 @@ from typing import Any
 from tfship._tf import estimator, tf
 from tfship.errors import SchemaError
 from tfship.schema import Label, Schema
+from tfship.trainer._columns import build_columns
 
 MODEL_KINDS = ("linear", "dnn", "two_tower")
 
@@ -85,7 +86,7 @@ def build_keras_model(schema: Schema, config: ModelConfig) -> Any:
     if config.kind == "two_tower":
         return _TwoTower(schema, config)
     t = tf()
-    layers: list[Any] = [t.keras.layers.DenseFeatures(schema.feature_columns(), name="features")]
+    layers: list[Any] = [t.keras.layers.DenseFeatures(build_columns(schema), name="features")]
     if config.kind == "dnn":
         for i, units in enumerate(config.hidden_units):
             layers.append(t.keras.layers.Dense(units, name=f"hidden_{i}"))
@@ -106,7 +107,7 @@ def _tower(schema: Schema, config: ModelConfig, group: str) -> Any:
             f"{sorted(schema.groups)}"
         )
     layers: list[Any] = [
-        t.keras.layers.DenseFeatures(schema.feature_columns(schema.groups[group]), name=f"{group}_features")
+        t.keras.layers.DenseFeatures(build_columns(schema, schema.groups[group]), name=f"{group}_features")
     ]
     for i, units in enumerate(config.hidden_units):
         layers.append(t.keras.layers.Dense(units, activation=config.activation, name=f"{group}_{i}"))

@@ -7,13 +7,24 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tfship._tf import estimator, tf
+from tfship._tf import estimator, tf, tf_error_cause
 from tfship.errors import InputError, TrainError
 from tfship.schema import Schema
+from tfship.trainer._cluster import (
+    ClusterError,
+    ClusterTask,
+    Shard,
+    Watchdog,
+    latest_checkpoint_step,
+    read_tf_config,
+    server_error,
+    training_finished,
+    write_note,
+)
 from tfship.trainer._input import InputConfig, make_input_fn
 from tfship.trainer._model import ModelConfig, make_model_fn
 
@@ -26,6 +37,11 @@ EXPORT_KINDS = ("best", "latest", "final")
 @dataclass(frozen=True)
 class RunOptions:
     """How long to train, how often to checkpoint, evaluate and log.
+
+    In a TF_CONFIG cluster, ``worker_delay_secs`` caps the start-up delay of workers
+    (TensorFlow's default: 5 s per worker index, at most 60), ``startup_timeout_secs`` bounds
+    the wait for peer tasks, and ``cluster_grace_secs`` is how long a ps or a lagging worker
+    stays once the chief has finished.
 
     Example:
         >>> RunOptions(max_steps=200).checkpoint_every
@@ -44,11 +60,17 @@ class RunOptions:
     keep_latest: int = 3
     receiver: str = "both"
     warm_start_from: str | None = None
+    worker_delay_secs: int | None = None
+    startup_timeout_secs: float = 300.0
+    cluster_grace_secs: float = 10.0
 
 
 @dataclass
 class TrainResult:
-    """What a training run produced: final metrics, the last checkpoint and the exports."""
+    """What a training run produced: final metrics, the last checkpoint and the exports.
+
+    In a cluster, ``task`` names the task (``chief 0``); ``notes`` says what it could not do.
+    """
 
     model_dir: str
     metrics: dict[str, float]
@@ -56,10 +78,16 @@ class TrainResult:
     checkpoint: str | None
     exports: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
+    task: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``tfship train --json``)."""
-        return asdict(self)
+        """JSON-ready form (``tfship train --json``); ``task`` and ``notes`` only when set."""
+        out = asdict(self)
+        for key in ("task", "notes"):
+            if not out[key]:
+                del out[key]
+        return out
 
 
 def build_estimator(
@@ -86,6 +114,7 @@ def build_estimator(
     model_config = ModelConfig.from_dict(config if config is not None else (saved or {}).get("model", {}))
     run = run or RunOptions()
     est = estimator()
+    # RunConfig reads TF_CONFIG itself: the task, the cluster, and where variables live.
     run_config = est.RunConfig(
         model_dir=str(model_dir),
         tf_random_seed=run.seed,
@@ -94,6 +123,7 @@ def build_estimator(
         keep_checkpoint_max=run.keep_checkpoints,
         log_step_count_steps=run.log_every,
         save_summary_steps=run.log_every,
+        experimental_max_worker_delay_secs=run.worker_delay_secs,
     )
     warm = est.WarmStartSettings(run.warm_start_from) if run.warm_start_from else None
     return est.Estimator(
@@ -136,9 +166,13 @@ def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
 
 
 class _ProgressHook:
-    """Logs step, loss and steps/s every N steps (TensorFlow's own logging is silenced)."""
+    """Logs step, loss and steps/s every N steps (TensorFlow's own logging is silenced).
 
-    def __new__(cls, every: int) -> Any:
+    ``seen["step"]`` keeps the last global step this process saw.
+    """
+
+    def __new__(cls, every: int, seen: dict[str, int] | None = None) -> Any:
+        last: dict[str, int] = {} if seen is None else seen
         t = tf()
 
         class Hook(t.estimator.SessionRunHook):  # type: ignore[misc,name-defined]
@@ -153,6 +187,7 @@ class _ProgressHook:
 
             def after_run(self, run_context: Any, run_values: Any) -> None:
                 step = int(run_values.results["step"])
+                last["step"] = step
                 if step - self._last_step >= every:
                     now = time.monotonic()
                     rate = (step - self._last_step) / max(now - self._last, 1e-9)
@@ -176,54 +211,237 @@ def train(
 ) -> TrainResult:
     """Train and evaluate an Estimator for the schema, exporting as ``run.exports`` asks.
 
+    With a ``TF_CONFIG`` cluster in the environment this process runs its one task (see
+    ``tfship.trainer._cluster``): the chief and workers train on their shares of the data, a
+    ps serves variables until the chief has finished, the evaluator evaluates and exports.
+
     Example:
         >>> result = train(schema, "/tmp/m", ["train.csv"], ["eval.csv"],
         ...                run=RunOptions(max_steps=100))            # doctest: +SKIP
         >>> sorted(result.exports)                                  # doctest: +SKIP
         ['best', 'final', 'latest']
     """
-    model = model or ModelConfig()
-    inputs = inputs or InputConfig()
-    run = run or RunOptions()
-    started = time.monotonic()
-    model_path = Path(model_dir)
-    _write_trainer_file(model_path, schema, model)
-    est = estimator()
-    estimator_obj = build_estimator(schema, model_path, model.to_dict(), run=run)
-    train_spec = est.TrainSpec(
-        make_input_fn(schema, train_files, inputs, training=True),
-        max_steps=run.max_steps,
-        hooks=[_ProgressHook(run.log_every)],
-    )
-    eval_inputs = InputConfig(**{**asdict(inputs), "epochs": 1})
-    exporters = _make_exporters(schema, run)
-    eval_spec = est.EvalSpec(
-        make_input_fn(schema, eval_files, eval_inputs, training=False),
-        steps=None,
-        exporters=exporters,
-        start_delay_secs=0,
-        throttle_secs=run.eval_throttle_secs,
-    )
-    try:
-        metrics, _ = est.train_and_evaluate(estimator_obj, train_spec, eval_spec)
+    job = _Job(schema, Path(model_dir), train_files, eval_files,
+               model or ModelConfig(), inputs or InputConfig(), run or RunOptions())
+    task = read_tf_config()
+    if task is None:
+        return job.local()
+    logger.info("%s", task.describe(model_dir))
+    if task.task_type == "ps":
+        return job.ps(task)
+    return job.cluster(task)
+
+
+@dataclass
+class _Job:
+    """One ``train`` call: the parts every task type builds the same way."""
+
+    schema: Schema
+    model_dir: Path
+    train_files: Sequence[str]
+    eval_files: Sequence[str]
+    model: ModelConfig
+    inputs: InputConfig
+    run: RunOptions
+    started: float = field(default_factory=time.monotonic)
+
+    def local(self) -> TrainResult:
+        _write_trainer_file(self.model_dir, self.schema, self.model)
+        estimator_obj = self._estimator()
+        exporters = _make_exporters(self.schema, self.run)
+        metrics = self._train_and_evaluate(estimator_obj, self._train_spec(None, {}),
+                                           self._eval_spec(exporters))
+        self._final_exports(estimator_obj, exporters)
+        return self._result(estimator_obj, metrics or {})
+
+    def cluster(self, task: ClusterTask) -> TrainResult:
+        if task.task_type == "chief":
+            _write_trainer_file(self.model_dir, self.schema, self.model)
+        watchdog = self._watchdog(task)
+        watchdog.start()
+        try:
+            return self._cluster_task(task)
+        finally:
+            watchdog.stop()
+
+    def _cluster_task(self, task: ClusterTask) -> TrainResult:
+        estimator_obj = self._estimator()
+        seen: dict[str, int] = {}
+        evaluated: dict[str, Any] = {}
+        exporters = _make_exporters(self.schema, self.run) if task.task_type == "evaluator" else []
+        shard = None
+        if task.replica_index is not None:
+            shard = Shard(task.replica_index, task.num_replicas)
+        eval_spec = self._eval_spec([_EvalLog(evaluated), *exporters])
+        if task.task_type == "worker":
+            self._wait_for_chief(task)
+        try:
+            self._train_and_evaluate(estimator_obj, self._train_spec(shard, seen), eval_spec)
+        except tf().errors.OpError as exc:
+            if task.task_type != "worker" or not training_finished(self.model_dir, self.run.max_steps):
+                raise TrainError(server_error(task, tf_error_cause(exc))) from None
+            # The ps left once the chief had finished: this worker's last step found it gone.
+            logger.info("%s: the chief finished training; %s", task.name, tf_error_cause(exc))
+        if task.task_type == "chief":
+            return self._chief_done(task, estimator_obj, seen)
+        if task.task_type == "worker":
+            write_note(self.model_dir, f"worker-{task.task_index}.json",
+                       {"global_step": seen.get("step", 0), "max_steps": self.run.max_steps})
+            return self._task_result(task, seen.get("step", 0))
+        return self._evaluator_done(task, estimator_obj, exporters, evaluated)
+
+    def _evaluator_done(
+        self, task: ClusterTask, estimator_obj: Any, exporters: list[Any], evaluated: dict[str, Any]
+    ) -> TrainResult:
+        self._final_exports(estimator_obj, exporters)
+        metrics, step = evaluated.get("metrics", {}), evaluated.get("global_step", 0)
+        write_note(self.model_dir, "evaluator.json", {"metrics": metrics, "global_step": step})
+        result = self._result(estimator_obj, {**metrics, "global_step": step})
+        result.task = task.name
+        return result
+
+    def _chief_done(self, task: ClusterTask, estimator_obj: Any, seen: dict[str, int]) -> TrainResult:
+        step = latest_checkpoint_step(self.model_dir) or seen.get("step", 0)
+        write_note(self.model_dir, "chief.json", {
+            "global_step": step, "max_steps": self.run.max_steps,
+            "seconds": round(time.monotonic() - self.started, 2),
+            "checkpoint": estimator_obj.latest_checkpoint(),
+        })
+        notes = []
+        if self.run.exports and not task.has_evaluator:
+            # Exporters run only where evaluation runs: without an evaluator, the chief
+            # publishes the final export itself, and it alone.
+            final = _make_exporters(self.schema, replace(self.run, exports=("final",)))
+            self._final_exports(estimator_obj, final)
+            others = [k for k in self.run.exports if k != "final"]
+            if others:
+                notes.append(f"{' and '.join(others)} exports need an evaluator task; exported final only")
+                logger.warning("%s", notes[-1])
+        result = self._result(estimator_obj, {"global_step": step})
+        result.task, result.notes = task.name, notes
+        return result
+
+    def ps(self, task: ClusterTask) -> TrainResult:
+        """Serve variables until the chief has finished (TensorFlow's own ps never returns)."""
+        server = _start_server(task)
+        watchdog = self._watchdog(task)
+        watchdog.check_peers()
+        note = watchdog.wait_for_end() or {}
+        # TensorFlow cannot shut a server down: it serves until this process exits.
+        del server
+        logger.info("%s: the chief finished training at step %s; stopping", task.name,
+                    note.get("global_step"))
+        return self._task_result(task, int(note.get("global_step", 0)))
+
+    def _wait_for_chief(self, task: ClusterTask) -> None:
+        # A worker that starts before the chief has initialised the variables polls for them
+        # only every 30 s; the chief's first checkpoint says they are ready.
+        deadline = time.monotonic() + self.run.startup_timeout_secs
+        while latest_checkpoint_step(self.model_dir) is None:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{task.name}: chief 0 wrote no checkpoint into {self.model_dir} "
+                                   f"within {self.run.startup_timeout_secs:g}s")
+            time.sleep(0.2)
+
+    def _watchdog(self, task: ClusterTask) -> Watchdog:
+        return Watchdog(task, str(self.model_dir), self.run.max_steps,
+                        startup_timeout=self.run.startup_timeout_secs, grace=self.run.cluster_grace_secs)
+
+    def _task_result(self, task: ClusterTask, step: int) -> TrainResult:
+        return TrainResult(model_dir=str(self.model_dir), metrics={}, global_step=step, checkpoint=None,
+                           seconds=round(time.monotonic() - self.started, 2), task=task.name)
+
+    def _estimator(self) -> Any:
+        return build_estimator(self.schema, self.model_dir, self.model.to_dict(), run=self.run)
+
+    def _train_spec(self, shard: Shard | None, seen: dict[str, int]) -> Any:
+        return estimator().TrainSpec(
+            make_input_fn(self.schema, self.train_files, self.inputs, training=True, shard=shard),
+            max_steps=self.run.max_steps,
+            hooks=[_ProgressHook(self.run.log_every, seen)],
+        )
+
+    def _eval_spec(self, exporters: list[Any]) -> Any:
+        eval_inputs = InputConfig(**{**asdict(self.inputs), "epochs": 1})
+        return estimator().EvalSpec(
+            make_input_fn(self.schema, self.eval_files, eval_inputs, training=False),
+            steps=None,
+            exporters=exporters,
+            start_delay_secs=0,
+            throttle_secs=self.run.eval_throttle_secs,
+        )
+
+    def _train_and_evaluate(self, estimator_obj: Any, train_spec: Any, eval_spec: Any) -> Any:
+        try:
+            result = estimator().train_and_evaluate(estimator_obj, train_spec, eval_spec)
+        except tf().errors.InvalidArgumentError as exc:
+            raise TrainError(f"training failed on bad input: {exc.message.splitlines()[0]}") from None
+        # (metrics, export results) in local mode; None on every task of a cluster.
+        return result[0] if result else None
+
+    def _final_exports(self, estimator_obj: Any, exporters: list[Any]) -> None:
         from tfship.exporters import run_final_exports
 
         # A final export even when the last evaluation did not trigger one; no-op otherwise.
         run_final_exports(estimator_obj, exporters)
-    except tf().errors.InvalidArgumentError as exc:
-        raise TrainError(f"training failed on bad input: {exc.message.splitlines()[0]}") from None
-    return TrainResult(
-        model_dir=str(model_path),
-        metrics={k: float(v) for k, v in (metrics or {}).items() if k != "global_step"},
-        global_step=int((metrics or {}).get("global_step", 0)),
-        checkpoint=estimator_obj.latest_checkpoint(),
-        exports=_list_exports(model_path),
-        seconds=round(time.monotonic() - started, 2),
-    )
+
+    def _result(self, estimator_obj: Any, metrics: Mapping[str, Any]) -> TrainResult:
+        return TrainResult(
+            model_dir=str(self.model_dir),
+            metrics={k: float(v) for k, v in metrics.items() if k != "global_step"},
+            global_step=int(metrics.get("global_step", 0)),
+            checkpoint=estimator_obj.latest_checkpoint(),
+            exports=list_exports(self.model_dir),
+            seconds=round(time.monotonic() - self.started, 2),
+        )
 
 
-def _list_exports(model_dir: Path) -> dict[str, list[str]]:
-    root = model_dir / "export"
+def _start_server(task: ClusterTask) -> Any:
+    """This ps task's gRPC server, as ``train_and_evaluate`` would start it.
+
+    Raises:
+        ClusterError: the server could not start (its port is taken, most often).
+    """
+    t = tf()
+    cluster = t.train.ClusterSpec({job: list(a) for job, a in task.cluster.items()})
+    config = t.compat.v1.ConfigProto(log_device_placement=False)
+    try:
+        return t.distribute.Server(cluster, job_name=task.task_type, task_index=task.task_index,
+                                   config=config, start=True)
+    except t.errors.OpError as exc:
+        raise ClusterError(server_error(task, tf_error_cause(exc))) from None
+
+
+class _EvalLog:
+    """An exporter that exports nothing: it logs each evaluation and keeps the last metrics.
+
+    ``train_and_evaluate`` hands every evaluation result to the exporters, on the evaluator
+    only; placed first, its line precedes the export decisions.
+    """
+
+    def __new__(cls, sink: dict[str, Any]) -> Any:
+        base = estimator().Exporter
+
+        class EvalLog(base):  # type: ignore[misc,valid-type]
+            @property
+            def name(self) -> str:
+                return "tfship-eval-log"
+
+            def export(self, estimator: Any, export_path: str, checkpoint_path: str | None,
+                       eval_result: Mapping[str, Any] | None, is_the_final_export: bool) -> None:
+                values = dict(eval_result or {})
+                step = int(values.pop("global_step", 0))
+                metrics = {k: float(v) for k, v in values.items()}
+                sink.update(metrics=metrics, global_step=step)
+                shown = "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
+                logger.info("evaluated step %d: %s", step, shown)
+
+        return EvalLog()
+
+
+def list_exports(model_dir: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """The version directories under ``model_dir/export``, by exporter name."""
+    root = Path(model_dir) / "export"
     if not root.is_dir():
         return {}
     return {

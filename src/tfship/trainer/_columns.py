@@ -1,4 +1,8 @@
-"""Feature columns derived from a schema (kept apart so ``tfship.schema`` reads without TF)."""
+"""Feature columns derived from a schema.
+
+They live with the trainer, which is their one user: ``tfship.schema`` describes features and
+depends on nothing that builds models, so the schema never imports the trainer.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,11 @@ if TYPE_CHECKING:
 
 
 def build_columns(schema: Schema, names: Iterable[str] | None = None) -> list[Any]:
-    """Dense columns for the chosen features (default: all) and the crosses among them."""
+    """Dense ``tf.feature_column``s for the chosen features (default: all) and the crosses among them.
+
+    Example:
+        >>> layer = tf.keras.layers.DenseFeatures(build_columns(schema))  # doctest: +SKIP
+    """
     chosen = set(schema.feature_names if names is None else names)
     columns = [_dense_column(schema, f) for f in schema.features if f.name in chosen]
     for cross in schema.crosses:
