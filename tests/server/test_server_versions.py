@@ -335,7 +335,7 @@ def test_failed_load_is_retried_while_loading(
 
 def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) -> None:
     first = serve(ModelConfig("m", str(make_base(tmp_path, module_base, (1,)))))
-    with pytest.raises(LocalServerError, match="cannot bind gRPC"):
+    with pytest.raises(ServerConfigError, match=rf"gRPC port 127.0.0.1:{first.port} is already in use"):
         ModelServer.from_base_path(
             tmp_path / "base", "m", options=ServerOptions(port=first.port)
         ).start()
