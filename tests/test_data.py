@@ -73,8 +73,13 @@ def test_infer_schema_errors(tmp_path: Path) -> None:
     path.write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match=r"label column 'y' is not in .*columns are \['a', 'b'\]"):
         infer_schema(path, "y")
-    path.write_text("a,b\n1,2\n3\n")
-    with pytest.raises(DataError, match=r"d.csv:3: 1 fields, the header has 2"):
+    path.write_text("a,b\n1,2\n3\n")  # a malformed row is skipped and named
+    from tfship.data import explain_schema
+
+    _, reasons = explain_schema(path, "b")
+    assert reasons[0] == f"skipped 1 malformed row(s): {path}:3: 1 fields, the header has 2"
+    path.write_text("a,b\n3\n")
+    with pytest.raises(DataError, match=r"every row of .*d.csv is malformed, first: .*d.csv:2: 1 fields"):
         infer_schema(path, "b")
 
 
@@ -109,3 +114,15 @@ def test_infer_schema_keeps_leading_zeros_and_explains_each_column(tmp_path: Pat
     assert reasons[0] == "zip: 300 values, leading zeros -> string, hash 1024 (embedding 32)"
     assert reasons[1].startswith("plan: 3 values, integers with few values")
     assert reasons[-1] == "churned (label): 2 classes -> binary"
+
+
+def test_a_number_column_with_a_typo_stays_numeric(tmp_path: Path) -> None:
+    from tfship.data import explain_schema
+
+    path = tmp_path / "d.csv"
+    cells = [str(v) for v in range(100)]
+    cells[7] = "twelve"
+    path.write_text("n,y\n" + "".join(f"{c},{i % 2}\n" for i, c in enumerate(cells)))
+    schema, reasons = explain_schema(path, "y")
+    assert schema.feature("n").dtype == "int64" and schema.feature("n").use["kind"] == "numeric"
+    assert reasons[0].startswith("n: 100 values, 1 non-number(s) ('twelve') will be bad values -> int64")

@@ -29,6 +29,8 @@ INDICATOR_LIMIT = 10
 # An integer column with at most this many distinct values (each seen 4+ times) is a category
 # (a year, a number of children), not a quantity.
 INT_CATEGORY_LIMIT = 10
+# A number column may hold one stray text cell in this many (a typo, a unit) and stay numeric.
+STRAY_LIMIT = 50
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
 SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory
@@ -109,12 +111,15 @@ def explain_schema(
         >>> reasons[0]  # doctest: +SKIP
         'zip: 300 values, leading zeros -> string, hash 1024 (embedding 25)'
     """
-    columns = _read_columns(Path(path))
+    columns, malformed = _read_columns(Path(path))
     if label not in columns:
         raise InputError(f"label column {label!r} is not in {path}; columns are {list(columns)}")
     rule = csv_missing or CsvMissing()
     features: list[Feature] = []
     reasons: list[str] = []
+    if malformed:
+        more = f" and {len(malformed) - 1} more" if len(malformed) > 1 else ""
+        reasons.append(f"skipped {len(malformed)} malformed row(s): {malformed[0]}{more}")
     for name, values in columns.items():
         if name != label and name not in exclude:
             feature, why = _infer_feature(name, values, rule)
@@ -152,7 +157,12 @@ def _label_reason(target: Label, values: list[str]) -> str:
     return f"{classes} classes -> {target.kind}"
 
 
-def _read_columns(path: Path) -> dict[str, list[str]]:
+def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """The columns of a CSV file, and where its malformed rows (a wrong number of fields) are.
+
+    A proposal can do without a few broken rows: they are left out and named, not fatal.
+    """
+    malformed: list[str] = []
     try:
         with path.open(newline="") as fh:
             reader = csv.reader(fh)
@@ -160,14 +170,19 @@ def _read_columns(path: Path) -> dict[str, list[str]]:
             if not header:
                 raise InputError(f"{path} is empty: a CSV with a header row is needed")
             columns: dict[str, list[str]] = {h: [] for h in header}
-            for lineno, row in enumerate(reader, start=2):
+            for row in reader:
                 if len(row) != len(header):
-                    raise DataError(f"{path}:{lineno}: {len(row)} fields, the header has {len(header)}")
+                    malformed.append(
+                        f"{path}:{reader.line_num}: {len(row)} fields, the header has {len(header)}"
+                    )
+                    continue
                 for h, v in zip(header, row):
                     columns[h].append(v)
     except FileNotFoundError:
         raise InputError(f"data file {path} does not exist") from None
-    return columns
+    if malformed and not any(columns.values()):
+        raise DataError(f"every row of {path} is malformed, first: {malformed[0]}")
+    return columns, malformed
 
 
 def _present(values: list[str], dtype: str, rule: CsvMissing) -> list[str]:
@@ -180,6 +195,14 @@ def _infer_feature(name: str, values: list[str], rule: CsvMissing) -> tuple[Feat
     present = _present(values, dtype, rule)
     missing = len(values) - len(present)
     seen = [f"{len(set(present))} values"] + ([f"{missing} missing"] if missing else [])
+    if dtype == "string":
+        numeric, strays = _mostly_numbers(present, rule)
+        if numeric is not None:
+            # a number column with a few typos: they are bad values, not categories
+            dtype = numeric
+            examples = ", ".join(map(repr, sorted(set(strays))[:3]))
+            seen.append(f"{len(strays)} non-number(s) ({examples}) will be bad values")
+            present = [v for v in present if v not in set(strays)]
     if dtype == "int64" and any(_LEADING_ZERO.match(v.strip()) for v in present):
         # zip codes and ids: "02134" is a name, not the number 2134
         dtype = "string"
@@ -204,6 +227,16 @@ def _infer_feature(name: str, values: list[str], rule: CsvMissing) -> tuple[Feat
     buckets = 2 ** math.ceil(math.log2(2 * len(counts)))
     use = {"kind": "hash", "buckets": buckets, "as": "embedding", "dimension": _embedding_dim(buckets)}
     return Feature(name, "string", (), default, use), ", ".join(seen)
+
+
+def _mostly_numbers(present: list[str], rule: CsvMissing) -> tuple[str | None, list[str]]:
+    """A string column whose cells are numbers but for a few (at most 1 in 50): the number dtype
+    and the stray cells; ``(None, [])`` for a real string column."""
+    strays = [v for v in present if csv_column_dtype([v], rule) == "string"]
+    if not strays or len(strays) * STRAY_LIMIT > len(present):
+        return None, []
+    stray = set(strays)
+    return csv_column_dtype([v for v in present if v not in stray], rule), strays
 
 
 def _few_integers(present: list[str]) -> bool:
