@@ -604,6 +604,18 @@ def csv_column_dtype(cells: Iterable[str], csv: CsvMissing | None = None) -> str
 
 
 _FLOAT_MAX = {"float32": 3.4028234663852886e38, "float16": 65504.0}
+_INFINITIES = frozenset({"inf", "infinity"})
+
+
+def overflows(text: str, number: float) -> bool:
+    """Whether a number's text is finite but too large for any float (``1e400``): parsing
+    makes it an infinity nobody wrote, which would turn a loss into ``inf``.
+
+    Example:
+        >>> overflows("1e400", float("1e400")), overflows("-Infinity", float("-inf"))
+        (True, False)
+    """
+    return math.isinf(number) and text.strip().lstrip("+-").lower() not in _INFINITIES
 _INT_RANGE = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
 
 
@@ -631,6 +643,8 @@ def coerce_value(dtype: str, value: Any) -> Any:
     if dtype.startswith("float"):
         number = float(value.strip() if isinstance(value, str) else value)
         if math.isfinite(number) and abs(number) > _FLOAT_MAX.get(dtype, math.inf):
+            raise ValueError(f"{value!r} is out of the range of {dtype}")
+        if isinstance(value, str) and overflows(value, number):
             raise ValueError(f"{value!r} is out of the range of {dtype}")
         return number
     if isinstance(value, int) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu"):

@@ -170,7 +170,7 @@ def export_model(
         if isinstance(exc, TfshipError) or not isinstance(exc, Exception):
             raise
         raise ExportError(f"export of checkpoint {ckpt} to {base} failed: {_first_line(exc)}") from exc
-    logger.info(report.log_line())
+    logger.debug(report.log_line())  # the same for every export of a run: -v shows it
     return ExportResult(
         path=final,
         version=number,

@@ -28,7 +28,7 @@ from tfship.loaders._predict import (
     coo_from_lengths,
     empty_sparse,
 )
-from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, coerce_value, is_missing
+from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, coerce_value, is_missing, overflows
 
 Array = npt.NDArray[Any]
 _FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0}
@@ -254,6 +254,9 @@ def _cast(values: Any, dtype: str) -> Array:
     finite = as_float64[np.isfinite(as_float64)]
     if finite.size and np.abs(finite).max() > limit:
         raise ValueError(f"values out of the range of {dtype}")
+    infinite = np.flatnonzero(np.isinf(as_float64))
+    if infinite.size and any(overflows(str(values[int(i)].as_py()), float(as_float64[i])) for i in infinite):
+        raise ValueError(f"values out of the range of {dtype}")  # the slow path names the rows
     result = as_float64.astype(dtype)
     return result
 

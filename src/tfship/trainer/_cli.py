@@ -3,7 +3,10 @@ machine) and ``tfship cluster tf-config``."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,6 +80,10 @@ class _TrainCommand(click.Command):
                    "5 s per worker index, at most 60).")
 @click.option("--cluster-timeout-secs", default=300.0, show_default=True, type=click.FloatRange(min=0),
               help="In a cluster: how long a task waits for the tasks it needs to answer.")
+@click.option("--max-bad-rows", default=0, show_default=True, type=click.IntRange(min=0),
+              help="CSV rows that fail the schema's checks and may be skipped (named on stderr).")
+@click.option("--rejects", "rejects_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL file listing the skipped rows (file, line, reason).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str, ...],
@@ -86,7 +93,8 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
           max_steps: int, checkpoint_every: int, keep_checkpoints: int, log_every: int,
           eval_throttle_secs: int, seed: int, warm_start_from: str | None, exports: tuple[str, ...],
           receiver: str, best_metric: str, best_mode: str, local_cluster: str | None,
-          worker_delay_secs: int | None, cluster_timeout_secs: float, as_json: bool) -> None:
+          worker_delay_secs: int | None, cluster_timeout_secs: float, max_bad_rows: int,
+          rejects_path: Path | None, as_json: bool) -> None:
     """Train an Estimator (Keras model + Head) from a schema, evaluate and export it.
 
     With TF_CONFIG set, this process runs its one task of the cluster; with --local-cluster,
@@ -120,11 +128,34 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
     from tfship.trainer._launch import exit_with_parent
 
     exit_with_parent()
-    result = trainer.train(schema, model_dir, train_files, eval_files, model=model, inputs=inputs, run=run)
+    with _checked(schema, train_files, eval_files, max_bad_rows, rejects_path) as (train_set, eval_set):
+        result = trainer.train(schema, model_dir, train_set, eval_set, model=model, inputs=inputs, run=run)
     if as_json:
         echo_json(result.to_dict())
         return
     echo_summary(result)
+
+
+@contextmanager
+def _checked(
+    schema: Schema, train_files: tuple[str, ...], eval_files: tuple[str, ...], max_bad_rows: int,
+    rejects: Path | None,
+) -> Iterator[tuple[list[str], list[str]]]:
+    """Every CSV row checked before anything is written; the files to train and evaluate on."""
+    from tfship.errors import DataError
+    from tfship.trainer._input import expand
+    from tfship.trainer._rows import checked_files
+
+    files = expand(train_files) + expand(eval_files)
+    echo = functools.partial(click.echo, err=True)
+    try:
+        with checked_files(schema, files, max_bad_rows=max_bad_rows, rejects=rejects, echo=echo) as kept:
+            split = len(expand(train_files))
+            yield kept[:split], kept[split:]
+    except DataError as exc:
+        if "may be skipped" in str(exc):
+            raise DataError(f"{exc}; --max-bad-rows N skips up to N of them") from None
+        raise
 
 
 def _run_local_cluster(ctx: click.Context, spec: str, model_dir: Path, as_json: bool) -> None:

@@ -1,0 +1,166 @@
+"""Training rows checked before training starts: the loaders' conversion, bad rows named.
+
+TensorFlow's CSV pipeline fails a whole training run on the first bad cell with a bare
+``Graph execution error``. Every CSV row is read here first through the same checked
+conversion as ``tfship predict`` (the schema's missing-value rule, float32 and int64 ranges, a
+label in the vocabulary, the right number of fields), so a bad row is named by file, line,
+column and value before anything is written. A few bad rows can be set aside: training then
+reads copies of the affected files without them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfship.errors import DataError
+from tfship.schema import CsvMissing, Schema
+
+_CHUNK_ROWS = 65536
+
+
+@dataclass
+class BadRow:
+    """A training row that cannot be used: where it is and why."""
+
+    file: str
+    line: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "reason": self.reason}
+
+
+@dataclass
+class RowCheck:
+    """What the check found: rows read, the bad ones, and the files to train on."""
+
+    files: list[str]
+    rows: int = 0
+    bad: list[BadRow] = field(default_factory=list)
+
+
+def _fields(schema: Schema) -> dict[str, Any]:
+    from tfship.loaders._predict import Field
+
+    out = {}
+    for f in schema.features:
+        default = None if f.default is None or f.shape is None else np.asarray(f.default)
+        if default is not None and f.shape:
+            default = np.broadcast_to(default, f.shape)
+        out[f.name] = Field(f.name, f.dtype, None if f.shape is None else tuple(f.shape),
+                            f.shape is None, default)
+    label = schema.label
+    out[label.name] = Field(label.name, label.dtype, (), False, None)
+    return out
+
+
+def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
+    """Rows whose label is outside the vocabulary (the Head would fail the whole run)."""
+    vocabulary = schema.label.vocabulary
+    if not vocabulary:
+        return {}
+    values = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
+    allowed = set(vocabulary)
+    return {
+        i: f"field {schema.label.name!r}: {value!r} is not one of the label's classes "
+           f"({', '.join(vocabulary)})"
+        for i, value in enumerate(values[:rows]) if value is not None and str(value) not in allowed
+    }
+
+
+def check_csv_rows(schema: Schema, files: Sequence[str]) -> RowCheck:
+    """Read every row of the CSV files through the loaders' conversion; name the bad ones."""
+    from tfship.loaders._convert import convert_chunk
+    from tfship.loaders._readers import read_chunks
+
+    fields = _fields(schema)
+    result = RowCheck(list(files))
+    rule = CsvMissing()
+    for name in files:
+        if not name.endswith(".csv"):
+            continue
+        for chunk in read_chunks(Path(name), _CHUNK_ROWS, set(fields)):
+            result.rows += chunk.rows + len(chunk.rejects)
+            result.bad.extend(BadRow(name, r.line, r.reason) for r in chunk.rejects)
+            converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule)
+            problems = {**_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
+                        **converted.bad}
+            lines = chunk.lines.tolist()
+            result.bad.extend(BadRow(name, int(lines[i]), why) for i, why in sorted(problems.items()))
+    result.bad.sort(key=lambda b: (b.file, b.line))
+    return result
+
+
+@contextmanager
+def checked_files(
+    schema: Schema, files: Sequence[str], *, max_bad_rows: int, rejects: Path | None,
+    echo: Any = None,
+) -> Iterator[list[str]]:
+    """The files to train on once their rows are checked, for as long as training runs.
+
+    Raises:
+        DataError: more bad rows than ``max_bad_rows``; names the first (file:line: reason).
+    """
+    check = check_csv_rows(schema, files)
+    if len(check.bad) > max_bad_rows:
+        first = check.bad[0]
+        raise DataError(
+            f"{first.file}:{first.line}: {first.reason} "
+            f"({len(check.bad)} bad row(s) of {check.rows}; {max_bad_rows} may be skipped)"
+        )
+    if not check.bad:
+        yield list(files)
+        return
+    if rejects is not None:
+        _write_rejects(rejects, check.bad)
+    if echo is not None:
+        where = f"; listed in {rejects}" if rejects is not None else ""
+        echo(f"skipping {len(check.bad)} bad row(s) of {check.rows}, first {check.bad[0].file}:"
+             f"{check.bad[0].line}: {check.bad[0].reason}{where}")
+    workdir = Path(tempfile.mkdtemp(prefix="tfship-train-rows-"))
+    try:
+        yield _without_bad_rows(files, check.bad, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _without_bad_rows(files: Sequence[str], bad: list[BadRow], workdir: Path) -> list[str]:
+    """Copies of the files that hold bad rows, without them; the other files as they are."""
+    by_file: dict[str, set[int]] = {}
+    for bad_row in bad:
+        by_file.setdefault(bad_row.file, set()).add(bad_row.line)
+    out = []
+    for index, name in enumerate(files):
+        lines = by_file.get(name)
+        if not lines:
+            out.append(name)
+            continue
+        target = workdir / f"{index}-{Path(name).name}"
+        with open(name, newline="", encoding="utf-8-sig") as src, target.open("w", newline="") as dst:
+            reader, writer = csv.reader(src), csv.writer(dst)
+            start = 1
+            for cells in reader:
+                if start not in lines:
+                    writer.writerow(cells)
+                start = reader.line_num + 1
+        out.append(str(target))
+    return out
+
+
+def _write_rejects(path: Path, bad: list[BadRow]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w") as fh:
+        for row in bad:
+            fh.write(json.dumps(row.to_dict()) + "\n")
+    os.replace(tmp, path)
