@@ -19,6 +19,7 @@ from tfship._interrupt import interrupted, recording_interrupts
 from tfship._tf import set_verbose
 from tfship.errors import TfshipError
 
+_CHATTY_LIBRARIES = ("httpx", "httpcore")
 INTERRUPTED = 130  # what a shell reports for a command stopped by SIGINT
 
 # verb -> "module:attribute"; listing order is the order of a model's life.
@@ -79,6 +80,11 @@ def cli(verbose: bool) -> None:
         format="%(message)s",
         stream=sys.stderr,
     )
+    if not verbose:
+        # libraries that log every request at INFO (httpx): a command's stderr is for its own
+        # messages, --verbose shows theirs too
+        for name in _CHATTY_LIBRARIES:
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def main() -> None:

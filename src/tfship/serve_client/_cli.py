@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,10 +73,6 @@ def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
     headers = _headers(opts.get("headers") or ())
     if opts.get("rest"):
         from tfship.serve_client import RestServingClient
-
-        if not logging.getLogger().isEnabledFor(logging.DEBUG):
-            # httpx logs every request at INFO; a command's stderr is for its own messages.
-            logging.getLogger("httpx").setLevel(logging.WARNING)
 
         with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as rest:
             yield rest
