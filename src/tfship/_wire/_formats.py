@@ -10,6 +10,7 @@ base path are versions.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,21 @@ CODE_OF_HTTP: dict[int, str] = {
     409: "ABORTED",
 }
 del CODE_OF_HTTP[200]
+
+
+def graph_name(key: str) -> str:
+    r"""A name TensorFlow accepts for a graph op or scope, made from any feature or input key.
+
+    Op and scope names must match ``[A-Za-z0-9.][A-Za-z0-9_.\-/]*``; a CSV header may hold
+    anything (``mean radius``, ``od280/od315``). Signatures keep the user's keys; only the
+    graph's internal names use this.
+
+    Example:
+        >>> graph_name("mean radius"), graph_name("_id"), graph_name("ok.name")
+        ('mean_radius', 'f_id', 'ok.name')
+    """
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", key)
+    return name if re.match(r"[A-Za-z0-9.]", name) else f"f{name}"
 
 
 def http_status(code: str) -> int:

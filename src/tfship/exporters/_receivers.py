@@ -14,12 +14,12 @@ is the batch).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tfship._tf import estimator, tf
+from tfship._wire import graph_name
 
 KINDS = ("parsing", "raw", "both")
 DEFAULT_RECEIVER_KEY = "examples"
@@ -296,12 +296,6 @@ def _spec_kind(spec: Any) -> str:
     return "dense"
 
 
-def _op_name(key: str) -> str:
-    # Feature names may hold characters that are not valid in graph op names.
-    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", key)
-    return name if re.match(r"[A-Za-z0-9.]", name) else f"f{name}"
-
-
 def _raw_placeholders(specs: Mapping[str, Any], batch: int | None) -> dict[str, Any]:
     t = tf()
     out: dict[str, Any] = {}
@@ -309,14 +303,14 @@ def _raw_placeholders(specs: Mapping[str, Any], batch: int | None) -> dict[str, 
         shape = [batch, *spec.shape.as_list()[1:]]
         kind = _spec_kind(spec)
         if kind == "sparse":
-            out[name] = t.compat.v1.sparse_placeholder(spec.dtype, shape=shape, name=_op_name(name))
+            out[name] = t.compat.v1.sparse_placeholder(spec.dtype, shape=shape, name=graph_name(name))
         elif kind == "ragged":
             out[name] = t.compat.v1.ragged.placeholder(
                 spec.dtype,
                 spec.ragged_rank,
                 value_shape=spec.shape[spec.ragged_rank + 1 :],
-                name=_op_name(name),
+                name=graph_name(name),
             )
         else:
-            out[name] = t.compat.v1.placeholder(spec.dtype, shape=shape, name=_op_name(name))
+            out[name] = t.compat.v1.placeholder(spec.dtype, shape=shape, name=graph_name(name))
     return out

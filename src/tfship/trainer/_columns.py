@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tfship._tf import tf
+from tfship._wire import graph_name
 from tfship.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -23,12 +24,29 @@ def build_columns(schema: Schema, names: Iterable[str] | None = None) -> list[An
     Example:
         >>> layer = tf.keras.layers.DenseFeatures(build_columns(schema))  # doctest: +SKIP
     """
+    _check_graph_names(schema)
     chosen = set(schema.feature_names if names is None else names)
     columns = [_dense_column(schema, f) for f in schema.features if f.name in chosen]
     for cross in schema.crosses:
         if set(cross["features"]) <= chosen:
             columns.append(_cross_column(schema, cross))
     return columns
+
+
+def model_features(features: Mapping[str, Any]) -> dict[str, Any]:
+    """The features dict with the keys the columns use (``graph_name`` of each feature)."""
+    return {graph_name(key): value for key, value in features.items()}
+
+
+def _check_graph_names(schema: Schema) -> None:
+    seen: dict[str, str] = {}
+    for f in schema.features:
+        other = seen.setdefault(graph_name(f.name), f.name)
+        if other != f.name:
+            raise SchemaError(
+                f"features {other!r} and {f.name!r} both become {graph_name(f.name)!r} inside "
+                "TensorFlow's graph; rename one of them"
+            )
 
 
 def categorical_column(schema: Schema, f: Feature) -> Any:
@@ -39,15 +57,17 @@ def categorical_column(schema: Schema, f: Feature) -> Any:
     if kind == "bucketized":
         return fc.bucketized_column(_numeric(f), boundaries=[float(b) for b in use["boundaries"]])
     if kind == "identity":
-        return fc.categorical_column_with_identity(f.name, use["num_buckets"], default_value=0)
+        return fc.categorical_column_with_identity(graph_name(f.name), use["num_buckets"], default_value=0)
     if kind == "hash":
-        return fc.categorical_column_with_hash_bucket(f.name, use["buckets"], dtype=dtype)
+        return fc.categorical_column_with_hash_bucket(graph_name(f.name), use["buckets"], dtype=dtype)
     if "vocabulary" in use:
         return fc.categorical_column_with_vocabulary_list(
-            f.name, use["vocabulary"], dtype=dtype, num_oov_buckets=1
+            graph_name(f.name), use["vocabulary"], dtype=dtype, num_oov_buckets=1
         )
     path = _vocabulary_path(schema, f)
-    return fc.categorical_column_with_vocabulary_file(f.name, path, dtype=dtype, num_oov_buckets=1)
+    return fc.categorical_column_with_vocabulary_file(
+        graph_name(f.name), path, dtype=dtype, num_oov_buckets=1
+    )
 
 
 def _dense_column(schema: Schema, f: Feature) -> Any:
@@ -69,7 +89,8 @@ def _numeric(f: Feature) -> Any:
     shape = f.shape or (1,)
     default = f.default if f.use["kind"] == "numeric" else None
     return tf().feature_column.numeric_column(
-        f.name, shape=shape, default_value=default, dtype=tf().float32, normalizer_fn=normalizer
+        graph_name(f.name), shape=shape, default_value=default, dtype=tf().float32,
+        normalizer_fn=normalizer,
     )
 
 
@@ -77,7 +98,7 @@ def _cross_column(schema: Schema, cross: Mapping[str, Any]) -> Any:
     keys: list[Any] = []
     for name in cross["features"]:
         f = schema.feature(name)
-        keys.append(categorical_column(schema, f) if f.use["kind"] == "bucketized" else name)
+        keys.append(categorical_column(schema, f) if f.use["kind"] == "bucketized" else graph_name(name))
     crossed = tf().feature_column.crossed_column(keys, hash_bucket_size=cross["hash_buckets"])
     return _shown(crossed, cross)
 

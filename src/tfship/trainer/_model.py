@@ -9,7 +9,7 @@ from typing import Any
 from tfship._tf import estimator, tf
 from tfship.errors import SchemaError
 from tfship.schema import Label, Schema
-from tfship.trainer._columns import build_columns
+from tfship.trainer._columns import build_columns, model_features
 
 MODEL_KINDS = ("linear", "dnn", "two_tower")
 
@@ -166,7 +166,8 @@ def make_model_fn(schema: Schema, config: ModelConfig, seed: int | None = None) 
         if seed is not None:
             t.keras.utils.set_random_seed(seed)
         model = build_keras_model(schema, config)
-        logits = model(features, training=training)
+        # the columns know features by their graph names (a header may hold "mean radius")
+        logits = model(model_features(features), training=training)
         optimizer = None
         if training:
             optimizer = _optimizer(config)
