@@ -133,6 +133,10 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
     if as_json:
         echo_json(result.to_dict())
         return
+    if not result.metrics and result.global_step >= max_steps:
+        click.echo(f"model already at step {result.global_step}; raise --max-steps to continue")
+        click.echo(f"checkpoint  {result.checkpoint}")
+        return
     echo_summary(result)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._tf import estimator, tf, tf_error_cause
+from tfship._wire import version_dirs
 from tfship.errors import InputError, TrainError
 from tfship.schema import Schema
 from tfship.trainer._cluster import (
@@ -246,13 +247,32 @@ class _Job:
     started: float = field(default_factory=time.monotonic)
 
     def local(self) -> TrainResult:
+        check_model_dir(self.model_dir, self.schema, self.model)
+        step = checkpoint_step_of(self.model_dir)
+        if step is not None and step >= self.run.max_steps:
+            return self._nothing_to_do(step)
+        before = list_exports(self.model_dir)
         _write_trainer_file(self.model_dir, self.schema, self.model)
         estimator_obj = self._estimator()
         exporters = _make_exporters(self.schema, self.run)
         metrics = self._train_and_evaluate(estimator_obj, self._train_spec(None, {}),
                                            self._eval_spec(exporters))
         self._final_exports(estimator_obj, exporters)
-        return self._result(estimator_obj, metrics or {})
+        result = self._result(estimator_obj, metrics or {})
+        result.exports = _new_exports(before, result.exports)
+        return result
+
+    def _nothing_to_do(self, step: int) -> TrainResult:
+        """A model already at its last step: say so, train nothing, list no old export as new."""
+        return TrainResult(
+            model_dir=str(self.model_dir),
+            metrics={},
+            global_step=step,
+            checkpoint=tf().train.latest_checkpoint(str(self.model_dir)),
+            seconds=round(time.monotonic() - self.started, 2),
+            notes=[f"the model is already at step {step} of {self.run.max_steps}: nothing was "
+                   f"trained; a larger max steps continues it"],
+        )
 
     def cluster(self, task: ClusterTask) -> TrainResult:
         if task.task_type == "chief":
@@ -445,7 +465,69 @@ def list_exports(model_dir: str | os.PathLike[str]) -> dict[str, list[str]]:
     if not root.is_dir():
         return {}
     return {
-        d.name: sorted(str(v) for v in d.iterdir() if v.name.isdigit())
+        d.name: [str(path) for _, path in version_dirs(d)]
         for d in sorted(root.iterdir())
         if d.is_dir()
     }
+
+
+def _new_exports(before: Mapping[str, list[str]], after: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """The versions this run wrote: those in ``after`` that were not in ``before``."""
+    new = {name: [v for v in versions if v not in before.get(name, [])] for name, versions in after.items()}
+    return {name: versions for name, versions in new.items() if versions}
+
+
+def checkpoint_step_of(model_dir: str | os.PathLike[str]) -> int | None:
+    """The global step of the newest checkpoint in ``model_dir`` (from its name), or None."""
+    state = Path(model_dir) / "checkpoint"
+    if not state.is_file():
+        return None
+    latest = tf().train.latest_checkpoint(str(model_dir))
+    if not latest or "-" not in latest:
+        return None
+    tail = latest.rsplit("-", 1)[1]
+    return int(tail) if tail.isdigit() else None
+
+
+def check_model_dir(model_dir: Path, schema: Schema, config: ModelConfig) -> None:
+    """Refuse, before writing anything, to train into a directory that holds another model.
+
+    A directory whose ``trainer.json`` records another schema or model, and which holds a
+    checkpoint of it, would fail later with a variable mismatch (and its ``trainer.json``,
+    rewritten, would no longer export the checkpoint).
+
+    Raises:
+        InputError: names the first difference.
+    """
+    recorded = read_trainer_file(model_dir)
+    if recorded is None or checkpoint_step_of(model_dir) is None:
+        return
+    wanted = {"schema": schema.to_dict(), "model": config.to_dict()}
+    difference = _first_difference(recorded, json.loads(json.dumps(wanted)))
+    if difference is not None:
+        raise InputError(
+            f"model directory {model_dir} holds a model trained with another schema or model "
+            f"({difference}); train into a new directory, or warm-start from this one"
+        )
+
+
+def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old or key not in new:
+                side = "only in the new" if key in new else "only in the recorded"
+                return f"{where}{key}: {side} one"
+            found = _first_difference(old[key], new[key], f"{where}{key}.")
+            if found is not None:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new)):
+            label = a.get("name", i) if isinstance(a, dict) else i
+            found = _first_difference(a, b, f"{where}{label}.")
+            if found is not None:
+                return found
+        return None
+    if old != new:
+        return f"{where.rstrip('.')}: recorded {json.dumps(old)}, now {json.dumps(new)}"
+    return None
