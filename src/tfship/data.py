@@ -152,7 +152,9 @@ def _chosen(feature: Feature) -> str:
 
 def _label_reason(target: Label, values: list[str]) -> str:
     if target.kind == "regression":
-        return f"{len(set(values))} distinct numbers -> regression"
+        scaled = f", learned standardised (mean {target.scale[0]:.6g}, std {target.scale[1]:.6g})" \
+            if target.scale else ""
+        return f"{len(set(values))} distinct numbers -> regression{scaled}"
     classes = len(target.vocabulary or ()) or 2
     return f"{classes} classes -> {target.kind}"
 
@@ -269,7 +271,10 @@ def _infer_label(name: str, values: list[str], rule: CsvMissing) -> Label:
     if set(classes) <= {"0", "1"}:
         return Label(name, "binary")
     if dtype != "string" and len(classes) > 10:
-        return Label(name, "regression")
+        numbers = [float(v) for v in present]
+        std = statistics.pstdev(numbers)
+        scale = (round(statistics.fmean(numbers), 6), round(std, 6)) if std > 0 else None
+        return Label(name, "regression", scale=scale)
     return Label(name, "binary" if len(classes) == 2 else "multiclass", tuple(classes))
 
 

@@ -79,6 +79,9 @@ class Label:
     name: str
     kind: str
     vocabulary: tuple[str, ...] | None = None
+    #: a regression label's (mean, std) in the training data: the model learns the label
+    #: standardised and answers in its own units
+    scale: tuple[float, float] | None = None
 
     @property
     def dtype(self) -> str:
@@ -101,6 +104,8 @@ class Label:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.vocabulary is not None:
             out["vocabulary"] = list(self.vocabulary)
+        if self.scale is not None:
+            out["scale"] = {"mean": self.scale[0], "std": self.scale[1]}
         return out
 
 
@@ -392,7 +397,22 @@ def _parse_label(raw: Any) -> Label:
         raise SchemaError(f"label {name!r}: a multiclass label needs a vocabulary of 2+ classes")
     if kind == "binary" and vocab is not None and len(vocab) != 2:
         raise SchemaError(f"label {name!r}: a binary vocabulary has 2 classes, found {len(vocab)}")
-    return Label(name, kind, vocab)
+    return Label(name, kind, vocab, _parse_scale(raw.get("scale"), name, kind))
+
+
+def _parse_scale(raw: Any, name: str, kind: str) -> tuple[float, float] | None:
+    if raw is None:
+        return None
+    where = f"label {name!r}: scale"
+    if kind != "regression":
+        raise SchemaError(f"{where}: only a regression label is scaled")
+    if not isinstance(raw, Mapping) or set(raw) != {"mean", "std"}:
+        raise SchemaError(f"{where} must be an object with 'mean' and 'std'")
+    mean, std = raw["mean"], raw["std"]
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (mean, std))
+    if not numbers or not math.isfinite(mean) or not math.isfinite(std) or std <= 0:
+        raise SchemaError(f"{where}: expected a finite mean and a positive std, found {dict(raw)}")
+    return float(mean), float(std)
 
 
 def _parse_feature(raw: Any, index: int) -> Feature:

@@ -80,6 +80,8 @@ class _TrainCommand(click.Command):
                    "5 s per worker index, at most 60).")
 @click.option("--cluster-timeout-secs", default=300.0, show_default=True, type=click.FloatRange(min=0),
               help="In a cluster: how long a task waits for the tasks it needs to answer.")
+@click.option("--no-label-scaling", is_flag=True,
+              help="Learn a regression label in raw units (default: standardised by the schema's scale).")
 @click.option("--max-bad-rows", default=0, show_default=True, type=click.IntRange(min=0),
               help="CSV rows that fail the schema's checks and may be skipped (named on stderr).")
 @click.option("--rejects", "rejects_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
@@ -93,7 +95,8 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
           max_steps: int, checkpoint_every: int, keep_checkpoints: int, log_every: int,
           eval_throttle_secs: int, seed: int, warm_start_from: str | None, exports: tuple[str, ...],
           receiver: str, best_metric: str, best_mode: str, local_cluster: str | None,
-          worker_delay_secs: int | None, cluster_timeout_secs: float, max_bad_rows: int,
+          worker_delay_secs: int | None, cluster_timeout_secs: float, no_label_scaling: bool,
+          max_bad_rows: int,
           rejects_path: Path | None, as_json: bool) -> None:
     """Train an Estimator (Keras model + Head) from a schema, evaluate and export it.
 
@@ -106,7 +109,8 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
     try:
         model = trainer.ModelConfig(kind=kind, hidden_units=hidden_units, activation=activation,
                                     dropout=dropout, batch_norm=batch_norm, tower_dim=tower_dim,
-                                    learning_rate=learning_rate, optimizer=optimizer)
+                                    learning_rate=learning_rate, optimizer=optimizer,
+                                    label_scaling=not no_label_scaling)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     inputs = trainer.InputConfig(batch_size=batch_size, epochs=epochs, shuffle_buffer=shuffle_buffer,

@@ -35,6 +35,9 @@ class ModelConfig:
     learning_rate: float = 0.01
     optimizer: str = "adam"
     towers: tuple[str, str] = field(default=("user", "item"))
+    #: learn a regression label standardised by the schema's label scale (predictions stay in
+    #: the label's units); False trains on the raw values
+    label_scaling: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in MODEL_KINDS:
@@ -65,15 +68,28 @@ class ModelConfig:
         return cls(**values)
 
 
-def make_head(label: Label) -> Any:
-    """The ``tf.estimator`` Head for a label: binary, multi-class or regression."""
+def make_head(label: Label, *, scaled: bool = True) -> Any:
+    """The ``tf.estimator`` Head for a label: binary, multi-class or regression.
+
+    A regression label with a ``scale`` (and ``scaled``) is learned standardised: the loss
+    compares ``(label - mean) / std`` with the logits, and predictions are ``logits * std +
+    mean``, so exports answer in the label's units.
+    """
     est = estimator()
     vocab = list(label.vocabulary) if label.vocabulary is not None else None
     if label.kind == "binary":
         return est.BinaryClassHead(label_vocabulary=vocab)
     if label.kind == "multiclass":
         return est.MultiClassHead(n_classes=label.n_classes, label_vocabulary=vocab)
-    return est.RegressionHead()
+    if label.scale is None or not scaled:
+        return est.RegressionHead()
+    mean, std = label.scale
+
+    def loss_fn(labels: Any, logits: Any) -> Any:
+        t = tf()
+        return t.math.squared_difference((t.cast(labels, t.float32) - mean) / std, logits)
+
+    return est.RegressionHead(loss_fn=loss_fn, inverse_link_fn=lambda logits: logits * std + mean)
 
 
 def logits_dimension(label: Label) -> int:
@@ -157,7 +173,7 @@ def make_model_fn(schema: Schema, config: ModelConfig, seed: int | None = None) 
     With a ``seed``, Keras initialisers and dropout draw from it, so that the same seed
     trains the same model (the graph seed alone does not reach Keras' own generators).
     """
-    head = make_head(schema.label)
+    head = make_head(schema.label, scaled=config.label_scaling)
 
     def model_fn(features: Any, labels: Any, mode: str, params: Any = None) -> Any:
         t = tf()

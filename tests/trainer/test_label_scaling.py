@@ -1,0 +1,54 @@
+"""A regression label is learned standardised and answered in its own units."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tfship.cli import cli
+from tfship.data import infer_schema
+from tfship.loaders import load
+
+pytestmark = pytest.mark.slow
+
+
+def _write(path: Path, rows: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=rows)
+    y = 150.0 + 50.0 * x + rng.normal(scale=5.0, size=rows)  # raw units, far from 0
+    path.write_text("x,y\n" + "".join(f"{a:.4f},{b:.2f}\n" for a, b in zip(x, y)))
+    return path
+
+
+def test_regression_predictions_come_back_in_label_units(tmp_path: Path) -> None:
+    train, evaluation = _write(tmp_path / "t.csv", 300, 0), _write(tmp_path / "e.csv", 60, 1)
+    schema = infer_schema(train, "y")
+    assert schema.label.scale is not None and abs(schema.label.scale[0] - 150) < 10
+    schema.save(tmp_path / "s.json")
+    result = CliRunner().invoke(cli, [
+        "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),
+        "--model-dir", str(tmp_path / "m"), "--model", "linear", "--max-steps", "150",
+        "--learning-rate", "0.1", "--export", "final", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    export = json.loads(result.stdout)["exports"]["final"][0]
+    with load(export) as model:
+        predicted = model.predict({"x": [-1.0, 0.0, 1.0]}, signature="predict")["predictions"].ravel()
+    # y = 150 + 50 x: a model that learned the standardised label answers in the label's units
+    assert predicted == pytest.approx([100.0, 150.0, 200.0], abs=20.0)
+
+
+def test_label_scaling_can_be_turned_off(tmp_path: Path) -> None:
+    train, evaluation = _write(tmp_path / "t.csv", 100, 0), _write(tmp_path / "e.csv", 20, 1)
+    infer_schema(train, "y").save(tmp_path / "s.json")
+    result = CliRunner().invoke(cli, [
+        "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),
+        "--model-dir", str(tmp_path / "m"), "--model", "linear", "--max-steps", "5",
+        "--export", "final", "--no-label-scaling",
+    ])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "m" / "trainer.json").read_text())["model"]["label_scaling"] is False
