@@ -54,6 +54,7 @@ __all__ = [
     "coerce_value",
     "csv_column_dtype",
     "is_missing",
+    "overflows",
 ]
 
 DTYPES = ("float32", "int64", "string")

@@ -33,7 +33,7 @@ def checkpoints(classifier: Any) -> dict[int, str]:
 @pytest.fixture()
 def export_logs(caplog: pytest.LogCaptureFixture) -> Callable[[], list[str]]:
     """The tfship.exporters log lines emitted so far in the test."""
-    caplog.set_level(logging.INFO, logger="tfship.exporters")
+    caplog.set_level(logging.DEBUG, logger="tfship.exporters")  # the signature report is debug
 
     def lines() -> list[str]:
         return [r.getMessage() for r in caplog.records if r.name == "tfship.exporters"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
@@ -12,6 +11,7 @@ from typing import Any
 
 import click
 
+from tfship._output import echo_json
 from tfship.server._status import ServerConfigError
 
 # TF Serving's flag -> ours: `tensorflow_model_server --port=8500 --rest_api_port=8501
@@ -290,7 +290,7 @@ def _on_signals(stop: threading.Event) -> dict[int, Any]:
 def _announce(server: Any, as_json: bool) -> None:
     info = server.describe()
     if as_json:
-        click.echo(json.dumps(info))
+        echo_json(info)
         return
     for model in info["models"]:
         versions = ", ".join(map(str, model["available_versions"])) or "none yet"
