@@ -185,7 +185,10 @@ def run_local_cluster(
     except _PortTaken as exc:
         # Free ports are picked before the tasks bind them: another program may take one first.
         echo(f"[cluster] {exc}; starting again on other ports")
-        tasks = _run_once(cluster, train_args, echo, timeout, env, started)
+        try:
+            tasks = _run_once(cluster, train_args, echo, timeout, env, started)
+        except _PortTaken as again:
+            raise ClusterError(str(again)) from None
     return ClusterRun(
         seconds=round(time.monotonic() - started, 2),
         startup_seconds=_startup_seconds(tasks, started),
@@ -194,8 +197,8 @@ def run_local_cluster(
     )
 
 
-class _PortTaken(ClusterError):
-    """A task could not bind its port before any training started."""
+class _PortTaken(Exception):
+    """A task could not bind its port before any training started (never leaves this module)."""
 
 
 def _run_once(
