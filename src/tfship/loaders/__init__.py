@@ -4,7 +4,8 @@ Estimator (TF1 graph) exports and TF2 SavedModels load the same way. ``LocalMode
 exact call TF Serving makes; ``LocalModel.predict`` accepts records, columns, DataFrames and
 ``tf.train.Example`` s, checks them against the signature and casts only when nothing is lost.
 ``run_job`` is ``tfship predict``: files in, predictions out, bad rows to the rejects.
-Importing this package does not import TensorFlow.
+Importing this package does not import TensorFlow. ``tfship.loaders.beam.LocalModelHandler`` is
+Apache Beam's ``ModelHandler`` on ``LocalModel`` (it needs the ``beam`` extra).
 
 Example:
     >>> from tfship.loaders import load

@@ -11,14 +11,14 @@ runners are chosen with ``--beam-option runner=...`` and their own options.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tfship._tf import is_verbose
-from tfship.errors import InputError, ModelInputError
+from tfship.errors import InputError
 from tfship.loaders._convert import _sparse, convert_value
 from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
 from tfship.loaders._predict import Column, Field, object_array
@@ -148,57 +148,6 @@ def convert_row(
     yield key, {"values": values, "keep": {k: raw.get(k) for k in keep}}
 
 
-def _handler_class() -> Any:
-    """The ``LocalModelHandler`` class, built on first use (Beam is an optional extra)."""
-    base: Any = _beam().ml.inference.base
-
-    class LocalModelHandler(base.ModelHandler):  # type: ignore[misc,name-defined]
-        """A Beam ``ModelHandler`` on ``LocalModel``: typed rows in, output dicts out."""
-
-        def __init__(
-            self, path: str, signature: str | None, outputs: list[str] | None, batch_size: int | None = None
-        ):
-            # Beam's batches are at most the job's batch size; RunInference shares the loaded
-            # model within a worker process, so each process loads it once.
-            super().__init__(max_batch_size=batch_size)
-            self.path = path
-            self.signature = signature
-            self.outputs = outputs
-
-        def load_model(self) -> Any:
-            from tfship.loaders._model import load
-
-            return load(self.path, signature=self.signature)
-
-        def run_inference(
-            self, batch: Sequence[dict[str, Any]], model: Any, inference_args: Any = None
-        ) -> Iterable[Any]:
-            _count_load(model)
-            adapter = model.adapter(self.signature)
-            keys = model.output_keys(adapter.sig.key, self.outputs)
-            try:
-                outputs = _run_rows(adapter, batch, keys)
-            except ModelInputError:
-                # One bad row fails the batch: score rows one by one and mark the culprits.
-                return [self._one(adapter, row, keys) for row in batch]
-            return [
-                base.PredictionResult(row, {k: outputs[k][i] for k in keys})
-                for i, row in enumerate(batch)
-            ]
-
-        def _one(self, adapter: Any, row: dict[str, Any], keys: list[str]) -> Any:
-            try:
-                out = _run_rows(adapter, [row], keys)
-            except ModelInputError as exc:
-                return base.PredictionResult(row, {_ERROR_KEY: f"the model rejected the row: {exc}"})
-            return base.PredictionResult(row, {k: out[k][0] for k in keys})
-
-        def get_metrics_namespace(self) -> str:
-            return _NAMESPACE
-
-    return LocalModelHandler
-
-
 _SEEN_MODELS: set[int] = set()
 
 
@@ -317,7 +266,9 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         export_dir = str(model.path)
     keep = list(spec.keep_columns)
     sources = {i: str(p) for i, p in enumerate(files)}
-    handler: Any = KeyedModelHandler(_handler_class()(export_dir, signature, list(keys), spec.batch_size))
+    from tfship.loaders.beam import LocalModelHandler
+
+    handler: Any = KeyedModelHandler(LocalModelHandler(export_dir, signature, list(keys), spec.batch_size))
     started = time.perf_counter()
     with beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
         read = (
