@@ -88,11 +88,11 @@ def time_tfship(export: Path, csv_path: Path, out: Path) -> tuple[float, int]:
 
 
 def time_estimator(schema: Any, model_dir: Path, csv_path: Path) -> tuple[float, int]:
-    from tfship.trainer import InputConfig, build_estimator, make_input_fn
+    from tfship.trainer import InputConfig, build_estimator, build_input_fn
 
     est = build_estimator(None, model_dir)
     config = InputConfig(batch_size=BATCH, epochs=1)
-    input_fn = make_input_fn(schema, [str(csv_path)], config, training=False)
+    input_fn = build_input_fn(schema, [str(csv_path)], config, training=False)
     started = time.perf_counter()
     rows = 0
     for batch in est.predict(input_fn, yield_single_examples=False):

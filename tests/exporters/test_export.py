@@ -21,8 +21,8 @@ from tfship.exporters import (
     CheckpointNotFoundError,
     VerificationError,
     export_model,
-    list_versions,
     parsing_receiver,
+    published_versions,
     raw_receiver,
 )
 from tfship.exporters._publish import STAGING_PREFIX, next_version
@@ -88,7 +88,7 @@ def test_metadata_file_describes_the_version(classifier: Any, tmp_path: Path) ->
         "predict",
     }
     assert meta["exporter"] == {"name": "manual"}
-    assert list_versions(tmp_path)[0].metadata == meta
+    assert published_versions(tmp_path)[0].metadata == meta
 
 
 def test_as_text_and_assets_extra(classifier: Any, tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_a_bad_beam_option_is_a_usage_error(
                                       "-o", str(tmp_path / "o.csv"), "--runner", "beam",
                                       "--beam-option", "novalue"])
     assert result.exit_code == 2
-    assert "--beam-option 'novalue': expected KEY=VALUE" in result.stderr
+    assert "Beam option 'novalue': expected KEY=VALUE" in result.stderr
 
 
 def test_direct_runner_reads_tfrecords_with_kept_features(

@@ -281,7 +281,7 @@ def test_more_rejects_than_allowed_exits_non_zero(
                      "-o", str(tmp_path / "o.csv"), "--max-rejects", "2")
     assert result.exit_code == 2
     assert f"rows in: {N + 3}, predicted: {N}, rejected: 3" in result.stdout
-    assert "Error: 3 of 43 rows rejected, more than --max-rejects 2; first:" in result.stderr
+    assert "Error: 3 of 43 rows rejected, more than the 2 allowed; first:" in result.stderr
     assert "rejected " in result.stderr  # without --rejects, each reject is echoed to stderr
     ok = predict(str(estimator_exports.parsing), "-i", str(source),
                  "-o", str(tmp_path / "o.csv"), "--max-rejects", "3")
@@ -326,7 +326,7 @@ def test_raw_signature_reads_sparse_cells(
         (["-i", "{tmp}/nothing-*.csv"], "matches no file"),
         (["-i", "{tmp}/in.txt"], "unknown file type '.txt'"),
         (["-i", "{tmp}/no_v2.csv"], "no column 'v2', required by signature 'serving_default'"),
-        (["-i", "{tmp}/in.csv", "--keep-columns", "nope"], "--keep-columns 'nope' not in the file"),
+        (["-i", "{tmp}/in.csv", "--keep-columns", "nope"], "column(s) to keep 'nope' not in the file"),
         (["-i", "{tmp}/in.csv", "-s", "nope"], "signature 'nope' not found"),
         (["-i", "{tmp}/in.csv", "--outputs", "nope"], "no output 'nope'; valid outputs: classes"),
     ],

@@ -16,7 +16,7 @@ from tfship.cli import cli
 from tfship.data import synthesize
 from tfship.errors import DataError, SchemaError
 from tfship.schema import CsvMissing, Schema
-from tfship.trainer import InputConfig, ModelConfig, RunOptions, build_estimator, make_input_fn, train
+from tfship.trainer import InputConfig, ModelConfig, RunOptions, build_estimator, build_input_fn, train
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def _export_predict(export_dir: Path, schema: Schema, rows: list[dict[str, str]]
 
 def _estimator_predict(model_dir: Path, schema: Schema, eval_csv: Path) -> list[dict[str, Any]]:
     est = build_estimator(None, model_dir)
-    input_fn = make_input_fn(schema, [str(eval_csv)], InputConfig(batch_size=16, epochs=1), training=False)
+    input_fn = build_input_fn(schema, [str(eval_csv)], InputConfig(batch_size=16, epochs=1), training=False)
     return list(est.predict(lambda: input_fn().map(lambda f, _: f)))
 
 

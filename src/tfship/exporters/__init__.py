@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tfship.exporters._errors import CheckpointNotFoundError, MetricNotFoundError, VerificationError
 from tfship.exporters._events import EvalRecord, best_checkpoint, read_eval_history, resolve_mode
 from tfship.exporters._export import ExportResult, export_model, verify_export
-from tfship.exporters._publish import Version, list_versions
+from tfship.exporters._publish import Version, published_versions
 from tfship.exporters._receivers import (
     Receiver,
     both_receiver,
@@ -65,8 +65,8 @@ __all__ = [
     "both_receiver",
     "build_receiver",
     "export_model",
-    "list_versions",
     "parsing_receiver",
+    "published_versions",
     "raw_receiver",
     "read_eval_history",
     "resolve_mode",

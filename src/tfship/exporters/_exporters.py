@@ -26,7 +26,7 @@ from tfship.exporters._events import fmt, resolve_mode
 from tfship.exporters._export import ExportResult, checkpoint_step, export_model, resolve_checkpoint
 from tfship.exporters._publish import (
     Version,
-    list_versions,
+    published_versions,
     sweep_staging,
     write_json_atomic,
 )
@@ -152,7 +152,9 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
 
     def _ours(self, base: Path) -> list[Version]:
         # Only versions whose metadata names this exporter: foreign directories are never touched.
-        return [v for v in list_versions(base) if v.metadata.get("exporter", {}).get("name") == self._name]
+        return [
+            v for v in published_versions(base) if v.metadata.get("exporter", {}).get("name") == self._name
+        ]
 
 
 def _step(eval_result: Mapping[str, Any] | None, checkpoint_path: str | None) -> int | None:

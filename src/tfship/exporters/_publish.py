@@ -71,7 +71,7 @@ def read_metadata(version_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def list_versions(base: Path) -> list[Version]:
+def published_versions(base: Path) -> list[Version]:
     """All numeric versions under ``base``, oldest first, with their metadata."""
     return [Version(base / str(n), n, read_metadata(base / str(n))) for n in version_numbers(base)]
 

@@ -51,7 +51,7 @@ def _beam() -> Any:
         import apache_beam
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise InputError(
-            "--runner beam needs Apache Beam: pip install 'tfship[beam]'"
+            "the Beam runner needs Apache Beam: pip install 'tfship[beam]'"
         ) from exc
     return apache_beam
 
@@ -64,7 +64,7 @@ def pipeline_options(options: Sequence[str]) -> Any:
     for option in options:
         key, sep, value = option.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--beam-option {option!r}: expected KEY=VALUE, e.g. runner=DirectRunner")
+            raise InputError(f"Beam option {option!r}: expected KEY=VALUE, e.g. runner=DirectRunner")
         flags.append(f"--{key.strip().lstrip('-')}={value}")
     if not any(f.startswith("--runner=") for f in flags):
         flags.append("--runner=DirectRunner")
@@ -252,7 +252,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     files = expand_inputs(spec.inputs)
     fmt = format_for(spec.output, spec.fmt)
     if fmt == "tfrecord":
-        raise InputError("--runner beam writes jsonl, csv or parquet; tfrecord is local only")
+        raise InputError("the Beam runner writes jsonl, csv or parquet; tfrecord is local only")
     # Read the signature once here, to check columns and to give the workers plain data.
     with load(model_path, signature=spec.signature) as model:
         from tfship.loaders._job import ChunkPreparer

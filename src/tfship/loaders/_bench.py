@@ -188,7 +188,7 @@ def _file_columns(adapter: SignatureAdapter, pattern: str, rows: int) -> dict[st
             if prepared.rows:
                 keep = np.ones(prepared.rows, dtype=bool)
                 return {k: select_rows(c, keep) for k, c in prepared.columns.items()}
-    raise InputError(f"--input {pattern!r} has no row the model accepts")
+    raise InputError(f"input {pattern!r} has no row the model accepts")
 
 
 def _from_examples(adapter: SignatureAdapter, examples: np.ndarray) -> dict[str, Column]:  # type: ignore[type-arg]

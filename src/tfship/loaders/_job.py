@@ -175,7 +175,7 @@ class ChunkPreparer:
         absent = [n for n in self.keep_columns if n not in names]
         if absent:
             raise InputError(
-                f"{path}: --keep-columns {', '.join(map(repr, absent))} not in the file; "
+                f"{path}: column(s) to keep {', '.join(map(repr, absent))} not in the file; "
                 f"the file has: {', '.join(names)}"
             )
 
@@ -396,7 +396,7 @@ def run_job(
         'rows in: 1,000, predicted: 1,000, rejected: 0 (...) -> preds.csv'
     """
     if spec.batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, got {spec.batch_size}")
+        raise InputError(f"batch size must be at least 1, got {spec.batch_size}")
     files = expand_inputs(spec.inputs)
     fmt = format_for(spec.output, spec.fmt)
     adapter = model.adapter(spec.signature)
@@ -495,7 +495,7 @@ def _check_rejects(spec: JobSpec, summary: JobSummary) -> None:
     first = summary.first_rejects[0] if summary.first_rejects else None
     detail = f"; first: {first.source}:{first.line}: {first.reason}" if first else ""
     raise TooManyRejectsError(
-        f"{summary.rejected:,} of {summary.rows_in:,} rows rejected, more than "
-        f"--max-rejects {spec.max_rejects}{detail}",
+        f"{summary.rejected:,} of {summary.rows_in:,} rows rejected, more than the "
+        f"{spec.max_rejects:,} allowed{detail}",
         summary=summary,
     )

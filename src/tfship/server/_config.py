@@ -98,7 +98,7 @@ class ModelConfig:
 def single_model(name: str, base_path: str | os.PathLike[str], policy: str) -> ModelConfig:
     """The one-model configuration of ``--model_name``/``--model_base_path``/``--version-policy``."""
     if not name:
-        raise ServerConfigError("--model-name: expected a non-empty model name")
+        raise ServerConfigError("model name: expected a non-empty name")
     return ModelConfig(name, str(Path(base_path).resolve()), VersionPolicy.parse(policy))
 
 

@@ -25,9 +25,9 @@ from tfship.trainer._cluster import (
     read_tf_config,
 )
 from tfship.trainer._columns import build_columns
-from tfship.trainer._input import InputConfig, make_input_fn
+from tfship.trainer._input import InputConfig, build_input_fn
 from tfship.trainer._launch import ClusterRun, LocalCluster, run_local_cluster
-from tfship.trainer._model import MODEL_KINDS, ModelConfig, build_keras_model, make_head, make_model_fn
+from tfship.trainer._model import MODEL_KINDS, ModelConfig, build_head, build_keras_model, build_model_fn
 from tfship.trainer._train import (
     EXPORT_KINDS,
     RunOptions,
@@ -52,10 +52,10 @@ __all__ = [
     "TrainResult",
     "build_columns",
     "build_estimator",
+    "build_head",
+    "build_input_fn",
     "build_keras_model",
-    "make_head",
-    "make_input_fn",
-    "make_model_fn",
+    "build_model_fn",
     "make_tf_config",
     "parse_tf_config",
     "read_tf_config",

@@ -47,7 +47,7 @@ def expand(patterns: Sequence[str]) -> list[str]:
     return files
 
 
-def make_input_fn(
+def build_input_fn(
     schema: Schema,
     patterns: Sequence[str],
     config: InputConfig,
@@ -63,7 +63,7 @@ def make_input_fn(
     as many files as replicas, else every ``count``-th record (see :meth:`Shard.plan`).
 
     Example:
-        >>> fn = make_input_fn(schema, ["train.csv"], InputConfig(), training=True,
+        >>> fn = build_input_fn(schema, ["train.csv"], InputConfig(), training=True,
         ...                    shard=Shard(1, 3))                      # doctest: +SKIP
     """
     files = expand(patterns)

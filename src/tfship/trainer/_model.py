@@ -68,7 +68,7 @@ class ModelConfig:
         return cls(**values)
 
 
-def make_head(label: Label, *, scaled: bool = True) -> Any:
+def build_head(label: Label, *, scaled: bool = True) -> Any:
     """The ``tf.estimator`` Head for a label: binary, multi-class or regression.
 
     A regression label with a ``scale`` (and ``scaled``) is learned standardised: the loss
@@ -167,13 +167,13 @@ def _optimizer(config: ModelConfig) -> Any:
     return kinds[config.optimizer](learning_rate=config.learning_rate)
 
 
-def make_model_fn(schema: Schema, config: ModelConfig, seed: int | None = None) -> Any:
+def build_model_fn(schema: Schema, config: ModelConfig, seed: int | None = None) -> Any:
     """The Estimator ``model_fn``: Keras model for logits, Head for loss, metrics and exports.
 
     With a ``seed``, Keras initialisers and dropout draw from it, so that the same seed
     trains the same model (the graph seed alone does not reach Keras' own generators).
     """
-    head = make_head(schema.label, scaled=config.label_scaling)
+    head = build_head(schema.label, scaled=config.label_scaling)
 
     def model_fn(features: Any, labels: Any, mode: str, params: Any = None) -> Any:
         t = tf()

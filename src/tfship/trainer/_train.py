@@ -26,8 +26,8 @@ from tfship.trainer._cluster import (
     training_finished,
     write_note,
 )
-from tfship.trainer._input import InputConfig, make_input_fn
-from tfship.trainer._model import ModelConfig, make_model_fn
+from tfship.trainer._input import InputConfig, build_input_fn
+from tfship.trainer._model import ModelConfig, build_model_fn
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def build_estimator(
     )
     warm = est.WarmStartSettings(run.warm_start_from) if run.warm_start_from else None
     return est.Estimator(
-        model_fn=make_model_fn(schema, model_config, run.seed), config=run_config, warm_start_from=warm
+        model_fn=build_model_fn(schema, model_config, run.seed), config=run_config, warm_start_from=warm
     )
 
 
@@ -376,7 +376,7 @@ class _Job:
 
     def _train_spec(self, shard: Shard | None, seen: dict[str, int]) -> Any:
         return estimator().TrainSpec(
-            make_input_fn(self.schema, self.train_files, self.inputs, training=True, shard=shard),
+            build_input_fn(self.schema, self.train_files, self.inputs, training=True, shard=shard),
             max_steps=self.run.max_steps,
             hooks=[_ProgressHook(self.run.log_every, seen)],
         )
@@ -384,7 +384,7 @@ class _Job:
     def _eval_spec(self, exporters: list[Any]) -> Any:
         eval_inputs = InputConfig(**{**asdict(self.inputs), "epochs": 1})
         return estimator().EvalSpec(
-            make_input_fn(self.schema, self.eval_files, eval_inputs, training=False),
+            build_input_fn(self.schema, self.eval_files, eval_inputs, training=False),
             steps=None,
             exporters=exporters,
             start_delay_secs=0,
