@@ -50,7 +50,7 @@ def setup(workdir: Path, rows: int, steps: int) -> tuple[Any, Path, Path, Path]:
     schema = Schema.load(schema_path)
     exports = sorted(export_base.glob("[0-9]*")) if export_base.exists() else []
     if not exports:
-        from tfship.trainer import ModelConfig, RunOptions, train
+        from tfship.trainer import ModelOptions, RunOptions, train
 
         print(f"training the dnn for {steps} steps ...", file=sys.stderr)
         train_csv, eval_csv = workdir / "data" / "train.csv", workdir / "data" / "eval.csv"
@@ -58,7 +58,7 @@ def setup(workdir: Path, rows: int, steps: int) -> tuple[Any, Path, Path, Path]:
             train_csv, eval_csv = penguins_split(workdir / "data")
         result = train(
             schema, model_dir, [str(train_csv)], [str(eval_csv)],
-            model=ModelConfig("dnn", hidden_units=(32, 16)),
+            model=ModelOptions("dnn", hidden_units=(32, 16)),
             run=RunOptions(max_steps=steps, checkpoint_every=steps, exports=("final",)),
         )
         exports = [Path(result.exports["final"][-1])]
@@ -88,10 +88,10 @@ def time_tfship(export: Path, csv_path: Path, out: Path) -> tuple[float, int]:
 
 
 def time_estimator(schema: Any, model_dir: Path, csv_path: Path) -> tuple[float, int]:
-    from tfship.trainer import InputConfig, build_estimator, build_input_fn
+    from tfship.trainer import InputOptions, build_estimator, build_input_fn
 
     est = build_estimator(None, model_dir)
-    config = InputConfig(batch_size=BATCH, epochs=1)
+    config = InputOptions(batch_size=BATCH, epochs=1)
     input_fn = build_input_fn(schema, [str(csv_path)], config, training=False)
     started = time.perf_counter()
     rows = 0

@@ -49,7 +49,7 @@ class TinyModel:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
     """A dnn trained for a few steps on the penguins with best, latest and final exports."""
     from tfship.data import infer_schema, penguins_split
-    from tfship.trainer import ModelConfig, RunOptions, train
+    from tfship.trainer import ModelOptions, RunOptions, train
 
     workdir = tmp_path_factory.mktemp("tiny_model")
     train_csv, eval_csv = penguins_split(workdir / "data")
@@ -61,7 +61,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
         workdir / "model",
         [str(train_csv)],
         [str(eval_csv)],
-        model=ModelConfig("dnn", hidden_units=(8,)),
+        model=ModelOptions("dnn", hidden_units=(8,)),
         run=RunOptions(max_steps=60, checkpoint_every=30, log_every=30),
     )
     return TinyModel(workdir, schema_path, train_csv, eval_csv, workdir / "model", result)

@@ -52,12 +52,12 @@ def test_csv_cells_by_column_type() -> None:
 
 @pytest.mark.slow
 def test_trainer_csv_input_follows_the_rule(tmp_path: Path) -> None:
-    from tfship.trainer import InputConfig, build_input_fn
+    from tfship.trainer import InputOptions, build_input_fn
 
     path = tmp_path / "train.csv"
     cells = [('""', "1.5"), ('"  "', "NA"), ("None", "None"), ("NA", ""), ("null", "null")]
     path.write_text("text,x,y\n" + "".join(f"{t},{x},0.5\n" for t, x in cells))
-    input_fn = build_input_fn(SCHEMA, [str(path)], InputConfig(batch_size=8, epochs=1), training=False)
+    input_fn = build_input_fn(SCHEMA, [str(path)], InputOptions(batch_size=8, epochs=1), training=False)
     features, _ = next(iter(input_fn()))
     assert [v.decode() for v in features["text"].numpy()] == ["<d>", "  ", "None", "NA", "null"]
     assert features["x"].numpy().tolist() == [1.5, -1.0, -1.0, -1.0, -1.0]

@@ -66,7 +66,7 @@ SCHEMA = {
 def trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A model dir trained by ``tfship.trainer`` (with ``trainer.json``), evaluated at 5 and 10."""
     from tfship.schema import Schema
-    from tfship.trainer import ModelConfig, RunOptions, train
+    from tfship.trainer import ModelOptions, RunOptions, train
 
     root = tmp_path_factory.mktemp("trained")
     schema_path = root / "schema.json"
@@ -83,7 +83,7 @@ def trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
         root / "model",
         [str(data_path)],
         [str(data_path)],
-        model=ModelConfig(kind="linear"),
+        model=ModelOptions(kind="linear"),
         run=run,
     )
     return root

@@ -19,7 +19,7 @@ from tfship.trainer import (
     ClusterConfigError,
     ClusterError,
     ClusterTask,
-    InputConfig,
+    InputOptions,
     LocalCluster,
     Shard,
     build_input_fn,
@@ -136,7 +136,7 @@ def _write_csvs(folder: Path, sizes: list[int]) -> list[str]:
 
 
 def _ids(files: list[str], shard: Shard) -> list[int]:
-    config = InputConfig(batch_size=4, epochs=1, shuffle_buffer=8)
+    config = InputOptions(batch_size=4, epochs=1, shuffle_buffer=8)
     dataset = build_input_fn(SCHEMA, files, config, training=True, shard=shard)()
     return [int(v) for features, _ in dataset for v in features["id"].numpy().ravel()]
 
@@ -175,7 +175,7 @@ def test_tfrecord_shares_are_disjoint_and_complete(tmp_path: Path, sizes: list[i
 
 def test_evaluation_reads_everything_in_a_cluster(tmp_path: Path) -> None:
     files = _write_csvs(tmp_path, [5, 6])
-    dataset = build_input_fn(SCHEMA, files, InputConfig(batch_size=4, epochs=1), training=False)()
+    dataset = build_input_fn(SCHEMA, files, InputOptions(batch_size=4, epochs=1), training=False)()
     assert [int(v) for f, _ in dataset for v in f["id"].numpy().ravel()] == list(range(11))
 
 

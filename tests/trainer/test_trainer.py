@@ -16,7 +16,7 @@ from tfship.cli import cli
 from tfship.data import synthesize
 from tfship.errors import DataError, SchemaError
 from tfship.schema import CsvMissing, Schema
-from tfship.trainer import InputConfig, ModelConfig, RunOptions, build_estimator, build_input_fn, train
+from tfship.trainer import InputOptions, ModelOptions, RunOptions, build_estimator, build_input_fn, train
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def _export_predict(export_dir: Path, schema: Schema, rows: list[dict[str, str]]
 
 def _estimator_predict(model_dir: Path, schema: Schema, eval_csv: Path) -> list[dict[str, Any]]:
     est = build_estimator(None, model_dir)
-    input_fn = build_input_fn(schema, [str(eval_csv)], InputConfig(batch_size=16, epochs=1), training=False)
+    input_fn = build_input_fn(schema, [str(eval_csv)], InputOptions(batch_size=16, epochs=1), training=False)
     return list(est.predict(lambda: input_fn().map(lambda f, _: f)))
 
 
@@ -105,7 +105,7 @@ def test_every_model_kind_and_head_trains_and_exports(
                    "groups": {"user": ["age", "country", "city"], "item": ["visits", "item"]}}
     schema, train_csv, eval_csv = _synthetic(tmp_path, schema_dict)
     result = train(schema, tmp_path / "m", [str(train_csv)], [str(eval_csv)],
-                   model=ModelConfig(kind, hidden_units=(8,), batch_norm=kind == "dnn", dropout=0.1),
+                   model=ModelOptions(kind, hidden_units=(8,), batch_norm=kind == "dnn", dropout=0.1),
                    run=RunOptions(max_steps=20, checkpoint_every=20, exports=("final",)))
     assert metric in result.metrics and np.isfinite(result.metrics[metric])
     export = Path(result.exports["final"][0])
@@ -121,13 +121,13 @@ def test_two_tower_needs_groups_and_a_binary_label(tmp_path: Path) -> None:
     )
     with pytest.raises(SchemaError, match=r"needs a feature group 'user'"):
         train(schema, tmp_path / "m", [str(train_csv)], [str(eval_csv)],
-              model=ModelConfig("two_tower"), run=RunOptions(max_steps=2, exports=()))
+              model=ModelOptions("two_tower"), run=RunOptions(max_steps=2, exports=()))
 
 
 def test_same_seed_gives_same_metrics(tiny_model: Any, tmp_path: Path) -> None:
     def run(name: str) -> dict[str, float]:
         return train(tiny_model.schema, tmp_path / name, [str(tiny_model.train_csv)],
-                     [str(tiny_model.eval_csv)], model=ModelConfig("dnn", hidden_units=(4,), dropout=0.2),
+                     [str(tiny_model.eval_csv)], model=ModelOptions("dnn", hidden_units=(4,), dropout=0.2),
                      run=RunOptions(max_steps=15, checkpoint_every=15, exports=())).metrics
 
     assert run("a") == run("b")
@@ -142,7 +142,7 @@ def test_tfrecord_input_and_warm_start(tiny_model: Any, tmp_path: Path) -> None:
         for row in _eval_rows(tiny_model.train_csv):
             writer.write(schema.to_example(row, label=True, csv=CsvMissing()).SerializeToString())
     result = train(schema, tmp_path / "m", [str(records)], [str(tiny_model.eval_csv)],
-                   model=ModelConfig("dnn", hidden_units=(8,)),
+                   model=ModelOptions("dnn", hidden_units=(8,)),
                    run=RunOptions(max_steps=5, exports=(), warm_start_from=str(tiny_model.model_dir)))
     # Warm-started from a model trained 60 steps, 5 more steps keep its accuracy.
     assert result.metrics["accuracy"] >= tiny_model.result.metrics["accuracy"] - 0.1

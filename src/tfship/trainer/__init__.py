@@ -8,8 +8,8 @@ evaluator), each training replica on its own share of the files; ``run_local_clu
 whole cluster on this machine.
 
 Example:
-    >>> from tfship.trainer import train, ModelConfig, RunOptions   # doctest: +SKIP
-    >>> train(schema, "model", ["train.csv"], ["eval.csv"], model=ModelConfig("dnn"),
+    >>> from tfship.trainer import train, ModelOptions, RunOptions   # doctest: +SKIP
+    >>> train(schema, "model", ["train.csv"], ["eval.csv"], model=ModelOptions("dnn"),
     ...       run=RunOptions(max_steps=200))                            # doctest: +SKIP
 """
 
@@ -25,9 +25,9 @@ from tfship.trainer._cluster import (
     read_tf_config,
 )
 from tfship.trainer._columns import build_columns
-from tfship.trainer._input import InputConfig, build_input_fn
+from tfship.trainer._input import InputOptions, build_input_fn
 from tfship.trainer._launch import ClusterRun, LocalCluster, run_local_cluster
-from tfship.trainer._model import MODEL_KINDS, ModelConfig, build_head, build_keras_model, build_model_fn
+from tfship.trainer._model import MODEL_KINDS, ModelOptions, build_head, build_keras_model, build_model_fn
 from tfship.trainer._train import (
     EXPORT_KINDS,
     RunOptions,
@@ -43,10 +43,10 @@ __all__ = [
     "ClusterRun",
     "ClusterTask",
     "EXPORT_KINDS",
-    "InputConfig",
+    "InputOptions",
     "LocalCluster",
     "MODEL_KINDS",
-    "ModelConfig",
+    "ModelOptions",
     "RunOptions",
     "Shard",
     "TrainResult",

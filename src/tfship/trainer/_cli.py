@@ -107,13 +107,13 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
 
     schema = Schema.load(schema_path)
     try:
-        model = trainer.ModelConfig(kind=kind, hidden_units=hidden_units, activation=activation,
+        model = trainer.ModelOptions(kind=kind, hidden_units=hidden_units, activation=activation,
                                     dropout=dropout, batch_norm=batch_norm, tower_dim=tower_dim,
                                     learning_rate=learning_rate, optimizer=optimizer,
                                     label_scaling=not no_label_scaling)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    inputs = trainer.InputConfig(batch_size=batch_size, epochs=epochs, shuffle_buffer=shuffle_buffer,
+    inputs = trainer.InputOptions(batch_size=batch_size, epochs=epochs, shuffle_buffer=shuffle_buffer,
                                  reader_threads=reader_threads, parser_threads=parser_threads,
                                  prefetch=prefetch, seed=seed)
     run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,

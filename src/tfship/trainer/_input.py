@@ -15,11 +15,11 @@ from tfship.trainer._cluster import Shard
 
 
 @dataclass(frozen=True)
-class InputConfig:
+class InputOptions:
     """How files are read: batch, shuffling, epochs and parallelism.
 
     Example:
-        >>> InputConfig(batch_size=64, epochs=None).shuffle_buffer
+        >>> InputOptions(batch_size=64, epochs=None).shuffle_buffer
         1000
     """
 
@@ -50,7 +50,7 @@ def expand(patterns: Sequence[str]) -> list[str]:
 def build_input_fn(
     schema: Schema,
     patterns: Sequence[str],
-    config: InputConfig,
+    config: InputOptions,
     *,
     training: bool,
     shard: Shard | None = None,
@@ -63,7 +63,7 @@ def build_input_fn(
     as many files as replicas, else every ``count``-th record (see :meth:`Shard.plan`).
 
     Example:
-        >>> fn = build_input_fn(schema, ["train.csv"], InputConfig(), training=True,
+        >>> fn = build_input_fn(schema, ["train.csv"], InputOptions(), training=True,
         ...                    shard=Shard(1, 3))                      # doctest: +SKIP
     """
     files = expand(patterns)
@@ -92,7 +92,7 @@ def _csv_dataset(
     schema: Schema,
     files: list[str],
     header: list[str],
-    config: InputConfig,
+    config: InputOptions,
     training: bool,
     records: tuple[int, int] | None,
 ) -> Any:
@@ -114,7 +114,7 @@ def _shard_records(dataset: Any, records: tuple[int, int] | None) -> Any:
     return dataset if records is None else dataset.shard(*records)
 
 
-def _shuffle_repeat(dataset: Any, config: InputConfig, training: bool) -> Any:
+def _shuffle_repeat(dataset: Any, config: InputOptions, training: bool) -> Any:
     if training:
         dataset = dataset.shuffle(config.shuffle_buffer, seed=config.seed, reshuffle_each_iteration=True)
         return dataset.repeat(config.epochs)
@@ -165,7 +165,7 @@ def _default_column(f: Any, batch: Any) -> Any:
 
 
 def _tfrecord_dataset(
-    schema: Schema, files: list[str], config: InputConfig, training: bool, records: tuple[int, int] | None
+    schema: Schema, files: list[str], config: InputOptions, training: bool, records: tuple[int, int] | None
 ) -> Any:
     t = tf()
     spec = schema.parse_spec(include_label=True)

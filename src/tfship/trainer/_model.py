@@ -15,14 +15,14 @@ MODEL_KINDS = ("linear", "dnn", "two_tower")
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelOptions:
     """The model's shape and optimiser.
 
     ``two_tower`` builds one DNN tower per feature group (``user`` and ``item`` in the
     schema's ``groups``), L2-normalises both and scores the pair by their dot product.
 
     Example:
-        >>> ModelConfig(kind="dnn", hidden_units=(32, 16)).learning_rate
+        >>> ModelOptions(kind="dnn", hidden_units=(32, 16)).learning_rate
         0.01
     """
 
@@ -55,7 +55,7 @@ class ModelConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelOptions:
         """Inverse of ``to_dict``; unknown keys are an error."""
         known = set(cls.__dataclass_fields__)
         unknown = set(data) - known
@@ -97,7 +97,7 @@ def logits_dimension(label: Label) -> int:
     return label.n_classes if label.kind == "multiclass" else 1
 
 
-def build_keras_model(schema: Schema, config: ModelConfig) -> Any:
+def build_keras_model(schema: Schema, config: ModelOptions) -> Any:
     """The Keras model that maps a dict of feature tensors to logits."""
     if config.kind == "two_tower":
         return _TwoTower(schema, config)
@@ -115,7 +115,7 @@ def build_keras_model(schema: Schema, config: ModelConfig) -> Any:
     return t.keras.Sequential(layers, name=config.kind)
 
 
-def _tower(schema: Schema, config: ModelConfig, group: str) -> Any:
+def _tower(schema: Schema, config: ModelOptions, group: str) -> Any:
     t = tf()
     if group not in schema.groups:
         raise SchemaError(
@@ -137,7 +137,7 @@ def _two_tower_class() -> type:
     class TwoTower(t.keras.Model):  # type: ignore[misc,name-defined]
         """Dot product of two L2-normalised towers, scaled by a learned temperature."""
 
-        def __init__(self, schema: Schema, config: ModelConfig) -> None:
+        def __init__(self, schema: Schema, config: ModelOptions) -> None:
             super().__init__(name="two_tower")
             if schema.label.kind != "binary":
                 raise SchemaError("the two_tower model scores pairs: it needs a binary label")
@@ -154,11 +154,11 @@ def _two_tower_class() -> type:
     return TwoTower
 
 
-def _TwoTower(schema: Schema, config: ModelConfig) -> Any:  # noqa: N802 - a class factory
+def _TwoTower(schema: Schema, config: ModelOptions) -> Any:  # noqa: N802 - a class factory
     return _two_tower_class()(schema, config)
 
 
-def _optimizer(config: ModelConfig) -> Any:
+def _optimizer(config: ModelOptions) -> Any:
     # Heads call optimizer.get_updates(): only Keras' legacy optimisers still have it.
     legacy = tf().keras.optimizers.legacy
     kinds = {"adam": legacy.Adam, "sgd": legacy.SGD, "adagrad": legacy.Adagrad, "rmsprop": legacy.RMSprop}
@@ -167,7 +167,7 @@ def _optimizer(config: ModelConfig) -> Any:
     return kinds[config.optimizer](learning_rate=config.learning_rate)
 
 
-def build_model_fn(schema: Schema, config: ModelConfig, seed: int | None = None) -> Any:
+def build_model_fn(schema: Schema, config: ModelOptions, seed: int | None = None) -> Any:
     """The Estimator ``model_fn``: Keras model for logits, Head for loss, metrics and exports.
 
     With a ``seed``, Keras initialisers and dropout draw from it, so that the same seed

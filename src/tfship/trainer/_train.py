@@ -26,8 +26,8 @@ from tfship.trainer._cluster import (
     training_finished,
     write_note,
 )
-from tfship.trainer._input import InputConfig, build_input_fn
-from tfship.trainer._model import ModelConfig, build_model_fn
+from tfship.trainer._input import InputOptions, build_input_fn
+from tfship.trainer._model import ModelOptions, build_model_fn
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def build_estimator(
         if saved is None:
             raise InputError(f"{model_dir} has no {TRAINER_FILE}: pass the schema explicitly")
         schema = Schema.from_dict(saved["schema"])
-    model_config = ModelConfig.from_dict(config if config is not None else (saved or {}).get("model", {}))
+    model_config = ModelOptions.from_dict(config if config is not None else (saved or {}).get("model", {}))
     run = run or RunOptions()
     est = estimator()
     # RunConfig reads TF_CONFIG itself: the task, the cluster, and where variables live.
@@ -141,7 +141,7 @@ def read_trainer_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | Non
     return data
 
 
-def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelConfig) -> None:
+def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -> None:
     model_dir.mkdir(parents=True, exist_ok=True)
     tmp = model_dir / f".{TRAINER_FILE}.tmp"
     payload = {"schema": schema.to_dict(), "model": config.to_dict()}
@@ -206,8 +206,8 @@ def train(
     train_files: Sequence[str],
     eval_files: Sequence[str],
     *,
-    model: ModelConfig | None = None,
-    inputs: InputConfig | None = None,
+    model: ModelOptions | None = None,
+    inputs: InputOptions | None = None,
     run: RunOptions | None = None,
 ) -> TrainResult:
     """Train and evaluate an Estimator for the schema, exporting as ``run.exports`` asks.
@@ -223,7 +223,7 @@ def train(
         ['best', 'final', 'latest']
     """
     job = _Job(schema, Path(model_dir), train_files, eval_files,
-               model or ModelConfig(), inputs or InputConfig(), run or RunOptions())
+               model or ModelOptions(), inputs or InputOptions(), run or RunOptions())
     task = read_tf_config()
     if task is None:
         return job.local()
@@ -241,8 +241,8 @@ class _Job:
     model_dir: Path
     train_files: Sequence[str]
     eval_files: Sequence[str]
-    model: ModelConfig
-    inputs: InputConfig
+    model: ModelOptions
+    inputs: InputOptions
     run: RunOptions
     started: float = field(default_factory=time.monotonic)
 
@@ -382,7 +382,7 @@ class _Job:
         )
 
     def _eval_spec(self, exporters: list[Any]) -> Any:
-        eval_inputs = InputConfig(**{**asdict(self.inputs), "epochs": 1})
+        eval_inputs = InputOptions(**{**asdict(self.inputs), "epochs": 1})
         return estimator().EvalSpec(
             build_input_fn(self.schema, self.eval_files, eval_inputs, training=False),
             steps=None,
@@ -489,7 +489,7 @@ def checkpoint_step_of(model_dir: str | os.PathLike[str]) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def check_model_dir(model_dir: Path, schema: Schema, config: ModelConfig) -> None:
+def check_model_dir(model_dir: Path, schema: Schema, config: ModelOptions) -> None:
     """Refuse, before writing anything, to train into a directory that holds another model.
 
     A directory whose ``trainer.json`` records another schema or model, and which holds a
