@@ -125,11 +125,16 @@ def big_reply() -> bytes:
     return encode_predict_response([("image", np.ones([1024, 1024], np.float32), None)], b"")
 
 
-def start_server(base: Path, batching: bool) -> tuple[subprocess.Popen[str], str]:
+def start_server(
+    base: Path, batching: bool = False, rest: bool = False
+) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """``tfship serve`` in its own process; returns it and the ports it announced."""
     args = [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base),
             "--model-name", "bench", "--port", "0", "--json"]
     if batching:
         args += ["--enable-batching", "--max-batch-size", "32", "--batch-timeout-ms", "1"]
+    if rest:
+        args += ["--rest-port", "0"]
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env=env)
@@ -138,7 +143,8 @@ def start_server(base: Path, batching: bool) -> tuple[subprocess.Popen[str], str
     if not line:
         process.kill()
         raise SystemExit("the server did not start")
-    return process, json.loads(line)["grpc"]
+    info: dict[str, Any] = json.loads(line)
+    return process, info
 
 
 def big_call_times(address: str, request: Any) -> dict[str, float]:
@@ -228,7 +234,8 @@ def server_rates(
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "bench"
     request.inputs["x"].CopyFrom(tf().make_tensor_proto(np.ones([1, 16], np.float32)))
-    process, address = start_server(base, batching)
+    process, info = start_server(base, batching)
+    address = info["grpc"]
     channels: list[Any] = []
 
     def make_call() -> Callable[[], None]:
@@ -258,22 +265,6 @@ def big_request() -> Any:
 
 # REST ----------------------------------------------------------------------------------------
 REST_BODY = json.dumps({"instances": [[1.0] * 16]}).encode()
-
-
-def start_rest_server(base: Path) -> tuple[subprocess.Popen[str], str, str]:
-    """``tfship serve`` with both ports; returns the process, the gRPC address and the REST URL."""
-    args = [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base),
-            "--model-name", "bench", "--port", "0", "--rest-port", "0", "--json"]
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env=env)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        process.kill()
-        raise SystemExit("the server did not start")
-    info = json.loads(line)
-    return process, info["grpc"], info["rest"]
 
 
 def rest_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -326,7 +317,8 @@ def p50_ms(call: Callable[[], None], count: int) -> float:
 
 def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
     """gRPC and keep-alive REST against one server: requests/s per client count, p50 latency."""
-    process, address, url = start_rest_server(base)
+    process, info = start_server(base, rest=True)
+    address, url = info["grpc"], info["rest"]
     closers: list[Callable[[], None]] = []
 
     def maker(open_call: Callable[[], tuple[Callable[[], None], Callable[[], None]]]) -> Any:
