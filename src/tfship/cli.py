@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -56,15 +56,23 @@ class TfshipGroup(click.Group):
         try:
             with recording_interrupts():
                 result = super().invoke(ctx)
-                if interrupted():  # a library swallowed the KeyboardInterrupt: still stop
-                    raise KeyboardInterrupt
-                return result
-        except TfshipError as exc:
+        except KeyboardInterrupt:
+            _aborted(ctx)
+        except Exception as exc:
+            if interrupted():  # Ctrl-C surfaced as another error inside a library: it still stops
+                _aborted(ctx)
+            if not isinstance(exc, TfshipError):
+                raise
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("Aborted!", err=True)
-            ctx.exit(INTERRUPTED)
+        if interrupted():  # a library swallowed the KeyboardInterrupt: still stop
+            _aborted(ctx)
+        return result
+
+
+def _aborted(ctx: click.Context) -> NoReturn:
+    click.echo("Aborted!", err=True)
+    ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=TfshipGroup, context_settings={"help_option_names": ["-h", "--help"]})
