@@ -19,16 +19,17 @@ import numpy as np
 
 from tfship._tf import is_verbose
 from tfship.errors import InputError
-from tfship.loaders._convert import _sparse, convert_value
+from tfship.loaders._beam_rows import ERROR_KEY as _ERROR_KEY
+from tfship.loaders._beam_rows import NAMESPACE as _NAMESPACE
+from tfship.loaders._beam_rows import counter as _counter
+from tfship.loaders._convert import convert_value
 from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
-from tfship.loaders._predict import Column, Field, object_array
+from tfship.loaders._predict import Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import RejectsWriter, format_for, make_writer
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
-_NAMESPACE = "tfship"
-_ERROR_KEY = "__tfship_error__"
 
 
 class _QuietBeam(logging.Filter):
@@ -74,10 +75,7 @@ def pipeline_options(options: Sequence[str]) -> Any:
     return PipelineOptions(flags)
 
 
-def _counter(name: str) -> Any:
-    from apache_beam.metrics.metric import Metrics
 
-    return Metrics.counter(_NAMESPACE, name)
 
 
 # -- per-row steps (module level: Beam pickles them) --------------------------------------------
@@ -146,38 +144,6 @@ def convert_row(
         yield pvalue.TaggedOutput("rejects", (key, reject.to_dict()))
         return
     yield key, {"values": values, "keep": {k: raw.get(k) for k in keep}}
-
-
-_SEEN_MODELS: set[int] = set()
-
-
-def _count_load(model: Any) -> None:
-    # Beam records metrics only inside a bundle, not in load_model: count each loaded model
-    # object (one per worker process when RunInference shares it) on its first batch.
-    if id(model) not in _SEEN_MODELS:
-        _SEEN_MODELS.add(id(model))
-        _counter("model_loads").inc()
-
-
-def _run_rows(adapter: Any, rows: Sequence[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
-    if "serialized" in rows[0]:
-        result: dict[str, Any] = adapter.run_examples(
-            object_array([r["serialized"] for r in rows]), keys
-        )
-        return result
-    columns: dict[str, Column] = {}
-    for name, fld in adapter.fields.items():
-        values = [r["values"][name] for r in rows]
-        dtype = object if fld.dtype == "string" else np.dtype(fld.dtype)
-        if fld.sparse:
-            lengths = np.asarray([len(v) for v in values], dtype=np.int64)
-            flat = np.asarray([x for v in values for x in v], dtype=dtype)
-            columns[name] = _sparse(fld, lengths, flat)
-        else:
-            shape = tuple(d or 1 for d in fld.shape or ())
-            columns[name] = np.asarray(values, dtype=dtype).reshape((len(rows), *shape))
-    out: dict[str, Any] = adapter.run_columns(columns, keys)
-    return out
 
 
 def split_result(element: tuple[tuple[int, int], Any], sources: dict[int, str]) -> Iterator[Any]:

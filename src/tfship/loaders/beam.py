@@ -12,7 +12,7 @@ from typing import Any
 from apache_beam.ml.inference import base
 
 from tfship.errors import ModelInputError
-from tfship.loaders._beam import _ERROR_KEY, _NAMESPACE, _count_load, _run_rows
+from tfship.loaders._beam_rows import ERROR_KEY, NAMESPACE, count_load, run_rows
 
 __all__ = ["LocalModelHandler"]
 
@@ -52,7 +52,7 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
     def run_inference(
         self, batch: Sequence[dict[str, Any]], model: Any, inference_args: Any = None
     ) -> Iterable[Any]:
-        _count_load(model)
+        count_load(model)
         adapter = model.adapter(self.signature)
         keys = model.output_keys(adapter.sig.key, self.outputs)
         try:
@@ -67,7 +67,7 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
 
     def _outputs(self, model: Any, adapter: Any, rows: Sequence[Any], keys: list[str]) -> dict[str, Any]:
         if all(_converted(row) for row in rows):  # rows tfship predict's pipeline typed already
-            return _run_rows(adapter, rows, keys)
+            return run_rows(adapter, rows, keys)
         result: dict[str, Any] = model.predict(list(rows), signature=adapter.sig.key, outputs=keys)
         return result
 
@@ -75,11 +75,11 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         try:
             out = self._outputs(model, adapter, [row], keys)
         except ModelInputError as exc:
-            return _PredictionResult(row, {_ERROR_KEY: f"the model rejected the row: {exc}"})
+            return _PredictionResult(row, {ERROR_KEY: f"the model rejected the row: {exc}"})
         return _PredictionResult(row, {k: out[k][0] for k in keys})
 
     def get_metrics_namespace(self) -> str:
-        return _NAMESPACE
+        return NAMESPACE
 
 
 def _converted(row: Any) -> bool:
