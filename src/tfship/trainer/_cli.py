@@ -152,7 +152,7 @@ def _checked(
     """Every CSV row checked before anything is written; the files to train and evaluate on."""
     from tfship.errors import DataError
     from tfship.trainer._input import expand
-    from tfship.trainer._rows import checked_files
+    from tfship.trainer._rows import _TooManyBadRows, checked_files
 
     files = expand(train_files) + expand(eval_files)
     echo = functools.partial(click.echo, err=True)
@@ -160,10 +160,8 @@ def _checked(
         with checked_files(schema, files, max_bad_rows=max_bad_rows, rejects=rejects, echo=echo) as kept:
             split = len(expand(train_files))
             yield kept[:split], kept[split:]
-    except DataError as exc:
-        if "may be skipped" in str(exc):
-            raise DataError(f"{exc}; --max-bad-rows N skips up to N of them") from None
-        raise
+    except _TooManyBadRows as exc:
+        raise DataError(f"{exc}; --max-bad-rows N skips up to N of them") from None
 
 
 def _run_local_cluster(ctx: click.Context, spec: str, model_dir: Path, as_json: bool) -> None:

@@ -29,6 +29,10 @@ from tfship.schema import CsvMissing, Schema
 _CHUNK_ROWS = 65536
 
 
+class _TooManyBadRows(DataError):
+    """More bad rows than may be skipped; the command adds how to skip them."""
+
+
 @dataclass
 class BadRow:
     """A training row that cannot be used: where it is and why."""
@@ -110,12 +114,13 @@ def checked_files(
     """The files to train on once their rows are checked, for as long as training runs.
 
     Raises:
-        DataError: more bad rows than ``max_bad_rows``; names the first (file:line: reason).
+        DataError: more bad rows than ``max_bad_rows`` (``_TooManyBadRows``); names the first
+            (file:line: reason).
     """
     check = check_csv_rows(schema, files)
     if len(check.bad) > max_bad_rows:
         first = check.bad[0]
-        raise DataError(
+        raise _TooManyBadRows(
             f"{first.file}:{first.line}: {first.reason} "
             f"({len(check.bad)} bad row(s) of {check.rows}; {max_bad_rows} may be skipped)"
         )
