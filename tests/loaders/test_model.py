@@ -129,18 +129,28 @@ def test_an_export_base_loads_its_newest_version(keras_export: KerasExport, tmp_
 @pytest.mark.parametrize(
     ("feeds", "match"),
     [
-        ({"a": np.zeros((1, 3), np.float32)}, r"missing input 'b'; valid inputs: a, b"),
+        (
+            {"a": np.zeros((1, 3), np.float32)},
+            r"^signature 'serving_default': missing input 'b'; "
+            r"the signature expects a: float32 \[\?, 3\], b: int64 \[\?\]$",
+        ),
         (
             {"a": np.zeros((1, 3), np.float32), "b": np.zeros(1, np.int64), "c": 1},
-            r"unknown input 'c'; valid inputs: a, b",
+            r"^signature 'serving_default': unknown input 'c'; the signature expects a: ",
         ),
         (
             {"a": np.zeros((1, 3), np.float64), "b": np.zeros(1, np.int64)},
-            r"input 'a': expected dtype float32, got float64",
+            r"^signature 'serving_default' input 'a': dtype float64 does not match the "
+            r"signature's float32; convert it first \(array.astype\('float32'\)\) or pass cast=True$",
         ),
         (
-            {"a": [[0.0, 0.0, 0.0]], "b": np.zeros(1, np.int64)},
-            r"input 'a': expected a numpy array of float32, got a list",
+            {"a": [["x", "y", "z"]], "b": np.zeros(1, np.int64)},
+            r"input 'a': expected float32 numbers, got strings",
+        ),
+        (
+            {"a": np.zeros((1, 3), np.float32), "b": [1.5]},
+            r"input 'b': dtype float64 does not match the signature's int64 and cannot be cast "
+            r"to it \(1.5 is not a whole number\)",
         ),
     ],
 )
@@ -149,6 +159,33 @@ def test_run_checks_inputs_before_the_call(
 ) -> None:
     with load(keras_export.path) as model, pytest.raises(ModelInputError, match=match):
         model.run(feeds)
+
+
+@pytest.mark.slow
+def test_run_refuses_inputs_in_the_serving_clients_words(keras_export: KerasExport) -> None:
+    # One rule, one message: what LocalModel.run says is what ServingClient says before a call.
+    from tfship.serve_client import InProcessTransport, InvalidInputError, ServingClient
+    from tfship.server import ModelServer, ServerOptions
+
+    feeds = {"a": np.zeros((1, 3), np.float64), "b": np.zeros(1, np.int64)}
+    with load(keras_export.path) as model, pytest.raises(ModelInputError) as local:
+        model.run(feeds)
+    options = ServerOptions(port=0)
+    with ModelServer.from_base_path(keras_export.path.parent, "m", options=options) as server:
+        with ServingClient(transport=InProcessTransport(server), timeout=20) as client:
+            with pytest.raises(InvalidInputError) as remote:
+                client.predict("m", feeds)
+    assert str(local.value) in str(remote.value)
+
+
+def test_run_takes_python_values_and_casts_when_asked(keras_export: KerasExport) -> None:
+    wide = {"a": np.array([[0.5, 1.0, 2.0]]), "b": np.array([2])}  # float64 and int64
+    with load(keras_export.path) as model:
+        exact = model.run({"a": np.array([[0.5, 1.0, 2.0]], np.float32), "b": np.array([2])})
+        from_lists = model.run({"a": [[0.5, 1.0, 2.0]], "b": [2]})
+        cast = model.run(wide, cast=True)
+    np.testing.assert_array_equal(from_lists["score"], exact["score"])
+    np.testing.assert_array_equal(cast["score"], exact["score"])
 
 
 def test_run_leaves_shapes_to_the_graph_as_tf_serving_does(keras_export: KerasExport) -> None:

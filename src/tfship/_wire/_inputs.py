@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["InputCheckError", "check_inputs", "shape_text"]
+__all__ = ["InputCheckError", "cast_array", "check_inputs", "shape_text"]
 
 _STRING_KINDS = frozenset("OSU")
 # The largest integer each float type holds exactly (its mantissa bits + 1).
@@ -47,7 +47,9 @@ def shape_text(shape: Any) -> str:
 Array = np.ndarray[Any, Any]
 
 
-def check_inputs(signature: Any, feeds: Mapping[str, Any], *, cast: bool = False) -> dict[str, Any]:
+def check_inputs(
+    signature: Any, feeds: Mapping[str, Any], *, cast: bool = False, shapes: bool = True
+) -> dict[str, Any]:
     """Check ``feeds`` against ``signature`` and return them as numpy arrays of its dtypes.
 
     The contract, for every caller:
@@ -64,7 +66,9 @@ def check_inputs(signature: Any, feeds: Mapping[str, Any], *, cast: bool = False
       number; integers become integers within range, and floats when exactly representable;
       floats become floats (rounded, never overflowing) or integers when whole and in range;
       complex numbers stay complex. Strings never become numbers, nor numbers strings.
-    - **Shapes**: the rank must match and every known dimension must be equal.
+    - **Shapes**: the rank must match and every known dimension must be equal. With
+      ``shapes=False`` shapes are left to the graph's ops, as TF Serving leaves them
+      (``LocalModel.run``, the exact call).
     - **Sparse inputs** (an input whose ``encoding`` is not ``dense``, such as ``coo_sparse``)
       are named but returned unchecked, as given: their parts are the caller's to check.
     - **Errors**: one :class:`InputCheckError` (a ``ValueError``), one line, starting with
@@ -83,8 +87,37 @@ def check_inputs(signature: Any, feeds: Mapping[str, Any], *, cast: bool = False
         tfship._wire._inputs.InputCheckError: signature 'serving_default' input 'x': shape [2] \
 does not fit the signature's [?, 2] (? = any size)
     """
+    if not isinstance(feeds, Mapping):
+        raise TypeError(f"feeds must be a mapping of input key -> values, not {type(feeds).__name__}")
     _check_names(signature, feeds)
-    return {key: _checked(signature, key, value, cast) for key, value in feeds.items()}
+    return {key: _checked(signature, key, value, cast, shapes) for key, value in feeds.items()}
+
+
+def cast_array(array: Array, want: str, *, where: str) -> Array:
+    """``array`` as the signature dtype ``want`` under the one cast rule (see check_inputs).
+
+    ``where`` starts the message (``signature 'serving_default' input 'x'``), so every caller
+    reports a refused cast in the same words.
+
+    Example:
+        >>> cast_array(np.array([1, 2]), "float32", where="input 'x'").dtype
+        dtype('float32')
+        >>> cast_array(np.array([1.5]), "int64", where="input 'n'")
+        Traceback (most recent call last):
+        ...
+        tfship._wire._inputs.InputCheckError: input 'n': dtype float64 does not match the \
+signature's int64 and cannot be cast to it (1.5 is not a whole number)
+    """
+    target = _target_dtype(want)
+    if target is None or array.dtype == target:
+        return array
+    got = "string" if array.dtype.kind in _STRING_KINDS else array.dtype.name
+    why = _cast_problem(array, target)
+    if why is not None:
+        raise InputCheckError(
+            f"{where}: dtype {got} does not match the signature's {want} and cannot be cast to it ({why})"
+        )
+    return array.astype(target)
 
 
 def _check_names(signature: Any, feeds: Mapping[str, Any]) -> None:
@@ -103,7 +136,7 @@ def _check_names(signature: Any, feeds: Mapping[str, Any]) -> None:
     )
 
 
-def _checked(signature: Any, key: str, value: Any, cast: bool) -> Any:
+def _checked(signature: Any, key: str, value: Any, cast: bool, shapes: bool) -> Any:
     where = f"signature {signature.key!r} input {key!r}"
     info = signature.inputs[key]
     if getattr(info, "encoding", "dense") != "dense":
@@ -115,7 +148,8 @@ def _checked(signature: Any, key: str, value: Any, cast: bool) -> Any:
         array = _checked_array(where, key, value, info.dtype, target, cast)
     else:
         array = _from_python(where, key, value, info.dtype, target)
-    _check_shape(where, key, array.shape, info.shape)
+    if shapes:
+        _check_shape(where, key, array.shape, info.shape)
     return array
 
 
@@ -145,7 +179,7 @@ def _checked_array(
             f"(array.astype({want!r})) or pass cast=True",
             input=key,
         )
-    return _cast(where, key, value, want, target)
+    return _cast(where, key, value, want)
 
 
 def _from_python(where: str, key: str, value: Any, want: str, target: np.dtype[Any]) -> Array:
@@ -163,7 +197,7 @@ def _from_python(where: str, key: str, value: Any, want: str, target: np.dtype[A
         raise InputCheckError(f"{where}: the values do not form an array: {exc}", input=key) from None
     if array.dtype.kind in _STRING_KINDS:
         raise InputCheckError(f"{where}: expected {want} numbers, got strings or other objects", input=key)
-    return _cast(where, key, array, want, target)
+    return _cast(where, key, array, want)
 
 
 def _strings(where: str, key: str, value: Any) -> Array:
@@ -184,16 +218,11 @@ def _strings(where: str, key: str, value: Any) -> Array:
     return array
 
 
-def _cast(where: str, key: str, array: Array, want: str, target: np.dtype[Any]) -> Array:
-    """``array`` as ``target`` when no value changes but by float rounding (see check_inputs)."""
-    got = "string" if array.dtype.kind in _STRING_KINDS else array.dtype.name
-    why = _cast_problem(array, target)
-    if why is not None:
-        raise InputCheckError(
-            f"{where}: dtype {got} does not match the signature's {want} and cannot be cast to it ({why})",
-            input=key,
-        )
-    return array.astype(target)
+def _cast(where: str, key: str, array: Array, want: str) -> Array:
+    try:
+        return cast_array(array, want, where=where)
+    except InputCheckError as exc:
+        raise InputCheckError(str(exc), input=key) from None
 
 
 def _cast_problem(array: Array, target: np.dtype[Any]) -> str | None:
@@ -214,8 +243,10 @@ def _cast_problem(array: Array, target: np.dtype[Any]) -> str | None:
 def _to_float_problem(array: Array, target: np.dtype[Any]) -> str | None:
     if array.dtype.kind in "iu":
         limit = _EXACT_INT_IN_FLOAT.get(target.name, 2**53)
-        if array.size and int(np.abs(array.astype(np.float64)).max()) > limit:
-            return f"an integer above {limit} is not exact in {target.name}"
+        flat = array.reshape(-1)
+        too_big = np.abs(flat.astype(np.float64)) > limit
+        if too_big.any():
+            return f"{flat[np.argmax(too_big)]} is not exact in {target.name} (|x| > {limit})"
         return None
     finite = array[np.isfinite(array)]
     if finite.size and float(np.abs(finite).max()) > float(np.finfo(target).max):
@@ -231,7 +262,9 @@ def _to_int_problem(array: Array, target: np.dtype[Any]) -> str | None:
             return f"{flat[np.argmax(bad)]!r} is not a whole number"
     info = np.iinfo(target)
     if array.size and (array.min() < info.min or array.max() > info.max):
-        return f"a value is outside the range of {target.name}"
+        flat = array.reshape(-1)
+        bad = flat[np.argmax((flat < info.min) | (flat > info.max))]
+        return f"{bad} is outside the range of {target.name}"
     return None
 
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy.typing as npt
 
 from tfship._protos import proto_module
 from tfship._wire import METADATA_FILE
+from tfship._wire._inputs import InputCheckError, check_inputs
 from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
 
 Array = npt.NDArray[Any]
@@ -43,8 +45,8 @@ log = logging.getLogger(__name__)
 _HIDDEN_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
-#: numpy dtype kinds a signature dtype accepts as is in ``run`` (no cast at all).
-_STRING_KINDS = frozenset("OSU")
+#: the parts of a ``coo_sparse`` input, in the order ``run`` takes them.
+_SPARSE_PARTS = ("indices", "values", "dense_shape")
 
 
 def resolve_export_dir(path: str | Path) -> Path:
@@ -187,15 +189,23 @@ class LocalModel:
         *,
         signature: str | None = None,
         outputs: Sequence[str] | None = None,
+        cast: bool = False,
     ) -> dict[str, Array]:
-        """Run a signature on ``feeds`` exactly as TF Serving would, with no conversion.
+        """Run a signature on ``feeds`` exactly as TF Serving would.
+
+        Inputs are checked by the same rule as ``ServingClient``'s (``tfship._wire``'s
+        ``check_inputs``, with the same messages): names, and dtypes under its one cast rule;
+        shapes are left to the graph's ops, as TF Serving leaves them.
 
         Args:
             feeds: one entry per signature input key: a numpy array of the input's dtype
-                (strings: object or bytes arrays), or for a sparse (``coo_sparse``) input an
-                ``(indices, values, dense_shape)`` tuple.
+                (strings: object or bytes arrays), Python values (lists, scalars), which take
+                the input's dtype when no value changes, or for a sparse (``coo_sparse``)
+                input an ``(indices, values, dense_shape)`` tuple.
             signature: signature key; ``None`` uses the model's default signature.
             outputs: output keys to compute; ``None`` computes them all.
+            cast: also cast numpy arrays of another dtype under the cast rule (a value may
+                change only by float rounding); without it such an array is an error.
 
         Returns:
             Output key -> numpy array (string outputs are object arrays of ``bytes``).
@@ -212,12 +222,14 @@ class LocalModel:
         """
         sig = self.signature(signature)
         keys = self.output_keys(sig.key, outputs)
-        _check_keys(sig, feeds, self.path)
+        try:
+            checked = check_inputs(sig, feeds, cast=cast, shapes=False)
+        except InputCheckError as exc:
+            raise ModelInputError(str(exc), path=str(self.path)) from None
         names: list[str] = []
         values: list[Array] = []
-        for key in sorted(sig.inputs):
-            info = sig.inputs[key]
-            for name, value in _exact_feed(key, info, feeds[key], self.path):
+        for key in sorted(checked):
+            for name, value in _exact_feed(sig, key, checked[key], cast, self.path):
                 names.append(name)
                 values.append(value)
         return self.run_tensors(names, values, [sig.outputs[k] for k in keys], keys)
@@ -570,98 +582,44 @@ def _op_message(exc: Any) -> str:
 # -- exact feeds -------------------------------------------------------------------------------
 
 
-def _check_keys(sig: SignatureInfo, feeds: Mapping[str, Any], path: Path) -> None:
-    if not isinstance(feeds, Mapping):
-        raise TypeError(f"feeds must be a mapping of input key -> array, not {type(feeds).__name__}")
-    unknown = sorted(set(feeds) - set(sig.inputs))
-    missing = sorted(set(sig.inputs) - set(feeds))
-    if unknown or missing:
-        parts = []
-        if unknown:
-            parts.append(f"unknown input {', '.join(map(repr, unknown))}")
-        if missing:
-            parts.append(f"missing input {', '.join(map(repr, missing))}")
-        raise ModelInputError(
-            f"signature {sig.key!r}: {'; '.join(parts)}; "
-            f"valid inputs: {', '.join(sorted(sig.inputs)) or '(none)'}",
-            path=str(path),
-        )
-
-
-def dtype_matches(want: str, array: Array) -> bool:
-    """Whether ``array`` can be fed as is to a tensor of numpy-style dtype name ``want``."""
-    if want == "string":
-        return array.dtype.kind in _STRING_KINDS
-    return array.dtype == np.dtype(want)
-
-
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"a {value.dtype} array of shape {value.shape}"
     return f"a {type(value).__name__}"
 
 
-def _shape_text(shape: tuple[int | None, ...] | None) -> str:
-    if shape is None:
-        return "any shape"
-    return "[" + ", ".join("?" if dim is None else str(dim) for dim in shape) + "]"
-
-
-def check_dense(
-    key: str, want_dtype: str, want_shape: tuple[int | None, ...] | None, value: Any, path: Path
-) -> Array:
-    """Check an array against a dense tensor's dtype and shape; ModelInputError otherwise."""
-    if not isinstance(value, np.ndarray):
-        raise ModelInputError(
-            f"input {key!r}: expected a numpy array of {want_dtype}, got {_describe(value)} "
-            "(run() feeds exactly; use predict() for lists, scalars and casts)",
-            path=str(path),
-        )
-    if not dtype_matches(want_dtype, value):
-        raise ModelInputError(
-            f"input {key!r}: expected dtype {want_dtype}, got {value.dtype} "
-            "(run() does not cast; use predict() for safe casts)",
-            path=str(path),
-        )
-    if want_shape is not None:
-        fits = value.ndim == len(want_shape) and all(
-            want is None or want == got for want, got in zip(want_shape, value.shape)
-        )
-        if not fits:
-            raise ModelInputError(
-                f"input {key!r}: expected shape {_shape_text(want_shape)}, got {value.shape}",
-                path=str(path),
-            )
-    return value
-
-
 def _exact_feed(
-    key: str, info: TensorInfo, value: Any, path: Path
+    sig: SignatureInfo, key: str, value: Any, cast: bool, path: Path
 ) -> list[tuple[str, Array]]:
-    if info.encoding == "dense":
-        # dtype only: TF Serving feeds any shape and lets the graph's ops accept or refuse it
-        return [(info.name, check_dense(key, info.dtype, None, value, path))]
+    info = sig.inputs[key]
+    if info.encoding == "dense":  # checked by check_inputs (names and dtype, no shape)
+        return [(info.name, value)]
     if info.encoding == "coo_sparse":
         if not (isinstance(value, tuple) and len(value) == 3):
             raise ModelInputError(
-                f"input {key!r} is sparse: expected an (indices, values, dense_shape) tuple, "
-                f"got {_describe(value)}",
+                f"signature {sig.key!r} input {key!r} is sparse: expected an "
+                f"(indices, values, dense_shape) tuple, got {_describe(value)}",
                 path=str(path),
             )
-        indices, values, dense_shape = value
+        # The three parts are checked as three inputs of their own, by the same rule.
         rank = None if info.shape is None else len(info.shape)
-        comps = info.components
-        return [
-            (comps["indices"], check_dense(f"{key}.indices", "int64", (None, rank), indices, path)),
-            (comps["values"], check_dense(f"{key}.values", info.dtype, (None,), values, path)),
-            (
-                comps["dense_shape"],
-                check_dense(f"{key}.dense_shape", "int64", (rank,), dense_shape, path),
-            ),
-        ]
+        parts = SimpleNamespace(
+            key=sig.key,
+            inputs={
+                f"{key}.indices": SimpleNamespace(dtype="int64", shape=(None, rank)),
+                f"{key}.values": SimpleNamespace(dtype=info.dtype, shape=(None,)),
+                f"{key}.dense_shape": SimpleNamespace(dtype="int64", shape=(rank,)),
+            },
+        )
+        given = dict(zip(parts.inputs, value))
+        try:
+            checked = check_inputs(parts, given, cast=cast)
+        except InputCheckError as exc:
+            raise ModelInputError(str(exc), path=str(path)) from None
+        return [(info.components[part], checked[f"{key}.{part}"]) for part in _SPARSE_PARTS]
     raise ModelInputError(
-        f"input {key!r} is a {info.encoding} tensor, which tfship cannot feed yet; "
-        "only dense and coo_sparse inputs are supported",
+        f"signature {sig.key!r} input {key!r} is a {info.encoding} tensor, which tfship cannot "
+        "feed yet; only dense and coo_sparse inputs are supported",
         path=str(path),
     )
 

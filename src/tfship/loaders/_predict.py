@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from tfship._wire._inputs import InputCheckError, cast_array, shape_text
 from tfship.errors import ModelInputError
 
 Array = npt.NDArray[Any]
@@ -54,9 +55,6 @@ class _Model(Protocol):
         fetch_keys: Sequence[str],
     ) -> dict[str, Array]: ...
 
-_INT_LIMITS = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
-# Integers up to 2**24 (float32) or 2**53 (float64) convert to float exactly.
-_EXACT_INT_IN_FLOAT = {"float32": 2**24, "float64": 2**53, "float16": 2**11}
 
 
 class SparseColumn(NamedTuple):
@@ -97,12 +95,8 @@ class Field:
         """``float32 [2]``, ``string, variable length``: what the field expects, for messages."""
         if self.sparse:
             return f"{self.dtype}, variable length"
-        shape = "any shape" if self.shape is None else _shape(self.shape)
+        shape = "any shape" if self.shape is None else shape_text(self.shape)
         return f"{self.dtype} {shape} per row"
-
-
-def _shape(shape: Sequence[int | None]) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 class SignatureAdapter:
@@ -455,7 +449,7 @@ def _given_rows(columns: Mapping[str, Any], fields: Mapping[str, Field], where: 
             arr = np.asarray(col)
             if arr.ndim == 0:
                 raise ModelInputError(
-                    f"{where}: input {name!r}: expected one value per row "
+                    f"{where} input {name!r}: expected one value per row "
                     f"({fld.describe()}), got a scalar; pass a list or a record dict"
                 )
             counts[name] = arr.shape[0]
@@ -512,7 +506,7 @@ def _to_array(fld: Field, value: Any, where: str) -> Array:
 
 def _ragged_error(fld: Field, where: str) -> ModelInputError:
     return ModelInputError(
-        f"{where}: input {fld.name!r}: expected {fld.describe()}, "
+        f"{where} input {fld.name!r}: expected {fld.describe()}, "
         "got rows of different lengths"
     )
 
@@ -530,13 +524,16 @@ def _fit_rank(fld: Field, arr: Array, where: str) -> Array:
     if arr.ndim == 1 and len(known) == len(fld.shape) and math.prod(known) == 1:
         return arr.reshape((arr.shape[0], *known))
     raise ModelInputError(
-        f"{where}: input {fld.name!r}: expected {fld.describe()} "
-        f"(array shape {_shape((None, *fld.shape))}), got shape {list(arr.shape)}"
+        f"{where} input {fld.name!r}: expected {fld.describe()} "
+        f"(array shape {shape_text((None, *fld.shape))}), got shape {list(arr.shape)}"
     )
 
 
 def safe_cast(fld: Field, arr: Array, where: str) -> Array:
-    """Cast ``arr`` to the field's dtype when no value changes; ``ModelInputError`` otherwise."""
+    """Cast ``arr`` to the field's dtype under the one cast rule (``tfship._wire``'s, the
+    serving client's): a value may change only by float rounding. Records add one convenience
+    of their own: an integer given for a string input is its decimal text (an id written
+    without quotes). ``ModelInputError`` otherwise, in the client's words."""
     want = fld.dtype
     kind = arr.dtype.kind
     if want == "string":
@@ -545,25 +542,12 @@ def safe_cast(fld: Field, arr: Array, where: str) -> Array:
         if kind in "iu":
             return arr.astype(str).astype(object)
         raise _cast_error(fld, arr, where, "numbers are not cast to strings except integers")
-    target = np.dtype(want)
-    if arr.dtype == target:
-        return arr
     if kind == "O":
         arr = _numbers_from_objects(fld, arr, where)
-        kind = arr.dtype.kind
-        if arr.dtype == target:
-            return arr
-    if kind in "US":
-        raise _cast_error(fld, arr, where, "strings are not parsed as numbers")
-    if kind == "b":
-        return arr.astype(target)
-    if target.kind == "f":
-        return _to_float(fld, arr, target, where)
-    if target.kind in "iu":
-        return _to_int(fld, arr, target, where)
-    if target.kind == "b":
-        raise _cast_error(fld, arr, where, "only booleans feed a bool input")
-    raise _cast_error(fld, arr, where, "no exact cast")
+    try:
+        return cast_array(arr, want, where=f"{where} input {fld.name!r}")
+    except InputCheckError as exc:
+        raise ModelInputError(str(exc)) from None
 
 
 def _check_strings(fld: Field, arr: Array, where: str) -> Array:
@@ -576,7 +560,7 @@ def _check_strings(fld: Field, arr: Array, where: str) -> Array:
                 flat = np.array([str(x) if isinstance(x, (int, np.integer)) else x for x in flat])
                 return flat.astype(object).reshape(arr.shape)
             raise ModelInputError(
-                f"{where}: input {fld.name!r}: expected strings, got {type(v).__name__} "
+                f"{where} input {fld.name!r}: expected strings, got {type(v).__name__} "
                 f"{v!r} at position {i}"
             )
     return arr
@@ -587,47 +571,17 @@ def _numbers_from_objects(fld: Field, arr: Array, where: str) -> Array:
     for i, v in enumerate(flat):
         if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number, bool)):
             raise ModelInputError(
-                f"{where}: input {fld.name!r}: expected {fld.dtype}, got {type(v).__name__} "
+                f"{where} input {fld.name!r}: expected {fld.dtype}, got {type(v).__name__} "
                 f"{v!r} at position {i}"
             )
     return np.array(flat.tolist()).reshape(arr.shape)
 
 
-def _to_float(fld: Field, arr: Array, target: np.dtype[Any], where: str) -> Array:
-    if arr.dtype.kind in "iu":
-        limit = _EXACT_INT_IN_FLOAT.get(target.name, 2**53)
-        if arr.size and int(np.abs(arr).max()) > limit:
-            bad = arr.reshape(-1)[np.argmax(np.abs(arr.reshape(-1)) > limit)]
-            raise _cast_error(
-                fld, arr, where, f"{bad} does not fit exactly in {target.name} (|x| > {limit})"
-            )
-        return arr.astype(target)
-    if arr.dtype.kind == "f":
-        finite = arr[np.isfinite(arr)]
-        if finite.size and np.abs(finite).max() > np.finfo(target).max:
-            raise _cast_error(fld, arr, where, f"values overflow {target.name}")
-        # Rounding float64 to float32 is the cast every TF user expects; overflow is not.
-        return arr.astype(target)
-    raise _cast_error(fld, arr, where, "no exact cast")
-
-
-def _to_int(fld: Field, arr: Array, target: np.dtype[Any], where: str) -> Array:
-    low, high = _INT_LIMITS.get(target.name, (np.iinfo(target).min, np.iinfo(target).max))
-    if arr.dtype.kind == "f":
-        flat = arr.reshape(-1)
-        bad = ~np.isfinite(flat) | (flat != np.round(flat))
-        if bad.any():
-            raise _cast_error(
-                fld, arr, where, f"{flat[np.argmax(bad)]!r} is not a whole number (lossy cast)"
-            )
-    if arr.size and (arr.min() < low or arr.max() > high):
-        raise _cast_error(fld, arr, where, f"values outside the range of {target.name}")
-    return arr.astype(target)
-
-
 def _cast_error(fld: Field, arr: Array, where: str, why: str) -> ModelInputError:
+    got = "string" if arr.dtype.kind in "OSU" else arr.dtype.name
     return ModelInputError(
-        f"{where}: input {fld.name!r}: expected {fld.dtype}, got {arr.dtype} ({why})"
+        f"{where} input {fld.name!r}: dtype {got} does not match the signature's {fld.dtype} "
+        f"and cannot be cast to it ({why})"
     )
 
 
@@ -660,8 +614,12 @@ def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn
     if _is_sparse_triple(value):
         indices, values, dense_shape = (np.asarray(_as_numpy(x)) for x in _triple(value))
         vals = safe_cast(fld, _to_array(fld, values, where), where).reshape(-1)
-        idx = _to_int(fld, indices.astype(np.int64) if indices.size == 0 else indices,
-                      np.dtype("int64"), where)
+        if indices.size == 0:
+            indices = indices.astype(np.int64)
+        try:
+            idx = cast_array(indices, "int64", where=f"{where} input {fld.name + '.indices'!r}")
+        except InputCheckError as exc:
+            raise ModelInputError(str(exc)) from None
         return SparseColumn(idx.reshape(-1, dense_shape.size), vals, dense_shape.astype(np.int64))
     lengths: list[int] = []
     flat: list[Any] = []
