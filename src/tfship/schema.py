@@ -327,16 +327,22 @@ class Schema:
         label: bool = False,
         csv: CsvMissing | None = None,
     ) -> Any:
-        """A ``tf.train.Example`` holding the record's features (and its label if asked)."""
-        from tfship._tf import tf
+        """A ``tf.train.Example`` holding the record's features (and its label if asked).
+
+        TensorFlow's own class, built without importing TensorFlow.
+        """
+        from tfship._wire import protos
 
         values = self.convert_record(record, where=where, csv=csv)
         if label:
             values[self.label.name] = [self.convert_label(record, where=where, csv=csv)]
         dtypes = {f.name: f.dtype for f in self.features}
         dtypes[self.label.name] = self.label.dtype
-        feats = {name: _feature_proto(tf(), dtypes[name], vals) for name, vals in values.items()}
-        return tf().train.Example(features=tf().train.Features(feature=feats))
+        example = protos().example_pb2.Example()
+        features = example.features.feature
+        for name, vals in values.items():
+            _fill_feature(features[name], dtypes[name], vals)
+        return example
 
     # ---- validation ----------------------------------------------------------------------
     def _validate_relations(self) -> None:
@@ -370,13 +376,17 @@ def _default_tensor_value(f: Feature) -> Any:
     return value if f.shape else value[0]
 
 
-def _feature_proto(t: Any, dtype: str, values: list[Any]) -> Any:
+def _fill_feature(feature: Any, dtype: str, values: list[Any]) -> None:
+    # The list is set even when empty: an empty variable-length feature keeps its kind.
     if dtype == "float32":
-        return t.train.Feature(float_list=t.train.FloatList(value=values))
-    if dtype == "int64":
-        return t.train.Feature(int64_list=t.train.Int64List(value=values))
-    data = [v if isinstance(v, bytes) else str(v).encode() for v in values]
-    return t.train.Feature(bytes_list=t.train.BytesList(value=data))
+        feature.float_list.SetInParent()
+        feature.float_list.value.extend(values)
+    elif dtype == "int64":
+        feature.int64_list.SetInParent()
+        feature.int64_list.value.extend(values)
+    else:
+        feature.bytes_list.SetInParent()
+        feature.bytes_list.value.extend(v if isinstance(v, bytes) else str(v).encode() for v in values)
 
 
 # ---- parsing the JSON form -------------------------------------------------------------------

@@ -176,7 +176,7 @@ def test_parsing_signatures_with_a_schema(classifier_server: Any, tmp_path: Path
     assert np.allclose(scores, probabilities, atol=1e-6)  # same model, two signatures
 
 
-def test_schema_needs_a_parsing_signature(server: Any, tmp_path: Path) -> None:
+def test_schema_needs_a_signature_built_from_it(server: Any, tmp_path: Path) -> None:
     from .conftest import CLASSIFIER_SCHEMA
 
     schema = tmp_path / "schema.json"
@@ -184,8 +184,8 @@ def test_schema_needs_a_parsing_signature(server: Any, tmp_path: Path) -> None:
     args = ["-s", server.address, "-m", "m", "-d", '{"bill": 1}', "--schema", str(schema)]
     result = CliRunner().invoke(cli, ["client", "predict", *args])
     assert result.exit_code == 2
-    assert "--schema needs a signature with one string input" in result.output
-    assert "signature 'serving_default' has inputs ['x']" in result.output
+    assert "signature 'serving_default' takes 'x', which the schema does not declare" in result.output
+    assert "--schema needs a parsing signature or a raw one built from the schema" in result.output
 
 
 def test_rest_commands_print_no_request_logs(server: Any) -> None:

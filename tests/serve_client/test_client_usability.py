@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -57,3 +59,38 @@ def test_regress_on_a_classifier_is_one_line_naming_what_would_work(classifier_s
         "Error: signature 'serving_default' of model 'penguins' is a tensorflow/serving/classify "
         "signature; no signature here can regress (the server said: "
     )
+
+
+@pytest.mark.slow
+def test_predict_with_the_schema_leaves_the_label_out_of_a_raw_signature(
+    tiny_model: Any, tmp_path: Path
+) -> None:
+    # A table straight from training (label column, a gap) sent to a raw signature: the schema
+    # names the label, which is left out, and the gap takes the schema's default, as
+    # `tfship predict` does with the export's own copy of the schema.
+    from tfship.server import ModelServer, ServerOptions
+
+    lines = tiny_model.eval_csv.read_text().splitlines()[:4]
+    header = lines[0].split(",")
+    gap = lines[2].split(",")
+    gap[header.index("bill_length_mm")] = ""
+    rows = tmp_path / "rows.csv"
+    rows.write_text("\n".join([lines[0], lines[1], ",".join(gap), lines[3]]) + "\n")
+    export = tiny_model.export("best")
+    args = ["client", "predict", "-m", "penguins", "-k", "raw:predict", "-i", str(rows),
+            "-o", "probabilities", "--json"]
+    with ModelServer.from_base_path(export.parent, "penguins", options=ServerOptions(port=0)) as server:
+        args[2:2] = ["-s", server.address]
+        refused = CliRunner().invoke(cli, args)
+        sent = CliRunner().invoke(cli, [*args, "--schema", str(tiny_model.schema_path)])
+    assert refused.exit_code == 2 and "'species'" in refused.stderr
+    assert sent.exit_code == 0, sent.output
+    assert sent.stderr == "left out 'species': the schema's label\n"
+    remote = np.array(json.loads(sent.stdout)["outputs"]["probabilities"])
+    local = tmp_path / "local.jsonl"
+    ran = CliRunner().invoke(cli, ["predict", str(export), "-i", str(rows), "-o", str(local),
+                                   "-s", "raw:predict"])
+    assert ran.exit_code == 0, ran.output
+    here = [json.loads(line)["probabilities"] for line in local.read_text().splitlines()]
+    assert remote.shape == (3, 3)
+    np.testing.assert_allclose(remote, np.array(here), rtol=1e-5)

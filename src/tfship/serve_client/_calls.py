@@ -177,7 +177,7 @@ def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
     if not isinstance(record, Mapping):
         raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
     if schema is not None:
-        return example_cls.FromString(schema.to_example(record, where=where).SerializeToString())
+        return schema.to_example(record, where=where)
     example = example_cls()
     for name, value in record.items():
         _fill_feature(example.features.feature, str(name), value)

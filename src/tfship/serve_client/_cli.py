@@ -190,7 +190,8 @@ def _shape_text(shape: list[int | None] | None) -> str:
     "--schema",
     "schema_path",
     type=click.Path(exists=True, dir_okay=False),
-    help="Schema JSON: send the records as serialized tf.Examples (for a parsing signature).",
+    help="Schema JSON: read records as training did: serialized tf.Examples for a parsing "
+    "signature; for a raw one the label column is left out and gaps take the defaults.",
 )
 @click.option(
     "--ignore-unknown",
@@ -217,8 +218,9 @@ def predict_command(
         inputs = read_predict_inputs(input_paths, data)
     with _connect(opts) as conn:
         if schema_path is not None:
-            inputs = _example_inputs(
-                conn, opts["model"], version, label, signature, input_paths, data, schema_path
+            inputs = _schema_inputs(
+                conn, opts["model"], version, label, signature, input_paths, data, schema_path,
+                ignore_unknown,
             )
         elif isinstance(inputs, dict):
             taken = conn.metadata(opts["model"], version=version, label=label).signature(signature)
@@ -264,7 +266,7 @@ def _known_inputs(inputs: dict[str, Any], sig: Any, ignore_unknown: bool) -> dic
     return {key: value for key, value in inputs.items() if key in sig.inputs}
 
 
-def _example_inputs(
+def _schema_inputs(
     conn: Any,
     model: str,
     version: int | None,
@@ -273,8 +275,16 @@ def _example_inputs(
     input_paths: tuple[str, ...],
     data: str | None,
     schema_path: str,
+    ignore_unknown: bool,
 ) -> dict[str, Any]:
-    """Records -> serialized Examples, keyed by the signature's one string input."""
+    """Records read as the schema reads them, for the signature that will get them.
+
+    A parsing signature (one string input that is not a feature) gets serialized
+    ``tf.Example`` s, label and all (parsing ignores what it does not declare). A raw signature
+    gets one column per input: the schema's label column is left out, missing values take the
+    schema's defaults, and other columns it does not take are an error unless
+    ``ignore_unknown``.
+    """
     from tfship.schema import Schema
     from tfship.serve_client._calls import to_example
 
@@ -282,18 +292,52 @@ def _example_inputs(
         raise InputError("with --schema give one records file (--input) or --data")
     records = _read_example_records(input_paths[0] if input_paths else None, data)
     sig = conn.metadata(model, version=version, label=label).signature(signature)
-    strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
-    if len(sig.inputs) != 1 or not strings:
-        raise InputError(
-            f"--schema needs a signature with one string input (serialized tf.Examples); "
-            f"signature {sig.key!r} has inputs {sorted(sig.inputs)}"
-        )
     schema = Schema.load(schema_path)
-    return {
-        strings[0]: [
-            to_example(r, schema, f"record {i}").SerializeToString() for i, r in enumerate(records, 1)
-        ]
-    }
+    strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
+    if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
+        return {
+            strings[0]: [
+                to_example(r, schema, f"record {i}").SerializeToString()
+                for i, r in enumerate(records, 1)
+            ]
+        }
+    return _raw_columns(records, schema, sig, ignore_unknown)
+
+
+def _raw_columns(records: list[Any], schema: Any, sig: Any, ignore_unknown: bool) -> dict[str, Any]:
+    features = set(schema.feature_names)
+    outside = sorted(set(sig.inputs) - features)
+    if outside:
+        raise InputError(
+            f"signature {sig.key!r} takes {', '.join(map(repr, outside))}, which the schema does "
+            f"not declare: --schema needs a parsing signature or a raw one built from the schema"
+        )
+    given = {name for record in records if isinstance(record, dict) for name in record}
+    label = schema.label.name
+    extra = sorted(given - features - {label})
+    if extra and not ignore_unknown:
+        _known_inputs(dict.fromkeys(given - {label}), sig, ignore_unknown)
+    left_out = ([label] if label in given else []) + extra
+    if left_out:
+        click.echo(
+            f"left out {', '.join(map(repr, left_out))}: "
+            + ("the schema's label" if left_out == [label] else "not inputs of the signature"),
+            err=True,
+        )
+    columns: dict[str, list[Any]] = {name: [] for name in sig.inputs}
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, dict):
+            raise InputError(f"record {number}: expected an object of field values")
+        values = schema.convert_record(record, where=f"record {number}")
+        for name, info in sig.inputs.items():
+            if info.encoding != "dense":
+                raise InputError(
+                    f"signature {sig.key!r} input {name!r} is variable-length ({info.encoding}): "
+                    "send such records to a parsing signature"
+                )
+            rank = None if info.shape is None else len(info.shape)
+            columns[name].append(values[name][0] if rank == 1 else values[name])
+    return columns
 
 
 def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
