@@ -38,7 +38,7 @@ def test_predict_names_extra_columns_and_can_leave_them_out(server: Any) -> None
     assert refused.exit_code == 2
     assert refused.stderr == (
         "Error: 'label' is not an input of signature 'serving_default' (it takes x); "
-        "--ignore-unknown leaves such columns out\n"
+        "--ignore-unknown leaves such columns out (--schema FILE leaves out its label)\n"
     )
     kept = CliRunner().invoke(cli, [*args, "--ignore-unknown", "--json"])
     assert kept.exit_code == 0, kept.output

@@ -260,7 +260,7 @@ def _known_inputs(inputs: dict[str, Any], sig: Any, ignore_unknown: bool) -> dic
         raise InputError(
             f"{names} {'is not an input' if len(unknown) == 1 else 'are not inputs'} of signature "
             f"{sig.key!r} (it takes {', '.join(sorted(sig.inputs))}); "
-            "--ignore-unknown leaves such columns out"
+            "--ignore-unknown leaves such columns out (--schema FILE leaves out its label)"
         )
     click.echo(f"left out {names}: not inputs of signature {sig.key!r}", err=True)
     return {key: value for key, value in inputs.items() if key in sig.inputs}
@@ -316,7 +316,10 @@ def _raw_columns(records: list[Any], schema: Any, sig: Any, ignore_unknown: bool
     label = schema.label.name
     extra = sorted(given - features - {label})
     if extra and not ignore_unknown:
-        _known_inputs(dict.fromkeys(given - {label}), sig, ignore_unknown)
+        raise InputError(
+            f"{', '.join(map(repr, extra))}: neither inputs of signature {sig.key!r} nor the "
+            "schema's label; --ignore-unknown leaves such columns out"
+        )
     left_out = ([label] if label in given else []) + extra
     if left_out:
         click.echo(
