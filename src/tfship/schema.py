@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ __all__ = [
     "USE_KINDS",
     "coerce_value",
     "csv_column_dtype",
+    "field_values",
     "is_missing",
     "overflows",
 ]
@@ -694,6 +695,8 @@ def coerce_value(dtype: str, value: Any) -> Any:
 def _split_values(value: Any, dtype: str, csv: CsvMissing | None) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
+    if hasattr(value, "reshape") and hasattr(value, "tolist"):  # a numpy array
+        return list(value.reshape(-1).tolist())
     if csv is not None and isinstance(value, str):
         # A CSV cell holds the values of a multi-valued feature, separated by "|".
         text = value.strip() if csv.strips(dtype) else value
@@ -701,21 +704,57 @@ def _split_values(value: Any, dtype: str, csv: CsvMissing | None) -> list[Any]:
     return [value]
 
 
-def _convert_value(f: Feature, value: Any, where: str, csv: CsvMissing | None) -> list[Any]:
-    at = f"{_at(where)}field {f.name!r}"
-    missing = is_missing(value, f.dtype, csv)
-    if f.shape is None:
-        values = [] if missing else _split_values(value, f.dtype, csv)
+def field_values(
+    name: str,
+    dtype: str,
+    shape: Sequence[int | None] | None,
+    default: Sequence[Any] | None,
+    value: Any,
+    csv: CsvMissing | None = None,
+) -> list[Any]:
+    """The values one record gives a field, by the one rule every reader of records follows.
+
+    ``shape`` is the field's shape per record (``None``: variable length; a ``None``
+    dimension counts as 1); ``default`` its flat default values (``None``: required). A missing value (see
+    :func:`is_missing`; ``csv`` is the rule for a CSV cell, ``None`` for typed values) takes
+    the default, a variable-length field none; a CSV cell of a multi-valued field splits on
+    ``|``; each value goes through :func:`coerce_value`.
+
+    Raises:
+        ValueError: naming the field and what was expected.
+
+    Example:
+        >>> field_values("w", "float32", (2,), None, "0.5|1", CsvMissing())
+        [0.5, 1.0]
+        >>> field_values("age", "int64", (), [30], "", CsvMissing())
+        [30]
+    """
+    at = f"field {name!r}"
+    missing = is_missing(value, dtype, csv)
+    if shape is None:
+        values = [] if missing else _split_values(value, dtype, csv)
     elif missing or (isinstance(value, (list, tuple)) and not value):
-        if f.default is None:
-            raise DataError(f"{at}: missing, and the feature has no default")
-        return list(f.default) if isinstance(f.default, list) else [f.default] * (f.size or 1)
+        if default is None:
+            raise ValueError(f"{at}: missing, and the feature has no default")
+        return list(default)
     else:
-        values = _split_values(value, f.dtype, csv) if f.shape else [value]
+        values = _split_values(value, dtype, csv) if shape else [value]
     try:
-        out = [coerce_value(f.dtype, v) for v in values]
+        out = [coerce_value(dtype, v) for v in values]
     except (TypeError, ValueError) as exc:
-        raise DataError(f"{at}: expected {f.dtype}, found {value!r} ({exc})") from None
-    if f.shape is not None and len(out) != f.size:
-        raise DataError(f"{at}: expected {f.size} values (shape {list(f.shape)}), found {len(out)}")
+        raise ValueError(f"{at}: expected {dtype}, found {value!r} ({exc})") from None
+    size = None if shape is None else math.prod(d or 1 for d in shape)
+    if size is not None and len(out) != size:
+        raise ValueError(f"{at}: expected {size} values (shape {list(shape or ())}), found {len(out)}")
     return out
+
+
+def _convert_value(f: Feature, value: Any, where: str, csv: CsvMissing | None) -> list[Any]:
+    if f.default is None:
+        default = None
+    else:
+        default = list(f.default) if isinstance(f.default, list) else [f.default] * (f.size or 1)
+    try:
+        return field_values(f.name, f.dtype, f.shape, default, value, csv)
+    except ValueError as exc:
+        raise DataError(f"{_at(where)}{exc}") from None

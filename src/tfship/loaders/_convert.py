@@ -28,7 +28,7 @@ from tfship.loaders._predict import (
     coo_from_lengths,
     empty_sparse,
 )
-from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, coerce_value, is_missing, overflows
+from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, field_values, overflows
 
 Array = npt.NDArray[Any]
 _FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0}
@@ -113,42 +113,16 @@ def slice_rows(column: Column, start: int, stop: int) -> Column:
 # -- python values (JSON records, Examples, fallbacks) ---------------------------------------------
 
 
-def _split(value: Any, dtype: str, csv: CsvMissing | None) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, np.ndarray):
-        return list(value.reshape(-1).tolist())
-    if csv is not None and isinstance(value, str):
-        text = value.strip() if csv.strips(dtype) else value
-        return text.split(CSV_LIST_SEPARATOR)
-    return [value]
-
-
 def convert_value(fld: Field, value: Any, csv: CsvMissing | None = None) -> list[Any]:
-    """The values of one field of one record; ValueError with the reason when it is bad.
+    """The values of one field of one record, by ``tfship.schema``'s one rule (``field_values``);
+    ValueError with the reason when it is bad.
 
     ``csv`` is the missing-cell rule when ``value`` is a CSV cell; ``None`` for typed values.
     """
-    at = f"field {fld.name!r}"
-    missing = value is _MISSING or is_missing(value, fld.dtype, csv)
-    if fld.sparse:
-        values = [] if missing else _split(value, fld.dtype, csv)
-    elif missing or (isinstance(value, (list, tuple)) and not value):
-        if fld.default is None:
-            raise ValueError(f"{at}: missing, and the feature has no default")
-        return list(fld.default.reshape(-1).tolist())
-    else:
-        values = _split(value, fld.dtype, csv) if fld.shape else [value]
-    try:
-        out = [coerce_value(fld.dtype, v) for v in values]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{at}: expected {fld.dtype}, found {value!r} ({exc})") from None
-    size = None if fld.shape is None else math.prod(d or 1 for d in fld.shape)
-    if not fld.sparse and len(out) != size:
-        raise ValueError(
-            f"{at}: expected {size} values (shape {list(fld.shape or ())}), found {len(out)}"
-        )
-    return out
+    if value is _MISSING:
+        value = None
+    default = None if fld.default is None else list(fld.default.reshape(-1).tolist())
+    return field_values(fld.name, fld.dtype, None if fld.sparse else fld.shape or (), default, value, csv)
 
 
 def _from_python(
