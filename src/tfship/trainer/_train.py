@@ -395,15 +395,17 @@ class _Job:
         try:
             result = estimator().train_and_evaluate(estimator_obj, train_spec, eval_spec)
         except tf().errors.InvalidArgumentError as exc:
-            raise TrainError(f"training failed on bad input: {exc.message.splitlines()[0]}") from None
+            raise TrainError(f"training failed on bad input: {tf_error_cause(exc)}") from None
         # (metrics, export results) in local mode; None on every task of a cluster.
         return result[0] if result else None
 
     def _final_exports(self, estimator_obj: Any, exporters: list[Any]) -> None:
         from tfship.exporters import run_final_exports
 
-        # A final export even when the last evaluation did not trigger one; no-op otherwise.
-        run_final_exports(estimator_obj, exporters)
+        # A final export even when the last evaluation did not trigger one. An exporter that
+        # already exported in this run is left out, so the log does not say it twice.
+        pending = [e for e in exporters if not any(d.exported for d in getattr(e, "decisions", ()))]
+        run_final_exports(estimator_obj, pending)
 
     def _result(self, estimator_obj: Any, metrics: Mapping[str, Any]) -> TrainResult:
         return TrainResult(
