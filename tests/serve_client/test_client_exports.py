@@ -19,7 +19,7 @@ CLIENT_NAMES = {
     "InProcessTransport",
     "RestTransport",
     "RestServingClient",
-    "BatchingConfig",
+    "BatchingOptions",
     "CallCancelledError",
     "ClassifyResult",
     "DeadlineExceededError",
@@ -62,11 +62,13 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         serve_client.TlsConfigs  # noqa: B018
 
 
-def test_the_earlier_tls_spelling_still_imports() -> None:
-    from tfship.serve_client import TLSConfig, TlsConfig
+def test_the_earlier_spellings_still_import() -> None:
+    from tfship.serve_client import BatchingConfig, BatchingOptions, TLSConfig, TlsConfig
 
     assert TLSConfig is TlsConfig
+    assert BatchingConfig is BatchingOptions
     assert "TLSConfig" not in serve_client.__all__
+    assert "BatchingConfig" not in serve_client.__all__
 
 
 def test_importing_the_package_does_not_import_tensorflow() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from tfship._wire import decode_tensor, encode_tensor
 from tfship.serve_client._aio import AsyncServingClient
-from tfship.serve_client._batching import BatchingConfig
+from tfship.serve_client._batching import BatchingOptions
 from tfship.serve_client._client import RestServingClient, ServingClient
 from tfship.serve_client._errors import (
     CallCancelledError,
@@ -68,7 +68,7 @@ __all__ = [
     "AsyncInProcessTransport",
     "AsyncRestTransport",
     "AsyncServingClient",
-    "BatchingConfig",
+    "BatchingOptions",
     "CallCancelledError",
     "ClassifyResult",
     "DEFAULT",
@@ -105,7 +105,7 @@ __all__ = [
 ]
 
 # Earlier spellings, still importable, not part of the surface.
-_RENAMED = {"TLSConfig": "TlsConfig"}
+_RENAMED = {"BatchingConfig": "BatchingOptions", "TLSConfig": "TlsConfig"}
 
 
 def __getattr__(name: str) -> Any:
