@@ -77,14 +77,14 @@ def test_config_is_checked() -> None:
 
 
 def test_batches_never_exceed_the_size(scripted: ScriptedServer) -> None:
-    from tfship._wire import protos
+    from tensorflow_serving.apis import predict_pb2
 
     config = BatchingOptions(max_batch_size=5, batch_timeout_s=0.2)
     with ServingClient(scripted.address, validate=False, batching=config) as client:
         results = _run_together(client, 6, lambda c, i: c.predict("m", {"x": [[1.0]] * 2}))
     assert all(r.as_numpy("x").shape == (2, 1) for r in results)
     sizes = [
-        protos().predict_pb2.PredictRequest.FromString(body).inputs["x"].tensor_shape.dim[0].size
+        predict_pb2.PredictRequest.FromString(body).inputs["x"].tensor_shape.dim[0].size
         for _, body, _ in scripted.calls
     ]
     assert sum(sizes) == 12 and max(sizes) <= 5

@@ -278,8 +278,8 @@ def test_in_process_needs_a_server() -> None:
 
 
 def test_in_process_reload_reports_the_core_status(local: ServingClient) -> None:
-    from tfship._wire import protos
+    from tensorflow_serving.config import model_server_config_pb2
 
     with pytest.raises(errors.InvalidInputError, match="ModelConfigList") as info:
-        local.reload_config(protos().model_server_config_pb2.ModelServerConfig())
+        local.reload_config(model_server_config_pb2.ModelServerConfig())
     assert info.value.code == "INVALID_ARGUMENT"
