@@ -29,9 +29,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 @pytest.fixture(scope="session")
 def tf() -> Any:
-    from tfship._tf import tf as import_tf
+    import tensorflow
 
-    return import_tf()
+    return tensorflow
 
 
 def export_model(tf: Any, directory: Path, version: int) -> Path:
@@ -181,17 +181,21 @@ class _Handler(grpc.GenericRpcHandler):
 
 
 def echo_predict(request: bytes, context: Any) -> bytes:
-    """Predict that returns its float inputs as typed float_val, like TF Serving does."""
-    from tfship._wire import decode_tensor, protos
+    """Predict that returns its float inputs as typed float_val, like TF Serving does.
 
-    pb = protos()
-    req = pb.predict_pb2.PredictRequest.FromString(request)
-    resp = pb.predict_pb2.PredictResponse()
+    The request is read with TF Serving's classes and TensorFlow's ``make_ndarray``: what
+    the client sends must be what TensorFlow reads.
+    """
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    req = predict_pb2.PredictRequest.FromString(request)
+    resp = predict_pb2.PredictResponse()
     resp.model_spec.name = req.model_spec.name
     resp.model_spec.version.value = 1
     resp.model_spec.signature_name = req.model_spec.signature_name or "serving_default"
     for key, tensor in req.inputs.items():
-        array = decode_tensor(tensor).astype(np.float32)
+        array = tf.make_ndarray(tensor).astype(np.float32)
         out = resp.outputs[key]
         out.dtype = 1
         for size in array.shape:
@@ -237,10 +241,12 @@ def classifier_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LinearClassifier (3 string classes) trained a few steps, exported with a parsing
     receiver: serving_default and classification classify, predict predicts."""
     import shutil
+    import warnings
 
-    from tfship._tf import estimator
+    with warnings.catch_warnings():  # tf.estimator warns on import; warnings are errors here
+        warnings.simplefilter("ignore")
+        from tensorflow_estimator import estimator as est
 
-    est = estimator()
     root = tmp_path_factory.mktemp("classifier")
     columns = [
         tf.feature_column.numeric_column("bill"),

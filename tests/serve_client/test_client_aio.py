@@ -100,9 +100,9 @@ def test_async_retries_on_unavailable(scripted: ScriptedServer) -> None:
 
 
 def test_async_micro_batching(scripted: ScriptedServer) -> None:
-    from tfship.serve_client import BatchingConfig
+    from tfship.serve_client import BatchingOptions
 
-    config = BatchingConfig(max_batch_size=8, max_delay=0.2)
+    config = BatchingOptions(max_batch_size=8, batch_timeout_s=0.2)
 
     async def main() -> list[Any]:
         async with AsyncServingClient(scripted.address, validate=False, batching=config) as c:
@@ -116,12 +116,12 @@ def test_async_micro_batching(scripted: ScriptedServer) -> None:
 
 
 def test_async_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
-    from tfship.serve_client import BatchingConfig
+    from tfship.serve_client import BatchingOptions
 
     scripted.failures = [(grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(m)")]
 
     async def main() -> list[Any]:
-        config = BatchingConfig(max_batch_size=4, max_delay=5.0)
+        config = BatchingOptions(max_batch_size=4, batch_timeout_s=5.0)
         async with AsyncServingClient(scripted.address, validate=False, batching=config) as c:
             calls = [c.predict("m", {"x": [[1.0]]}) for _ in range(4)]
             return await asyncio.gather(*calls, return_exceptions=True)

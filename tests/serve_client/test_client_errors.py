@@ -1,69 +1,85 @@
-"""Every gRPC status code maps to one class of the ServingError tree, refined by TFS messages."""
+"""Every gRPC status code maps to one class of the ServingError tree, refined by TFS messages.
+
+The statuses come from a real scripted gRPC server; what each code becomes without a telling
+message is in ``test_client_resilience.py``.
+"""
 
 from __future__ import annotations
 
 import grpc
 import pytest
 
+import tfship.serve_client as serve_client
 from tfship.errors import ServingError, TfshipError
-from tfship.serve_client import _errors as errors
+from tfship.serve_client import ServingClient
 
+from .conftest import ScriptedServer
 
-def test_every_status_code_has_a_mapping() -> None:
-    missing = [code.name for code in grpc.StatusCode if code.name not in errors.CODE_TO_ERROR]
-    assert missing == []
-    assert set(errors.CODE_TO_ERROR) == {code.name for code in grpc.StatusCode}
+ERROR_CLASSES = [
+    getattr(serve_client, name) for name in serve_client.__all__ if name.endswith("Error")
+]
 
 
 def test_every_class_roots_in_serving_error() -> None:
-    for cls in errors.CODE_TO_ERROR.values():
-        assert issubclass(cls, errors.ServingCallError)
+    assert len(ERROR_CLASSES) == 16
+    for cls in ERROR_CLASSES:
+        assert issubclass(cls, serve_client.ServingCallError)
         assert issubclass(cls, ServingError) and issubclass(cls, TfshipError)
 
 
 @pytest.mark.parametrize(
     ("code", "details", "expected"),
     [
-        ("NOT_FOUND", "Servable not found for request: Latest(m)", errors.ModelNotFoundError),
-        ("NOT_FOUND", "Could not find any versions of model m", errors.ModelNotFoundError),
-        ("NOT_FOUND", "Servable not found for request: Specific(m, 4)", errors.VersionNotFoundError),
-        ("NOT_FOUND", "Could not find version 4 of model m", errors.VersionNotFoundError),
+        ("NOT_FOUND", "Servable not found for request: Latest(m)", serve_client.ModelNotFoundError),
+        ("NOT_FOUND", "Could not find any versions of model m", serve_client.ModelNotFoundError),
+        (
+            "NOT_FOUND",
+            "Servable not found for request: Specific(m, 4)",
+            serve_client.VersionNotFoundError,
+        ),
+        ("NOT_FOUND", "Could not find version 4 of model m", serve_client.VersionNotFoundError),
         (
             "INVALID_ARGUMENT",
             "Unrecognized servable version label: canary",
-            errors.VersionNotFoundError,
+            serve_client.VersionNotFoundError,
         ),
         (
             "FAILED_PRECONDITION",
             'Serving signature key "nope" not found.',
-            errors.ServingSignatureNotFoundError,
+            serve_client.ServingSignatureNotFoundError,
         ),
         (
             "INVALID_ARGUMENT",
             "No signature was found with the name: nope",
-            errors.ServingSignatureNotFoundError,
+            serve_client.ServingSignatureNotFoundError,
         ),
         (
             "INVALID_ARGUMENT",
             'Serving signature name: "nope" not found in signature def',
-            errors.ServingSignatureNotFoundError,
+            serve_client.ServingSignatureNotFoundError,
         ),
         (
             "RESOURCE_EXHAUSTED",
             "Received message larger than max (5242880 vs. 4194304)",
-            errors.MessageTooLargeError,
+            serve_client.MessageTooLargeError,
         ),
-        ("RESOURCE_EXHAUSTED", "all batch threads are busy", errors.ResourceExhaustedError),
-        ("INVALID_ARGUMENT", "Expects arg[0] to be float but double", errors.InvalidInputError),
-        ("FAILED_PRECONDITION", "something else", errors.FailedPreconditionError),
-        ("UNAVAILABLE", "failed to connect to all addresses", errors.UnavailableError),
-        ("DEADLINE_EXCEEDED", "Deadline Exceeded", errors.DeadlineExceededError),
-        ("UNAUTHENTICATED", "no", errors.PermissionDeniedError),
-        ("DATA_LOSS", "x", errors.ServerInternalError),
+        ("RESOURCE_EXHAUSTED", "all batch threads are busy", serve_client.ResourceExhaustedError),
+        ("INVALID_ARGUMENT", "Expects arg[0] to be float but double", serve_client.InvalidInputError),
+        ("FAILED_PRECONDITION", "something else", serve_client.FailedPreconditionError),
+        ("UNAVAILABLE", "failed to connect to all addresses", serve_client.UnavailableError),
+        ("DEADLINE_EXCEEDED", "Deadline Exceeded", serve_client.DeadlineExceededError),
+        ("UNAUTHENTICATED", "no", serve_client.PermissionDeniedError),
+        ("DATA_LOSS", "x", serve_client.ServerInternalError),
     ],
 )
-def test_messages_refine_the_class(code: str, details: str, expected: type) -> None:
-    err = errors.error_from_status(code, details, model="m", version=4, method="Predict")
+def test_messages_refine_the_class(
+    scripted: ScriptedServer, code: str, details: str, expected: type
+) -> None:
+    scripted.failures = [(grpc.StatusCode[code], details)]
+    with ServingClient(scripted.address, retries=0, validate=False) as client:
+        with pytest.raises(serve_client.ServingCallError) as info:
+            client.predict("m", {"x": [[1.0]]}, version=4)
+    err = info.value
     assert type(err) is expected
     assert (err.code, err.details, err.model, err.version) == (code, details, "m", 4)
     assert str(err).startswith("Predict model 'm' version 4: " + details)
@@ -71,6 +87,6 @@ def test_messages_refine_the_class(code: str, details: str, expected: type) -> N
 
 
 def test_input_errors_exit_2_and_server_failures_exit_1() -> None:
-    assert errors.InvalidInputError("x").exit_code == 2
-    assert errors.ModelNotFoundError("x").exit_code == 2
-    assert errors.UnavailableError("x").exit_code == 1
+    assert serve_client.InvalidInputError("x").exit_code == 2
+    assert serve_client.ModelNotFoundError("x").exit_code == 2
+    assert serve_client.UnavailableError("x").exit_code == 1

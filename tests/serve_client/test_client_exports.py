@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import tfship.serve_client as serve_client
 
 CLIENT_NAMES = {
@@ -17,7 +19,7 @@ CLIENT_NAMES = {
     "InProcessTransport",
     "RestTransport",
     "RestServingClient",
-    "BatchingConfig",
+    "BatchingOptions",
     "CallCancelledError",
     "ClassifyResult",
     "DeadlineExceededError",
@@ -53,14 +55,20 @@ def test_client_exports_are_exactly_the_public_names() -> None:
     assert serve_client.__all__ == sorted(CLIENT_NAMES)
     for name in CLIENT_NAMES:
         assert getattr(serve_client, name) is not None
-    assert not [name for name in dir(serve_client) if name not in CLIENT_NAMES]
 
 
-def test_the_earlier_tls_spelling_still_imports() -> None:
-    from tfship.serve_client import TLSConfig, TlsConfig
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'TlsConfigs'"):
+        serve_client.TlsConfigs  # noqa: B018
+
+
+def test_the_earlier_spellings_still_import() -> None:
+    from tfship.serve_client import BatchingConfig, BatchingOptions, TLSConfig, TlsConfig
 
     assert TLSConfig is TlsConfig
+    assert BatchingConfig is BatchingOptions
     assert "TLSConfig" not in serve_client.__all__
+    assert "BatchingConfig" not in serve_client.__all__
 
 
 def test_importing_the_package_does_not_import_tensorflow() -> None:

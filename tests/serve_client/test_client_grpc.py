@@ -212,9 +212,9 @@ def test_reload_config(model_base: Path) -> None:
             assert c.wait_until_available("n", 1, timeout=30).version == 1
             assert c.predict("n", {"x": X}).model_spec.version == 1
             with pytest.raises(errors.InvalidInputError, match="ModelConfigList"):
-                from tfship._wire import protos
+                from tensorflow_serving.config import model_server_config_pb2
 
-                c.reload_config(protos().model_server_config_pb2.ModelServerConfig())
+                c.reload_config(model_server_config_pb2.ModelServerConfig())
 
 
 @pytest.mark.slow

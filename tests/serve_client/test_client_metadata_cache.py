@@ -7,9 +7,9 @@ from typing import Any
 import grpc
 import pytest
 from click.testing import CliRunner
+from tensorflow_serving.apis import get_model_metadata_pb2, get_model_status_pb2
 
 import tfship.serve_client as errors
-from tfship._wire import protos
 from tfship.cli import cli
 from tfship.serve_client import ServingClient
 
@@ -17,16 +17,15 @@ from .conftest import ScriptedServer
 
 
 def _metadata_answer(request: bytes, context: Any) -> bytes:
-    pb = protos()
-    req = pb.get_model_metadata_pb2.GetModelMetadataRequest.FromString(request)
-    sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
+    req = get_model_metadata_pb2.GetModelMetadataRequest.FromString(request)
+    sig_map = get_model_metadata_pb2.SignatureDefMap()
     sig = sig_map.signature_def["serving_default"]
     sig.method_name = "tensorflow/serving/predict"
     x = sig.inputs["x"]
     x.name, x.dtype = "x:0", 1
     x.tensor_shape.dim.add(size=-1)
     sig.outputs["x"].CopyFrom(x)
-    resp = pb.get_model_metadata_pb2.GetModelMetadataResponse()
+    resp = get_model_metadata_pb2.GetModelMetadataResponse()
     resp.model_spec.name = req.model_spec.name
     resp.model_spec.version.value = 1
     resp.metadata["signature_def"].Pack(sig_map)
@@ -35,8 +34,7 @@ def _metadata_answer(request: bytes, context: Any) -> bytes:
 
 
 def _status_answer(request: bytes, context: Any) -> bytes:
-    pb = protos()
-    resp = pb.get_model_status_pb2.GetModelStatusResponse()
+    resp = get_model_status_pb2.GetModelStatusResponse()
     entry = resp.model_version_status.add()
     entry.version, entry.state = 4, 30
     data: bytes = resp.SerializeToString()

@@ -22,7 +22,7 @@ import tfship.serve_client as errors
 from tfship.serve_client import (
     AsyncInProcessTransport,
     AsyncServingClient,
-    BatchingConfig,
+    BatchingOptions,
     InProcessTransport,
     RestServingClient,
     RestTransport,
@@ -141,7 +141,7 @@ def test_an_http_target_picks_the_rest_transport(server: Any) -> None:
 
 
 def test_rest_batching_merges_concurrent_predicts(proxy: CountingProxy) -> None:
-    config = BatchingConfig(max_batch_size=32, max_delay=0.2)
+    config = BatchingOptions(max_batch_size=32, batch_timeout_s=0.2)
     barrier = threading.Barrier(6)
     with RestServingClient(f"http://127.0.0.1:{proxy.port}", batching=config) as rest:
 
@@ -278,8 +278,8 @@ def test_in_process_needs_a_server() -> None:
 
 
 def test_in_process_reload_reports_the_core_status(local: ServingClient) -> None:
-    from tfship._wire import protos
+    from tensorflow_serving.config import model_server_config_pb2
 
     with pytest.raises(errors.InvalidInputError, match="ModelConfigList") as info:
-        local.reload_config(protos().model_server_config_pb2.ModelServerConfig())
+        local.reload_config(model_server_config_pb2.ModelServerConfig())
     assert info.value.code == "INVALID_ARGUMENT"

@@ -18,7 +18,6 @@ import grpc
 import numpy as np
 import pytest
 
-from tfship._tf import estimator, tf
 from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -26,38 +25,38 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 def export_module(directory: Path, version: int) -> Path:
     """Write the TF2 test model as ``directory/<version>``; outputs depend on ``version``."""
-    tf_ = tf()
+    import tensorflow as tf
     offset = float(version)
 
-    class Model(tf_.Module):
+    class Model(tf.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.w = tf_.Variable([[1.0], [2.0]])
+            self.w = tf.Variable([[1.0], [2.0]])
 
-        @tf_.function(input_signature=[tf_.TensorSpec([None, 2], tf_.float32, name="x")])
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
         def serve(self, x: Any) -> dict[str, Any]:
-            return {"y": tf_.matmul(x, self.w) + offset, "doubled": x * 2.0}
+            return {"y": tf.matmul(x, self.w) + offset, "doubled": x * 2.0}
 
-        @tf_.function(input_signature=[tf_.TensorSpec([None], tf_.string, name="text")])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def strings(self, text: Any) -> dict[str, Any]:
             return {
-                "upper_bytes": tf_.strings.upper(text),
-                "upper": tf_.strings.upper(text),
-                "length": tf_.strings.length(text, unit="BYTE"),
+                "upper_bytes": tf.strings.upper(text),
+                "upper": tf.strings.upper(text),
+                "length": tf.strings.length(text, unit="BYTE"),
             }
 
-        @tf_.function(
+        @tf.function(
             input_signature=[
-                tf_.TensorSpec([None], tf_.float32, name="a"),
-                tf_.TensorSpec([None], tf_.int64, name="b"),
+                tf.TensorSpec([None], tf.float32, name="a"),
+                tf.TensorSpec([None], tf.int64, name="b"),
             ]
         )
         def pair(self, a: Any, b: Any) -> dict[str, Any]:
-            return {"sum": a + tf_.cast(b, tf_.float32)}
+            return {"sum": a + tf.cast(b, tf.float32)}
 
     model = Model()
     path = directory / str(version)
-    tf_.saved_model.save(
+    tf.saved_model.save(
         model,
         str(path),
         signatures={
@@ -71,8 +70,15 @@ def export_module(directory: Path, version: int) -> Path:
 
 def export_estimator(directory: Path) -> Path:
     """Train a binary LinearClassifier for a few steps and export it with a parsing receiver."""
-    tf_, est = tf(), estimator()
-    column = tf_.feature_column.numeric_column("x")
+    import warnings
+
+    import tensorflow as tf
+
+    with warnings.catch_warnings():  # tf.estimator warns on import; warnings are errors here
+        warnings.simplefilter("ignore")
+        from tensorflow_estimator import estimator as est
+
+    column = tf.feature_column.numeric_column("x")
     model_dir = directory / "model_dir"
     classifier = est.LinearClassifier(
         feature_columns=[column], model_dir=str(model_dir), n_classes=2
@@ -81,10 +87,10 @@ def export_estimator(directory: Path) -> Path:
     def input_fn() -> Any:
         data = {"x": np.array([[0.0], [1.0], [2.0], [3.0]], np.float32)}
         labels = np.array([[0], [0], [1], [1]], np.int64)
-        return tf_.data.Dataset.from_tensor_slices((data, labels)).repeat().batch(4)
+        return tf.data.Dataset.from_tensor_slices((data, labels)).repeat().batch(4)
 
     classifier.train(input_fn, steps=3)
-    spec = tf_.feature_column.make_parse_example_spec([column])
+    spec = tf.feature_column.make_parse_example_spec([column])
     receiver = est.export.build_parsing_serving_input_receiver_fn(spec)
     exported = Path(classifier.export_saved_model(str(directory / "export"), receiver).decode())
     base = directory / "base"

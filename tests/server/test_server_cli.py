@@ -12,11 +12,11 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+import tensorflow as tf
 from click.testing import CliRunner
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 import tfship.server as server_package
-from tfship._tf import tf
 from tfship.cli import cli
 
 pytestmark = pytest.mark.slow
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 
 def test_server_names_are_exported() -> None:
     server_names = {
-        "BatchingOptions", "LocalServerError", "ModelConfig", "ModelServer",
-        "ServerConfigError", "ServerOptions", "StateEvent", "VersionPolicy",
+        "BatchingOptions", "LocalServerError", "ModelConfig", "ModelServer", "ServerConfigError",
+        "ServerOptions", "StateEvent", "TlsConfig", "VersionPolicy", "read_config_file",
     }
     assert server_names == set(server_package.__all__)
     assert server_package.__all__ == sorted(server_package.__all__)
@@ -49,7 +49,7 @@ def test_serve_runs_until_sigterm(module_base: Path) -> None:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             request = predict_pb2.PredictRequest()
             request.model_spec.name = "module"
-            request.inputs["x"].CopyFrom(tf().make_tensor_proto(np.zeros([1, 2], np.float32)))
+            request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.zeros([1, 2], np.float32)))
             assert stub.Predict(request, timeout=30).model_spec.version.value == 2
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)

@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 from tensorflow_serving.apis import (
     classification_pb2,
@@ -17,8 +18,6 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from tfship._tf import tf
-
 pytestmark = pytest.mark.slow
 
 
@@ -26,7 +25,7 @@ def predict_request(model: str = "module", **inputs: Any) -> Any:
     request = predict_pb2.PredictRequest()
     request.model_spec.name = model
     for key, value in inputs.items():
-        request.inputs[key].CopyFrom(tf().make_tensor_proto(value))
+        request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
     return request
 
 
@@ -59,7 +58,7 @@ def test_predict_defaults_to_latest_version_and_serving_default(stub: Any) -> No
     assert response.model_spec.name == "module"
     assert response.model_spec.signature_name == "serving_default"
     assert response.model_spec.version.value == 2
-    y = tf().make_ndarray(response.outputs["y"])
+    y = tf.make_ndarray(response.outputs["y"])
     np.testing.assert_allclose(y, x_batch() @ np.array([[1.0], [2.0]]) + 2.0)
 
 
@@ -69,7 +68,7 @@ def test_label_resolves_to_its_version_and_is_not_echoed(stub: Any) -> None:
     response = stub.Predict(request, timeout=30)
     assert response.model_spec.version.value == 1
     assert response.model_spec.WhichOneof("version_choice") == "version"
-    np.testing.assert_allclose(tf().make_ndarray(response.outputs["y"])[:, 0], [3.0, 9.0])
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"])[:, 0], [3.0, 9.0])
 
 
 def test_version_zero_is_a_specific_request(stub: Any) -> None:
@@ -134,7 +133,7 @@ def test_float64_is_rejected_not_cast(stub: Any) -> None:
 def test_unparsable_tensor_is_a_parsing_error(stub: Any) -> None:
     request = predict_request()
     proto = request.inputs["x"]
-    proto.dtype = tf().float32.as_datatype_enum
+    proto.dtype = tf.float32.as_datatype_enum
     proto.tensor_shape.dim.add().size = 1
     proto.tensor_content = b"\x00" * 3  # FromProto needs exactly 4 bytes for one float
     expect(stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT, "tensor parsing error: x")
@@ -143,34 +142,34 @@ def test_unparsable_tensor_is_a_parsing_error(stub: Any) -> None:
 def test_typed_values_beyond_the_shape_are_cut_as_fromproto_does(stub: Any) -> None:
     request = predict_request()
     proto = request.inputs["x"]
-    proto.dtype = tf().float32.as_datatype_enum
+    proto.dtype = tf.float32.as_datatype_enum
     for size in (1, 2):
         proto.tensor_shape.dim.add().size = size
     proto.float_val.extend([1.0, 2.0, 3.0, 4.0])  # two more than [1, 2] holds
     response = stub.Predict(request, timeout=30)
-    np.testing.assert_allclose(tf().make_ndarray(response.outputs["doubled"]), [[2.0, 4.0]])
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["doubled"]), [[2.0, 4.0]])
 
 
 def test_short_typed_values_are_padded_with_the_last_one(stub: Any) -> None:
     request = predict_request()
     proto = request.inputs["x"]
-    proto.dtype = tf().float32.as_datatype_enum
+    proto.dtype = tf.float32.as_datatype_enum
     for size in (3, 2):
         proto.tensor_shape.dim.add().size = size
     proto.float_val.append(1.0)
     response = stub.Predict(request, timeout=30)
-    np.testing.assert_allclose(tf().make_ndarray(response.outputs["y"])[:, 0], [5.0] * 3)
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"])[:, 0], [5.0] * 3)
 
 
 def test_tensor_content_input_is_accepted(stub: Any) -> None:
     request = predict_request()
     proto = request.inputs["x"]
-    proto.dtype = tf().float32.as_datatype_enum
+    proto.dtype = tf.float32.as_datatype_enum
     for size in (1, 2):
         proto.tensor_shape.dim.add().size = size
     proto.tensor_content = np.array([[1.0, 1.0]], np.float32).tobytes()
     response = stub.Predict(request, timeout=30)
-    np.testing.assert_allclose(tf().make_ndarray(response.outputs["y"]), [[5.0]])
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"]), [[5.0]])
 
 
 def test_wrong_rank_is_invalid_argument(stub: Any) -> None:
@@ -183,7 +182,7 @@ def test_outputs_use_typed_fields_never_tensor_content(stub: Any) -> None:
     response = stub.Predict(predict_request(x=x_batch(3)), timeout=30)
     for alias, proto in response.outputs.items():
         assert proto.tensor_content == b"", alias
-        assert proto.dtype == tf().float32.as_datatype_enum
+        assert proto.dtype == tf.float32.as_datatype_enum
         assert len(proto.float_val) == int(np.prod([d.size for d in proto.tensor_shape.dim]))
     assert [d.size for d in response.outputs["doubled"].tensor_shape.dim] == [3, 2]
 
@@ -194,7 +193,7 @@ def test_string_and_int_outputs_use_string_val_and_int_val(stub: Any) -> None:
     response = stub.Predict(request, timeout=30)
     assert list(response.outputs["upper"].string_val) == [b"AB", b"XYZ"]
     assert list(response.outputs["length"].int_val) == [2, 3]
-    assert response.outputs["length"].dtype == tf().int32.as_datatype_enum
+    assert response.outputs["length"].dtype == tf.int32.as_datatype_enum
 
 
 def test_output_filter_runs_only_the_named_outputs(stub: Any) -> None:
@@ -380,7 +379,7 @@ def test_metadata_packs_every_signature_including_init_op(stub: Any, module_base
     assert init.method_name == "" and not init.inputs
     assert init.outputs["__saved_model_init_op"].tensor_shape.unknown_rank
     x = signatures.signature_def["serving_default"].inputs["x"]
-    assert x.dtype == tf().float32.as_datatype_enum
+    assert x.dtype == tf.float32.as_datatype_enum
     assert [d.size for d in x.tensor_shape.dim] == [-1, 2]
     # the same bytes the SavedModel holds, not a reconstruction
     from tensorflow.python.tools import saved_model_utils
@@ -454,7 +453,7 @@ def test_status_without_model_spec(model_stub: Any) -> None:
 
 def test_tensor_proto_class_is_tensorflows(stub: Any) -> None:
     # clients build requests with tf.make_tensor_proto; the server must take that class as is
-    assert isinstance(tf().make_tensor_proto(1.0), tensor_pb2.TensorProto)
+    assert isinstance(tf.make_tensor_proto(1.0), tensor_pb2.TensorProto)
 
 
 def test_dtype_is_checked_after_the_output_filter(stub: Any) -> None:

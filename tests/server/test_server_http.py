@@ -90,13 +90,12 @@ def test_kept_alive_requests_do_not_wait_on_a_delayed_ack(server: ModelServer, s
     With the answer split in two writes and Nagle's algorithm on, each REST request waits
     ~40 ms for the client's delayed ACK, tens of times gRPC's latency on loopback.
     """
+    import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
-
-    from tfship._wire import encode_tensor
 
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "module"
-    request.inputs["x"].CopyFrom(encode_tensor(np.array([[1.0, 2.0]], np.float32)))
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([[1.0, 2.0]], np.float32)))
     connection = http.client.HTTPConnection(*host_port(server), timeout=30)
 
     def rest() -> None:

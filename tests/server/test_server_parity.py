@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+import tensorflow as tf
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 from tensorflow_serving.apis import (
@@ -27,7 +28,6 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from tfship._tf import tf
 from tfship.cli import cli
 from tfship.server import ModelConfig, ModelServer, ServerOptions
 
@@ -42,21 +42,20 @@ def export_half_plus_two(base: Path) -> Path:
     * ``loose``: its signature says [?, 3] but the placeholder has no shape at all;
     * ``total``: the sum of x, a scalar output.
     """
-    tf_ = tf()
-    v1 = tf_.compat.v1
-    graph = tf_.Graph()
+    v1 = tf.compat.v1
+    graph = tf.Graph()
     with graph.as_default():
-        x = v1.placeholder(tf_.float32, [None, 1], name="x")
+        x = v1.placeholder(tf.float32, [None, 1], name="x")
         a, b = v1.Variable(0.5, name="a"), v1.Variable(2.0, name="b")
-        y = tf_.add(a * x, b, name="y")
-        x2 = v1.placeholder(tf_.float32, [None, 2], name="x2")
-        product = tf_.matmul(x2, tf_.constant([[1.0], [1.0]]), name="product")
-        z = v1.placeholder(tf_.float32, None, name="z")
-        doubled = tf_.multiply(z, 2.0, name="doubled")
-        total = tf_.reduce_sum(x, name="total")
+        y = tf.add(a * x, b, name="y")
+        x2 = v1.placeholder(tf.float32, [None, 2], name="x2")
+        product = tf.matmul(x2, tf.constant([[1.0], [1.0]]), name="product")
+        z = v1.placeholder(tf.float32, None, name="z")
+        doubled = tf.multiply(z, 2.0, name="doubled")
+        total = tf.reduce_sum(x, name="total")
         info = v1.saved_model.build_tensor_info
         loose_in = info(z)
-        loose_in.tensor_shape.CopyFrom(tf_.TensorShape([None, 3]).as_proto())
+        loose_in.tensor_shape.CopyFrom(tf.TensorShape([None, 3]).as_proto())
         predict = v1.saved_model.signature_constants.PREDICT_METHOD_NAME
 
         def signature(inputs: dict[str, Any], outputs: dict[str, Any]) -> Any:
@@ -78,23 +77,22 @@ def export_half_plus_two(base: Path) -> Path:
 
 def export_two_inputs(base: Path) -> Path:
     """A TF2 model whose classify and regress signatures each read their own Example input."""
-    tf_ = tf()
-    spec = {"x": tf_.io.FixedLenFeature([1], tf_.float32)}
+    spec = {"x": tf.io.FixedLenFeature([1], tf.float32)}
 
-    class Model(tf_.Module):
-        @tf_.function(input_signature=[tf_.TensorSpec([None], tf_.string, name="inputs")])
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
         def classify(self, inputs: Any) -> dict[str, Any]:
-            x = tf_.io.parse_example(inputs, spec)["x"]
-            scores = tf_.concat([1.0 - tf_.sigmoid(x), tf_.sigmoid(x)], axis=1)
-            classes = tf_.tile(tf_.constant([["neg", "pos"]]), [tf_.shape(x)[0], 1])
+            x = tf.io.parse_example(inputs, spec)["x"]
+            scores = tf.concat([1.0 - tf.sigmoid(x), tf.sigmoid(x)], axis=1)
+            classes = tf.tile(tf.constant([["neg", "pos"]]), [tf.shape(x)[0], 1])
             return {"scores": scores, "classes": classes}
 
-        @tf_.function(input_signature=[tf_.TensorSpec([None], tf_.string, name="inputs")])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
         def regress(self, inputs: Any) -> dict[str, Any]:
-            return {"outputs": tf_.io.parse_example(inputs, spec)["x"][:, 0] * 3.0}
+            return {"outputs": tf.io.parse_example(inputs, spec)["x"][:, 0] * 3.0}
 
     model = Model()
-    tf_.saved_model.save(model, str(base / "1"), signatures={
+    tf.saved_model.save(model, str(base / "1"), signatures={
         "classify": model.classify, "regress": model.regress,
     })
     return base
@@ -127,7 +125,7 @@ def predict(stub: Any, value: Any, signature: str = "", name: str = "x") -> Any:
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "half_plus_two"
     request.model_spec.signature_name = signature
-    request.inputs[name].CopyFrom(tf().make_tensor_proto(np.asarray(value, np.float32)))
+    request.inputs[name].CopyFrom(tf.make_tensor_proto(np.asarray(value, np.float32)))
     return stub.Predict(request, timeout=30)
 
 
@@ -158,13 +156,13 @@ def test_quickstart_request_over_rest(server: ModelServer) -> None:
 def test_shapes_the_graph_accepts_run_over_grpc(stub: Any, value: Any, expected: Any) -> None:
     y = predict(stub, value).outputs["y"]
     assert [d.size for d in y.tensor_shape.dim] == list(np.shape(expected))
-    np.testing.assert_allclose(tf().make_ndarray(y), expected)
+    np.testing.assert_allclose(tf.make_ndarray(y), expected)
 
 
 def test_signature_shape_is_not_the_placeholder_shape(stub: Any) -> None:
     # the signature claims [?, 3]; the placeholder takes anything, and so does TF Serving
     doubled = predict(stub, [1.0, 2.0], "loose", "z").outputs["doubled"]
-    np.testing.assert_allclose(tf().make_ndarray(doubled), [2.0, 4.0])
+    np.testing.assert_allclose(tf.make_ndarray(doubled), [2.0, 4.0])
 
 
 def test_an_op_that_refuses_the_shape_answers_with_its_own_error(

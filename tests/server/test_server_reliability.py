@@ -15,9 +15,9 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from tfship._tf import tf
 from tfship.server import BatchingOptions, ModelConfig, ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ def request(rows: int = 1, model: str = "module") -> Any:
     message = predict_pb2.PredictRequest()
     message.model_spec.name = model
     x = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
-    message.inputs["x"].CopyFrom(tf().make_tensor_proto(x))
+    message.inputs["x"].CopyFrom(tf.make_tensor_proto(x))
     return message
 
 
@@ -39,10 +39,10 @@ def hammer(address: str, calls: int, rows: int = 1, model: str = "module") -> li
         versions = []
         for _ in range(calls):
             response = stub.Predict(request(rows, model), timeout=30)
-            y = tf().make_ndarray(response.outputs["y"])
+            y = tf.make_ndarray(response.outputs["y"])
             version = int(response.model_spec.version.value)
             # y = x @ [1, 2] + version: a batch split back wrongly would show here
-            x = tf().make_ndarray(request(rows, model).inputs["x"])
+            x = tf.make_ndarray(request(rows, model).inputs["x"])
             np.testing.assert_allclose(y, x @ np.array([[1.0], [2.0]]) + version)
             versions.append(version)
         return versions
@@ -200,9 +200,16 @@ def test_health_service_is_off_like_tf_servings_default(server: ModelServer) -> 
     assert error.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
-def test_long_error_texts_are_truncated_like_tf_serving() -> None:
-    from tfship.server._status import invalid
+def test_long_error_texts_are_truncated_like_tf_serving(stub: Any) -> None:
+    def details(signature: str) -> str:
+        message = request()
+        message.model_spec.signature_name = signature
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Predict(message, timeout=30)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        text: str = info.value.details()
+        return text
 
-    message = invalid("x" * 2000).wire_message()
-    assert message == "x" * 1024 + "...TRUNCATED"
-    assert invalid("short").wire_message() == "short"
+    whole = 'Serving signature key "' + "z" * 2000 + '" not found.'
+    assert details("z" * 2000) == whole[:1024] + "...TRUNCATED"
+    assert details("nope") == 'Serving signature key "nope" not found.'

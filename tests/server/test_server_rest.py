@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from tfship._wire import format_decimal
 from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.slow
@@ -198,17 +197,6 @@ def test_route_errors(
 
 def test_paths_outside_v1_are_404(server: ModelServer) -> None:
     assert call(server, "GET", "/healthz")[0] == 404
-
-
-# formatting helpers ----------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("value", "single", "text"),
-    [(1.0, True, "1.0"), (0.1, True, "0.1"), (0.1, False, "0.1"), (1e-5, True, "1e-05"),
-     (float("nan"), True, "NaN"), (float("-inf"), False, "-Infinity"), (3e20, True, "3e+20"),
-     (0.1234567, True, "0.123456702"), (1e6, False, "1e+06"), (-7.0, False, "-7.0")],
-)
-def test_decimal_format(value: float, single: bool, text: str) -> None:
-    assert format_decimal(value, single) == text
 
 
 def test_error_with_a_quote_is_valid_json(server: ModelServer) -> None:

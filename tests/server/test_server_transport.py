@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from click.testing import CliRunner
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
-from tfship.server import ModelServer, ServerConfigError, ServerOptions
-from tfship.server._config import ModelConfig, read_ssl_config
+from tfship.cli import cli
+from tfship.server import ModelConfig, ModelServer, ServerOptions, TlsConfig
 
 pytestmark = pytest.mark.slow
 
@@ -51,13 +57,10 @@ def status(channel: grpc.Channel) -> Any:
     return stub.GetModelStatus(request, timeout=10)
 
 
-def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
+def test_tls_from_python(module_base: Path) -> None:
     key, cert = self_signed()
-    config = tmp_path / "ssl.config"
-    config.write_text(f"server_key: {key!r}\nserver_cert: {cert!r}\n".replace("'", '"'))
-    tls = read_ssl_config(config)
-    assert tls.server_cert == cert and not tls.client_verify
-    with ModelServer([ModelConfig("m", str(module_base))], ServerOptions(port=0, tls=tls)) as server:
+    options = ServerOptions(port=0, tls=TlsConfig(server_key=key, server_cert=cert))
+    with ModelServer([ModelConfig("m", str(module_base))], options) as server:
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())
         with grpc.secure_channel(server.address, credentials) as channel:
             assert status(channel).model_version_status[0].version == 2
@@ -67,17 +70,51 @@ def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
-def test_bad_ssl_config_files(tmp_path: Path) -> None:
+def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
+    key, cert = self_signed()
     config = tmp_path / "ssl.config"
-    config.write_text('server_key: "k"')
-    with pytest.raises(ServerConfigError, match="needs server_key and server_cert"):
-        read_ssl_config(config)
-    config.write_text('server_key: "k" server_cert: "c" client_verify: true')
-    with pytest.raises(ServerConfigError, match="client_verify needs custom_ca"):
-        read_ssl_config(config)
-    config.write_text("server_key {")
-    with pytest.raises(ServerConfigError, match="Error parsing text-format tensorflow.serving.SSLConfig"):
-        read_ssl_config(config)
+    config.write_text(f"server_key: {key!r}\nserver_cert: {cert!r}\n".replace("'", '"'))
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(module_base),
+         "--model-name", "m", "--port", "0", "--ssl_config_file", str(config), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert process.stdout is not None
+        address = json.loads(process.stdout.readline())["grpc"]
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())
+        with grpc.secure_channel(address, credentials) as channel:
+            assert status(channel).model_version_status[0].version == 2
+        with grpc.insecure_channel(address) as plain:
+            with pytest.raises(grpc.RpcError) as info:
+                status(plain)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('server_key: "k"', "needs server_key and server_cert"),
+        ('server_key: "k" server_cert: "c" client_verify: true', "client_verify needs custom_ca"),
+        ("server_key {", "Error parsing text-format tensorflow.serving.SSLConfig"),
+    ],
+)
+def test_bad_ssl_config_files(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "ssl.config"
+    config.write_text(text)
+    args = ["serve", "--port", "0", "--model-base-path", str(tmp_path), "--ssl-config-file", str(config)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: ") and message in result.output
+    assert result.output.count("\n") == 1
 
 
 def test_unix_socket(tmp_path: Path, module_base: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+import tensorflow as tf
 from tensorflow_serving.apis import (
     get_model_status_pb2,
     model_management_pb2,
@@ -21,9 +22,15 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from tfship._tf import tf
-from tfship.server import LocalServerError, ModelServer, ServerConfigError, ServerOptions
-from tfship.server._config import ModelConfig, VersionPolicy, to_config_list
+from tfship.server import (
+    LocalServerError,
+    ModelConfig,
+    ModelServer,
+    ServerConfigError,
+    ServerOptions,
+    VersionPolicy,
+    read_config_file,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -72,11 +79,11 @@ def predict_version(server: ModelServer, model: str = "m") -> int:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         request = predict_pb2.PredictRequest()
         request.model_spec.name = model
-        request.inputs["x"].CopyFrom(tf().make_tensor_proto(np.zeros([1, 2], np.float32)))
+        request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.zeros([1, 2], np.float32)))
         response = stub.Predict(request, timeout=30)
         # y = x @ w + version, so a zero input returns the version that answered
         version = int(response.model_spec.version.value)
-        assert float(tf().make_ndarray(response.outputs["y"])[0, 0]) == version
+        assert float(tf.make_ndarray(response.outputs["y"])[0, 0]) == version
         return version
 
 
@@ -197,9 +204,11 @@ def test_reload_config_adds_labels_and_removes_models(
     with grpc.insecure_channel(server.address) as channel:
         stub = model_service_pb2_grpc.ModelServiceStub(channel)
         request = model_management_pb2.ReloadConfigRequest()
-        request.config.CopyFrom(
-            to_config_list([ModelConfig("m", str(base), VersionPolicy("all"), {"old": 1})])
+        entry = request.config.model_config_list.config.add(
+            name="m", base_path=str(base), model_platform="tensorflow"
         )
+        entry.model_version_policy.all.SetInParent()
+        entry.version_labels["old"] = 1
         response = stub.HandleReloadConfigRequest(request, timeout=60)
         assert response.status.error_code == 0
         assert server.available_versions("m") == [1, 2]
@@ -209,7 +218,7 @@ def test_reload_config_adds_labels_and_removes_models(
         query = predict_pb2.PredictRequest()
         query.model_spec.name = "m"
         query.model_spec.version_label = "old"
-        query.inputs["x"].CopyFrom(tf().make_tensor_proto(np.zeros([1, 2], np.float32)))
+        query.inputs["x"].CopyFrom(tf.make_tensor_proto(np.zeros([1, 2], np.float32)))
         assert predict.Predict(query, timeout=30).model_spec.version.value == 1
         query.model_spec.name = "other"
         with pytest.raises(grpc.RpcError) as info:
@@ -238,7 +247,7 @@ def write_warmup(version_dir: Path, logs: list[Any]) -> Path:
     extra = version_dir / "assets.extra"
     extra.mkdir(exist_ok=True)
     path = extra / "tf_serving_warmup_requests"
-    with tf().io.TFRecordWriter(str(path)) as writer:
+    with tf.io.TFRecordWriter(str(path)) as writer:
         for log in logs:
             writer.write(log.SerializeToString())
     return path
@@ -248,7 +257,7 @@ def predict_log(**inputs: Any) -> Any:
     log = prediction_log_pb2.PredictionLog()
     log.predict_log.request.model_spec.name = "ignored"
     for key, value in inputs.items():
-        log.predict_log.request.inputs[key].CopyFrom(tf().make_tensor_proto(value))
+        log.predict_log.request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
     return log
 
 
@@ -342,8 +351,6 @@ def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) ->
 
 
 def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
-    from tfship.server._config import read_config_file
-
     config = tmp_path / "models.config"
     entry = 'config {{ name: "m" base_path: "{}" {} }}'
     config.write_text(f"model_config_list {{ {entry.format(module_base, '')} }}")

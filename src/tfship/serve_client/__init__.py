@@ -10,7 +10,7 @@ rejected call), TLS and optional micro-batching; every failure is a ``ServingCal
 subclass chosen from the status code. ``encode_tensor`` and ``decode_tensor`` convert between
 numpy and ``TensorProto`` with TensorFlow's rules. Calls never import TensorFlow.
 
-Importing this package is cheap: each name below loads its module on first use.
+Importing this package does not import TensorFlow, nor gRPC or httpx until a transport needs them.
 
 Example:
     >>> from tfship.serve_client import ServingClient
@@ -20,63 +20,95 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-# public name -> the module that defines it
-_EXPORTS: dict[str, str] = {
-    "DEFAULT": "_options",
-    "AsyncGrpcTransport": "_transports",
-    "AsyncInProcessTransport": "_transports",
-    "AsyncRestTransport": "_transports",
-    "AsyncServingClient": "_aio",
-    "BatchingConfig": "_batching",
-    "CallCancelledError": "_errors",
-    "ClassifyResult": "_results",
-    "DeadlineExceededError": "_errors",
-    "FailedPreconditionError": "_errors",
-    "GrpcTransport": "_transports",
-    "InProcessTransport": "_transports",
-    "InvalidInputError": "_errors",
-    "MalformedResponseError": "_errors",
-    "MessageTooLargeError": "_errors",
-    "ModelLoadFailedError": "_errors",
-    "ModelMetadata": "_results",
-    "ModelNotFoundError": "_errors",
-    "ModelSpec": "_results",
-    "MultiInferenceResult": "_results",
-    "PermissionDeniedError": "_errors",
-    "PredictResult": "_results",
-    "RegressResult": "_results",
-    "ResourceExhaustedError": "_errors",
-    "RestServingClient": "_client",
-    "RestTransport": "_transports",
-    "RetryPolicy": "_options",
-    "ServerInternalError": "_errors",
-    "ServingCallError": "_errors",
-    "ServingClient": "_client",
-    "ServingSignatureNotFoundError": "_errors",
-    "TlsConfig": "_options",
-    "UnavailableError": "_errors",
-    "UnimplementedError": "_errors",
-    "VersionNotFoundError": "_errors",
-    "VersionStatus": "_results",
-    "decode_tensor": "tfship._wire",
-    "encode_tensor": "tfship._wire",
-}
-# Earlier spellings, still importable, not part of the surface.
-_RENAMED = {"TLSConfig": "TlsConfig"}
+from tfship._wire import decode_tensor, encode_tensor
+from tfship.serve_client._aio import AsyncServingClient
+from tfship.serve_client._batching import BatchingOptions
+from tfship.serve_client._client import RestServingClient, ServingClient
+from tfship.serve_client._errors import (
+    CallCancelledError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidInputError,
+    MalformedResponseError,
+    MessageTooLargeError,
+    ModelLoadFailedError,
+    ModelNotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    ServerInternalError,
+    ServingCallError,
+    ServingSignatureNotFoundError,
+    UnavailableError,
+    UnimplementedError,
+    VersionNotFoundError,
+)
+from tfship.serve_client._options import DEFAULT, RetryPolicy, TlsConfig
+from tfship.serve_client._results import (
+    ClassifyResult,
+    ModelMetadata,
+    ModelSpec,
+    MultiInferenceResult,
+    PredictResult,
+    RegressResult,
+    VersionStatus,
+)
+from tfship.serve_client._transports import (
+    AsyncGrpcTransport,
+    AsyncInProcessTransport,
+    AsyncRestTransport,
+    GrpcTransport,
+    InProcessTransport,
+    RestTransport,
+)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AsyncGrpcTransport",
+    "AsyncInProcessTransport",
+    "AsyncRestTransport",
+    "AsyncServingClient",
+    "BatchingOptions",
+    "CallCancelledError",
+    "ClassifyResult",
+    "DEFAULT",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "GrpcTransport",
+    "InProcessTransport",
+    "InvalidInputError",
+    "MalformedResponseError",
+    "MessageTooLargeError",
+    "ModelLoadFailedError",
+    "ModelMetadata",
+    "ModelNotFoundError",
+    "ModelSpec",
+    "MultiInferenceResult",
+    "PermissionDeniedError",
+    "PredictResult",
+    "RegressResult",
+    "ResourceExhaustedError",
+    "RestServingClient",
+    "RestTransport",
+    "RetryPolicy",
+    "ServerInternalError",
+    "ServingCallError",
+    "ServingClient",
+    "ServingSignatureNotFoundError",
+    "TlsConfig",
+    "UnavailableError",
+    "UnimplementedError",
+    "VersionNotFoundError",
+    "VersionStatus",
+    "decode_tensor",
+    "encode_tensor",
+]
+
+# Earlier spellings, still importable, not part of the surface.
+_RENAMED = {"BatchingConfig": "BatchingOptions", "TLSConfig": "TlsConfig"}
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(_RENAMED.get(name, name))
-    if module is None:
-        raise AttributeError(f"module 'tfship.serve_client' has no attribute {name!r}")
-    full = module if module.startswith("tfship.") else f"tfship.serve_client.{module}"
-    return getattr(importlib.import_module(full), _RENAMED.get(name, name))
-
-
-def __dir__() -> list[str]:
-    return __all__
+    if name in _RENAMED:
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tfship.serve_client._base import BaseClient, Flow, Send, Sleep, T
-from tfship.serve_client._batching import AsyncMicroBatcher, BatchingConfig
+from tfship.serve_client._batching import AsyncMicroBatcher, BatchingOptions
 from tfship.serve_client._errors import ServingCallError
 from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, names_valid_keywords
 from tfship.serve_client._results import (
@@ -60,7 +60,7 @@ class AsyncServingClient(BaseClient):
         validate: bool = True,
         cast: bool = False,
         max_in_flight: int = 64,
-        batching: BatchingConfig | None = None,
+        batching: BatchingOptions | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")

@@ -1,9 +1,9 @@
 """Client-side micro-batching: concurrent ``predict`` calls merged into one request.
 
 Calls that ask the same model, signature, version and outputs with inputs of the same names
-are queued; the first one waits up to ``max_delay`` seconds (or until ``max_batch_size`` rows
-are queued), sends the rows of all of them concatenated along dimension 0, and hands every
-caller its own slice of each output. Outputs must therefore be batch-major, as TF Serving's
+are queued; the first one waits up to ``batch_timeout_s`` seconds (or until ``max_batch_size``
+rows are queued), sends the rows of all of them concatenated along dimension 0, and hands
+every caller its own slice of each output. Outputs must therefore be batch-major, as TF Serving's
 own batching requires.
 """
 
@@ -17,26 +17,30 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AsyncMicroBatcher", "BatchingConfig", "MicroBatcher"]
+__all__ = ["AsyncMicroBatcher", "BatchingOptions", "MicroBatcher"]
 
 
 @dataclass(frozen=True)
-class BatchingConfig:
+class BatchingOptions:
     """How ``ServingClient(batching=...)`` merges concurrent predict calls.
 
+    The fields mean what they mean in ``tfship.server.BatchingOptions``, on the client side:
+    a batch holds at most ``max_batch_size`` rows, and its first call waits at most
+    ``batch_timeout_s`` seconds for companions.
+
     Example:
-        >>> BatchingConfig(max_batch_size=32, max_delay=0.005).max_batch_size
+        >>> BatchingOptions(max_batch_size=32, batch_timeout_s=0.005).max_batch_size
         32
     """
 
     max_batch_size: int = 64
-    max_delay: float = 0.002
+    batch_timeout_s: float = 0.002
 
     def __post_init__(self) -> None:
         if self.max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
-        if self.max_delay < 0:
-            raise ValueError(f"max_delay must be >= 0, got {self.max_delay}")
+        if self.batch_timeout_s < 0:
+            raise ValueError(f"batch_timeout_s must be >= 0, got {self.batch_timeout_s}")
 
 
 @dataclass
@@ -56,9 +60,9 @@ class _Queue:
 
 
 class MicroBatcher:
-    """Merge concurrent predict calls (used by ``ServingClient``; see :class:`BatchingConfig`)."""
+    """Merge concurrent predict calls (used by ``ServingClient``; see :class:`BatchingOptions`)."""
 
-    def __init__(self, run: Callable[..., Any], config: BatchingConfig) -> None:
+    def __init__(self, run: Callable[..., Any], config: BatchingOptions) -> None:
         self._run = run
         self._config = config
         self._lock = threading.Lock()
@@ -88,7 +92,7 @@ class MicroBatcher:
             if queue.rows >= self._config.max_batch_size:
                 queue.full.set()
         if leader:
-            queue.full.wait(self._config.max_delay)
+            queue.full.wait(self._config.batch_timeout_s)
             with self._lock:
                 if self._queues.get(key) is queue:
                     del self._queues[key]
@@ -194,7 +198,7 @@ class _AsyncQueue:
 class AsyncMicroBatcher:
     """The asyncio twin of :class:`MicroBatcher` (used by ``AsyncServingClient``)."""
 
-    def __init__(self, run: Callable[..., Awaitable[Any]], config: BatchingConfig) -> None:
+    def __init__(self, run: Callable[..., Awaitable[Any]], config: BatchingOptions) -> None:
         self._run = run
         self._config = config
         self._queues: dict[tuple[Any, ...], _AsyncQueue] = {}
@@ -220,7 +224,7 @@ class AsyncMicroBatcher:
             queue.full.set()
         if leader:
             try:
-                await asyncio.wait_for(queue.full.wait(), self._config.max_delay)
+                await asyncio.wait_for(queue.full.wait(), self._config.batch_timeout_s)
             except asyncio.TimeoutError:
                 pass
             if self._queues.get(key) is queue:

@@ -26,7 +26,7 @@ from tfship.serve_client._results import (
 from tfship.serve_client._transports import RestTransport, Transport, transport_for
 
 if TYPE_CHECKING:
-    from tfship.serve_client._batching import BatchingConfig, MicroBatcher
+    from tfship.serve_client._batching import BatchingOptions, MicroBatcher
 
 __all__ = ["RestServingClient", "ServingClient"]
 
@@ -52,7 +52,7 @@ class ServingClient(BaseClient):
         keepalive: seconds between gRPC keepalive pings (``None``: off).
         validate: check inputs against the served signature before sending.
         cast: let numpy inputs be cast to the signature's dtype when no value changes.
-        batching: merge concurrent ``predict`` calls (a :class:`BatchingConfig`).
+        batching: merge concurrent ``predict`` calls (a :class:`BatchingOptions`).
 
     Example:
         >>> with ServingClient("127.0.0.1:8500", timeout=10) as client:  # doctest: +SKIP
@@ -76,7 +76,7 @@ class ServingClient(BaseClient):
         keepalive: float | None = 60.0,
         validate: bool = True,
         cast: bool = False,
-        batching: BatchingConfig | None = None,
+        batching: BatchingOptions | None = None,
     ) -> None:
         if transport is None:
             transport = transport_for(
@@ -343,7 +343,7 @@ class RestServingClient(ServingClient):
         headers: Mapping[str, str] | None = None,
         validate: bool = True,
         cast: bool = False,
-        batching: BatchingConfig | None = None,
+        batching: BatchingOptions | None = None,
         max_connections: int = 16,
     ) -> None:
         transport = RestTransport(url, tls=tls, headers=headers, max_connections=max_connections)

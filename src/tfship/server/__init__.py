@@ -4,7 +4,9 @@ It loads the versions of each model from a base path (or a ``ModelServerConfig``
 way TF Serving's version policy does, reloads when versions appear or disappear, replays
 warmup records, batches requests when asked, and answers Predict, Classify, Regress,
 MultiInference, GetModelMetadata, GetModelStatus and HandleReloadConfigRequest with TF
-Serving's status codes and messages. Importing this package does not import TensorFlow.
+Serving's status codes and messages. ``read_config_file`` reads TF Serving's
+``--model_config_file`` into ``ModelConfig`` s; ``ServerOptions(tls=TlsConfig(...))`` serves gRPC
+over TLS. Importing this package does not import TensorFlow.
 
 Example:
     >>> from tfship.server import ModelServer, ServerOptions
@@ -15,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from tfship.server._config import ModelConfig, VersionPolicy
+from tfship.server._config import ModelConfig, TlsConfig, VersionPolicy, read_config_file
 from tfship.server._manager import StateEvent
 from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 from tfship.server._status import LocalServerError, ServerConfigError
@@ -28,5 +30,7 @@ __all__ = [
     "ServerConfigError",
     "ServerOptions",
     "StateEvent",
+    "TlsConfig",
     "VersionPolicy",
+    "read_config_file",
 ]

@@ -138,13 +138,19 @@ def from_config_list(proto: Any, *, where: str = "model config") -> list[ModelCo
 def read_config_file(path: str | os.PathLike[str]) -> list[ModelConfig]:
     """Read a ``ModelServerConfig`` text proto holding a ``model_config_list``.
 
-    Example file::
+    The file TF Serving's ``--model_config_file`` names, validated as TF Serving validates it
+    (a ``ServerConfigError`` says what is wrong and where). Example file::
 
         model_config_list {
           config { name: "penguins" base_path: "/srv/penguins"
                    model_version_policy { all {} }
                    version_labels { key: "stable" value: 1 } }
         }
+
+    Example:
+        >>> models = read_config_file("/srv/models.config")  # doctest: +SKIP
+        >>> options = ServerOptions(model_config_file="/srv/models.config", model_config_poll_seconds=5)
+        >>> ModelServer(models, options).start()  # doctest: +SKIP
     """
     from tensorflow_serving.config import model_server_config_pb2
 
@@ -183,33 +189,12 @@ def _read_text(path: Path) -> str:
         raise ServerConfigError(f"{path}: cannot read model config file: {exc.strerror}") from exc
 
 
-def to_config_list(models: Iterable[ModelConfig]) -> Any:
-    """A ``ModelServerConfig`` message holding these models (for HandleReloadConfigRequest)."""
-    from tensorflow_serving.config import model_server_config_pb2
-
-    config = model_server_config_pb2.ModelServerConfig()
-    for model in models:
-        entry = config.model_config_list.config.add(
-            name=model.name, base_path=model.base_path, model_platform="tensorflow"
-        )
-        policy = entry.model_version_policy
-        if model.policy.kind == "all":
-            policy.all.SetInParent()
-        elif model.policy.kind == "specific":
-            policy.specific.versions.extend(model.policy.versions)
-        else:
-            policy.latest.num_versions = model.policy.num_versions
-        for label, version in model.labels.items():
-            entry.version_labels[label] = version
-    return config
-
-
 @dataclass(frozen=True)
 class TlsConfig:
     """TLS for the gRPC API, as TF Serving's ``--ssl_config_file`` (an ``SSLConfig``) holds it.
 
     PEM texts, not paths; ``client_verify`` asks clients for a certificate signed by
-    ``custom_ca`` (mutual TLS).
+    ``custom_ca`` (mutual TLS). Give it to ``ServerOptions(tls=...)``.
 
     Example:
         >>> TlsConfig(server_key="-----BEGIN PRIVATE KEY-----...", server_cert="...").client_verify

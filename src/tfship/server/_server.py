@@ -53,11 +53,11 @@ class ServerOptions:
         grpc_workers: threads answering gRPC calls.
         max_load_retries: retries of a failed load (``--max_num_load_retries``; TF Serving 5).
         load_retry_interval_s: pause between load retries.
-        tls: serve gRPC over TLS (``--ssl_config_file``).
+        tls: serve gRPC over TLS, a :class:`TlsConfig` (``--ssl_config_file``).
         grpc_socket_path: also serve gRPC on this unix socket.
         grpc_arguments: extra gRPC server arguments (``--grpc_channel_arguments``).
-        model_config_file: the file ``models`` came from, re-read every
-            ``model_config_poll_seconds`` when that is above 0.
+        model_config_file: the file ``models`` came from (:func:`read_config_file`), re-read
+            every ``model_config_poll_seconds`` when that is above 0.
         model_config_poll_seconds: ``--model_config_file_poll_wait_seconds``.
         rest_timeout_s: longest REST model run (``--rest_api_timeout_in_ms``); None: no limit.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a

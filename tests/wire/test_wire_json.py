@@ -209,6 +209,16 @@ def test_row_objects_are_stacked_per_input() -> None:
 
 
 # numbers and layout of answers ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "single", "text"),
+    [(1.0, True, "1.0"), (0.1, True, "0.1"), (0.1, False, "0.1"), (1e-5, True, "1e-05"),
+     (float("nan"), True, "NaN"), (float("-inf"), False, "-Infinity"), (3e20, True, "3e+20"),
+     (0.1234567, True, "0.123456702"), (1e6, False, "1e+06"), (-7.0, False, "-7.0")],
+)
+def test_decimal_format(value: float, single: bool, text: str) -> None:
+    assert format_decimal(value, single) == text
+
+
 def write_decimal(value: float, single: bool) -> str:
     """WriteDecimal spelled out for one value, to check the vectorised writer against."""
     if math.isnan(value):
