@@ -126,3 +126,23 @@ def test_a_number_column_with_a_typo_stays_numeric(tmp_path: Path) -> None:
     schema, reasons = explain_schema(path, "y")
     assert schema.feature("n").dtype == "int64" and schema.feature("n").use["kind"] == "numeric"
     assert reasons[0].startswith("n: 100 values, 1 non-number(s) ('twelve') will be bad values -> int64")
+
+
+def test_every_command_that_writes_a_file_takes_o_for_out(tmp_path: Path) -> None:
+    # `-o` is what a user guesses first: `tfship predict -o` has it, so these take it too.
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    runner = CliRunner()
+    data = tmp_path / "data"
+    assert runner.invoke(cli, ["data", "penguins", "-o", str(data)]).exit_code == 0
+    schema = tmp_path / "schema.json"
+    inferred = runner.invoke(cli, ["schema", "infer", str(data / "train.csv"), "--label", "species",
+                                   "-o", str(schema)])
+    assert inferred.exit_code == 0, inferred.output
+    synth = runner.invoke(cli, ["data", "synth", "--schema", str(schema), "--rows", "3",
+                                "-o", str(tmp_path / "s.csv")])
+    assert synth.exit_code == 0, synth.output
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 4
+    assert "-o, --out" in runner.invoke(cli, ["export", "--help"]).output

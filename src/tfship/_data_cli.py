@@ -16,7 +16,7 @@ def data() -> None:
 
 
 @data.command()
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
 def penguins(out: Path) -> None:
     """Write the Palmer penguins as train.csv and eval.csv (a fixed split)."""
     train, evaluation = penguins_split(out)
@@ -26,7 +26,7 @@ def penguins(out: Path) -> None:
 @data.command()
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--rows", required=True, type=click.IntRange(min=0))
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, type=int)
 def synth(schema_path: Path, rows: int, out: Path, seed: int) -> None:
     """Write ROWS synthetic CSV rows that follow a schema."""

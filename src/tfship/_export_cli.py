@@ -47,6 +47,7 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 )
 @click.option(
     "--out",
+    "-o",
     "out",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),

@@ -20,7 +20,7 @@ def schema() -> None:
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--label", required=True, help="The column the model predicts.")
 @click.option("--exclude", multiple=True, help="A column to leave out (repeatable).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
 @click.option(
     "--na-values",
     default=None,
