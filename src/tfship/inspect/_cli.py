@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -191,8 +192,10 @@ def diff(a: str, b: str, as_json: bool) -> None:
 def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool, as_json: bool) -> None:
     """Check an export for serving readiness; exit 3 when it is not ready.
 
-    The checks read the protos only; --run loads the model in a TF1 session (as TF Serving
-    does) and runs a request built from each signature's defaults.
+    PATH is a version directory, or a base path: then the version TF Serving would serve
+    from it (the newest) is checked. The checks read the protos only; --run loads the model
+    in a TF1 session (as TF Serving does) and runs a request built from each signature's
+    defaults.
 
     Example:
 
@@ -201,6 +204,7 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
     from tfship.inspect._check import CheckFailedError, check_saved_model, render_check
     from tfship.inspect._scan import parse_denylist
 
+    path = _served_version(path)
     report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
     if run:
         from tfship.exporters._export import check_runs
@@ -220,6 +224,21 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
             f"{path} is not ready to serve: {len(failing)} finding(s), first: "
             f"{failing[0].check}: {failing[0].message}"
         )
+
+
+def _served_version(path: str) -> str:
+    """A base path (TF Serving's ``--model_base_path``) becomes the version it would serve."""
+    from tfship._wire import version_dirs
+
+    base = Path(path)
+    if any((base / name).exists() for name in ("saved_model.pb", "saved_model.pbtxt")):
+        return path
+    versions = version_dirs(base)
+    if not versions:
+        return path
+    number, newest = versions[-1]
+    click.echo(f"checking version {number} of {path}: the one TF Serving would serve", err=True)
+    return str(newest)
 
 
 @inspect.command("scan", context_settings=_CONTEXT)

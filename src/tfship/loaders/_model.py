@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship._protos import proto_module
-from tfship._wire import METADATA_FILE
+from tfship._wire import METADATA_FILE, version_dirs
 from tfship._wire._inputs import InputCheckError, check_inputs
 from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
 
@@ -62,17 +62,14 @@ def resolve_export_dir(path: str | Path) -> Path:
     root = Path(path)
     if any((root / name).is_file() for name in _SAVED_MODEL_FILES):
         return root
-    if root.is_dir():
-        versions = [
-            child
-            for child in root.iterdir()
-            if child.name.isdigit()
-            and any((child / name).is_file() for name in _SAVED_MODEL_FILES)
-        ]
-        if versions:
-            chosen = max(versions, key=lambda child: int(child.name))
-            log.debug("using version %s of %s", chosen.name, root)
-            return chosen
+    versions = [
+        child
+        for _, child in version_dirs(root)
+        if any((child / name).is_file() for name in _SAVED_MODEL_FILES)
+    ]
+    if versions:
+        log.debug("using version %s of %s", versions[-1].name, root)
+        return versions[-1]
     return root
 
 
