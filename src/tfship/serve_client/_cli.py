@@ -291,20 +291,23 @@ def _schema_inputs(
     if len(input_paths) > 1:
         raise InputError("with --schema give one records file (--input) or --data")
     records = _read_example_records(input_paths[0] if input_paths else None, data)
+    source = input_paths[0] if input_paths else "--data"
     sig = conn.metadata(model, version=version, label=label).signature(signature)
     schema = Schema.load(schema_path)
     strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
     if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
         return {
             strings[0]: [
-                to_example(r, schema, f"record {i}").SerializeToString()
+                to_example(r, schema, f"{source}: record {i}").SerializeToString()
                 for i, r in enumerate(records, 1)
             ]
         }
-    return _raw_columns(records, schema, sig, ignore_unknown)
+    return _raw_columns(records, schema, sig, ignore_unknown, source)
 
 
-def _raw_columns(records: list[Any], schema: Any, sig: Any, ignore_unknown: bool) -> dict[str, Any]:
+def _raw_columns(
+    records: list[Any], schema: Any, sig: Any, ignore_unknown: bool, source: str
+) -> dict[str, Any]:
     features = set(schema.feature_names)
     outside = sorted(set(sig.inputs) - features)
     if outside:
@@ -330,8 +333,8 @@ def _raw_columns(records: list[Any], schema: Any, sig: Any, ignore_unknown: bool
     columns: dict[str, list[Any]] = {name: [] for name in sig.inputs}
     for number, record in enumerate(records, 1):
         if not isinstance(record, dict):
-            raise InputError(f"record {number}: expected an object of field values")
-        values = schema.convert_record(record, where=f"record {number}")
+            raise InputError(f"{source}: record {number}: expected an object of field values")
+        values = schema.convert_record(record, where=f"{source}: record {number}")
         for name, info in sig.inputs.items():
             if info.encoding != "dense":
                 raise InputError(
