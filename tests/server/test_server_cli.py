@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def test_server_names_are_exported() -> None:
     server_names = {
         "BatchingOptions", "LocalServerError", "ModelConfig", "ModelServer", "ServerConfigError",
-        "ServerOptions", "StateEvent", "TlsConfig", "VersionPolicy", "read_config_file",
+        "ServerOptions", "StateEvent", "SslConfig", "VersionPolicy", "read_config_file",
     }
     assert server_names == set(server_package.__all__)
     assert server_package.__all__ == sorted(server_package.__all__)

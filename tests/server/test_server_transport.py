@@ -22,7 +22,7 @@ from cryptography.x509.oid import NameOID
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
 from tfship.cli import cli
-from tfship.server import ModelConfig, ModelServer, ServerOptions, TlsConfig
+from tfship.server import ModelConfig, ModelServer, ServerOptions, SslConfig
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def status(channel: grpc.Channel) -> Any:
 
 def test_tls_from_python(module_base: Path) -> None:
     key, cert = self_signed()
-    options = ServerOptions(port=0, tls=TlsConfig(server_key=key, server_cert=cert))
+    options = ServerOptions(port=0, tls=SslConfig(server_key=key, server_cert=cert))
     with ModelServer([ModelConfig("m", str(module_base))], options) as server:
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())
         with grpc.secure_channel(server.address, credentials) as channel:

@@ -5,7 +5,7 @@ way TF Serving's version policy does, reloads when versions appear or disappear,
 warmup records, batches requests when asked, and answers Predict, Classify, Regress,
 MultiInference, GetModelMetadata, GetModelStatus and HandleReloadConfigRequest with TF
 Serving's status codes and messages. ``read_config_file`` reads TF Serving's
-``--model_config_file`` into ``ModelConfig`` s; ``ServerOptions(tls=TlsConfig(...))`` serves gRPC
+``--model_config_file`` into ``ModelConfig`` s; ``ServerOptions(tls=SslConfig(...))`` serves gRPC
 over TLS. Importing this package does not import TensorFlow.
 
 Example:
@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from tfship.server._config import ModelConfig, TlsConfig, VersionPolicy, read_config_file
+from tfship.server._config import ModelConfig, SslConfig, VersionPolicy, read_config_file
 from tfship.server._manager import StateEvent
 from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 from tfship.server._status import LocalServerError, ServerConfigError
@@ -29,8 +29,8 @@ __all__ = [
     "ModelServer",
     "ServerConfigError",
     "ServerOptions",
+    "SslConfig",
     "StateEvent",
-    "TlsConfig",
     "VersionPolicy",
     "read_config_file",
 ]

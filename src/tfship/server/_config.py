@@ -190,14 +190,14 @@ def _read_text(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class TlsConfig:
+class SslConfig:
     """TLS for the gRPC API, as TF Serving's ``--ssl_config_file`` (an ``SSLConfig``) holds it.
 
     PEM texts, not paths; ``client_verify`` asks clients for a certificate signed by
     ``custom_ca`` (mutual TLS). Give it to ``ServerOptions(tls=...)``.
 
     Example:
-        >>> TlsConfig(server_key="-----BEGIN PRIVATE KEY-----...", server_cert="...").client_verify
+        >>> SslConfig(server_key="-----BEGIN PRIVATE KEY-----...", server_cert="...").client_verify
         False
     """
 
@@ -317,7 +317,7 @@ def message_class(name: str) -> Any:
 _CLASSES: dict[str, Any] = {}
 
 
-def read_ssl_config(path: str | os.PathLike[str]) -> TlsConfig:
+def read_ssl_config(path: str | os.PathLike[str]) -> SslConfig:
     """Read an ``SSLConfig`` text proto (server_key, server_cert, custom_ca, client_verify)."""
     message = message_class("SSLConfig")()
     parse_text_file(path, message)
@@ -325,5 +325,5 @@ def read_ssl_config(path: str | os.PathLike[str]) -> TlsConfig:
         raise ServerConfigError(f"{path}: an SSLConfig needs server_key and server_cert (PEM)")
     if message.client_verify and not message.custom_ca:
         raise ServerConfigError(f"{path}: client_verify needs custom_ca to check clients against")
-    return TlsConfig(message.server_key, message.server_cert, message.custom_ca,
+    return SslConfig(message.server_key, message.server_cert, message.custom_ca,
                      message.client_verify)

@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 
 from tfship._wire import protos
-from tfship.server._config import TlsConfig
+from tfship.server._config import SslConfig
 from tfship.server._core import ServingCore
 from tfship.server._metrics import Metrics
 from tfship.server._status import LocalServerError, RpcError
@@ -129,7 +129,7 @@ def start_grpc(
     *,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     workers: int = 64,
-    tls: TlsConfig | None = None,
+    tls: SslConfig | None = None,
     socket_path: str | None = None,
     metrics: Metrics | None = None,
     arguments: Sequence[tuple[str, Any]] = (),
@@ -166,7 +166,7 @@ def start_grpc(
     return server, bound
 
 
-def _bind(server: Any, target: str, tls: TlsConfig | None) -> int:
+def _bind(server: Any, target: str, tls: SslConfig | None) -> int:
     try:
         if tls is None:
             bound: int = server.add_insecure_port(target)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from tfship.server._config import ModelConfig, TlsConfig, single_model
+from tfship.server._config import ModelConfig, SslConfig, single_model
 from tfship.server._manager import ModelManager, Servable, StateEvent
 from tfship.server._status import LocalServerError, ServerConfigError
 
@@ -53,7 +53,7 @@ class ServerOptions:
         grpc_workers: threads answering gRPC calls.
         max_load_retries: retries of a failed load (``--max_num_load_retries``; TF Serving 5).
         load_retry_interval_s: pause between load retries.
-        tls: serve gRPC over TLS, a :class:`TlsConfig` (``--ssl_config_file``).
+        tls: serve gRPC over TLS, a :class:`SslConfig` (``--ssl_config_file``).
         grpc_socket_path: also serve gRPC on this unix socket.
         grpc_arguments: extra gRPC server arguments (``--grpc_channel_arguments``).
         model_config_file: the file ``models`` came from (:func:`read_config_file`), re-read
@@ -80,7 +80,7 @@ class ServerOptions:
     grpc_workers: int = 64
     max_load_retries: int = 0
     load_retry_interval_s: float = 60.0
-    tls: TlsConfig | None = None
+    tls: SslConfig | None = None
     grpc_socket_path: str | os.PathLike[str] | None = None
     grpc_arguments: tuple[tuple[str, int | str], ...] = ()
     model_config_file: str | os.PathLike[str] | None = None
