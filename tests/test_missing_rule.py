@@ -63,15 +63,53 @@ def test_trainer_csv_input_follows_the_rule(tmp_path: Path) -> None:
     assert features["x"].numpy().tolist() == [1.5, -1.0, -1.0, -1.0, -1.0]
 
 
-def test_client_csv_records_follow_the_rule(tmp_path: Path) -> None:
-    from tfship.serve_client._cli import read_records
+def _echo_classifier(path: Path) -> Path:
+    """A TF1 export whose classify signature answers with the features it parsed: ``text``
+    as the first class, ``x`` and ``n`` as the scores of the second and third."""
+    import tensorflow as tf
 
-    path = tmp_path / "r.csv"
-    path.write_text('text,x,n\n"  ",NA,1\nNone,2.5,\nNA,,3\n,null,4\n')
-    records = read_records(path)
-    assert [r["text"] for r in records] == ["  ", "None", "NA", None]
-    assert [r["x"] for r in records] == [None, 2.5, None, None]
-    assert [r["n"] for r in records] == [1, None, 3, 4]
+    v1 = tf.compat.v1
+    spec = {
+        "text": tf.io.FixedLenFeature([], tf.string, default_value="<d>"),
+        "x": tf.io.FixedLenFeature([], tf.float32, default_value=-1.0),
+        "n": tf.io.FixedLenFeature([], tf.int64, default_value=-7),
+    }
+    with tf.Graph().as_default(), v1.Session() as session:
+        examples = v1.placeholder(tf.string, [None], name="input_example_tensor")
+        parsed = tf.io.parse_example(examples, spec)
+        x, n = parsed["x"], tf.cast(parsed["n"], tf.float32)
+        classes = tf.stack([parsed["text"], tf.strings.as_string(x), tf.strings.as_string(n)], axis=1)
+        scores = tf.stack([tf.zeros_like(x), x, n], axis=1)
+        build = v1.saved_model.signature_def_utils.classification_signature_def
+        builder = v1.saved_model.Builder(str(path / "1"))
+        signatures = {"serving_default": build(examples, classes, scores)}
+        builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map=signatures)
+        builder.save()
+    return path
+
+
+@pytest.mark.slow
+def test_client_csv_records_follow_the_rule(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+    from tfship.server import ModelServer, ServerOptions
+
+    # Without --schema the client builds each tf.Example from the record's own values: a
+    # missing cell is left out (the model's default answers), a number must be a number.
+    base = _echo_classifier(tmp_path / "echo")
+    csv_file = tmp_path / "r.csv"
+    csv_file.write_text('text,x,n\n"  ",NA,1\nNone,2.5,\nNA,,3\n,null,4\n')
     jsonl = tmp_path / "r.jsonl"
     jsonl.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
-    assert [r["text"] for r in read_records(jsonl)] == TEXTS
+    with ModelServer.from_base_path(base, "echo", options=ServerOptions(port=0)) as server:
+        server.wait_until_available("echo", timeout=60)
+        answers = {}
+        for path in (csv_file, jsonl):
+            args = ["client", "classify", "-s", server.address, "-m", "echo", "-i", str(path), "--json"]
+            result = CliRunner().invoke(cli, args)
+            assert result.exit_code == 0, result.output
+            answers[path.suffix] = json.loads(result.output)["results"]
+    parsed = [(text, x, n) for (text, _), (_, x), (_, n) in answers[".csv"]]
+    assert parsed == [("  ", -1.0, 1.0), ("None", 2.5, -7.0), ("NA", -1.0, 3.0), ("<d>", -1.0, 4.0)]
+    assert [row[0][0] for row in answers[".jsonl"]] == TEXTS

@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from export_helpers import input_fn, make_classifier
 
-from tfship._tf import tf
-
 
 @pytest.fixture(scope="session")
 def classifier(tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -26,7 +24,9 @@ def classifier(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="session")
 def checkpoints(classifier: Any) -> dict[int, str]:
     """Global step -> checkpoint path of the session classifier."""
-    state = tf().train.get_checkpoint_state(classifier.model_dir)
+    import tensorflow as tf
+
+    state = tf.train.get_checkpoint_state(classifier.model_dir)
     return {int(p.rsplit("-", 1)[-1]): p for p in state.all_model_checkpoint_paths}
 
 

@@ -7,22 +7,26 @@ from typing import Any
 
 import numpy as np
 
-from tfship._tf import estimator, tf
-
 N = 64
+#: How export_model names a version while it is being built: a hidden, non-numeric sibling
+#: (so TF Serving never takes it for a version), swept when its process is gone.
+STAGING_PREFIX = ".tfship-staging-"
 
 
 def parse_spec() -> dict[str, Any]:
-    t = tf()
+    import tensorflow as tf
+
     return {
-        "x": t.io.FixedLenFeature([], t.float32, default_value=0.0),
-        "color": t.io.FixedLenFeature([], t.string, default_value=""),
-        "tags": t.io.VarLenFeature(t.string),
+        "x": tf.io.FixedLenFeature([], tf.float32, default_value=0.0),
+        "color": tf.io.FixedLenFeature([], tf.string, default_value=""),
+        "tags": tf.io.VarLenFeature(tf.string),
     }
 
 
 def feature_columns() -> list[Any]:
-    fc = tf().feature_column
+    import tensorflow as tf
+
+    fc = tf.feature_column
     return [
         fc.numeric_column("x"),
         fc.indicator_column(fc.categorical_column_with_vocabulary_list("color", ["r", "g", "b"])),
@@ -50,30 +54,33 @@ def sparse_tags(tags: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def input_fn() -> Any:
-    t = tf()
+    import tensorflow as tf
+
     d = data()
     idx, vals, shape = sparse_tags(d["tags"])
-    tags = t.sparse.SparseTensor(idx, vals.astype(bytes), shape)
+    tags = tf.sparse.SparseTensor(idx, vals.astype(bytes), shape)
     features = {"x": d["x"], "color": d["color"], "tags": tags}
-    return t.data.Dataset.from_tensors((features, d["label"])).repeat()
+    return tf.data.Dataset.from_tensors((features, d["label"])).repeat()
 
 
 def examples(n: int = 8, seed: int = 1) -> list[Any]:
-    t = tf()
+    import tensorflow as tf
+
     d = data(n, seed)
     out = []
     for i in range(n):
         feats = {
-            "x": t.train.Feature(float_list=t.train.FloatList(value=[float(d["x"][i])])),
-            "color": t.train.Feature(bytes_list=t.train.BytesList(value=[d["color"][i]])),
-            "tags": t.train.Feature(bytes_list=t.train.BytesList(value=d["tags"][i])),
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=[float(d["x"][i])])),
+            "color": tf.train.Feature(bytes_list=tf.train.BytesList(value=[d["color"][i]])),
+            "tags": tf.train.Feature(bytes_list=tf.train.BytesList(value=d["tags"][i])),
         }
-        out.append(t.train.Example(features=t.train.Features(feature=feats)))
+        out.append(tf.train.Example(features=tf.train.Features(feature=feats)))
     return out
 
 
 def make_classifier(model_dir: Path) -> Any:
-    est = estimator()
+    from tensorflow_estimator import estimator as est
+
     return est.DNNClassifier(
         hidden_units=[4],
         feature_columns=feature_columns(),
@@ -88,9 +95,10 @@ def numeric_dirs(base: Path) -> list[str]:
 
 def run_signature(path: Path, key: str, feeds: dict[str, Any]) -> dict[str, Any]:
     """Load a SavedModel in a fresh session and run one signature, as TF Serving would."""
-    t = tf()
-    v1 = t.compat.v1
-    with t.Graph().as_default(), v1.Session() as sess:
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    with tf.Graph().as_default(), v1.Session() as sess:
         mg = v1.saved_model.loader.load(sess, ["serve"], str(path))
         sig = mg.signature_def[key]
         feed_dict: dict[str, Any] = {}

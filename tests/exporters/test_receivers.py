@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from export_helpers import data, examples, parse_spec, run_signature, saved_signatures, sparse_tags, tree
 
-from tfship._tf import estimator, tf
 from tfship.exporters import (
     both_receiver,
     build_receiver,
@@ -31,8 +30,10 @@ def _inputs(sig: Any) -> list[str]:
 
 
 def test_parsing_receiver_matches_tf_estimator(classifier: Any, tmp_path: Path) -> None:
+    from tensorflow_estimator import estimator
+
     ours = export_model(classifier, tmp_path / "ours", parsing_receiver(parse_spec())).path
-    fn = estimator().export.build_parsing_serving_input_receiver_fn(parse_spec())
+    fn = estimator.export.build_parsing_serving_input_receiver_fn(parse_spec())
     theirs = Path(classifier.export_saved_model(str(tmp_path / "theirs"), fn).decode())
     ours_sigs, their_sigs = saved_signatures(ours), saved_signatures(theirs)
     assert set(ours_sigs) == set(their_sigs) == {"serving_default", "classification", "regression", "predict"}
@@ -53,8 +54,11 @@ def test_parsing_receiver_matches_tf_estimator(classifier: Any, tmp_path: Path) 
 def test_raw_receiver_keeps_serving_default_where_tf_estimator_drops_it(
     classifier: Any, tmp_path: Path, export_logs: Any
 ) -> None:
-    fn = estimator().export.build_raw_serving_input_receiver_fn(
-        {"x": tf().constant([1.0]), "color": tf().constant([b"r"])}
+    import tensorflow as tf
+    from tensorflow_estimator import estimator
+
+    fn = estimator.export.build_raw_serving_input_receiver_fn(
+        {"x": tf.constant([1.0]), "color": tf.constant([b"r"])}
     )
     with pytest.raises(Exception):  # noqa: B017 - the canned model needs 'tags': any error
         classifier.export_saved_model(str(tmp_path / "theirs"), fn)
@@ -72,15 +76,17 @@ def test_raw_receiver_keeps_serving_default_where_tf_estimator_drops_it(
 
 def test_tf_estimator_raw_receiver_has_only_predict(classifier: Any, tmp_path: Path) -> None:
     # The reference fact our raw receiver fixes: with a raw receiver, no serving_default.
-    t = tf()
+    import tensorflow as tf
 
     def fn() -> Any:
+        from tensorflow_estimator import estimator
+
         feats = {
-            "x": t.compat.v1.placeholder(t.float32, [None], name="x"),
-            "color": t.compat.v1.placeholder(t.string, [None], name="color"),
-            "tags": t.compat.v1.sparse_placeholder(t.string, name="tags"),
+            "x": tf.compat.v1.placeholder(tf.float32, [None], name="x"),
+            "color": tf.compat.v1.placeholder(tf.string, [None], name="color"),
+            "tags": tf.compat.v1.sparse_placeholder(tf.string, name="tags"),
         }
-        return estimator().export.ServingInputReceiver(feats, feats)
+        return estimator.export.ServingInputReceiver(feats, feats)
 
     theirs = Path(classifier.export_saved_model(str(tmp_path / "theirs"), fn).decode())
     assert set(saved_signatures(theirs)) == {"predict"}
@@ -105,11 +111,12 @@ def _input_fn(n: int, seed: int) -> Any:
 
 
 def _dataset(n: int, seed: int) -> Any:
-    t = tf()
+    import tensorflow as tf
+
     d = data(n, seed)
     idx, vals, shape = sparse_tags(d["tags"])
-    tags = t.sparse.SparseTensor(idx, vals.astype(bytes), shape)
-    return t.data.Dataset.from_tensors({"x": d["x"], "color": d["color"], "tags": tags})
+    tags = tf.sparse.SparseTensor(idx, vals.astype(bytes), shape)
+    return tf.data.Dataset.from_tensors({"x": d["x"], "color": d["color"], "tags": tags})
 
 
 def test_both_receiver_serves_examples_and_raw_tensors_alike(classifier: Any, tmp_path: Path) -> None:
@@ -134,35 +141,36 @@ def test_both_receiver_with_raw_default(classifier: Any, tmp_path: Path) -> None
 
 
 def test_tensor_specs_keep_full_shape_and_dtype() -> None:
-    t = tf()
+    import tensorflow as tf
+
     specs = {
-        "dense": t.TensorSpec([None, 2], t.float64),
-        "ids": t.SparseTensorSpec([None, None], t.int64),
-        "words": t.RaggedTensorSpec([None, None], t.string, ragged_rank=1),
+        "dense": tf.TensorSpec([None, 2], tf.float64),
+        "ids": tf.SparseTensorSpec([None, None], tf.int64),
+        "words": tf.RaggedTensorSpec([None, None], tf.string, ragged_rank=1),
     }
     receiver = raw_receiver(specs, default_batch_size=3)
-    with t.Graph().as_default():
+    with tf.Graph().as_default():
         built = receiver()
     dense = built.receiver_tensors["dense"]
-    assert dense.shape.as_list() == [3, 2] and dense.dtype == t.float64
-    assert isinstance(built.receiver_tensors["ids"], t.sparse.SparseTensor)
-    assert isinstance(built.receiver_tensors["words"], t.RaggedTensor)
+    assert dense.shape.as_list() == [3, 2] and dense.dtype == tf.float64
+    assert isinstance(built.receiver_tensors["ids"], tf.sparse.SparseTensor)
+    assert isinstance(built.receiver_tensors["words"], tf.RaggedTensor)
     assert receiver.parse_spec is None  # float64 cannot travel in a tf.Example
     with pytest.raises(ValueError, match="tf.Example"):
         build_receiver(specs, "parsing")
 
 
 def test_parsing_receiver_from_feature_columns_and_batch_size() -> None:
+    import tensorflow as tf
     from export_helpers import feature_columns
 
-    t = tf()
     receiver = parsing_receiver(feature_columns(), receiver_key="ex", default_batch_size=2)
-    with t.Graph().as_default():
+    with tf.Graph().as_default():
         built = receiver()
     (key,) = built.receiver_tensors
     tensor = built.receiver_tensors[key]
-    assert key == "ex" and tensor.shape.as_list() == [2] and tensor.dtype == t.string
-    assert isinstance(built.features["tags"], t.sparse.SparseTensor)
+    assert key == "ex" and tensor.shape.as_list() == [2] and tensor.dtype == tf.string
+    assert isinstance(built.features["tags"], tf.sparse.SparseTensor)
 
 
 @pytest.mark.parametrize(
@@ -178,40 +186,44 @@ def test_bad_sources_are_rejected(source: Any, error: type[Exception], match: st
 
 
 def test_rank_zero_spec_is_rejected() -> None:
+    import tensorflow as tf
+
     with pytest.raises(ValueError, match="feature 'x'.*batch"):
-        raw_receiver({"x": tf().TensorSpec([], tf().float32)})
+        raw_receiver({"x": tf.TensorSpec([], tf.float32)})
 
 
 def test_model_without_predict_output_still_gets_serving_default(tmp_path: Path) -> None:
-    t = tf()
-    est_mod = estimator()
+    import tensorflow as tf
+    from tensorflow_estimator import estimator as est_mod
 
     def model_fn(features: Any, labels: Any, mode: Any) -> Any:
-        w = t.compat.v1.get_variable("w", [], initializer=t.compat.v1.ones_initializer())
+        w = tf.compat.v1.get_variable("w", [], initializer=tf.compat.v1.ones_initializer())
         pred = features["x"] * w
         if mode == est_mod.ModeKeys.PREDICT:
             out = {"serving_default": est_mod.export.RegressionOutput(pred)}
             return est_mod.EstimatorSpec(mode, predictions=pred, export_outputs=out)
-        loss = t.reduce_mean(t.square(pred - labels))
-        step = t.compat.v1.train.get_global_step()
+        loss = tf.reduce_mean(tf.square(pred - labels))
+        step = tf.compat.v1.train.get_global_step()
         return est_mod.EstimatorSpec(mode, loss=loss, train_op=step.assign_add(1))
 
     est = est_mod.Estimator(model_fn, model_dir=str(tmp_path / "m"))
-    est.train(lambda: t.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])), steps=1)
-    result = export_model(est, tmp_path / "e", raw_receiver({"x": t.TensorSpec([None], t.float32)}))
+    est.train(lambda: tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])), steps=1)
+    result = export_model(est, tmp_path / "e", raw_receiver({"x": tf.TensorSpec([None], tf.float32)}))
     assert result.signatures.written["serving_default"]["method"] == "predict"
     out = run_signature(result.path, "serving_default", {"x": np.array([3.0], np.float32)})
     assert out["outputs"].shape == (1,)
 
 
 def test_regression_head_serves_regress_by_default(tmp_path: Path) -> None:
-    t = tf()
-    cols = [t.feature_column.numeric_column("x")]
-    est = estimator().LinearRegressor(cols, model_dir=str(tmp_path / "m"))
-    est.train(lambda: t.data.Dataset.from_tensors(({"x": [1.0, 2.0]}, [1.0, 2.0])), steps=2)
-    spec = {"x": t.io.FixedLenFeature([], t.float32)}
+    import tensorflow as tf
+    from tensorflow_estimator import estimator
+
+    cols = [tf.feature_column.numeric_column("x")]
+    est = estimator.LinearRegressor(cols, model_dir=str(tmp_path / "m"))
+    est.train(lambda: tf.data.Dataset.from_tensors(({"x": [1.0, 2.0]}, [1.0, 2.0])), steps=2)
+    spec = {"x": tf.io.FixedLenFeature([], tf.float32)}
     ours = export_model(est, tmp_path / "ours", parsing_receiver(spec))
-    fn = estimator().export.build_parsing_serving_input_receiver_fn(spec)
+    fn = estimator.export.build_parsing_serving_input_receiver_fn(spec)
     theirs = Path(est.export_saved_model(str(tmp_path / "theirs"), fn).decode())
     ours_sigs, their_sigs = saved_signatures(ours.path), saved_signatures(theirs)
     assert set(ours_sigs) == set(their_sigs) == {"serving_default", "regression", "predict"}

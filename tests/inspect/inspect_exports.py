@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from tfship._tf import estimator, tf
-
 
 def _numpy_data(n: int = 32) -> tuple[dict[str, np.ndarray], np.ndarray]:
     rng = np.random.default_rng(0)
@@ -26,12 +24,16 @@ def _numpy_data(n: int = 32) -> tuple[dict[str, np.ndarray], np.ndarray]:
 
 
 def _input_fn() -> Any:
+    import tensorflow as tf
+
     features, labels = _numpy_data()
-    return tf().data.Dataset.from_tensor_slices((features, labels)).repeat().batch(8)
+    return tf.data.Dataset.from_tensor_slices((features, labels)).repeat().batch(8)
 
 
 def _columns() -> list[Any]:
-    fc = tf().feature_column
+    import tensorflow as tf
+
+    fc = tf.feature_column
     return [
         fc.numeric_column("age"),
         fc.indicator_column(fc.categorical_column_with_vocabulary_list("color", ["red", "green", "blue"])),
@@ -39,23 +41,30 @@ def _columns() -> list[Any]:
 
 
 def _run_config(model_dir: pathlib.Path) -> Any:
-    return estimator().RunConfig(model_dir=str(model_dir), save_summary_steps=1000, log_step_count_steps=1000)
+    from tensorflow_estimator import estimator
+
+    return estimator.RunConfig(model_dir=str(model_dir), save_summary_steps=1000, log_step_count_steps=1000)
 
 
 def _parsing_receiver() -> Any:
-    fc = tf().feature_column
+    import tensorflow as tf
+    from tensorflow_estimator import estimator
+
+    fc = tf.feature_column
     spec = fc.make_parse_example_spec(_columns())
-    return estimator().export.build_parsing_serving_input_receiver_fn(spec)
+    return estimator.export.build_parsing_serving_input_receiver_fn(spec)
 
 
 def _raw_receiver() -> Any:
     def receiver() -> Any:
-        t = tf()
+        import tensorflow as tf
+        from tensorflow_estimator import estimator
+
         features = {
-            "age": t.compat.v1.placeholder(t.float32, [None, 1], name="age"),
-            "color": t.compat.v1.placeholder(t.string, [None, 1], name="color"),
+            "age": tf.compat.v1.placeholder(tf.float32, [None, 1], name="age"),
+            "color": tf.compat.v1.placeholder(tf.string, [None, 1], name="color"),
         }
-        return estimator().export.ServingInputReceiver(features, features)
+        return estimator.export.ServingInputReceiver(features, features)
 
     return receiver
 
@@ -67,21 +76,27 @@ def _export(est: Any, base: pathlib.Path, receiver: Any, **kwargs: Any) -> pathl
 
 def linear_parsing(root: pathlib.Path) -> pathlib.Path:
     """A canned LinearClassifier exported with a parsing receiver (classify/regress/predict)."""
-    est = estimator().LinearClassifier(_columns(), config=_run_config(root / "linear_model"))
+    from tensorflow_estimator import estimator
+
+    est = estimator.LinearClassifier(_columns(), config=_run_config(root / "linear_model"))
     est.train(_input_fn, steps=3)
     return _export(est, root / "linear_parsing", _parsing_receiver())
 
 
 def linear_text(root: pathlib.Path) -> pathlib.Path:
     """The same kind of canned export written as ``saved_model.pbtxt``."""
-    est = estimator().LinearClassifier(_columns(), config=_run_config(root / "linear_model"))
+    from tensorflow_estimator import estimator
+
+    est = estimator.LinearClassifier(_columns(), config=_run_config(root / "linear_model"))
     est.train(_input_fn, steps=1)
     return _export(est, root / "linear_text", _parsing_receiver(), as_text=True)
 
 
 def dnn_raw(root: pathlib.Path) -> pathlib.Path:
     """A canned DNNClassifier exported with a raw receiver (placeholders; predict only)."""
-    est = estimator().DNNClassifier(
+    from tensorflow_estimator import estimator
+
+    est = estimator.DNNClassifier(
         hidden_units=[4],
         feature_columns=_columns(),
         n_classes=3,
@@ -93,7 +108,9 @@ def dnn_raw(root: pathlib.Path) -> pathlib.Path:
 
 def dnn_both(root: pathlib.Path) -> pathlib.Path:
     """A canned DNNClassifier exported with a parsing receiver plus a raw alternative."""
-    est = estimator().DNNClassifier(
+    from tensorflow_estimator import estimator
+
+    est = estimator.DNNClassifier(
         hidden_units=[4],
         feature_columns=_columns(),
         n_classes=3,
@@ -103,17 +120,18 @@ def dnn_both(root: pathlib.Path) -> pathlib.Path:
 
     def receiver() -> Any:
         # Raw placeholders default to the parsed features, so either input path serves.
-        t = tf()
+        import tensorflow as tf
+
         spec = {
-            "age": t.io.FixedLenFeature([1], t.float32),
-            "color": t.io.FixedLenFeature([1], t.string, default_value=[""]),
+            "age": tf.io.FixedLenFeature([1], tf.float32),
+            "color": tf.io.FixedLenFeature([1], tf.string, default_value=[""]),
         }
-        parsing = estimator().export.build_parsing_serving_input_receiver_fn(spec)()
+        parsing = estimator.export.build_parsing_serving_input_receiver_fn(spec)()
         raw = {
-            name: t.compat.v1.placeholder_with_default(tensor, [None, 1], name=f"raw_{name}")
+            name: tf.compat.v1.placeholder_with_default(tensor, [None, 1], name=f"raw_{name}")
             for name, tensor in parsing.features.items()
         }
-        return estimator().export.ServingInputReceiver(
+        return estimator.export.ServingInputReceiver(
             raw, parsing.receiver_tensors, receiver_tensors_alternatives={"raw": raw}
         )
 
@@ -121,81 +139,86 @@ def dnn_both(root: pathlib.Path) -> pathlib.Path:
 
 
 def _custom_model_fn(features: Any, labels: Any, mode: Any, params: Any) -> Any:
-    t = tf()
-    est = estimator()
+    import tensorflow as tf
+    from tensorflow_estimator import estimator as est
+
     age = features["age"]
-    if isinstance(age, t.SparseTensor):
-        age = t.sparse.to_dense(age)
-    age = t.reshape(t.cast(age, t.float32), [-1, 1])
+    if isinstance(age, tf.SparseTensor):
+        age = tf.sparse.to_dense(age)
+    age = tf.reshape(tf.cast(age, tf.float32), [-1, 1])
     tags = features["tags"]
-    if isinstance(tags, t.RaggedTensor):
+    if isinstance(tags, tf.RaggedTensor):
         tags = tags.to_sparse()
-    elif not isinstance(tags, t.SparseTensor):
-        tags = t.sparse.from_dense(tags)
-    tag_count = t.cast(
-        t.sparse.reduce_sum(
-            t.SparseTensor(tags.indices, t.ones_like(tags.values, t.float32), tags.dense_shape),
+    elif not isinstance(tags, tf.SparseTensor):
+        tags = tf.sparse.from_dense(tags)
+    tag_count = tf.cast(
+        tf.sparse.reduce_sum(
+            tf.SparseTensor(tags.indices, tf.ones_like(tags.values, tf.float32), tags.dense_shape),
             axis=1,
             keepdims=True,
         ),
-        t.float32,
+        tf.float32,
     )
-    tag_count = t.reshape(tag_count, [-1, 1])
-    w = t.compat.v1.get_variable("w", [2, 1], initializer=t.compat.v1.zeros_initializer())
-    logits = t.matmul(t.concat([age, tag_count], axis=1), w)
-    predictions = {"score": t.sigmoid(logits), "tag_count": tag_count}
+    tag_count = tf.reshape(tag_count, [-1, 1])
+    w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+    logits = tf.matmul(tf.concat([age, tag_count], axis=1), w)
+    predictions = {"score": tf.sigmoid(logits), "tag_count": tag_count}
     if mode == est.ModeKeys.PREDICT:
         return est.EstimatorSpec(
             mode,
             predictions=predictions,
             export_outputs={
                 "serving_default": est.export.PredictOutput(predictions),
-                "score_only": est.export.RegressionOutput(value=t.reshape(logits, [-1])),
+                "score_only": est.export.RegressionOutput(value=tf.reshape(logits, [-1])),
             },
         )
-    loss = t.reduce_mean(t.square(logits - t.cast(t.reshape(labels, [-1, 1]), t.float32)))
-    step = t.compat.v1.train.get_or_create_global_step()
-    train_op = t.compat.v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
+    loss = tf.reduce_mean(tf.square(logits - tf.cast(tf.reshape(labels, [-1, 1]), tf.float32)))
+    step = tf.compat.v1.train.get_or_create_global_step()
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
     return est.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=predictions)
 
 
 def _custom_train_input() -> Any:
-    t = tf()
+    import tensorflow as tf
+
     n = 8
-    age = t.constant(np.arange(n, dtype=np.float32).reshape(n, 1))
-    tags = t.sparse.from_dense(t.constant([[b"a", b""]] * n))
-    labels = t.constant(np.zeros((n, 1), np.float32))
+    age = tf.constant(np.arange(n, dtype=np.float32).reshape(n, 1))
+    tags = tf.sparse.from_dense(tf.constant([[b"a", b""]] * n))
+    labels = tf.constant(np.zeros((n, 1), np.float32))
     return {"age": age, "tags": tags}, labels
 
 
 def custom_sparse(root: pathlib.Path) -> pathlib.Path:
     """A custom Estimator whose parsing receiver has a VarLen (sparse) and a ragged feature,
     and whose raw alternative takes a SparseTensor (a ``coo_sparse`` input)."""
-    est = estimator().Estimator(_custom_model_fn, config=_run_config(root / "custom_model"))
+    from tensorflow_estimator import estimator
+
+    est = estimator.Estimator(_custom_model_fn, config=_run_config(root / "custom_model"))
     est.train(_custom_train_input, steps=2)
 
     def receiver() -> Any:
-        t = tf()
+        import tensorflow as tf
+
         spec = {
-            "age": t.io.FixedLenFeature([1], t.float32, default_value=[30.0]),
-            "tags": t.io.VarLenFeature(t.string),
-            "ids": t.io.RaggedFeature(t.int64),
-            "pos": t.io.FixedLenFeature([2], t.int64, default_value=[0, 1]),
+            "age": tf.io.FixedLenFeature([1], tf.float32, default_value=[30.0]),
+            "tags": tf.io.VarLenFeature(tf.string),
+            "ids": tf.io.RaggedFeature(tf.int64),
+            "pos": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 1]),
         }
-        serialized = t.compat.v1.placeholder(t.string, [None], name="input_example_tensor")
-        features = t.io.parse_example(serialized, spec)
+        serialized = tf.compat.v1.placeholder(tf.string, [None], name="input_example_tensor")
+        features = tf.io.parse_example(serialized, spec)
         features.pop("ids")
         features.pop("pos")
         # Raw alternatives default to the parsed tensors, so either input path serves.
         tags = features["tags"]
-        raw_tags = t.SparseTensor(
-            t.compat.v1.placeholder_with_default(tags.indices, [None, 2], name="raw_tags_i"),
-            t.compat.v1.placeholder_with_default(tags.values, [None], name="raw_tags_v"),
-            t.compat.v1.placeholder_with_default(tags.dense_shape, [2], name="raw_tags_s"),
+        raw_tags = tf.SparseTensor(
+            tf.compat.v1.placeholder_with_default(tags.indices, [None, 2], name="raw_tags_i"),
+            tf.compat.v1.placeholder_with_default(tags.values, [None], name="raw_tags_v"),
+            tf.compat.v1.placeholder_with_default(tags.dense_shape, [2], name="raw_tags_s"),
         )
-        raw_age = t.compat.v1.placeholder_with_default(features["age"], [None, 1], name="raw_age")
+        raw_age = tf.compat.v1.placeholder_with_default(features["age"], [None, 1], name="raw_age")
         raw = {"age": raw_age, "tags": raw_tags}
-        return estimator().export.ServingInputReceiver(
+        return estimator.export.ServingInputReceiver(
             raw, {"examples": serialized}, receiver_tensors_alternatives={"sparse": raw}
         )
 
@@ -204,23 +227,25 @@ def custom_sparse(root: pathlib.Path) -> pathlib.Path:
 
 def multi_tag(root: pathlib.Path) -> pathlib.Path:
     """A custom Estimator exported for train, eval and serve (three MetaGraphs)."""
-    est = estimator().Estimator(_custom_model_fn, config=_run_config(root / "custom_model"))
+    import tensorflow as tf
+    from tensorflow_estimator import estimator
+
+    est = estimator.Estimator(_custom_model_fn, config=_run_config(root / "custom_model"))
     est.train(_custom_train_input, steps=1)
-    t = tf()
 
     def supervised() -> Any:
-        age = t.compat.v1.placeholder(t.float32, [None, 1], name="age")
-        tags = t.compat.v1.placeholder(t.string, [None, 2], name="tags")
-        label = t.compat.v1.placeholder(t.float32, [None, 1], name="label")
-        build = estimator().experimental.build_raw_supervised_input_receiver_fn
+        age = tf.compat.v1.placeholder(tf.float32, [None, 1], name="age")
+        tags = tf.compat.v1.placeholder(tf.string, [None, 2], name="tags")
+        label = tf.compat.v1.placeholder(tf.float32, [None, 1], name="label")
+        build = estimator.experimental.build_raw_supervised_input_receiver_fn
         return build({"age": age, "tags": tags}, label)()
 
     def serving() -> Any:
-        age = t.compat.v1.placeholder(t.float32, [None, 1], name="age")
-        tags = t.compat.v1.sparse_placeholder(t.string, [None, None], name="tags")
-        return estimator().export.ServingInputReceiver({"age": age, "tags": tags}, {"age": age, "tags": tags})
+        age = tf.compat.v1.placeholder(tf.float32, [None, 1], name="age")
+        tags = tf.compat.v1.sparse_placeholder(tf.string, [None, None], name="tags")
+        return estimator.export.ServingInputReceiver({"age": age, "tags": tags}, {"age": age, "tags": tags})
 
-    modes = estimator().ModeKeys
+    modes = estimator.ModeKeys
     out = est.experimental_export_all_saved_models(
         str(root / "multi_tag"),
         {modes.TRAIN: supervised, modes.EVAL: supervised, modes.PREDICT: serving},
@@ -230,31 +255,31 @@ def multi_tag(root: pathlib.Path) -> pathlib.Path:
 
 def tf2_module(root: pathlib.Path) -> pathlib.Path:
     """A ``tf.Module`` saved with ``tf.saved_model.save`` (signatures and concrete functions)."""
-    t = tf()
+    import tensorflow as tf
 
-    class Scale(t.Module):  # type: ignore[misc,name-defined]
+    class Scale(tf.Module):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
-            self.w = t.Variable([[1.0], [2.0], [3.0]], name="w")
+            self.w = tf.Variable([[1.0], [2.0], [3.0]], name="w")
 
-        @t.function(input_signature=[t.TensorSpec([None, 3], t.float32, name="x")])
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
         def __call__(self, x: Any) -> Any:
-            return {"y": t.matmul(x, self.w)}
+            return {"y": tf.matmul(x, self.w)}
 
-        @t.function
+        @tf.function
         def scaled(self, x: Any, factor: Any = 2.0, flag: bool = False) -> Any:
-            return t.matmul(x, self.w) * factor
+            return tf.matmul(x, self.w) * factor
 
     module = Scale()
-    module.scaled.get_concrete_function(t.TensorSpec([None, 3], t.float32))
-    module.scaled.get_concrete_function(t.TensorSpec([4, 3], t.float32, name="fixed"), 3.0, True)
+    module.scaled.get_concrete_function(tf.TensorSpec([None, 3], tf.float32))
+    module.scaled.get_concrete_function(tf.TensorSpec([4, 3], tf.float32, name="fixed"), 3.0, True)
     path = root / "tf2_module" / "1"
-    t.saved_model.save(
+    tf.saved_model.save(
         module,
         str(path),
         signatures={
             "serving_default": module.__call__,
-            "scaled": module.scaled.get_concrete_function(t.TensorSpec([None, 3], t.float32)),
+            "scaled": module.scaled.get_concrete_function(tf.TensorSpec([None, 3], tf.float32)),
         },
     )
     return path
@@ -262,68 +287,70 @@ def tf2_module(root: pathlib.Path) -> pathlib.Path:
 
 def keras_model(root: pathlib.Path) -> pathlib.Path:
     """A small functional Keras model saved with ``tf.saved_model.save``."""
-    t = tf()
+    import tensorflow as tf
+
     inputs = {
-        "a": t.keras.Input(shape=(2,), name="a"),
-        "b": t.keras.Input(shape=(1,), name="b", dtype="int64"),
+        "a": tf.keras.Input(shape=(2,), name="a"),
+        "b": tf.keras.Input(shape=(1,), name="b", dtype="int64"),
     }
-    x = t.keras.layers.Concatenate()(
-        [inputs["a"], t.keras.layers.Lambda(lambda v: t.cast(v, t.float32))(inputs["b"])]
+    x = tf.keras.layers.Concatenate()(
+        [inputs["a"], tf.keras.layers.Lambda(lambda v: tf.cast(v, tf.float32))(inputs["b"])]
     )
-    out = t.keras.layers.Dense(2, name="probs", activation="softmax")(x)
-    model = t.keras.Model(inputs, out)
+    out = tf.keras.layers.Dense(2, name="probs", activation="softmax")(x)
+    model = tf.keras.Model(inputs, out)
     path = root / "keras" / "1"
-    t.saved_model.save(model, str(path))
+    tf.saved_model.save(model, str(path))
     return path
 
 
 def tf2_composite(root: pathlib.Path) -> pathlib.Path:
     """A ``tf.Module`` with ragged and sparse inputs, Python-valued arguments, a loop and a
     branch (functions calling functions), saved with ``tf.saved_model.save``."""
-    t = tf()
+    import tensorflow as tf
 
-    class Composite(t.Module):  # type: ignore[misc,name-defined]
+    class Composite(tf.Module):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
-            self.v = t.Variable(2.0)
+            self.v = tf.Variable(2.0)
 
-        @t.function(
+        @tf.function(
             input_signature=[
-                t.RaggedTensorSpec([None, None], t.float32),
-                t.SparseTensorSpec([None, 4], t.int64),
+                tf.RaggedTensorSpec([None, None], tf.float32),
+                tf.SparseTensorSpec([None, 4], tf.int64),
             ]
         )
         def f(self, r: Any, s: Any) -> Any:
-            return {"r": t.reduce_sum(r, axis=1) * self.v, "s": t.sparse.reduce_sum(s, axis=1)}
+            return {"r": tf.reduce_sum(r, axis=1) * self.v, "s": tf.sparse.reduce_sum(s, axis=1)}
 
-        @t.function
+        @tf.function
         def g(self, x: Any, opts: Any = None, lst: Any = (1, 2)) -> Any:
             return x * 2.0
 
-        @t.function
+        @tf.function
         def loop(self, x: Any) -> Any:
-            i = t.constant(0)
+            i = tf.constant(0)
             while i < 3:
                 x = x + 1.0
                 i += 1
-            if t.reduce_sum(x) > 0:
+            if tf.reduce_sum(x) > 0:
                 x = x * 2.0
             return x
 
     m = Composite()
-    m.g.get_concrete_function(t.TensorSpec([None], t.float32), {"a": 1, "b": "z"}, [1, 2])
-    m.g.get_concrete_function(t.TensorSpec([2], t.float32), {"a": 2, "b": "y"}, [3])
-    loop = m.loop.get_concrete_function(t.TensorSpec([None], t.float32))
+    m.g.get_concrete_function(tf.TensorSpec([None], tf.float32), {"a": 1, "b": "z"}, [1, 2])
+    m.g.get_concrete_function(tf.TensorSpec([2], tf.float32), {"a": 2, "b": "y"}, [3])
+    loop = m.loop.get_concrete_function(tf.TensorSpec([None], tf.float32))
     path = root / "tf2_composite" / "1"
-    t.saved_model.save(m, str(path), signatures={"serving_default": m.f, "loop": loop})
+    tf.saved_model.save(m, str(path), signatures={"serving_default": m.f, "loop": loop})
     return path
 
 
 def keras_sequential(root: pathlib.Path) -> pathlib.Path:
     """A Keras Sequential model with batch norm and dropout (training-dependent calls)."""
-    t = tf()
-    layers = t.keras.layers
-    model = t.keras.Sequential(
+    import tensorflow as tf
+
+    layers = tf.keras.layers
+    model = tf.keras.Sequential(
         [
             layers.Dense(8, activation="relu", input_shape=(5,)),
             layers.BatchNormalization(),
@@ -332,7 +359,7 @@ def keras_sequential(root: pathlib.Path) -> pathlib.Path:
         ]
     )
     path = root / "keras_seq" / "1"
-    t.saved_model.save(model, str(path))
+    tf.saved_model.save(model, str(path))
     return path
 
 

@@ -10,7 +10,6 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from tfship._tf import tf
 from tfship.cli import cli
 from tfship.exporters import VerificationError, verify_export
 
@@ -23,12 +22,13 @@ def _unanswerable(path: pathlib.Path) -> pathlib.Path:
     Nothing in the protos is wrong (the placeholder takes any shape), so only running it shows
     that no request the signature describes can be answered.
     """
-    t = tf()
-    v1 = t.compat.v1
-    with t.Graph().as_default(), v1.Session() as sess:
-        x = v1.placeholder(t.float32, [None, None], name="x")
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    with tf.Graph().as_default(), v1.Session() as sess:
+        x = v1.placeholder(tf.float32, [None, None], name="x")
         w = v1.get_variable("w", [13, 3], initializer=v1.ones_initializer())
-        y = t.matmul(x, w, name="y")
+        y = tf.matmul(x, w, name="y")
         sess.run(v1.global_variables_initializer())
         x_info = v1.saved_model.utils.build_tensor_info(x)
         x_info.tensor_shape.dim[1].size = 10

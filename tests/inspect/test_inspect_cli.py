@@ -289,7 +289,7 @@ def test_request_rest_and_grpc(exports: dict[str, pathlib.Path], tmp_path: pathl
 
 
 def test_warmup_file_is_a_real_tfrecord(exports: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
-    from tfship._tf import tf
+    import tensorflow as tf
 
     out = tmp_path / "warmup"
     assert (
@@ -298,10 +298,10 @@ def test_warmup_file_is_a_real_tfrecord(exports: dict[str, pathlib.Path], tmp_pa
         ).exit_code
         == 0
     )
-    records = [r.numpy() for r in tf().data.TFRecordDataset(str(out))]
+    records = [r.numpy() for r in tf.data.TFRecordDataset(str(out))]
     assert len(records) == 1
     from tensorflow_serving.apis import prediction_log_pb2
 
     log = prediction_log_pb2.PredictionLog.FromString(records[0])
     assert set(log.predict_log.request.inputs) == {"age", "color"}
-    assert tf().make_ndarray(log.predict_log.request.inputs["age"]).shape == (1, 1)
+    assert tf.make_ndarray(log.predict_log.request.inputs["age"]).shape == (1, 1)

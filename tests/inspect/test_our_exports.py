@@ -17,21 +17,21 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="session")
 def our_export(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     import inspect_exports
+    import tensorflow as tf
+    from tensorflow_estimator import estimator
 
-    from tfship._tf import estimator, tf
     from tfship.exporters import both_receiver, export_model
 
     root = tmp_path_factory.mktemp("ours")
-    est = estimator().LinearClassifier(
+    est = estimator.LinearClassifier(
         inspect_exports._columns(), config=inspect_exports._run_config(root / "model")
     )
     est.train(inspect_exports._input_fn, steps=2)
-    t = tf()
     spec: dict[str, Any] = {
-        "age": t.io.FixedLenFeature([1], t.float32, default_value=[40.0]),
-        "color": t.io.VarLenFeature(t.string),
+        "age": tf.io.FixedLenFeature([1], tf.float32, default_value=[40.0]),
+        "color": tf.io.VarLenFeature(tf.string),
     }
-    example = t.train.Example()
+    example = tf.train.Example()
     example.features.feature["age"].float_list.value.append(33.0)
     example.features.feature["color"].bytes_list.value.append(b"red")
     result = export_model(

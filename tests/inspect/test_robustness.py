@@ -1,22 +1,23 @@
-"""What the original cannot do: show a model it cannot load; TFRecord framing holds up."""
+"""What the original cannot do: show a model it cannot load; warmup files' TFRecord framing
+holds up."""
 
 from __future__ import annotations
 
-import io
 import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfship._wire import read_records, write_records
 from tfship.cli import cli
 from tfship.errors import InputError
-from tfship.inspect import read_saved_model
+from tfship.inspect import read_saved_model, read_warmup, write_warmup
 
 SMCLI = pathlib.Path(sys.executable).parent / "saved_model_cli"
 
@@ -50,20 +51,39 @@ def test_show_all_of_a_model_tensorflow_cannot_load(
     assert "TfshipNoSuchOp" in check.stdout
 
 
+def _logs(payloads: list[bytes]) -> list[Any]:
+    """One PredictionLog per payload, carrying it as a string tensor (an empty log for b"")."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    logs = []
+    for payload in payloads:
+        log = prediction_log_pb2.PredictionLog()
+        if payload:
+            log.predict_log.request.inputs["x"].string_val.append(payload)
+        logs.append(log)
+    return logs
+
+
+@settings(deadline=None)  # the first example imports TF Serving's protos
 @given(st.lists(st.binary(max_size=300), max_size=8))
-def test_tfrecord_round_trip(records: list[bytes]) -> None:
-    buffer = io.BytesIO()
-    assert write_records(buffer, records) == len(records)
-    buffer.seek(0)
-    assert list(read_records(buffer)) == records
+def test_warmup_round_trip(payloads: list[bytes]) -> None:
+    logs = _logs(payloads)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "tf_serving_warmup_requests"
+        assert write_warmup(path, logs) == len(logs)
+        assert read_warmup(path) == logs
 
 
+@settings(deadline=None)
 @given(st.binary(min_size=1, max_size=100), st.data())
-def test_tfrecord_corruption_is_named(record: bytes, data: st.DataObject) -> None:
-    buffer = io.BytesIO()
-    write_records(buffer, [record])
-    raw = bytearray(buffer.getvalue())
-    position = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
-    raw[position] ^= 0xFF
-    with pytest.raises(InputError, match="record 0"):
-        list(read_records(io.BytesIO(bytes(raw)), where="warmup"))
+def test_warmup_corruption_is_named(payload: bytes, data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "tf_serving_warmup_requests"
+        write_warmup(path, _logs([payload]))
+        raw = bytearray(path.read_bytes())
+        position = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
+        raw[position] ^= 0xFF
+        path.write_bytes(bytes(raw))
+        # The CRCs catch any flipped byte, before the record is read as a PredictionLog.
+        with pytest.raises(InputError, match=r"record 0 (is corrupt|has a corrupt length)"):
+            read_warmup(path)

@@ -21,10 +21,10 @@ from loaders.support import (
 
 @pytest.fixture(scope="session")
 def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExports:
-    from tfship._tf import estimator, tf
+    import tensorflow as tf
+    from tensorflow_estimator import estimator as est
 
-    t, est = tf(), estimator()
-    fc = t.feature_column
+    fc = tf.feature_column
     columns = [
         fc.numeric_column("x", default_value=0.0),
         fc.numeric_column("v2", shape=[2]),
@@ -36,7 +36,7 @@ def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExpo
     labels = (rows["x"] + rows["v2"][:, 0] > 0).astype(np.int64)
 
     def train_fn() -> Any:
-        return t.data.Dataset.from_tensors((features_fn(t, rows), labels)).repeat()
+        return tf.data.Dataset.from_tensors((features_fn(tf, rows), labels)).repeat()
 
     model = est.DNNClassifier(
         hidden_units=[8], feature_columns=columns, model_dir=str(root / "model"), n_classes=2
@@ -48,18 +48,18 @@ def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExpo
     )
 
     def raw_receiver() -> Any:
-        g = t.compat.v1
+        g = tf.compat.v1
         receivers = {
-            "x": g.placeholder(t.float32, [None], name="x"),
-            "v2": g.placeholder(t.float32, [None, 2], name="v2"),
-            "color": g.placeholder(t.string, [None], name="color"),
-            "tags": g.sparse_placeholder(t.string, [None, None], name="tags"),
+            "x": g.placeholder(tf.float32, [None], name="x"),
+            "v2": g.placeholder(tf.float32, [None, 2], name="v2"),
+            "color": g.placeholder(tf.string, [None], name="color"),
+            "tags": g.sparse_placeholder(tf.string, [None, None], name="tags"),
         }
         return est.export.ServingInputReceiver(receivers, receivers)
 
     raw = model.export_saved_model(str(root / "raw"), raw_receiver)
     # The same model parsing x as a scalar (shape []) rather than the column's [1].
-    scalar_spec = {**spec, "x": t.io.FixedLenFeature([], t.float32, default_value=0.0)}
+    scalar_spec = {**spec, "x": tf.io.FixedLenFeature([], tf.float32, default_value=0.0)}
     scalar = model.export_saved_model(
         str(root / "scalar"), est.export.build_parsing_serving_input_receiver_fn(scalar_spec)
     )
@@ -70,39 +70,36 @@ def estimator_exports(tmp_path_factory: pytest.TempPathFactory) -> EstimatorExpo
 
 @pytest.fixture(scope="session")
 def keras_export(tmp_path_factory: pytest.TempPathFactory) -> KerasExport:
-    from tfship._tf import tf
+    import tensorflow as tf
 
-    t = tf()
-    t.keras.utils.set_random_seed(1)
-    a = t.keras.Input(shape=(3,), name="a", dtype="float32")
-    b = t.keras.Input(shape=(), name="b", dtype="int64")
-    hidden = t.keras.layers.Dense(4, activation="relu")(a)
-    shifted = hidden + t.cast(t.expand_dims(b, 1), t.float32)
-    out = t.keras.layers.Dense(2, name="score")(shifted)
-    model = t.keras.Model({"a": a, "b": b}, {"score": out})
+    tf.keras.utils.set_random_seed(1)
+    a = tf.keras.Input(shape=(3,), name="a", dtype="float32")
+    b = tf.keras.Input(shape=(), name="b", dtype="int64")
+    hidden = tf.keras.layers.Dense(4, activation="relu")(a)
+    shifted = hidden + tf.cast(tf.expand_dims(b, 1), tf.float32)
+    out = tf.keras.layers.Dense(2, name="score")(shifted)
+    model = tf.keras.Model({"a": a, "b": b}, {"score": out})
     path = tmp_path_factory.mktemp("keras") / "1"
-    t.saved_model.save(model, str(path))
+    tf.saved_model.save(model, str(path))
     return KerasExport(model.get_weights(), path)
 
 
 @pytest.fixture(scope="session")
 def module_export(tmp_path_factory: pytest.TempPathFactory) -> ModuleExport:
-    from tfship._tf import tf
+    import tensorflow as tf
 
-    t = tf()
-
-    class Summer(t.Module):  # type: ignore[misc,name-defined]
-        @t.function(
+    class Summer(tf.Module):  # type: ignore[misc,name-defined]
+        @tf.function(
             input_signature=[
-                t.TensorSpec([None, 3], t.float32, name="x"),
-                t.SparseTensorSpec([None, None], t.int64),
+                tf.TensorSpec([None, 3], tf.float32, name="x"),
+                tf.SparseTensorSpec([None, None], tf.int64),
             ]
         )
         def __call__(self, x: Any, s: Any) -> Any:
-            total = t.sparse.reduce_sum(s, axis=1, output_is_sparse=False)
-            return {"y": t.reduce_sum(x, axis=1) + t.cast(total, t.float32)}
+            total = tf.sparse.reduce_sum(s, axis=1, output_is_sparse=False)
+            return {"y": tf.reduce_sum(x, axis=1) + tf.cast(total, tf.float32)}
 
     module = Summer()
     path = tmp_path_factory.mktemp("module") / "1"
-    t.saved_model.save(module, str(path), signatures=module.__call__)
+    tf.saved_model.save(module, str(path), signatures=module.__call__)
     return ModuleExport(path)

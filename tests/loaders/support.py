@@ -74,12 +74,10 @@ def features_fn(tf: Any, rows: dict[str, Any]) -> dict[str, Any]:
 
 def estimator_predictions(exports: EstimatorExports, rows: dict[str, Any]) -> dict[str, Any]:
     """``estimator.predict`` on ``rows``, stacked per key."""
-    from tfship._tf import tf
-
-    t = tf()
+    import tensorflow as tf
 
     def input_fn() -> Any:
-        return t.data.Dataset.from_tensors(features_fn(t, rows))
+        return tf.data.Dataset.from_tensors(features_fn(tf, rows))
 
     preds = list(exports.estimator.predict(input_fn, yield_single_examples=True))
     return {k: np.stack([p[k] for p in preds]) for k in preds[0]}

@@ -1,67 +1,105 @@
-"""The Arrow fast path of CSV conversion agrees with the value-by-value path, cell for cell."""
+"""The Arrow fast path of CSV conversion agrees with the value-by-value path, cell for cell.
+
+A block of CSV lines goes to Arrow's parser and is converted column by column with Arrow
+kernels; a block with a blank line is read line by line and converted value by value. So the
+same cells, once as they are and once followed by a blank line, take the two paths through
+``run_job``; an echo model shows what each path made of every cell.
+"""
 
 from __future__ import annotations
 
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfship.loaders._convert import Converted, _from_python, _text_arrow
-from tfship.loaders._predict import Field, SparseColumn
-from tfship.schema import CsvMissing
+from tfship.loaders import JobSpec, LocalModel, load, run_job
 
-FIELDS = [
-    Field("f", "float32", ()),
-    Field("f_default", "float32", (), default=np.asarray(1.5, np.float32)),
-    Field("i", "int64", ()),
-    Field("s", "string", (), default=np.asarray("z", dtype=object)),
-    Field("pair", "float32", (2,)),
-    Field("tags", "string", None, sparse=True),
-    Field("ids", "int64", None, sparse=True),
-]
+pytestmark = pytest.mark.slow
+
+#: One valid cell per feature; an example replaces one column with drawn cells.
+VALID = {"f": "1", "f_default": "1", "i": "1", "s": "x", "pair": "1|2", "tags": "a", "ids": "1"}
+NAMES = list(VALID)
 
 _atoms = st.sampled_from(
     ["1", "-2", "3.0", "3.5", "1e3", " 4 ", "x", "", "  ", "NA", "None", "null", "nan", "7|8", "9|", "a|b|c"]
 )
-RULES = [CsvMissing(), CsvMissing(strings=True), CsvMissing(na_values=("x", "-"))]
+#: The missing-cell rules: the default tokens, the tokens in string columns too, other tokens.
+RULES: list[dict[str, Any]] = [{}, {"na_strings": True}, {"na_values": ["x", "-"]}]
 cells = st.lists(st.one_of(_atoms, st.text("0123456789.-| ae", max_size=6)), min_size=1, max_size=12)
 
 
-def _both(
-    fld: Field, values: list[str], rule: CsvMissing
-) -> tuple[Converted, Any, Converted, Any]:
-    fast, slow = Converted({}), Converted({})
-    try:
-        fast_col = _text_arrow(fld, pa.array(values, pa.string()), fast, rule)
-    except (pa.ArrowInvalid, ValueError):
-        fast_col = _from_python(fld, list(values), fast, rule)  # what _from_arrow does
-    slow_col = _from_python(fld, list(values), slow, rule)
-    return fast, fast_col, slow, slow_col
+@pytest.fixture(scope="module")
+def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModel]:
+    """A parsing signature over every kind of feature, answering with what it parsed."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    path = tmp_path_factory.mktemp("echo") / "1"
+    spec = {
+        "f": tf.io.FixedLenFeature([], tf.float32),
+        "f_default": tf.io.FixedLenFeature([], tf.float32, default_value=1.5),
+        "i": tf.io.FixedLenFeature([], tf.int64),
+        "s": tf.io.FixedLenFeature([], tf.string, default_value="z"),
+        "pair": tf.io.FixedLenFeature([2], tf.float32),
+        "tags": tf.io.VarLenFeature(tf.string),
+        "ids": tf.io.VarLenFeature(tf.int64),
+    }
+    with tf.Graph().as_default(), v1.Session() as session:
+        examples = v1.placeholder(tf.string, [None], name="input_example_tensor")
+        outputs = {}
+        for name, value in tf.io.parse_example(examples, spec).items():
+            if not isinstance(value, tf.SparseTensor):
+                outputs[name] = tf.identity(value)
+                continue
+            # One row's values in one string, and how many (the outputs of each batch concatenate).
+            texts = tf.sparse.to_dense(tf.sparse.map_values(tf.strings.as_string, value) if
+                                       value.dtype != tf.string else value)
+            outputs[name] = tf.strings.reduce_join(texts, axis=1, separator="|")
+            ones = tf.SparseTensor(value.indices, tf.ones_like(value.values, tf.int64), value.dense_shape)
+            outputs[f"{name}_count"] = tf.sparse.reduce_sum(ones, axis=1, output_is_sparse=False)
+        build = v1.saved_model.signature_def_utils.predict_signature_def
+        builder = v1.saved_model.Builder(str(path))
+        signatures = {"serving_default": build({"examples": examples}, outputs)}
+        builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map=signatures)
+        builder.save()
+    with load(path) as model:
+        yield model
+
+
+def _run(model: LocalModel, folder: Path, lines: list[str], rule: dict[str, Any]) -> tuple[str, str]:
+    """The predictions and the rejects of ``run_job`` on a CSV file of ``lines``."""
+    source, out, rejects = folder / "in.csv", folder / "out.jsonl", folder / "rejects.jsonl"
+    source.write_text("\n".join([",".join(NAMES), *lines]) + "\n")
+    run_job(model, JobSpec([str(source)], out, batch_size=1, rejects=rejects, **rule))
+    return out.read_text(), rejects.read_text()
+
+
+def _lines(name: str, values: list[str]) -> list[str]:
+    return [",".join(value if n == name else VALID[n] for n in NAMES) for value in values]
 
 
 @settings(max_examples=300, deadline=None)
-@given(values=cells, which=st.integers(0, len(FIELDS) - 1), rule=st.sampled_from(RULES))
-def test_fast_and_slow_conversion_agree(values: list[str], which: int, rule: CsvMissing) -> None:
-    fld = FIELDS[which]
-    fast, fast_col, slow, slow_col = _both(fld, values, rule)
-    assert sorted(fast.bad) == sorted(slow.bad)
-    good = np.array([i not in slow.bad for i in range(len(values))])
-    if isinstance(slow_col, SparseColumn):
-        assert isinstance(fast_col, SparseColumn)
-        np.testing.assert_array_equal(fast_col.indices, slow_col.indices)
-        assert fast_col.values.tolist() == slow_col.values.tolist()
-        np.testing.assert_array_equal(fast_col.dense_shape, slow_col.dense_shape)
-    else:
-        assert fast_col.dtype == slow_col.dtype
-        np.testing.assert_array_equal(fast_col[good], slow_col[good])  # NaN equals NaN here
+@given(values=cells, name=st.sampled_from(NAMES), rule=st.sampled_from(RULES))
+def test_fast_and_slow_conversion_agree(
+    echo: LocalModel, values: list[str], name: str, rule: dict[str, Any]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        fast = _run(echo, folder, _lines(name, values), rule)
+        slow = _run(echo, folder, [*_lines(name, values), ""], rule)  # a blank line: line by line
+    assert fast == slow
 
 
-def test_reasons_name_the_field_and_what_was_found() -> None:
-    out = Converted({})
-    _from_python(FIELDS[2], ["3.5", "", "4"], out, CsvMissing())
-    assert out.bad[0].startswith("field 'i': expected int64, found '3.5'")
-    assert out.bad[1] == "field 'i': missing, and the feature has no default"
-    assert 2 not in out.bad
+def test_reasons_name_the_field_and_what_was_found(echo: LocalModel, tmp_path: Path) -> None:
+    predictions, rejects = _run(echo, tmp_path, _lines("i", ["3.5", "", "4"]), {})
+    reasons = {r["line"]: r["reason"] for r in map(json.loads, rejects.splitlines())}
+    assert sorted(reasons) == [2, 3]
+    assert reasons[2].startswith("field 'i': expected int64, found '3.5'")
+    assert reasons[3] == "field 'i': missing, and the feature has no default"
+    assert [json.loads(line)["i"] for line in predictions.splitlines()] == [4]

@@ -27,28 +27,27 @@ X_DEFAULT = -1.0
 def echo_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A TF1 graph export echoing ``text`` and ``x``: a parsing ``serving_default`` (with
     defaults for both features) and a ``raw`` signature (placeholders, no defaults)."""
-    from tfship._tf import tf
+    import tensorflow as tf
 
-    t = tf()
-    g1 = t.compat.v1
+    g1 = tf.compat.v1
     path = tmp_path_factory.mktemp("echo") / "1"
-    graph = t.Graph()
+    graph = tf.Graph()
     with graph.as_default(), g1.Session(graph=graph) as session:
-        examples = g1.placeholder(t.string, [None], name="input_example_tensor")
+        examples = g1.placeholder(tf.string, [None], name="input_example_tensor")
         spec = {
-            "text": t.io.FixedLenFeature([], t.string, default_value=TEXT_DEFAULT),
-            "x": t.io.FixedLenFeature([], t.float32, default_value=X_DEFAULT),
+            "text": tf.io.FixedLenFeature([], tf.string, default_value=TEXT_DEFAULT),
+            "x": tf.io.FixedLenFeature([], tf.float32, default_value=X_DEFAULT),
         }
-        parsed = t.io.parse_example(examples, spec)
-        text = g1.placeholder(t.string, [None], name="text")
-        x = g1.placeholder(t.float32, [None], name="x")
+        parsed = tf.io.parse_example(examples, spec)
+        text = g1.placeholder(tf.string, [None], name="text")
+        x = g1.placeholder(tf.float32, [None], name="x")
         build = g1.saved_model.signature_def_utils.predict_signature_def
         signatures = {
             "serving_default": build(
                 {"examples": examples},
-                {"text": t.identity(parsed["text"]), "x": t.identity(parsed["x"])},
+                {"text": tf.identity(parsed["text"]), "x": tf.identity(parsed["x"])},
             ),
-            "raw": build({"text": text, "x": x}, {"text": t.identity(text), "x": t.identity(x)}),
+            "raw": build({"text": text, "x": x}, {"text": tf.identity(text), "x": tf.identity(x)}),
         }
         builder = g1.saved_model.Builder(str(path))
         builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map=signatures)
@@ -65,11 +64,11 @@ def _write(kind: str, directory: Path, texts: list[Any], xs: list[Any]) -> Path:
         path = directory / "in.parquet"
         pd.DataFrame(records).to_parquet(path)
     elif kind == "tfrecord":
-        from tfship._tf import tf
+        import tensorflow as tf
 
-        train = tf().train
+        train = tf.train
         path = directory / "in.tfrecord"
-        with tf().io.TFRecordWriter(str(path)) as writer:
+        with tf.io.TFRecordWriter(str(path)) as writer:
             for r in records:
                 feats = {
                     "id": train.Feature(int64_list=train.Int64List(value=[r["id"]])),

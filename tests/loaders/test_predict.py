@@ -51,9 +51,9 @@ def want(estimator_exports: EstimatorExports, rows: dict[str, Any]) -> np.ndarra
 
 
 def _examples(rows: dict[str, Any]) -> list[Any]:
-    from tfship._tf import tf
+    import tensorflow as tf
 
-    train = tf().train
+    train = tf.train
     out = []
     for r in records_of(rows):
         feats = {

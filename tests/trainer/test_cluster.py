@@ -5,8 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import re
+import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +24,11 @@ from tfship.trainer import (
     InputOptions,
     LocalCluster,
     Shard,
+    Watchdog,
     build_input_fn,
     make_tf_config,
     parse_tf_config,
 )
-from tfship.trainer._cluster import Watchdog, write_note
 
 CLUSTER = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "ps": ["h3:1"]}
 
@@ -187,13 +189,30 @@ def test_shard_index_must_be_in_range() -> None:
 # ---- tasks that end by themselves -------------------------------------------------------------
 
 
-def _watchdog(tmp_path: Path, task_type: str, **options: Any) -> tuple[Watchdog, list[int]]:
-    from tfship.trainer._launch import free_ports
+@pytest.fixture()
+def dead_peers() -> Iterator[list[str]]:
+    """Three addresses where nobody answers: bound, never listening."""
+    sockets = [socket.socket() for _ in range(3)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        yield [f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
-    dead = [f"127.0.0.1:{p}" for p in free_ports(3)]  # nobody listens there
+
+def _watchdog(tmp_path: Path, dead: list[str], task_type: str, **options: Any) -> tuple[Watchdog, list[int]]:
     task = ClusterTask({"chief": dead[:1], "worker": dead[1:2], "ps": dead[2:]}, task_type, 0)
     codes: list[int] = []
     return Watchdog(task, str(tmp_path), 100, poll=0.05, exit_fn=codes.append, **options), codes
+
+
+def _note(model_dir: Path, name: str, payload: dict[str, Any]) -> None:
+    """A task's note, where the tasks of a cluster leave them for each other."""
+    folder = model_dir / "tfship-cluster"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(json.dumps(payload))
 
 
 def _until(condition: Any, timeout: float = 10) -> None:
@@ -202,20 +221,20 @@ def _until(condition: Any, timeout: float = 10) -> None:
         time.sleep(0.05)
 
 
-def test_a_worker_that_outlives_the_chief_ends(tmp_path: Path) -> None:
-    watchdog, codes = _watchdog(tmp_path, "worker", grace=0.2)
-    write_note(tmp_path, "chief.json", {"global_step": 50})  # an earlier, shorter run: not the end
+def test_a_worker_that_outlives_the_chief_ends(tmp_path: Path, dead_peers: list[str]) -> None:
+    watchdog, codes = _watchdog(tmp_path, dead_peers, "worker", grace=0.2)
+    _note(tmp_path, "chief.json", {"global_step": 50})  # an earlier, shorter run: not the end
     watchdog.start()
     time.sleep(0.5)
     assert codes == []
-    write_note(tmp_path, "chief.json", {"global_step": 101})
+    _note(tmp_path, "chief.json", {"global_step": 101})
     _until(lambda: codes)
     assert codes == [0]
     assert json.loads((tmp_path / "tfship-cluster" / "worker-0.json").read_text())["global_step"] == 101
 
 
-def test_a_peer_that_never_answers_ends_the_task_naming_it(tmp_path: Path) -> None:
-    watchdog, codes = _watchdog(tmp_path, "worker", startup_timeout=0.3)
+def test_a_peer_that_never_answers_ends_the_task_naming_it(tmp_path: Path, dead_peers: list[str]) -> None:
+    watchdog, codes = _watchdog(tmp_path, dead_peers, "worker", startup_timeout=0.3)
     with pytest.raises(ClusterError, match=r"worker 0: ps 0 at 127\.0\.0\.1:\d+ did not answer within 0.3s"):
         watchdog.check_peers()
     watchdog.start()
@@ -223,33 +242,39 @@ def test_a_peer_that_never_answers_ends_the_task_naming_it(tmp_path: Path) -> No
     assert codes == [1]
 
 
-def test_a_ps_waits_for_the_workers_after_the_chief(tmp_path: Path) -> None:
-    watchdog, _ = _watchdog(tmp_path, "ps", grace=30)
-    write_note(tmp_path, "chief.json", {"global_step": 100})
+def test_a_ps_waits_for_the_workers_after_the_chief(tmp_path: Path, dead_peers: list[str]) -> None:
+    watchdog, _ = _watchdog(tmp_path, dead_peers, "ps", grace=30)
+    _note(tmp_path, "chief.json", {"global_step": 100})
     ended: list[Any] = []
     thread = threading.Thread(target=lambda: ended.append(watchdog.wait_for_end()))
     thread.start()
     time.sleep(0.3)
     assert not ended  # worker 0 has not left its note yet
-    write_note(tmp_path, "worker-0.json", {"global_step": 100})
+    _note(tmp_path, "worker-0.json", {"global_step": 100})
     thread.join(timeout=5)
     assert ended == [{"global_step": 100}]
 
 
-def test_a_checkpoint_at_max_steps_also_ends_training(tmp_path: Path) -> None:
-    from tfship.trainer._cluster import training_finished
-
-    assert training_finished(tmp_path, 100) is None
-    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-60"\n'
-                                         'all_model_checkpoint_paths: "model.ckpt-60"\n')
-    assert training_finished(tmp_path, 100) is None
-    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-100"\n')
-    assert training_finished(tmp_path, 100) == {"global_step": 100, "max_steps": 100, "from": "checkpoint"}
+def test_a_checkpoint_at_max_steps_also_ends_training(tmp_path: Path, dead_peers: list[str]) -> None:
+    watchdog, _ = _watchdog(tmp_path, dead_peers, "worker", grace=0)
+    ended: list[Any] = []
+    thread = threading.Thread(target=lambda: ended.append(watchdog.wait_for_end()), daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        assert not ended  # no note, no checkpoint
+        (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-60"\n'
+                                             'all_model_checkpoint_paths: "model.ckpt-60"\n')
+        time.sleep(0.3)
+        assert not ended  # a checkpoint of an earlier, shorter run
+        (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-100"\n')
+        thread.join(timeout=5)
+    finally:
+        watchdog.stop()
+    assert ended == [{"global_step": 100, "max_steps": 100, "from": "checkpoint"}]
 
 
 def test_a_ps_ends_on_a_final_checkpoint_only_once_the_chief_is_gone(tmp_path: Path) -> None:
-    import socket
-
     with socket.socket() as chief:
         chief.bind(("127.0.0.1", 0))
         chief.listen()
@@ -267,8 +292,6 @@ def test_a_ps_ends_on_a_final_checkpoint_only_once_the_chief_is_gone(tmp_path: P
 
 
 def test_a_ps_whose_chief_went_away_gives_up(tmp_path: Path) -> None:
-    import socket
-
     chief = socket.socket()
     chief.bind(("127.0.0.1", 0))
     chief.listen()

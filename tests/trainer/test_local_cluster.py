@@ -11,6 +11,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,11 +26,22 @@ from click.testing import CliRunner
 from tfship.cli import cli
 from tfship.schema import Schema
 from tfship.trainer import make_tf_config
-from tfship.trainer._launch import free_ports
 
 pytestmark = pytest.mark.slow
 
 _DEADLINE = 240
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _train_args(tiny_model: Any, model_dir: Path, *extra: str) -> list[str]:
@@ -192,7 +204,7 @@ def test_an_interrupt_stops_every_task(tiny_model: Any, tmp_path: Path) -> None:
 def test_a_task_whose_peer_never_comes_up_fails_naming_it(
     tiny_model: Any, tmp_path: Path, task_type: str
 ) -> None:
-    ports = free_ports(2)
+    ports = _free_ports(2)
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "ps": [f"127.0.0.1:{ports[1]}"]}
     env = {**os.environ, "TF_CONFIG": json.dumps(make_tf_config(cluster, task_type, 0))}
     args = _train_args(tiny_model, tmp_path / "m", "--max-steps", "10", "--cluster-timeout-secs", "3")
@@ -205,13 +217,11 @@ def test_a_task_whose_peer_never_comes_up_fails_naming_it(
 
 
 def test_a_task_whose_port_is_taken_says_so(tiny_model: Any, tmp_path: Path) -> None:
-    import socket
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         address = f"127.0.0.1:{taken.getsockname()[1]}"
-        cluster = {"chief": [f"127.0.0.1:{free_ports(1)[0]}"], "ps": [address]}
+        cluster = {"chief": [f"127.0.0.1:{_free_ports(1)[0]}"], "ps": [address]}
         env = {**os.environ, "TF_CONFIG": json.dumps(make_tf_config(cluster, "ps", 0))}
         args = _train_args(tiny_model, tmp_path / "m", "--max-steps", "10", "--cluster-timeout-secs", "3")
         done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)

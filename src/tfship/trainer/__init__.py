@@ -4,8 +4,9 @@ A Keras model (``linear``, ``dnn`` or ``two_tower``) computes logits inside the 
 ``tf.estimator`` Head chosen from the schema's label gives the loss, metrics and export
 signatures; ``train_and_evaluate`` checkpoints, evaluates the whole eval set and exports.
 Under ``TF_CONFIG`` the same ``train`` runs one task of a cluster (chief, worker, ps or
-evaluator), each training replica on its own share of the files; ``run_local_cluster`` runs a
-whole cluster on this machine.
+evaluator), each training replica on its own share of the files, and a ``Watchdog`` ends the
+tasks that would not end by themselves; ``run_local_cluster`` runs a whole cluster on this
+machine.
 
 Example:
     >>> from tfship.trainer import train, ModelOptions, RunOptions   # doctest: +SKIP
@@ -20,6 +21,7 @@ from tfship.trainer._cluster import (
     ClusterError,
     ClusterTask,
     Shard,
+    Watchdog,
     make_tf_config,
     parse_tf_config,
     read_tf_config,
@@ -50,6 +52,7 @@ __all__ = [
     "RunOptions",
     "Shard",
     "TrainResult",
+    "Watchdog",
     "build_columns",
     "build_estimator",
     "build_head",

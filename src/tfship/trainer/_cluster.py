@@ -334,8 +334,11 @@ class Watchdog:
 
     TensorFlow blocks inside its runtime (a worker waiting for the chief, a session waiting for
     a ps), so :meth:`start` watches from a daemon thread and ends the process with ``exit_fn``;
-    a ps task, which tfship serves itself, calls :meth:`wait_for_peers` and
-    :meth:`wait_for_end` from its main thread instead.
+    a ps task, which tfship serves itself, calls :meth:`check_peers` and
+    :meth:`wait_for_end` from its main thread instead. ``train`` runs one in every task of a
+    cluster; a cluster that runs its own Estimator can use one the same way, since TensorFlow's
+    own ps serves until its process is killed. Training is done once the chief's note says so,
+    or once the newest checkpoint is at ``max_steps`` and the chief no longer answers.
 
     Args:
         task: this task.
@@ -344,7 +347,15 @@ class Watchdog:
         startup_timeout: seconds to wait for every peer to answer once; a ps also gives up
             once the chief has not answered for this long before training ended.
         grace: seconds a ps or worker lingers after the chief's note before ending.
+        poll: seconds between looks at the notes and the checkpoint.
         liveness_every: seconds between a ps's checks that the chief still answers.
+        exit_fn: how :meth:`start` ends the process: 0 for a worker that outlived the chief's
+            training, 1 when a peer never answered.
+
+    Example:
+        >>> task = read_tf_config()  # a ps task, its TensorFlow server started  # doctest: +SKIP
+        >>> Watchdog(task, "model", max_steps=1000).wait_for_end()  # doctest: +SKIP
+        {'global_step': 1000, 'max_steps': 1000, 'from': 'checkpoint'}
     """
 
     task: ClusterTask
@@ -355,7 +366,7 @@ class Watchdog:
     poll: float = 0.5
     liveness_every: float = 5.0
     exit_fn: Callable[[int], None] = os._exit
-    _stop: threading.Event = field(default_factory=threading.Event)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     def start(self) -> None:
         """Watch in a daemon thread."""
