@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +51,49 @@ def test_no_package_imports_tensorflow() -> None:
     code = "import sys\n" + "".join(f"import {p}\n" for p in PACKAGES) + "print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# The foundation's own unit tests may reach inside it; every other test uses public names.
+_MAY_IMPORT_PRIVATE = ("wire/", "test_imports.py")
+
+
+def _private_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        private = [name for name in names if _is_private(name)]
+        if private:  # one hit per statement: the first private name it reaches
+            found.append(f"{path.name}:{node.lineno} {private[0]}")
+    return found
+
+
+def _is_private(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "tfship" and any(
+        part.startswith("_") and not part.endswith("__") for part in parts[1:]  # dunders are public
+    )
+
+
+def test_tests_import_public_names_only() -> None:
+    root = Path(__file__).parent
+    offenders = [
+        hit
+        for path in sorted(root.rglob("*.py"))
+        if not str(path.relative_to(root)).startswith(_MAY_IMPORT_PRIVATE)
+        for hit in _private_imports(path)
+    ]
+    assert offenders == []
+
+
+def test_the_private_import_probe_can_fail(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from tfship._wire import protos\nimport tfship.loaders._job\nfrom tfship import _tf\n"
+                     "from tfship import __version__\n")
+    assert [hit.split()[1] for hit in _private_imports(probe)] == [
+        "tfship._wire", "tfship.loaders._job", "tfship._tf"
+    ]
