@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -67,6 +68,11 @@ _SHOWN_AS = ("indicator", "embedding")
 NA_VALUES: tuple[str, ...] = ("NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 # Values of a non-scalar feature inside one CSV cell.
 CSV_LIST_SEPARATOR = "|"
+
+# Python's csv module refuses a cell over 128 KiB unless told otherwise, and a free-text
+# column can hold more; every CSV reader of tfship imports this module, so none has the cap.
+CSV_FIELD_LIMIT = 2**31 - 1
+csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 
 
 @dataclass(frozen=True)

@@ -408,3 +408,27 @@ def test_lines_keep_their_numbers_across_csv_blocks(
     frame = read_output(out)
     assert frame["id"].tolist() == ids
     np.testing.assert_allclose(probabilities(frame), np.tile(want, (rounds, 1)), rtol=1e-5)
+
+
+def test_long_cells_and_lines_longer_than_a_block_are_rows_like_any_other(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
+) -> None:
+    # A free-text column can hold a cell of hundreds of kilobytes, or a line longer than the
+    # megabyte block the CSV is parsed in: neither is a reason to reject the row.
+    sizes = [10, 300_000, 10, 1_500_000] + [10] * (len(_csv_lines(rows)) - 4)
+    ids, lines = [], []
+    for size, line in zip(sizes, _csv_lines(rows)):
+        ids.append("t" * size)
+        lines.append(ids[-1] + line[line.index(","):])
+    source = tmp_path / "in.csv"
+    # A blank line sends its block down the line-by-line path: both paths must take them.
+    source.write_text("id,x,v2,color,tags\n" + "\n".join(lines[:2] + [""] + lines[2:]) + "\n")
+    out, rejects = tmp_path / "out.jsonl", tmp_path / "rejects.jsonl"
+    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
+                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
+                     "--keep-columns", "id")
+    assert result.exit_code == 0, result.output
+    assert f"rows in: {len(lines)}, predicted: {len(lines)}, rejected: 0" in result.output
+    frame = read_output(out)
+    assert [len(i) for i in frame["id"]] == sizes
+    np.testing.assert_allclose(probabilities(frame), want, rtol=1e-5)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import tfship.schema  # noqa: F401 - importing it lifts the csv module's cap on a cell
 from tfship.errors import DataError, InputError
 from tfship.loaders._predict import _MISSING
 
