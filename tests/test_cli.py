@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from tfship import __version__
-from tfship.cli import COMMANDS, cli
+from tfship.cli import COMMANDS, SHORT_HELP, cli
 from tfship.errors import TfshipError
 
 
@@ -31,6 +32,31 @@ def test_every_listed_verb_loads_and_has_help() -> None:
         result = runner.invoke(cli, [name, "-h"])
         assert result.exit_code == 0, (name, result.output)
         assert "Usage:" in result.output
+
+
+def test_the_help_listing_says_what_each_verb_says_of_itself() -> None:
+    # `tfship --help` lists the verbs from SHORT_HELP, without importing them: each line must
+    # stay the first sentence of the verb's own help.
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.help is not None
+        first = " ".join(command.help.split("\n\n")[0].split())
+        assert SHORT_HELP[name] == first, name
+    listing = CliRunner().invoke(cli, ["--help"]).output
+    assert all(name in listing for name in COMMANDS)
+
+
+def test_help_imports_no_verb() -> None:
+    probe = (
+        "import sys; from click.testing import CliRunner; from tfship.cli import cli; "
+        "CliRunner().invoke(cli, ['--help']); "
+        "print(sorted(m for m in sys.modules if m.startswith(('tfship.', 'numpy', 'grpc'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(ast.literal_eval(out.stdout))
+    assert not {m for m in loaded if m.startswith(("numpy", "grpc"))}
+    assert loaded <= {"tfship._interrupt", "tfship._tf", "tfship.cli", "tfship.errors"}, loaded
 
 
 def test_tfship_error_is_one_line_with_its_exit_code(tmp_path: Path) -> None:

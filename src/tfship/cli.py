@@ -38,11 +38,34 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# verb -> the first sentence of its help, which ``tfship --help`` lists without importing the
+# verb (a test keeps each equal to the command's own).
+SHORT_HELP: dict[str, str] = {
+    "schema": "Propose or check a feature schema.",
+    "data": "Bundled and synthetic data sets.",
+    "train": "Train an Estimator (Keras model + Head) from a schema, evaluate and export it.",
+    "cluster": "Helpers for running `tfship train` on a cluster of your own.",
+    "export": "Export a checkpoint of MODEL_DIR as a new, verified SavedModel version under OUT.",
+    "inspect": "Look inside SavedModels from their protos: nothing is loaded or run.",
+    "predict": "Batch-predict FILES of records with MODEL (a SavedModel or an export base directory).",
+    "bench": "Time MODEL: load, first call, and p50/p99 latency and rows/s per batch size.",
+    "serve": "Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.",
+    "client": "Call a TF Serving server: status, metadata, predict, classify, regress, wait.",
+    "demo": "Run the whole life of a model on the bundled penguins, command by command.",
+}
+
+
 class TfshipGroup(click.Group):
     """A click group that loads its verbs lazily and turns ``TfshipError`` into one line."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The listing of ``tfship --help`` from SHORT_HELP: importing every verb to ask for its
+        # help line would load most of tfship (numpy, gRPC, pyarrow) for a help screen.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SHORT_HELP[name]) for name in COMMANDS])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
