@@ -9,8 +9,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +28,39 @@ import pytest
 from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@dataclass
+class ServeProcess:
+    """A ``tfship serve --json`` process: its start-up line, and its stderr once stopped."""
+
+    info: dict[str, Any] = field(default_factory=dict)
+    stderr: str = ""
+
+
+@contextmanager
+def serve_process(*args: str) -> Iterator[ServeProcess]:
+    """Run ``tfship serve ARGS --json`` in its own process, as a user starts it; on leaving,
+    stop it with SIGTERM and check that it exited 0 (it is killed if anything went wrong)."""
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "serve", *args, "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    running = ServeProcess()
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        assert line, f"tfship serve did not start: {process.stderr.read()}"
+        running.info = json.loads(line)
+        yield running
+        process.send_signal(signal.SIGTERM)
+        _, running.stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, running.stderr
 
 
 def export_module(directory: Path, version: int) -> Path:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import grpc
@@ -18,6 +13,8 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 import tfship.server as server_package
 from tfship.cli import cli
+
+from .conftest import serve_process
 
 pytestmark = pytest.mark.slow
 
@@ -34,15 +31,10 @@ def test_server_names_are_exported() -> None:
 
 
 def test_serve_runs_until_sigterm(module_base: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(module_base),
-         "--model-name", "module", "--port", "0", "--rest-port", "0", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        assert process.stdout is not None
-        info = json.loads(process.stdout.readline())
+    args = ["--model-base-path", str(module_base), "--model-name", "module", "--port", "0",
+            "--rest-port", "0"]
+    with serve_process(*args) as served:
+        info = served.info
         assert info["models"][0]["available_versions"] == [2]
         assert info["grpc"].startswith("127.0.0.1:") and info["grpc"] != "127.0.0.1:0"
         with grpc.insecure_channel(info["grpc"]) as channel:
@@ -51,14 +43,7 @@ def test_serve_runs_until_sigterm(module_base: Path) -> None:
             request.model_spec.name = "module"
             request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.zeros([1, 2], np.float32)))
             assert stub.Predict(request, timeout=30).model_spec.version.value == 2
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
-    assert "stopped" in err
+    assert "stopped" in served.stderr
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,6 @@ read different inputs.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -30,6 +26,8 @@ from tensorflow_serving.apis import (
 
 from tfship.cli import cli
 from tfship.server import ModelConfig, ModelServer, ServerOptions
+
+from .conftest import serve_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 METRICS_PATH = "/monitoring/prometheus/metrics"
@@ -267,33 +265,21 @@ def test_tf_serving_command_line_runs_as_is(bases: dict[str, Path], tmp_path: Pa
     monitoring.write_text(f'prometheus_config {{ enable: true, path: "{METRICS_PATH}" }}')
     batching = tmp_path / "batching.config"
     batching.write_text("max_batch_size { value: 16 } batch_timeout_micros { value: 500 }")
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "serve", "--port=0", "--rest_api_port", "0",
-         "--model_name=half_plus_two", f"--model_base_path={bases['half_plus_two']}",
-         "--enable_batching", f"--batching_parameters_file={batching}",
-         f"--monitoring_config_file={monitoring}", "--rest_api_timeout_in_ms=5000",
-         "--file_system_poll_wait_seconds", "2", "--grpc_channel_arguments",
-         "grpc.max_concurrent_streams=100", "--tensorflow_intra_op_parallelism=2", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        assert process.stdout is not None
-        info = json.loads(process.stdout.readline())
-        url = info["rest"]
+    with serve_process(
+        "--port=0", "--rest_api_port", "0",
+        "--model_name=half_plus_two", f"--model_base_path={bases['half_plus_two']}",
+        "--enable_batching", f"--batching_parameters_file={batching}",
+        f"--monitoring_config_file={monitoring}", "--rest_api_timeout_in_ms=5000",
+        "--file_system_poll_wait_seconds", "2", "--grpc_channel_arguments",
+        "grpc.max_concurrent_streams=100", "--tensorflow_intra_op_parallelism=2",
+    ) as served:
+        url = served.info["rest"]
         body = json.dumps({"instances": [1.0, 2.0, 5.0]}).encode()
         with urllib.request.urlopen(f"{url}/v1/models/half_plus_two:predict", body, 30) as reply:
             assert json.loads(reply.read()) == {"predictions": [2.5, 3.0, 4.5]}
         with urllib.request.urlopen(f"{url}{METRICS_PATH}", timeout=30) as reply:
             assert reply.headers["Content-Type"].startswith("text/plain")
             assert ":tensorflow:serving:request_count" in reply.read().decode()
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
 
 
 # 7. monitoring ------------------------------------------------------------------------------------

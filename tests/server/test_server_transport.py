@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +18,8 @@ from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
 from tfship.cli import cli
 from tfship.server import ModelConfig, ModelServer, ServerOptions, SslConfig
+
+from .conftest import serve_process
 
 pytestmark = pytest.mark.slow
 
@@ -74,15 +71,10 @@ def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
     key, cert = self_signed()
     config = tmp_path / "ssl.config"
     config.write_text(f"server_key: {key!r}\nserver_cert: {cert!r}\n".replace("'", '"'))
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(module_base),
-         "--model-name", "m", "--port", "0", "--ssl_config_file", str(config), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        assert process.stdout is not None
-        address = json.loads(process.stdout.readline())["grpc"]
+    args = ["--model-base-path", str(module_base), "--model-name", "m", "--port", "0",
+            "--ssl_config_file", str(config)]
+    with serve_process(*args) as served:
+        address = served.info["grpc"]
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())
         with grpc.secure_channel(address, credentials) as channel:
             assert status(channel).model_version_status[0].version == 2
@@ -90,13 +82,6 @@ def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
             with pytest.raises(grpc.RpcError) as info:
                 status(plain)
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
 
 
 @pytest.mark.parametrize(
