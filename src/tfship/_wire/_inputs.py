@@ -145,9 +145,9 @@ def _checked(signature: Any, key: str, value: Any, cast: bool, shapes: bool) -> 
     if target is None:
         array = value if isinstance(value, np.ndarray) else np.asarray(value)
     elif isinstance(value, np.ndarray):
-        array = _checked_array(where, key, value, info.dtype, target, cast)
+        array = _checked_array(where, key, value, info.dtype, cast)
     else:
-        array = _from_python(where, key, value, info.dtype, target)
+        array = _from_python(where, key, value, info.dtype)
     if shapes:
         _check_shape(where, key, array.shape, info.shape)
     return array
@@ -167,9 +167,7 @@ def _target_dtype(name: str) -> np.dtype[Any] | None:
         return None
 
 
-def _checked_array(
-    where: str, key: str, value: Array, want: str, target: np.dtype[Any], cast: bool
-) -> Array:
+def _checked_array(where: str, key: str, value: Array, want: str, cast: bool) -> Array:
     got = "string" if value.dtype.kind in _STRING_KINDS else value.dtype.name
     if got == want:
         return value
@@ -182,7 +180,7 @@ def _checked_array(
     return _cast(where, key, value, want)
 
 
-def _from_python(where: str, key: str, value: Any, want: str, target: np.dtype[Any]) -> Array:
+def _from_python(where: str, key: str, value: Any, want: str) -> Array:
     if want == "string":
         return _strings(where, key, value)
     if want == "float32" and isinstance(value, list):
