@@ -315,6 +315,12 @@ def _raw_columns(
             f"signature {sig.key!r} takes {', '.join(map(repr, outside))}, which the schema does "
             f"not declare: --schema needs a parsing signature or a raw one built from the schema"
         )
+    for name, info in sig.inputs.items():
+        if info.encoding != "dense":
+            raise InputError(
+                f"signature {sig.key!r} input {name!r} is variable-length ({info.encoding}): "
+                "send such records to a parsing signature"
+            )
     given = {name for record in records if isinstance(record, dict) for name in record}
     label = schema.label.name
     extra = sorted(given - features - {label})
@@ -336,11 +342,6 @@ def _raw_columns(
             raise InputError(f"{source}: record {number}: expected an object of field values")
         values = schema.convert_record(record, where=f"{source}: record {number}")
         for name, info in sig.inputs.items():
-            if info.encoding != "dense":
-                raise InputError(
-                    f"signature {sig.key!r} input {name!r} is variable-length ({info.encoding}): "
-                    "send such records to a parsing signature"
-                )
             rank = None if info.shape is None else len(info.shape)
             columns[name].append(values[name][0] if rank == 1 else values[name])
     return columns
