@@ -8,6 +8,8 @@ the same bytes and read each other's bytes to equal messages.
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -386,6 +388,8 @@ def _saved_models(tiny_model: Any) -> list[Path]:
 
 @pytest.mark.slow
 def test_real_saved_models_parse_and_write_back_identical_bytes(official: Any, tiny_model: Any) -> None:
+    from google.protobuf import text_format
+
     ours_cls = message_class("tensorflow.SavedModel")
     theirs_cls = _official_class(official, "tensorflow.SavedModel")
     paths = _saved_models(tiny_model)
@@ -400,6 +404,10 @@ def test_real_saved_models_parse_and_write_back_identical_bytes(official: Any, t
             assert ours.SerializeToString(deterministic=True) == data
             signature = ours.meta_graphs[0].signature_def["serving_default"]
             assert signature.method_name == "tensorflow/serving/classify"
+            # saved_model.pbtxt: the same model in text format reads to the same bytes
+            text = text_format.MessageToString(theirs)
+            from_text = text_format.Parse(text, ours_cls(), descriptor_pool=descriptor_pool())
+            assert from_text.SerializeToString(deterministic=True) == data
 
 
 @pytest.mark.slow
@@ -469,6 +477,21 @@ def test_an_unknown_name_is_refused_naming_the_closest() -> None:
         message_class("tensorflow.serving.PredictRequst")
     name = "tensorflow.serving.PredictRequest"
     assert message_class(name) is message_class(name)
+
+
+def test_a_missing_descriptor_set_is_named_and_says_to_reinstall(tmp_path: Path) -> None:
+    package = ROOT / "src" / "tfship"
+    shutil.copytree(package, tmp_path / "tfship", ignore=shutil.ignore_patterns("__pycache__", "*.pb"))
+    code = (
+        "from tfship.errors import TfshipError\nfrom tfship._wire._messages import message_class\n"
+        "try:\n    message_class('tensorflow.serving.ModelSpec')\n"
+        "except TfshipError as exc:\n    print(exc)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    assert out.stdout.strip() == (
+        f"tfship's message descriptors are missing ({DESCRIPTOR_SET} in tfship._wire): reinstall tfship"
+    )
 
 
 def test_one_class_per_message_across_threads() -> None:
