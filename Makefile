@@ -10,7 +10,7 @@ BASE_PYTHON := $(shell for p in $(CANDIDATES); do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,9) <= sys.version_info[:2] <= (3,11))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench lint clean fixtures-newtf
+.PHONY: demo test bench lint clean fixtures-newtf protos
 .DEFAULT_GOAL := demo
 
 $(PY):
@@ -53,5 +53,23 @@ fixtures-newtf:
 	$(NEWTF_VENV)/bin/python -m pip install --quiet --upgrade pip $(NEWTF_PACKAGES)
 	$(NEWTF_VENV)/bin/python tests/fixtures/newtf/build.py tests/fixtures/newtf
 
+# tfship's message descriptors: the .proto sources under src/tfship/_wire/proto compiled by a
+# pinned protoc (grpcio-tools, in its own venv) into the FileDescriptorSet the package ships.
+# Run it after editing a .proto; tests/wire fails while the shipped file is stale.
+PROTOC_VENV := .venv-protoc
+GRPCIO_TOOLS := grpcio-tools==1.85.1
+PROTO_DIR := src/tfship/_wire/proto
+PROTOS_OUT ?= $(PROTO_DIR)/descriptors.pb
+
+$(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS):
+	@if [ -z "$(BASE_PYTHON)" ]; then echo "error: no Python 3.9-3.11 on PATH" >&2; exit 1; fi
+	test -x $(PROTOC_VENV)/bin/python || $(BASE_PYTHON) -m venv $(PROTOC_VENV)
+	$(PROTOC_VENV)/bin/python -m pip install --quiet $(GRPCIO_TOOLS)
+	@touch $@
+
+protos: $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS)
+	cd $(PROTO_DIR) && $(abspath $(PROTOC_VENV))/bin/python -m grpc_tools.protoc -I. --include_imports \
+		--descriptor_set_out=$(abspath $(PROTOS_OUT)) $$(find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
+
 clean:
-	rm -rf $(VENV) $(NEWTF_VENV) demo-workdir build src/*.egg-info
+	rm -rf $(VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info

@@ -1,0 +1,515 @@
+"""tfship's own message classes against TensorFlow's and TF Serving's generated ones.
+
+Every message tfship declares is filled with every field it declares (one instance per choice of
+each oneof), once through the official class and once through tfship's, and the two must write
+the same bytes and read each other's bytes to equal messages.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfship._wire._messages import DESCRIPTOR_SET, descriptor_pool, descriptor_set_bytes, message_class
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The generated modules of TensorFlow 2.15 and TF Serving 2.15 that hold the reference classes.
+OFFICIAL_MODULES = [
+    "tensorflow.core.example.example_pb2",
+    "tensorflow.core.framework.graph_debug_info_pb2",
+    "tensorflow.core.protobuf.named_tensor_pb2",
+    "tensorflow.core.protobuf.saved_model_pb2",
+    "tensorflow_serving.apis.classification_pb2",
+    "tensorflow_serving.apis.get_model_metadata_pb2",
+    "tensorflow_serving.apis.get_model_status_pb2",
+    "tensorflow_serving.apis.inference_pb2",
+    "tensorflow_serving.apis.model_management_pb2",
+    "tensorflow_serving.apis.predict_pb2",
+    "tensorflow_serving.apis.prediction_log_pb2",
+    "tensorflow_serving.apis.regression_pb2",
+    "tensorflow_serving.apis.session_service_pb2",
+    "tensorflow_serving.config.model_server_config_pb2",
+]
+# Fields of the official messages that tfship leaves out: they survive as unknown fields.
+LEFT_OUT = {
+    "tensorflow.serving.SessionRunRequest.options",
+    "tensorflow.serving.SessionRunResponse.metadata",
+}
+# Messages that tensorflow-serving-api does not ship; tfship's server builds them by hand today.
+SERVER_BUILT = ["tensorflow.serving.SSLConfig", "tensorflow.serving.MonitoringConfig",
+                "tensorflow.serving.PrometheusConfig", "tensorflow.serving.BatchingParameters"]
+
+
+def _our_messages() -> list[str]:
+    from google.protobuf import descriptor_pb2
+
+    names: list[str] = []
+
+    def walk(prefix: str, messages: Any) -> None:
+        for message in messages:
+            if not message.options.map_entry:
+                names.append(f"{prefix}.{message.name}")
+                walk(f"{prefix}.{message.name}", message.nested_type)
+
+    for file in descriptor_pb2.FileDescriptorSet.FromString(descriptor_set_bytes()).file:
+        if not file.package.startswith("google."):
+            walk(file.package, file.message_type)
+    return sorted(names)
+
+
+OURS = _our_messages()
+OFFICIAL_NAMES = [name for name in OURS if name not in SERVER_BUILT and
+                  not any(name.startswith(f"{built}.") for built in SERVER_BUILT)]
+
+
+@pytest.fixture(scope="module")
+def official(tf: Any) -> Any:
+    """The default pool, where TensorFlow's and TF Serving's generated classes live."""
+    from google.protobuf import descriptor_pool as pools
+
+    for module in OFFICIAL_MODULES:
+        importlib.import_module(module)
+    return pools.Default()
+
+
+def _official_class(pool: Any, name: str) -> Any:
+    from google.protobuf import message_factory
+
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def _server_class(name: str) -> Any:
+    from tfship.server._config import message_class as server_message_class
+
+    top = name.split(".")[2]
+    cls = server_message_class("MonitoringConfig" if top == "PrometheusConfig" else top)
+    if top == "PrometheusConfig":
+        return type(cls().prometheus_config)
+    return cls
+
+
+def test_the_descriptor_set_declares_what_tfship_reads_and_writes() -> None:
+    assert len(OURS) >= 140
+    for name in ["tensorflow.serving.PredictRequest", "tensorflow.SavedModel", "tensorflow.Example",
+                 "tensorflow.serving.PredictionLog", "tensorflow.serving.ModelServerConfig",
+                 "tensorflow.serving.SignatureDefMap", "tensorflow.serving.GetModelStatusResponse"]:
+        assert name in OURS
+
+
+# ---------------------------------------------------------------- descriptors, field by field
+
+
+def _field_facts(field: Any) -> tuple[Any, ...]:
+    kind = field.message_type or field.enum_type
+    oneof = field.containing_oneof
+    # packing is checked on the bytes of the rich instances below
+    return (field.name, field.type, field.label, kind.full_name if kind else None,
+            oneof.name if oneof is not None else None)
+
+
+def _compare_descriptors(ours: Any, theirs: Any) -> list[str]:
+    problems = []
+    for field in ours.fields:
+        other = theirs.fields_by_number.get(field.number)
+        if other is None or _field_facts(field) != _field_facts(other):
+            problems.append(f"{ours.full_name}.{field.name}: {_field_facts(field)} vs "
+                            f"{_field_facts(other) if other else None}")
+    for other in theirs.fields:
+        if other.number not in ours.fields_by_number and other.full_name not in LEFT_OUT:
+            problems.append(f"{other.full_name} is missing")
+    for enum in ours.enum_types:
+        theirs_enum = theirs.enum_types_by_name[enum.name]
+        assert {(v.name, v.number) for v in enum.values} == {(v.name, v.number) for v in theirs_enum.values}
+    return problems
+
+
+def test_every_declared_field_matches_the_official_descriptor(official: Any) -> None:
+    problems = []
+    for name in OFFICIAL_NAMES:
+        ours = descriptor_pool().FindMessageTypeByName(name)
+        problems += _compare_descriptors(ours, official.FindMessageTypeByName(name))
+    assert problems == []
+
+
+def test_what_is_left_out_is_exactly_the_session_run_options_and_metadata(official: Any) -> None:
+    left_out = set()
+    for name in OFFICIAL_NAMES:
+        ours = descriptor_pool().FindMessageTypeByName(name)
+        left_out |= {field.full_name for field in official.FindMessageTypeByName(name).fields
+                     if field.number not in ours.fields_by_number}
+    assert left_out == LEFT_OUT
+
+
+def test_top_level_enums_match(official: Any) -> None:
+    for name in ["tensorflow.DataType", "tensorflow.FullTypeId", "tensorflow.error.Code",
+                 "tensorflow.VariableSynchronization", "tensorflow.VariableAggregation",
+                 "tensorflow.serving.ModelType"]:
+        ours = descriptor_pool().FindEnumTypeByName(name)
+        theirs = official.FindEnumTypeByName(name)
+        assert [(v.name, v.number) for v in sorted(ours.values, key=lambda v: v.number)] == [
+            (v.name, v.number) for v in sorted(theirs.values, key=lambda v: v.number)
+        ]
+
+
+@pytest.mark.parametrize("name", SERVER_BUILT)
+def test_the_server_config_messages_match_the_ones_the_server_builds(name: str) -> None:
+    assert _compare_descriptors(descriptor_pool().FindMessageTypeByName(name),
+                                _server_class(name).DESCRIPTOR) == []
+
+
+@pytest.mark.slow
+def test_every_method_of_our_services_reaches_tf_servings_own_servicers(official: Any) -> None:
+    """A real gRPC server with TF Serving's generated servicers, called on our methods' paths."""
+    from concurrent import futures
+
+    import grpc
+    from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+
+    seen: list[str] = []
+
+    def answer(method: Any) -> Any:
+        def handler(request: Any, context: Any) -> Any:
+            seen.append(request.DESCRIPTOR.full_name)
+            return _official_class(official, method.output_type.full_name)()
+
+        return handler
+
+    services = {
+        "tensorflow.serving.PredictionService": (prediction_service_pb2_grpc, "PredictionService"),
+        "tensorflow.serving.ModelService": (model_service_pb2_grpc, "ModelService"),
+    }
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    calls = []
+    for full_name, (module, short) in services.items():
+        service = descriptor_pool().FindServiceByName(full_name)
+        servicer = getattr(module, f"{short}Servicer")()
+        for method in service.methods:
+            setattr(servicer, method.name, answer(method))
+            calls.append(method)
+        getattr(module, f"add_{short}Servicer_to_server")(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            for method in calls:
+                request_cls = message_class(method.input_type.full_name)
+                response_cls = message_class(method.output_type.full_name)
+                call = channel.unary_unary(
+                    f"/{method.containing_service.full_name}/{method.name}",
+                    request_serializer=request_cls.SerializeToString,
+                    response_deserializer=response_cls.FromString,
+                )
+                assert type(call(request_cls(), timeout=10)) is response_cls
+    finally:
+        server.stop(None)
+    assert seen == [method.input_type.full_name for method in calls]
+    assert [m.name for m in calls] == ["Classify", "Regress", "Predict", "MultiInference", "GetModelMetadata",
+                                       "GetModelStatus", "HandleReloadConfigRequest"]
+
+
+# ---------------------------------------------------------------- rich instances, byte for byte
+
+_SCALARS: dict[str, list[Any]] = {
+    "int32": [-7, 2**31 - 1], "int64": [-(2**40), 2**62], "sint64": [-12345, 2**50],
+    "uint32": [2**31 + 5, 1], "uint64": [2**63 + 9, 3], "fixed64": [2**60 + 1, 2],
+    "float": [1.5, -0.25], "double": [-2.25, 1e300], "bool": [True, True],
+    "string": ["n\u00e9ron", "b"], "bytes": [b"\x00\xff", b"z"],
+}
+_TYPE_NAMES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 8: "bool",
+               9: "string", 12: "bytes", 13: "uint32", 18: "sint64"}
+
+
+def _values(field: Any) -> list[Any]:
+    if field.enum_type is not None:
+        numbers = [v.number for v in field.enum_type.values if v.number != 0]
+        return [numbers[-1], numbers[0]]
+    return _SCALARS[_TYPE_NAMES[field.type]]
+
+
+def _fill(message: Any, descriptor: Any, variant: int, depth: int) -> None:
+    """Set every field of ``descriptor`` on ``message`` (a class of either kind, same names)."""
+    chosen = {oneof.name: oneof.fields[variant % len(oneof.fields)].name for oneof in descriptor.oneofs}
+    for field in descriptor.fields:
+        oneof = field.containing_oneof
+        if oneof is not None and chosen[oneof.name] != field.name:
+            continue
+        _fill_field(message, field, variant, depth)
+
+
+def _fill_field(message: Any, field: Any, variant: int, depth: int) -> None:
+    target = field.message_type
+    if target is not None and target.GetOptions().map_entry:
+        key_field, value_field = target.fields_by_name["key"], target.fields_by_name["value"]
+        entries = getattr(message, field.name)
+        for key in _values(key_field):
+            if value_field.message_type is None:
+                entries[key] = _values(value_field)[variant % 2]
+            elif depth > 0:
+                _fill(entries[key], value_field.message_type, variant, depth - 1)
+        return
+    if target is not None:
+        if depth == 0:
+            return
+        if field.label == field.LABEL_REPEATED:
+            for step in range(2):
+                _fill(getattr(message, field.name).add(), target, variant + step, depth - 1)
+        else:
+            child = getattr(message, field.name)
+            child.SetInParent()
+            _fill(child, target, variant, depth - 1)
+        return
+    if field.label == field.LABEL_REPEATED:
+        getattr(message, field.name).extend(_values(field))
+    else:
+        setattr(message, field.name, _values(field)[variant % 2])
+
+
+def _variants(descriptor: Any, depth: int = 3) -> int:
+    widest = max([len(oneof.fields) for oneof in descriptor.oneofs] + [2])
+    if depth == 0:
+        return widest
+    nested = [_variants(field.message_type, depth - 1) for field in descriptor.fields
+              if field.message_type is not None and not field.message_type.GetOptions().map_entry]
+    return max([widest] + nested)
+
+
+def _pairs(official: Any, name: str) -> Iterator[tuple[Any, Any]]:
+    ours_cls = message_class(name)
+    theirs_cls = _official_class(official, name) if official is not None else _server_class(name)
+    descriptor = ours_cls.DESCRIPTOR
+    for variant in range(_variants(descriptor)):
+        ours, theirs = ours_cls(), theirs_cls()
+        _fill(ours, descriptor, variant, depth=3)
+        _fill(theirs, descriptor, variant, depth=3)
+        yield ours, theirs
+
+
+def _check_pair(ours: Any, theirs: Any) -> None:
+    """Same bytes, and each side reads the other's bytes to an equal message."""
+    wire = theirs.SerializeToString(deterministic=True)
+    assert ours.SerializeToString(deterministic=True) == wire
+    parsed = type(ours).FromString(wire)
+    assert parsed == ours
+    assert parsed.SerializeToString(deterministic=True) == wire
+    back = type(theirs).FromString(ours.SerializeToString())
+    assert back == theirs
+    assert back.SerializeToString(deterministic=True) == wire
+
+
+@pytest.mark.parametrize("name", OFFICIAL_NAMES)
+def test_rich_instances_write_the_same_bytes_and_read_each_other(official: Any, name: str) -> None:
+    for ours, theirs in _pairs(official, name):
+        assert theirs.ByteSize() > 0 or not ours.DESCRIPTOR.fields
+        _check_pair(ours, theirs)
+
+
+@pytest.mark.parametrize("name", SERVER_BUILT)
+def test_config_messages_write_the_bytes_of_the_servers_classes(name: str) -> None:
+    for ours, theirs in _pairs(None, name):
+        _check_pair(ours, theirs)
+
+
+def test_a_proto2_field_set_to_zero_is_written_as_tensorflow_writes_it(official: Any) -> None:
+    name = "tensorflow.GraphDebugInfo.FileLineCol"
+    ours, theirs = message_class(name)(line=0, func=""), _official_class(official, name)(line=0, func="")
+    assert ours.SerializeToString() == theirs.SerializeToString() == b"\x10\x00\x22\x00"
+    assert ours.HasField("line") and not ours.HasField("col")
+
+
+def test_text_format_reads_the_same_config(official: Any) -> None:
+    from google.protobuf import text_format
+
+    text = (
+        'model_config_list { config { name: "penguins" base_path: "/models/penguins" '
+        'model_platform: "tensorflow" model_version_policy { specific { versions: 1 versions: 2 } } '
+        'version_labels { key: "stable" value: 1 } } }'
+    )
+    name = "tensorflow.serving.ModelServerConfig"
+    ours = text_format.Parse(text, message_class(name)())
+    theirs = text_format.Parse(text, _official_class(official, name)())
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)
+    assert text_format.MessageToString(ours) == text_format.MessageToString(theirs)
+
+
+# ---------------------------------------------------------------- unknown fields
+
+
+def test_left_out_fields_survive_a_round_trip_through_tfships_classes(official: Any) -> None:
+    log = _official_class(official, "tensorflow.serving.PredictionLog")()
+    run = log.session_run_log
+    run.request.model_spec.name = "penguins"
+    run.request.fetch.append("probabilities:0")
+    run.request.options.timeout_in_ms = 2500
+    run.request.options.trace_level = 3
+    run.request.tensor_name_is_alias = True
+    run.response.tensor.add(name="probabilities").tensor.float_val.extend([0.25, 0.75])
+    run.response.metadata.step_stats.dev_stats.add(device="/cpu:0")
+    wire = log.SerializeToString()
+
+    ours = message_class("tensorflow.serving.PredictionLog").FromString(wire)
+    assert ours.WhichOneof("log_type") == "session_run_log"
+    assert ours.session_run_log.request.fetch == ["probabilities:0"]
+    assert not hasattr(ours.session_run_log.request, "options")
+    ours.session_run_log.request.model_spec.signature_name = "serving_default"  # an edit keeps them too
+    back = type(log).FromString(ours.SerializeToString())
+    assert back.session_run_log.request.options.timeout_in_ms == 2500
+    assert back.session_run_log.request.options.trace_level == 3
+    assert back.session_run_log.response.metadata.step_stats.dev_stats[0].device == "/cpu:0"
+    assert back.session_run_log.request.model_spec.signature_name == "serving_default"
+    back.session_run_log.request.model_spec.signature_name = ""
+    assert back == log
+
+
+def test_a_field_neither_side_knows_survives_byte_for_byte() -> None:
+    request = message_class("tensorflow.serving.PredictRequest")()
+    request.model_spec.name = "penguins"
+    future_field = b"\xba\x3e\x03new"  # field 999, length-delimited
+    wire = request.SerializeToString() + future_field
+    assert message_class("tensorflow.serving.PredictRequest").FromString(wire).SerializeToString() == wire
+
+
+# ---------------------------------------------------------------- real files
+
+
+def _saved_models(tiny_model: Any) -> list[Path]:
+    exports = [tiny_model.export("best") / "saved_model.pb"]
+    return exports + sorted((ROOT / "tests" / "fixtures" / "newtf").glob("*/1/saved_model.pb"))
+
+
+@pytest.mark.slow
+def test_real_saved_models_parse_and_write_back_identical_bytes(official: Any, tiny_model: Any) -> None:
+    from google.protobuf import text_format
+
+    ours_cls = message_class("tensorflow.SavedModel")
+    theirs_cls = _official_class(official, "tensorflow.SavedModel")
+    paths = _saved_models(tiny_model)
+    assert len(paths) > 1
+    for path in paths:
+        data = path.read_bytes()
+        ours, theirs = ours_cls.FromString(data), theirs_cls.FromString(data)
+        assert ours.meta_graphs[0].meta_info_def.tags
+        assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)
+        assert theirs_cls.FromString(ours.SerializeToString()) == theirs
+        if path.is_relative_to(tiny_model.workdir):  # written by this TensorFlow, deterministically
+            assert ours.SerializeToString(deterministic=True) == data
+            signature = ours.meta_graphs[0].signature_def["serving_default"]
+            assert signature.method_name == "tensorflow/serving/classify"
+            # saved_model.pbtxt: the same model in text format reads to the same bytes
+            text = text_format.MessageToString(theirs)
+            from_text = text_format.Parse(text, ours_cls(), descriptor_pool=descriptor_pool())
+            assert from_text.SerializeToString(deterministic=True) == data
+
+
+@pytest.mark.slow
+def test_warmup_records_of_an_export_read_with_tfships_classes(
+    official: Any, tiny_model: Any, tmp_path: Path
+) -> None:
+    from tfship._wire import read_record_file
+    from tfship.inspect import example_request, read_saved_model, write_warmup
+
+    info = read_saved_model(tiny_model.export("best"))
+    signatures = sorted(info.meta_graphs[0].signatures)
+    requests = [example_request(info, signature=key, batch=2) for key in signatures]
+    warmup = tmp_path / "tf_serving_warmup_requests"
+    assert write_warmup(warmup, requests) == len(signatures) > 1
+    theirs_cls = _official_class(official, "tensorflow.serving.PredictionLog")
+    kinds = set()
+    for record in read_record_file(warmup):
+        ours = message_class("tensorflow.serving.PredictionLog").FromString(record)
+        kinds.add(ours.WhichOneof("log_type"))
+        assert ours.WhichOneof("log_type") == theirs_cls.FromString(record).WhichOneof("log_type")
+        assert ours.SerializeToString() == record
+    assert len(kinds) > 1
+
+
+# ---------------------------------------------------------------- two kinds in one process
+
+
+def test_both_kinds_of_class_coexist_with_tensorflow_imported(tf: Any, official: Any) -> None:
+    from google.protobuf import descriptor_pool as pools
+
+    theirs = tf.make_tensor_proto([[1.0, 2.0], [3.0, 4.0]], dtype=tf.float32)
+    ours_cls = message_class("tensorflow.TensorProto")
+    ours = ours_cls.FromString(theirs.SerializeToString())
+    assert type(ours) is not type(theirs) and ours.DESCRIPTOR.full_name == theirs.DESCRIPTOR.full_name
+    assert not isinstance(ours, type(theirs))
+    # TensorFlow's default pool still answers with its own descriptor, and TensorFlow reads our bytes
+    assert pools.Default().FindMessageTypeByName("tensorflow.TensorProto") is theirs.DESCRIPTOR
+    assert descriptor_pool().FindMessageTypeByName("tensorflow.TensorProto") is ours.DESCRIPTOR
+    ours.float_val[:] = []
+    ours.tensor_content = struct.pack("<4f", 5, 6, 7, 8)
+    again = type(theirs).FromString(ours.SerializeToString())
+    assert tf.make_ndarray(again).tolist() == [[5.0, 6.0], [7.0, 8.0]]
+    # an Any packed by our classes names the same type TensorFlow Serving unpacks
+    signatures = message_class("tensorflow.serving.SignatureDefMap")()
+    signatures.signature_def["serving_default"].method_name = "tensorflow/serving/predict"
+    response = message_class("tensorflow.serving.GetModelMetadataResponse")()
+    response.metadata["signature_def"].Pack(signatures)
+    theirs_response = _official_class(official, "tensorflow.serving.GetModelMetadataResponse").FromString(
+        response.SerializeToString()
+    )
+    unpacked = _official_class(official, "tensorflow.serving.SignatureDefMap")()
+    assert theirs_response.metadata["signature_def"].Unpack(unpacked)
+    assert unpacked.signature_def["serving_default"].method_name == "tensorflow/serving/predict"
+
+
+def test_loading_tfships_classes_does_not_import_tensorflow() -> None:
+    code = (
+        "import sys\nfrom tfship._wire._messages import message_class\n"
+        "message_class('tensorflow.serving.PredictRequest')()\nprint('tensorflow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_an_unknown_name_is_refused_naming_the_closest() -> None:
+    with pytest.raises(ValueError, match="did you mean tensorflow.serving.PredictRequest"):
+        message_class("tensorflow.serving.PredictRequst")
+    name = "tensorflow.serving.PredictRequest"
+    assert message_class(name) is message_class(name)
+
+
+def test_a_missing_descriptor_set_is_named_and_says_to_reinstall(tmp_path: Path) -> None:
+    package = ROOT / "src" / "tfship"
+    shutil.copytree(package, tmp_path / "tfship", ignore=shutil.ignore_patterns("__pycache__", "*.pb"))
+    code = (
+        "from tfship.errors import TfshipError\nfrom tfship._wire._messages import message_class\n"
+        "try:\n    message_class('tensorflow.serving.ModelSpec')\n"
+        "except TfshipError as exc:\n    print(exc)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    assert out.stdout.strip() == (
+        f"tfship's message descriptors are missing ({DESCRIPTOR_SET} in tfship._wire): reinstall tfship"
+    )
+
+
+def test_one_class_per_message_across_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        classes = set(pool.map(lambda _: message_class("tensorflow.serving.ModelSpec"), range(64)))
+    assert len(classes) == 1
+
+
+# ---------------------------------------------------------------- the shipped descriptor set
+
+
+@pytest.mark.slow
+def test_the_shipped_descriptor_set_is_compiled_from_the_sources(tmp_path: Path) -> None:
+    fresh = tmp_path / "descriptors.pb"
+    subprocess.run(["make", "-s", "protos", f"PROTOS_OUT={fresh}"], cwd=ROOT, check=True,
+                   capture_output=True, timeout=600)
+    shipped = (ROOT / "src" / "tfship" / "_wire" / DESCRIPTOR_SET).read_bytes()
+    assert fresh.read_bytes() == shipped, "the .proto sources changed: run `make protos` and commit"
+    assert descriptor_set_bytes() == shipped
