@@ -60,10 +60,15 @@ def inspect() -> None:
 @click.option(
     "--signature",
     "--signature-def",
-    "--signature_def",
     "signature",
     metavar="KEY",
-    help="Show the inputs and outputs of this signature (needs --tag-set).",
+    help="Show the inputs and outputs of this signature (of the only tag-set, or of --tag-set).",
+)
+@click.option(
+    "--signature_def",
+    "signature_def",
+    metavar="KEY",
+    help="saved_model_cli's spelling of --signature: as there, it needs --tag_set.",
 )
 @click.option("--all", "all_", is_flag=True, help="Show every MetaGraph, signature and function.")
 @click.option(
@@ -79,6 +84,7 @@ def show(
     dir_: str | None,
     tag_set: str | None,
     signature: str | None,
+    signature_def: str | None,
     all_: bool,
     list_ops: bool,
     as_json: bool,
@@ -93,7 +99,15 @@ def show(
     """
     from tfship.inspect._reader import read_saved_model
 
+    if signature is not None and signature_def is not None and signature != signature_def:
+        raise click.UsageError(f"--signature {signature!r} and --signature_def {signature_def!r} disagree")
     info = read_saved_model(_served_version(_path_argument(path, dir_), "showing"))
+    if as_json or signature is not None:
+        signature = signature or signature_def
+        if signature is not None and tag_set is None and not all_:
+            tag_set = _only_tag_set(info)
+    else:
+        signature = signature_def
     if as_json:
         _emit_json(_filtered_description(info, tag_set, signature))
         return
@@ -101,11 +115,30 @@ def show(
 
     if signature is not None and tag_set is None and not all_:
         # saved_model_cli ignores the key here; stdout stays identical, the hint goes to stderr.
-        click.echo("note: --signature needs --tag-set (e.g. --tag-set serve)", err=True)
+        click.echo(
+            "note: --signature_def needs --tag_set, as in saved_model_cli "
+            "(--signature picks the only tag-set)",
+            err=True,
+        )
     text = render_show(info, tag_set=tag_set, signature=signature, all=all_, list_ops=list_ops)
     # Written as is: the Concrete Functions section may end without a newline, as the original.
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def _only_tag_set(info: Any) -> str:
+    """The tag-set of a SavedModel's only MetaGraph, said on stderr; refused when there are more."""
+    from tfship.errors import InputError
+    from tfship.inspect._reader import format_tags
+
+    if len(info.tag_sets) != 1:
+        listed = "; ".join(format_tags(t) for t in info.tag_sets)
+        raise InputError(
+            f"--signature needs --tag-set: {info.path} has {len(info.tag_sets)} tag-sets: {listed}"
+        )
+    tags = info.tag_sets[0]
+    click.echo(f"using tag-set {format_tags(tags)}, the only one", err=True)
+    return ",".join(tags)
 
 
 def _filtered_description(info: Any, tag_set: str | None, signature: str | None) -> Any:
