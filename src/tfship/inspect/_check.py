@@ -146,7 +146,7 @@ def signature_problems(sig: SignatureInfo) -> list[str]:
 
 
 def _serving_signatures(mg: MetaGraphInfo) -> list[SignatureInfo]:
-    return [s for k, s in mg.signatures.items() if not k.startswith("__")]
+    return [s for s in mg.signatures.values() if not s.internal]
 
 
 def _check_layout(report: CheckReport, path: pathlib.Path, info: SavedModelInfo) -> None:
