@@ -27,7 +27,6 @@ INDEX_FILE = "variables.index"
 _MAGIC = 0xDB4775248B80FB57
 _FOOTER = 48
 _TRAILER = 5
-_CHUNK = 1 << 20
 _DT_STRING = 7
 _DT_VARIANT = 21  # written element by element with a per-element layout: only its length is checked
 
@@ -171,13 +170,7 @@ def _elements(shape: Any) -> int:
 
 def _read(stream: BinaryIO, offset: int, size: int) -> bytes:
     stream.seek(offset)
-    data = bytearray()
-    while len(data) < size:
-        chunk = stream.read(min(_CHUNK, size - len(data)))
-        if not chunk:
-            break
-        data += chunk
-    return bytes(data)
+    return stream.read(size)
 
 
 def _string_crc_input(data: bytes, elements: int) -> bytes:
