@@ -24,6 +24,7 @@ from tfship._wire import (
     version_number,
 )
 from tfship.errors import InputError, VerdictError
+from tfship.inspect._bundle import variables_problems
 from tfship.inspect._describe import assets, variables
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._restore import describe_unrestored, unrestored_variables
@@ -145,7 +146,7 @@ def signature_problems(sig: SignatureInfo) -> list[str]:
 
 
 def _serving_signatures(mg: MetaGraphInfo) -> list[SignatureInfo]:
-    return [s for k, s in mg.signatures.items() if not k.startswith("__")]
+    return [s for s in mg.signatures.values() if not s.internal]
 
 
 def _check_layout(report: CheckReport, path: pathlib.Path, info: SavedModelInfo) -> None:
@@ -160,16 +161,10 @@ def _check_layout(report: CheckReport, path: pathlib.Path, info: SavedModelInfo)
         )
     report.add("saved_model_file", "ok", f"{info.file.name} present")
     declared = variables(info)
-    index = path / "variables" / "variables.index"
-    data = list((path / "variables").glob("variables.data-*")) if index.parent.is_dir() else []
-    if declared["count"] and (not index.is_file() or not data):
-        report.add(
-            "variables",
-            "error",
-            f"the graph declares {declared['count']} variables but variables/variables.index "
-            "and variables.data-* are missing",
-        )
-    else:
+    problems = variables_problems(path, declared["count"])
+    for problem in problems[:20]:
+        report.add("variables", "error", problem)
+    if not problems:
         report.add(
             "variables", "ok", f"{declared['count']} variables, {declared['files_bytes']} bytes in variables/"
         )

@@ -60,10 +60,15 @@ def inspect() -> None:
 @click.option(
     "--signature",
     "--signature-def",
-    "--signature_def",
     "signature",
     metavar="KEY",
-    help="Show the inputs and outputs of this signature (needs --tag-set).",
+    help="Show the inputs and outputs of this signature (of the only tag-set, or of --tag-set).",
+)
+@click.option(
+    "--signature_def",
+    "signature_def",
+    metavar="KEY",
+    help="saved_model_cli's spelling of --signature: as there, it needs --tag_set.",
 )
 @click.option("--all", "all_", is_flag=True, help="Show every MetaGraph, signature and function.")
 @click.option(
@@ -79,6 +84,7 @@ def show(
     dir_: str | None,
     tag_set: str | None,
     signature: str | None,
+    signature_def: str | None,
     all_: bool,
     list_ops: bool,
     as_json: bool,
@@ -86,13 +92,22 @@ def show(
     """Show a SavedModel's tag-sets, signatures, ops and functions.
 
     The text is the same as `saved_model_cli show` of TensorFlow 2.15.1 for the same options,
-    except that the ops are sorted. Example:
+    except that the ops are sorted. PATH is a version directory, or a base path: then the
+    version TF Serving would serve from it (the newest) is shown, named on stderr. Example:
 
         tfship inspect show export/best/1700000000 --all
     """
     from tfship.inspect._reader import read_saved_model
 
-    info = read_saved_model(_path_argument(path, dir_))
+    if signature is not None and signature_def is not None and signature != signature_def:
+        raise click.UsageError(f"--signature {signature!r} and --signature_def {signature_def!r} disagree")
+    info = read_saved_model(_served_version(_path_argument(path, dir_), "showing"))
+    if as_json or signature is not None:
+        signature = signature or signature_def
+        if signature is not None and tag_set is None and not all_:
+            tag_set = _only_tag_set(info)
+    else:
+        signature = signature_def
     if as_json:
         _emit_json(_filtered_description(info, tag_set, signature))
         return
@@ -100,11 +115,30 @@ def show(
 
     if signature is not None and tag_set is None and not all_:
         # saved_model_cli ignores the key here; stdout stays identical, the hint goes to stderr.
-        click.echo("note: --signature needs --tag-set (e.g. --tag-set serve)", err=True)
+        click.echo(
+            "note: --signature_def needs --tag_set, as in saved_model_cli "
+            "(--signature picks the only tag-set)",
+            err=True,
+        )
     text = render_show(info, tag_set=tag_set, signature=signature, all=all_, list_ops=list_ops)
     # Written as is: the Concrete Functions section may end without a newline, as the original.
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def _only_tag_set(info: Any) -> str:
+    """The tag-set of a SavedModel's only MetaGraph, said on stderr; refused when there are more."""
+    from tfship.errors import InputError
+    from tfship.inspect._reader import format_tags
+
+    if len(info.tag_sets) != 1:
+        listed = "; ".join(format_tags(t) for t in info.tag_sets)
+        raise InputError(
+            f"--signature needs --tag-set: {info.path} has {len(info.tag_sets)} tag-sets: {listed}"
+        )
+    tags = info.tag_sets[0]
+    click.echo(f"using tag-set {format_tags(tags)}, the only one", err=True)
+    return ",".join(tags)
 
 
 def _filtered_description(info: Any, tag_set: str | None, signature: str | None) -> Any:
@@ -147,6 +181,9 @@ def versions(base_path: str, as_json: bool) -> None:
 def diff(a: str, b: str, as_json: bool) -> None:
     """Compare two exports (A old, B new); exit 3 when a change breaks existing clients.
 
+    A and B are version directories, or base paths: then the version TF Serving would serve
+    from each (the newest) is compared, named on stderr.
+
     Example:
 
         tfship inspect diff export/best/1700000001 export/best/1700000123
@@ -154,6 +191,7 @@ def diff(a: str, b: str, as_json: bool) -> None:
     from tfship.inspect._diff import BreakingChangeError, diff_saved_models, render_diff
     from tfship.inspect._reader import read_saved_model
 
+    a, b = _served_version(a, "comparing"), _served_version(b, "comparing")
     report = diff_saved_models(read_saved_model(a), read_saved_model(b))
     if as_json:
         _emit_json(report.to_dict())
@@ -204,7 +242,7 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
     from tfship.inspect._check import CheckFailedError, check_saved_model, render_check
     from tfship.inspect._scan import parse_denylist
 
-    path = _served_version(path)
+    path = _served_version(path, "checking")
     report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
     if run:
         from tfship.exporters._export import check_runs
@@ -226,8 +264,12 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
         )
 
 
-def _served_version(path: str) -> str:
-    """A base path (TF Serving's ``--model_base_path``) becomes the version it would serve."""
+def _served_version(path: str, doing: str) -> str:
+    """A base path (TF Serving's ``--model_base_path``) becomes the version it would serve.
+
+    The choice is said on stderr (``<doing> version N of PATH: ...``), so stdout stays the
+    command's own output.
+    """
     from tfship._wire import version_dirs
 
     base = Path(path)
@@ -237,7 +279,7 @@ def _served_version(path: str) -> str:
     if not versions:
         return path
     number, newest = versions[-1]
-    click.echo(f"checking version {number} of {path}: the one TF Serving would serve", err=True)
+    click.echo(f"{doing} version {number} of {path}: the one TF Serving would serve", err=True)
     return str(newest)
 
 
@@ -271,7 +313,7 @@ def scan(
     from tfship.inspect._reader import read_saved_model
     from tfship.inspect._scan import DenylistedOpError, parse_denylist, render_scan, scan_saved_model
 
-    chosen = _path_argument(path, dir_)
+    chosen = _served_version(_path_argument(path, dir_), "scanning")
     ops = parse_denylist(denylist)
     results = scan_saved_model(read_saved_model(chosen), ops, tags=tag_set)
     if as_json:
@@ -305,10 +347,18 @@ def scan(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["rest", "grpc", "warmup"]),
+    type=click.Choice(["rest", "grpc", "warmup", "curl", "python"]),
     default="rest",
     show_default=True,
-    help="REST JSON body, gRPC request (text proto), or warmup file.",
+    help="REST JSON body, gRPC request (text proto), warmup file, a curl command line, or a "
+    "Python snippet using tfship.serve_client.ServingClient.",
+)
+@click.option(
+    "--server",
+    default=None,
+    metavar="ADDRESS",
+    help="Where curl and python send the request: a REST URL or a gRPC host:port "
+    "(default: http://localhost:8501 for curl, localhost:8500 for python).",
 )
 @click.option(
     "--batch",
@@ -317,7 +367,11 @@ def scan(
     show_default=True,
     help="Rows (examples) in the request.",
 )
-@click.option("--model-name", default=None, help="Served model name (default: the base dir name).")
+@click.option(
+    "--model-name",
+    default=None,
+    help="Served model name, as TF Serving's --model_name (default: the base directory's name).",
+)
 @click.option(
     "--value",
     "value_items",
@@ -337,6 +391,7 @@ def request(
     signature: str | None,
     tag_set: str,
     fmt: str,
+    server: str | None,
     batch: int,
     model_name: str | None,
     value_items: tuple[str, ...],
@@ -348,6 +403,8 @@ def request(
 
         tfship inspect request export/best/1700000123 --format rest
 
+        tfship inspect request export/best --model-name penguins --format curl
+
         tfship inspect request export/best/1700000123 --format warmup \\
             -o export/best/1700000123/assets.extra/tf_serving_warmup_requests
     """
@@ -355,8 +412,12 @@ def request(
     from tfship.inspect._reader import read_saved_model
     from tfship.inspect._request import example_request, write_warmup
 
+    if model_name is not None and not model_name.strip():
+        raise InputError("--model-name is empty: give the name the server serves the model under")
+    if server is not None and fmt not in ("curl", "python"):
+        raise InputError(f"--server is used by --format curl and python only, not --format {fmt}")
     req = example_request(
-        read_saved_model(path),
+        read_saved_model(_served_version(path, "using")),
         signature=signature,
         tags=tag_set,
         batch=batch,
@@ -369,21 +430,31 @@ def request(
         count = write_warmup(output, [req])
         click.echo(f"wrote {count} warmup record(s) ({req.verb}) to {output}", err=True)
         return
-    click.echo(f"# POST {req.url_path}" if fmt == "rest" else f"# {type(req.grpc).__name__}", err=True)
-    if fmt == "rest":
-        text = json.dumps(req.rest, indent=2) + "\n"
-        data = text.encode()
-    else:
-        from google.protobuf import text_format
-
-        text = text_format.MessageToString(req.grpc)
-        data = req.grpc.SerializeToString()
+    text, data = _request_text(req, fmt, server)
     if output is None:
         click.echo(text, nl=False)
     else:
         with open(output, "wb") as stream:
             stream.write(data)
         click.echo(f"wrote {output}", err=True)
+
+
+def _request_text(req: Any, fmt: str, server: str | None) -> tuple[str, bytes]:
+    """The request in a text format, and the bytes ``--output`` writes (binary for grpc)."""
+    if fmt == "curl":
+        text = req.curl(server or "http://localhost:8501") + "\n"
+        return text, text.encode()
+    if fmt == "python":
+        text = req.python(server or "localhost:8500")
+        return text, text.encode()
+    if fmt == "rest":
+        click.echo(f"# POST {req.url_path}", err=True)
+        text = json.dumps(req.rest, indent=2) + "\n"
+        return text, text.encode()
+    from google.protobuf import text_format
+
+    click.echo(f"# {type(req.grpc).__name__}", err=True)
+    return text_format.MessageToString(req.grpc), req.grpc.SerializeToString()
 
 
 def _parse_values(items: tuple[str, ...]) -> dict[str, Any]:

@@ -5,7 +5,11 @@ reading B's response can miss what it read from A: a removed tag-set, signature,
 output; a new input (TF Serving requires every input); a changed dtype, encoding or method;
 an input shape that accepts less, or an output shape that promises less; a new required
 ``tf.Example`` feature or a changed feature type. Everything else (new signatures and outputs,
-new optional features, ops and variables) is *compatible* and reported for information.
+new optional features, ops and variables) is *compatible* and reported for information, as are
+changes to the signatures reserved to the loader (``__saved_model_init_op``), which no client
+calls. The weights are compared from each ``variables.index``: the CRC-32C of every tensor's
+bytes, so two versions with the same interface but retrained weights are told apart without
+reading the data files.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfship.errors import VerdictError
+from tfship.inspect._bundle import INDEX_FILE, BundleError, read_bundle
 from tfship.inspect._describe import variables
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -61,6 +66,7 @@ class DiffReport:
     a: str
     b: str
     changes: list[Change] = field(default_factory=list)
+    same_weights: bool | None = None
 
     @property
     def breaking(self) -> list[Change]:
@@ -79,6 +85,7 @@ class DiffReport:
             "a": self.a,
             "b": self.b,
             "breaking": bool(self.breaking),
+            "same_weights": self.same_weights,
             "changes": [c.to_dict() for c in self.changes],
         }
 
@@ -181,11 +188,29 @@ def _compare_signature(report: DiffReport, where: str, a: SignatureInfo, b: Sign
     _compare_features(report, where, a.feature_spec, b.feature_spec)
 
 
+def _compare_internal(
+    report: DiffReport, where: str, a: SignatureInfo | None, b: SignatureInfo | None
+) -> None:
+    """A loader's signature (``__saved_model_init_op``): every change is compatible."""
+    note = "(run by the loader, never called by clients)"
+    if b is None:
+        report.add("internal_signature_removed", where, False, f"signature removed {note}")
+    elif a is None:
+        report.add("internal_signature_added", where, False, f"new signature {note}")
+    else:
+        inner = DiffReport(report.a, report.b)
+        _compare_signature(inner, where, a, b)
+        for change in inner.changes:
+            report.add(change.kind, change.where, False, f"{change.detail} {note}")
+
+
 def _compare_meta_graph(report: DiffReport, a: MetaGraphInfo, b: MetaGraphInfo) -> None:
     tags = ",".join(a.tags)
     for key in sorted(set(a.signatures) | set(b.signatures)):
         where = f"{tags}/{key}"
-        if key not in b.signatures:
+        if key.startswith("__"):
+            _compare_internal(report, where, a.signatures.get(key), b.signatures.get(key))
+        elif key not in b.signatures:
             report.add("signature_removed", where, True, "signature removed")
         elif key not in a.signatures:
             report.add("signature_added", where, False, "new signature")
@@ -219,6 +244,40 @@ def _compare_variables(report: DiffReport, a: SavedModelInfo, b: SavedModelInfo)
         )
 
 
+def _checksums(info: SavedModelInfo) -> dict[str, tuple[int, int]] | None:
+    """Tensor name -> (size, CRC-32C) from the index; ``None`` when there is none or it is unreadable."""
+    index = info.path / "variables" / INDEX_FILE
+    if not index.is_file():
+        return None
+    try:
+        _, tensors = read_bundle(index)
+    except BundleError:
+        return None
+    return {t.name: (t.size, t.crc) for t in tensors if not t.sliced}
+
+
+def _compare_weights(report: DiffReport, a: SavedModelInfo, b: SavedModelInfo) -> None:
+    old, new = _checksums(a), _checksums(b)
+    if old is None or new is None:
+        if old is not None or new is not None:
+            missing = report.a if old is None else report.b
+            detail = f"cannot compare weights: {missing} has no readable variables/{INDEX_FILE}"
+            report.add("weights_unknown", "variables", False, detail)
+        return
+    common = sorted(set(old) & set(new))
+    differ = [name for name in common if old[name] != new[name]]
+    report.same_weights = not differ and set(old) == set(new)
+    if differ:
+        same = "same interface, " if not report.changes else ""
+        listed = ", ".join(differ[:5]) + (", ..." if len(differ) > 5 else "")
+        report.add(
+            "weights_changed",
+            "variables",
+            False,
+            f"{same}different weights: {len(differ)} of {len(common)} tensors differ ({listed})",
+        )
+
+
 def diff_saved_models(a: SavedModelInfo, b: SavedModelInfo) -> DiffReport:
     """Compare two SavedModels (read with ``read_saved_model``); ``a`` is the old one.
 
@@ -240,6 +299,7 @@ def diff_saved_models(a: SavedModelInfo, b: SavedModelInfo) -> DiffReport:
         else:
             _compare_meta_graph(report, a_sets[tags], b_sets[tags])
     _compare_variables(report, a, b)
+    _compare_weights(report, a, b)
     return report
 
 
@@ -250,7 +310,8 @@ def render_diff(report: DiffReport) -> str:
         mark = "BREAKING  " if c.breaking else "compatible"
         lines.append(f"{mark}  {c.where}: {c.detail}")
     if not report.changes:
-        lines.append("no differences in signatures, features, ops or variables")
+        same = "; the same weights" if report.same_weights else ""
+        lines.append(f"no differences in signatures, features, ops or variables{same}")
     n = len(report.breaking)
     lines.append(f"{n} breaking change{'s' if n != 1 else ''}, {len(report.changes) - n} compatible")
     return "\n".join(lines) + "\n"

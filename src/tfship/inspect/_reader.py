@@ -64,6 +64,11 @@ class SignatureInfo:
         """
         return recover_feature_spec(self, self._meta_graph)
 
+    @property
+    def internal(self) -> bool:
+        """Whether the key is reserved to the loader (``__saved_model_init_op``): no client calls it."""
+        return self.key.startswith("__")
+
     def output(self, key: str) -> TensorInfo:
         """Return one output by key; ``SignatureNotFoundError`` lists the keys that exist."""
         return _pick(self.outputs, key, f"output of signature {self.key!r}", self.key)

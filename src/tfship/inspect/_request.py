@@ -10,7 +10,10 @@ first dim and 1 for the others).
 from __future__ import annotations
 
 import base64
+import json
 import os
+import pprint
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,12 +49,89 @@ class ExampleRequest:
     rest: dict[str, Any]
     grpc: Any
 
+    @property
+    def model_name(self) -> str:
+        """The served model name the request addresses."""
+        return str(self.grpc.model_spec.name)
+
+    def curl(self, url: str = "http://localhost:8501") -> str:
+        """A ``curl`` command line that sends this request to TF Serving's REST API at ``url``.
+
+        Example:
+            >>> print(req.curl("http://localhost:8501"))  # doctest: +SKIP
+            curl -sS -X POST http://localhost:8501/v1/models/m:classify -H 'Content-Type: ...' -d '{...}'
+        """
+        base = url if "://" in url else f"http://{url}"
+        body = json.dumps(self.rest, separators=(",", ":"))
+        return " ".join(
+            [
+                "curl -sS -X POST",
+                shlex.quote(base.rstrip("/") + self.url_path),
+                "-H 'Content-Type: application/json'",
+                "-d",
+                shlex.quote(body),
+            ]
+        )
+
+    def python(self, target: str = "localhost:8500") -> str:
+        """A Python snippet sending this request with ``tfship.serve_client.ServingClient``.
+
+        ``target`` is a gRPC ``host:port`` or a REST ``http://`` URL, as the client takes.
+
+        Example:
+            >>> exec(req.python("127.0.0.1:8500"))  # doctest: +SKIP
+        """
+        signature = self.rest["signature_name"]
+        if self.verb == "predict":
+            data, argument = _predict_inputs(self.rest["instances"]), "inputs"
+        else:
+            data, argument = self.rest["examples"], "examples"
+        uses_b64 = "base64.b64decode(" in (text := _python_literal(data))
+        lines = ["import base64", ""] if uses_b64 else []
+        lines += [
+            "from tfship.serve_client import ServingClient",
+            "",
+            f"{argument} = {text}",
+            f"with ServingClient({target!r}) as client:",
+            f"    result = client.{self.verb}({self.model_name!r}, {argument}, signature={signature!r})",
+            "print(result)",
+        ]
+        return "\n".join(lines) + "\n"
+
     def warmup_record(self) -> bytes:
         """This request as one serialized ``PredictionLog`` (a warmup record)."""
         log = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2")
         record = log.PredictionLog()
         getattr(record, f"{self.verb}_log").request.CopyFrom(self.grpc)
         return bytes(record.SerializeToString())
+
+
+class _B64:
+    """A ``{"b64": ...}`` REST value, written in Python as the bytes it stands for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"base64.b64decode({self.text!r})"
+
+
+def _from_rest(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"b64"}:
+        return _B64(value["b64"])
+    if isinstance(value, list):
+        return [_from_rest(v) for v in value]
+    return value
+
+
+def _predict_inputs(instances: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Row-format ``instances`` as the column-per-input dict ``ServingClient.predict`` takes."""
+    keys = list(instances[0]) if instances else []
+    return {k: [_from_rest(row[k]) for row in instances] for k in keys}
+
+
+def _python_literal(data: Any) -> str:
+    return pprint.pformat(data, width=96, sort_dicts=False)
 
 
 def _zero(dtype: str) -> Any:
@@ -236,6 +316,8 @@ def example_request(
     """
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
+    if model_name is not None and not model_name.strip():
+        raise ValueError("model_name is empty: give the name the server serves the model under")
     sig = info.meta_graph(tags).signature(signature)
     model = model_name or model_name_of(info)
     values = dict(values or {})

@@ -16,6 +16,7 @@ from typing import Any
 
 from tfship._wire import METADATA_FILE, version_number
 from tfship.errors import ModelError, TfshipError
+from tfship.inspect._bundle import variables_problems
 from tfship.inspect._describe import variables
 from tfship.inspect._reader import SAVED_MODEL_PB, SAVED_MODEL_PBTXT, read_saved_model
 
@@ -184,10 +185,8 @@ def _load_problem(version: VersionInfo) -> str | None:
         info = read_saved_model(version.path)
     except TfshipError as exc:
         return str(exc)
-    declared = variables(info)["count"]
-    if declared and not (version.path / "variables" / "variables.index").is_file():
-        return f"the graph declares {declared} variables but variables/variables.index is missing"
-    return None
+    problems = variables_problems(version.path, variables(info)["count"])
+    return problems[0] if problems else None
 
 
 def _human_size(n: int) -> str:

@@ -251,10 +251,30 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        server.stop()  # logs the one "server stopped" line
         for number, handler in previous.items():
             signal.signal(number, handler)
-    click.echo("stopped", err=True)
+    _exit_now_if_program()
+
+
+def _exit_now_if_program() -> None:
+    """End the process at once when ``tfship serve`` is the program, not a call inside another.
+
+    The server has stopped and unloaded every model, so nothing is left to finish; the
+    interpreter's own teardown of TensorFlow's modules would still take about a second.
+    """
+    import os
+    import sys
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    from tfship.cli import main as entry_point
+
+    if (spec is not None and spec.name == "tfship.__main__") or getattr(main, "main", None) is entry_point:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(0)
 
 
 def _models(

@@ -73,6 +73,7 @@ _INT64_MAX = 2**63 - 1
 IDLE_TIMEOUT_S = 50.0
 # gzip request bodies are inflated up to this size (then treated as unreadable, as TF Serving does)
 _MAX_INFLATED = 2**31
+_POLL_S = 0.05  # how often the accept loop checks for shutdown()
 
 
 def error_body(message: str) -> bytes:
@@ -495,7 +496,9 @@ def _inflate(body: bytes) -> bytes:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    allow_reuse_address = False
+    # SO_REUSEADDR, as gRPC binds: a restart may take the port back while connections of the
+    # previous process linger in TIME_WAIT; a port another process listens on is still refused.
+    allow_reuse_address = True
     request_queue_size = 128
     api: RestApi
 
@@ -553,6 +556,9 @@ def start_rest(
             raise ServerConfigError(f"REST port {host}:{port} is already in use") from None
         raise LocalServerError(f"cannot bind REST to {host}:{port}: {exc.strerror}") from exc
     server.api = api
-    thread = threading.Thread(target=server.serve_forever, name="tfship-rest", daemon=True)
+    # shutdown() waits for the loop to notice it: poll often, so that a stop is quick
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": _POLL_S}, name="tfship-rest", daemon=True
+    )
     thread.start()
     return server, int(server.server_address[1])
