@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from tfship._interrupt import finishing_once_live, late_interrupt
 from tfship._output import echo_json
 from tfship.errors import InputError
 
@@ -118,23 +119,28 @@ def export(
     else:
         eval_result = _evaluation_of(estimator, model_dir, checkpoint, eval_name)
     warmup = read_warmup_records(warmup_path) if warmup_path else None
-    result = export_model(
-        estimator,
-        out,
-        build_receiver(schema, kind),
-        checkpoint_path=checkpoint,
-        version=version,
-        version_by=version_by,
-        warmup=warmup,
-        verify=not no_verify,
-        exporter={"name": "cli", "kind": "cli", **({"best_by": list(best_by)} if best_by else {})},
-        eval_result=eval_result,
-    )
-    logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
-    if as_json:
-        echo_json(result.to_dict())
-        return
-    _echo_result(result)
+    # Once the version is published it is live: a Ctrl-C after that cannot undo it, so the
+    # command finishes, prints what it published and exits 0.
+    with finishing_once_live():
+        result = export_model(
+            estimator,
+            out,
+            build_receiver(schema, kind),
+            checkpoint_path=checkpoint,
+            version=version,
+            version_by=version_by,
+            warmup=warmup,
+            verify=not no_verify,
+            exporter={"name": "cli", "kind": "cli", **({"best_by": list(best_by)} if best_by else {})},
+            eval_result=eval_result,
+        )
+        logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
+        if as_json:
+            echo_json(result.to_dict())
+        else:
+            _echo_result(result)
+        if late_interrupt():
+            logger.info("Ctrl-C came after version %d was published: it stays published", result.version)
 
 
 def _evaluation_of(

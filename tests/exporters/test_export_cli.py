@@ -116,7 +116,7 @@ def test_bad_input_exits_2_and_names_the_flag(trained_dir: Path, tmp_path: Path)
     assert not (tmp_path / "o").exists() or not numeric_dirs(tmp_path / "o")
 
 
-def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str]:
+def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str, str]:
     import os
     import signal
     import subprocess
@@ -133,8 +133,8 @@ def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str
     while not when() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    return process.returncode, err
+    stdout, err = process.communicate(timeout=120)
+    return process.returncode, stdout, err
 
 
 @pytest.mark.parametrize("moment", ["while importing", "while staging"])
@@ -149,9 +149,21 @@ def test_ctrl_c_stops_export_and_publishes_nothing(trained_dir: Path, tmp_path: 
             return time.monotonic() - started > 1.0
         return out.is_dir() and any(p.name.startswith(".") for p in out.iterdir())
 
-    code, err = _interrupt_export(trained_dir, out, when)
+    code, _, err = _interrupt_export(trained_dir, out, when)
     # 130 once the command runs; click's own "Aborted!" (exit 1) if it was still parsing
     assert code == 130 if moment == "while staging" else code in (130, 1), (code, err)
     assert err.strip().splitlines()[-1] == "Aborted!"
     assert "Traceback" not in err
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_ctrl_c_after_publishing_finishes_and_exits_0(trained_dir: Path, tmp_path: Path) -> None:
+    # The version is live the moment its directory has its number: from then on a Ctrl-C
+    # cannot undo the export, and reporting failure (130) would be false.
+    out = tmp_path / "serving"
+    code, stdout, err = _interrupt_export(trained_dir, out, lambda: bool(numeric_dirs(out)))
+    published = numeric_dirs(out)
+    assert published, (code, err)
+    assert code == 0, (code, err)
+    assert f"version     {published[0]}" in stdout
+    assert "Aborted!" not in err and "Traceback" not in err
