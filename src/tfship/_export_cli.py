@@ -99,6 +99,15 @@ def export(
         raise click.UsageError("--checkpoint and --best-by are exclusive: choose one")
     if not model_dir.is_dir():
         raise InputError(f"--model-dir {model_dir}: no such model directory")
+    from tfship.trainer import read_trainer_file
+    from tfship.trainer._train import TRAINER_FILE
+
+    if read_trainer_file(model_dir) is None:
+        raise InputError(
+            f"--model-dir {model_dir} has no {TRAINER_FILE}: tfship export rebuilds only models "
+            "trained by tfship train; for an Estimator with your own model_fn, export from Python "
+            "with tfship.exporters.export_model(estimator, out, receiver) or the exporters"
+        )
     from tfship.exporters._events import best_checkpoint
     from tfship.exporters._export import export_model
     from tfship.exporters._receivers import build_receiver
@@ -108,8 +117,6 @@ def export(
     schema = Schema.load(schema_path) if schema_path else None
     estimator = build_estimator(schema, model_dir)
     if schema is None:
-        from tfship.trainer import read_trainer_file
-
         schema = Schema.from_dict((read_trainer_file(model_dir) or {})["schema"])
     eval_result: dict[str, Any] | None = None
     if best_by:

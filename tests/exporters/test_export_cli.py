@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,36 @@ def test_ctrl_c_after_publishing_finishes_and_exits_0(trained_dir: Path, tmp_pat
     assert code == 0, (code, err)
     assert f"version     {published[0]}" in stdout
     assert "Aborted!" not in err and "Traceback" not in err
+
+
+def test_a_custom_estimators_model_dir_is_refused_in_one_line(
+    classifier: Any, trained_dir: Path, tmp_path: Path
+) -> None:
+    # a model_fn of one's own cannot be rebuilt from a directory: say what is supported
+    for extra in ([], ["--schema", str(trained_dir / "schema.json")]):
+        result = _run(["--model-dir", classifier.model_dir, "--out", str(tmp_path / "o"), *extra])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"Error: --model-dir {classifier.model_dir} has no trainer.json: tfship export rebuilds "
+            "only models trained by tfship train; for an Estimator with your own model_fn, export "
+            "from Python with tfship.exporters.export_model(estimator, out, receiver) or the exporters\n"
+        )
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_checkpoint_of_another_model_names_the_missing_variable(trained_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(trained_dir / "model", model_dir)
+    recorded = json.loads((model_dir / "trainer.json").read_text())
+    recorded["model"]["kind"] = "dnn"  # as if trainer.json and the checkpoints disagreed
+    (model_dir / "trainer.json").write_text(json.dumps(recorded))
+    result = _run(["--model-dir", str(model_dir), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert re.fullmatch(
+        f"Error: checkpoint {re.escape(str(model_dir))}/model.ckpt-10 does not hold the variables "
+        r"the model needs \(Key dnn/\S+ not found in checkpoint\): it was written by another model\n",
+        result.stderr,
+    ), result.stderr
+    assert not numeric_dirs(tmp_path / "o")
