@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from tfship._interrupt import finishing_once_live, late_interrupt
 from tfship._output import echo_json
 from tfship.errors import InputError
 
@@ -98,6 +99,15 @@ def export(
         raise click.UsageError("--checkpoint and --best-by are exclusive: choose one")
     if not model_dir.is_dir():
         raise InputError(f"--model-dir {model_dir}: no such model directory")
+    from tfship.trainer import read_trainer_file
+    from tfship.trainer._train import TRAINER_FILE
+
+    if read_trainer_file(model_dir) is None:
+        raise InputError(
+            f"--model-dir {model_dir} has no {TRAINER_FILE}: tfship export rebuilds only models "
+            "trained by tfship train; for an Estimator with your own model_fn, export from Python "
+            "with tfship.exporters.export_model(estimator, out, receiver) or the exporters"
+        )
     from tfship.exporters._events import best_checkpoint
     from tfship.exporters._export import export_model
     from tfship.exporters._receivers import build_receiver
@@ -107,8 +117,6 @@ def export(
     schema = Schema.load(schema_path) if schema_path else None
     estimator = build_estimator(schema, model_dir)
     if schema is None:
-        from tfship.trainer import read_trainer_file
-
         schema = Schema.from_dict((read_trainer_file(model_dir) or {})["schema"])
     eval_result: dict[str, Any] | None = None
     if best_by:
@@ -118,23 +126,28 @@ def export(
     else:
         eval_result = _evaluation_of(estimator, model_dir, checkpoint, eval_name)
     warmup = read_warmup_records(warmup_path) if warmup_path else None
-    result = export_model(
-        estimator,
-        out,
-        build_receiver(schema, kind),
-        checkpoint_path=checkpoint,
-        version=version,
-        version_by=version_by,
-        warmup=warmup,
-        verify=not no_verify,
-        exporter={"name": "cli", "kind": "cli", **({"best_by": list(best_by)} if best_by else {})},
-        eval_result=eval_result,
-    )
-    logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
-    if as_json:
-        echo_json(result.to_dict())
-        return
-    _echo_result(result)
+    # Once the version is published it is live: a Ctrl-C after that cannot undo it, so the
+    # command finishes, prints what it published and exits 0.
+    with finishing_once_live():
+        result = export_model(
+            estimator,
+            out,
+            build_receiver(schema, kind),
+            checkpoint_path=checkpoint,
+            version=version,
+            version_by=version_by,
+            warmup=warmup,
+            verify=not no_verify,
+            exporter={"name": "cli", "kind": "cli", **({"best_by": list(best_by)} if best_by else {})},
+            eval_result=eval_result,
+        )
+        logger.info("exported %d: step %s from %s", result.version, result.global_step, result.checkpoint)
+        if as_json:
+            echo_json(result.to_dict())
+        else:
+            _echo_result(result)
+        if late_interrupt():
+            logger.info("Ctrl-C came after version %d was published: it stays published", result.version)
 
 
 def _evaluation_of(

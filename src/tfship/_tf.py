@@ -46,7 +46,8 @@ def tf() -> Any:
     import tensorflow
 
     if not _verbose:
-        tensorflow.get_logger().setLevel(logging.ERROR)
+        if tensorflow.get_logger().level == logging.NOTSET:  # a program's own choice stays
+            tensorflow.get_logger().setLevel(logging.ERROR)
         tensorflow.autograph.set_verbosity(0)
         _quiet_absl()
     _tensorflow = tensorflow

@@ -120,5 +120,5 @@ def cli(verbose: bool) -> None:
 
 def main() -> None:
     """Entry point of the ``tfship`` console script."""
-    with recording_interrupts():  # from the first moment: a Ctrl-C while importing stops too
+    with recording_interrupts(until_exit=True):  # from the first moment: a Ctrl-C while importing stops too
         cli(prog_name="tfship")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ def test_bad_input_exits_2_and_names_the_flag(trained_dir: Path, tmp_path: Path)
     assert not (tmp_path / "o").exists() or not numeric_dirs(tmp_path / "o")
 
 
-def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str]:
+def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str, str]:
     import os
     import signal
     import subprocess
@@ -133,8 +134,8 @@ def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str
     while not when() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    return process.returncode, err
+    stdout, err = process.communicate(timeout=120)
+    return process.returncode, stdout, err
 
 
 @pytest.mark.parametrize("moment", ["while importing", "while staging"])
@@ -149,9 +150,54 @@ def test_ctrl_c_stops_export_and_publishes_nothing(trained_dir: Path, tmp_path: 
             return time.monotonic() - started > 1.0
         return out.is_dir() and any(p.name.startswith(".") for p in out.iterdir())
 
-    code, err = _interrupt_export(trained_dir, out, when)
+    code, _, err = _interrupt_export(trained_dir, out, when)
     # 130 once the command runs; click's own "Aborted!" (exit 1) if it was still parsing
     assert code == 130 if moment == "while staging" else code in (130, 1), (code, err)
     assert err.strip().splitlines()[-1] == "Aborted!"
     assert "Traceback" not in err
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_ctrl_c_after_publishing_finishes_and_exits_0(trained_dir: Path, tmp_path: Path) -> None:
+    # The version is live the moment its directory has its number: from then on a Ctrl-C
+    # cannot undo the export, and reporting failure (130) would be false.
+    out = tmp_path / "serving"
+    code, stdout, err = _interrupt_export(trained_dir, out, lambda: bool(numeric_dirs(out)))
+    published = numeric_dirs(out)
+    assert published, (code, err)
+    assert code == 0, (code, err)
+    assert f"version     {published[0]}" in stdout
+    assert "Aborted!" not in err and "Traceback" not in err
+
+
+def test_a_custom_estimators_model_dir_is_refused_in_one_line(
+    classifier: Any, trained_dir: Path, tmp_path: Path
+) -> None:
+    # a model_fn of one's own cannot be rebuilt from a directory: say what is supported
+    for extra in ([], ["--schema", str(trained_dir / "schema.json")]):
+        result = _run(["--model-dir", classifier.model_dir, "--out", str(tmp_path / "o"), *extra])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"Error: --model-dir {classifier.model_dir} has no trainer.json: tfship export rebuilds "
+            "only models trained by tfship train; for an Estimator with your own model_fn, export "
+            "from Python with tfship.exporters.export_model(estimator, out, receiver) or the exporters\n"
+        )
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_checkpoint_of_another_model_names_the_missing_variable(trained_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(trained_dir / "model", model_dir)
+    recorded = json.loads((model_dir / "trainer.json").read_text())
+    recorded["model"]["kind"] = "dnn"  # as if trainer.json and the checkpoints disagreed
+    (model_dir / "trainer.json").write_text(json.dumps(recorded))
+    result = _run(["--model-dir", str(model_dir), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert re.fullmatch(
+        f"Error: checkpoint {re.escape(str(model_dir))}/model.ckpt-10 does not hold the variables "
+        r"the model needs \(Key dnn/\S+ not found in checkpoint\): it was written by another model\n",
+        result.stderr,
+    ), result.stderr
+    assert not numeric_dirs(tmp_path / "o")

@@ -10,6 +10,7 @@ Importing this package is cheap: TensorFlow loads on first use of a name below.
 Example:
     >>> from tfship.exporters import BestExporter, parsing_receiver  # doctest: +SKIP
     >>> best = BestExporter("best", parsing_receiver(schema), metric="auc", mode="max")  # doctest: +SKIP
+    >>> best = BestExporter(name="best", serving_input_receiver_fn=fn, exports_to_keep=1)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -82,3 +83,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_exporters, name)
     raise AttributeError(f"module 'tfship.exporters' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the names __getattr__ serves are part of the module even before TensorFlow is loaded
+    return sorted(set(globals()) | set(_NEEDS_TENSORFLOW))

@@ -84,13 +84,31 @@ def read_eval_history(model_dir: str | os.PathLike[str], eval_name: str | None =
         [100, 200]
     """
     directory = _pick_eval_dir(Path(os.fspath(model_dir)), eval_name)
+    return _history(sorted(str(p) for p in directory.glob("events.out.tfevents.*")), directory.name)
+
+
+def read_event_files(model_dir: str | os.PathLike[str], pattern: str) -> list[EvalRecord]:
+    """The evaluations in the event files matching ``pattern`` under the model dir, by step.
+
+    ``pattern`` is what ``tf.estimator.BestExporter`` calls ``event_file_pattern``, e.g.
+    ``eval/*.tfevents.*``; no matching file gives no evaluation.
+
+    Example:
+        >>> [r.step for r in read_event_files("model", "eval_holdout/*.tfevents.*")]  # doctest: +SKIP
+        [100, 200]
+    """
+    files = sorted(tf().io.gfile.glob(os.path.join(os.fspath(model_dir), pattern)))
+    return _history(files, pattern)
+
+
+def _history(files: list[str], label: str) -> list[EvalRecord]:
     by_step: dict[int, dict[str, float]] = {}
-    for path in sorted(directory.glob("events.out.tfevents.*")):
-        for event in tf().compat.v1.train.summary_iterator(str(path)):
+    for path in files:
+        for event in tf().compat.v1.train.summary_iterator(path):
             values = _scalars(event)
             if values:
                 by_step.setdefault(int(event.step), {}).update(values)
-    return [EvalRecord(step, m, directory.name) for step, m in sorted(by_step.items())]
+    return [EvalRecord(step, m, label) for step, m in sorted(by_step.items())]
 
 
 def best_checkpoint(

@@ -241,8 +241,11 @@ def _build_saved_model(
             try:
                 saver.restore(sess, ckpt)
             except (t.errors.NotFoundError, t.errors.InvalidArgumentError) as exc:
+                # TF's restore error opens with advice and keeps the cause after "Original error:"
+                cause = tf_error_cause(str(exc).split("Original error:", 1)[-1])
                 raise ExportError(
-                    f"checkpoint {ckpt} does not hold the variables the model needs: {_first_line(exc)}"
+                    f"checkpoint {ckpt} does not hold the variables the model needs ({cause}): "
+                    "it was written by another model"
                 ) from exc
             builder = v1.saved_model.Builder(str(staging))
             builder.add_meta_graph_and_variables(

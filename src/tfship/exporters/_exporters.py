@@ -14,13 +14,14 @@ import logging
 import math
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tfship._tf import estimator
-from tfship.errors import InputError
+from tfship.errors import TrainError
 from tfship.exporters._errors import MetricNotFoundError
 from tfship.exporters._events import fmt, resolve_mode
 from tfship.exporters._export import ExportResult, checkpoint_step, export_model, resolve_checkpoint
@@ -34,6 +35,36 @@ from tfship.exporters._publish import (
 logger = logging.getLogger("tfship.exporters")
 
 BEST_RECORD_FILE = "tfship-best.json"
+#: tf.estimator's default: the evaluations of the unnamed ``EvalSpec``.
+DEFAULT_EVENT_FILE_PATTERN = "eval/*.tfevents.*"
+_UNTIED_STEP_HINT = (
+    "a Keras optimizer in a model_fn counts its own steps unless tied to the global step: "
+    "optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()"
+)
+
+
+def show(message: str, *args: Any) -> None:
+    """Log one exporter line at INFO where a user of ``train_and_evaluate`` sees it.
+
+    Through the ``tfship.exporters`` logger when the program configured logging (a handler on
+    the root logger, or a level on ``tfship``/``tfship.exporters``); otherwise on stderr, in
+    the format of TensorFlow's own ``INFO:tensorflow:`` lines. Silence them with
+    ``logging.getLogger("tfship.exporters").setLevel(logging.WARNING)``.
+    """
+    if logger.isEnabledFor(logging.INFO):
+        logger.info(message, *args)
+        return
+    configured = logging.getLogger().handlers or any(
+        logging.getLogger(name).level != logging.NOTSET or logging.getLogger(name).handlers
+        for name in ("tfship", "tfship.exporters")
+    )
+    if configured:
+        return  # the program chose a level that hides INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+    handler.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, args, None))
+
+
 @dataclass(frozen=True)
 class Decision:
     """One exporter decision: what was done, to which version, and the log line said.
@@ -62,33 +93,44 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
     def __init__(
         self,
         name: str,
-        receiver: Any,
+        serving_input_receiver_fn: Any,
+        assets_extra: Mapping[str, str | os.PathLike[str]] | None,
+        as_text: bool,
         *,
-        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
-        as_text: bool = False,
-        warmup: Iterable[Any] | None = None,
-        verify: bool = True,
-        version_by: str = "time",
+        warmup: Iterable[Any] | None,
+        verify: bool,
+        version_by: str,
     ) -> None:
+        cls = self.public_name()
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"exporter name must be a non-empty string, got {name!r}")
-        if not callable(receiver):
+            raise ValueError(f"{cls}: name must be a non-empty string, got {name!r}")
+        if not callable(serving_input_receiver_fn):
             raise ValueError(
-                f"exporter {name!r}: receiver must be a Receiver or receiver function, "
-                f"got {type(receiver).__name__}"
+                f"{cls} {name!r}: serving_input_receiver_fn must be a function returning a "
+                f"ServingInputReceiver (or a tfship Receiver), got {serving_input_receiver_fn!r}"
+            )
+        if assets_extra is not None and not isinstance(assets_extra, Mapping):
+            raise ValueError(
+                f"{cls} {name!r}: assets_extra must be a dict of destination under assets.extra "
+                f"-> source file, got {type(assets_extra).__name__}"
             )
         if version_by not in ("time", "step"):
-            raise ValueError(f"version_by must be 'time' or 'step', got {version_by!r}")
+            raise ValueError(f"{cls}: version_by must be 'time' or 'step', got {version_by!r}")
         self._name = name
-        self._receiver = receiver
+        self._receiver = serving_input_receiver_fn
         self._assets_extra = dict(assets_extra or {})
-        self._as_text = as_text
+        self._as_text = bool(as_text)
         self._warmup = list(warmup) if warmup is not None else None
         self._verify = verify
         self._version_by = version_by
         self._swept: set[Path] = set()
         self.decisions: list[Decision] = []
         self.last_result: ExportResult | None = None
+
+    @classmethod
+    def public_name(cls) -> str:
+        """The class as a user imports it, e.g. ``tfship.exporters.BestExporter``."""
+        return f"tfship.exporters.{cls.__name__}"
 
     @property
     def name(self) -> str:
@@ -97,7 +139,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
 
     @property
     def receiver(self) -> Any:
-        """The receiver the exporter builds its exports with."""
+        """The ``serving_input_receiver_fn`` the exporter builds its exports with."""
         return self._receiver
 
     def export_dir(self, estimator: Any) -> Path:
@@ -109,6 +151,19 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
         if base not in self._swept:
             sweep_staging(base)
             self._swept.add(base)
+
+    def _check_trained(self, estimator: Any, step: int | None) -> None:
+        # In a local train_and_evaluate the first checkpoint is never evaluated, so an
+        # evaluation at step 0 comes after a training loop that never moved the global step.
+        # (A cluster's evaluator does evaluate the chief's first checkpoint, at step 0.)
+        config = getattr(estimator, "config", None)
+        if step != 0 or config is None or config.task_type == "evaluator" or config.cluster_spec:
+            return
+        raise TrainError(
+            f"{self.public_name()} {self._name!r}: the evaluation after training is of global "
+            f"step 0, so training never advanced the global step and the model is untrained; "
+            f"{_UNTIED_STEP_HINT} (or the training input was empty)"
+        )
 
     def _export(
         self,
@@ -136,7 +191,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
 
     def _decide(self, action: str, version: int | None, step: int | None, line: str) -> None:
         self.decisions.append(Decision(action, version, step, line))
-        logger.info("%s: %s", self._name, line)
+        show("%s: %s", self._name, line)
 
     def _decide_exported(self, result: ExportResult, line: str) -> None:
         self._decide("exported", result.version, result.global_step, line)
@@ -148,7 +203,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
             if version.number in protect:
                 continue
             shutil.rmtree(version.path, ignore_errors=True)
-            logger.info("%s: removed %d (%s keeps %d)", self._name, version.number, self.kind, keep)
+            show("%s: removed %d (%s keeps %d)", self._name, version.number, self.kind, keep)
 
     def _ours(self, base: Path) -> list[Version]:
         # Only versions whose metadata names this exporter: foreign directories are never touched.
@@ -163,31 +218,60 @@ def _step(eval_result: Mapping[str, Any] | None, checkpoint_path: str | None) ->
     return checkpoint_step(checkpoint_path) if checkpoint_path else None
 
 
-def _check_keep(keep: int | None) -> int | None:
-    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep <= 0):
-        raise ValueError(f"keep must be a positive int or None (no cleanup), got {keep!r}")
-    return keep
+def _check_keep(cls: str, exports_to_keep: int | None) -> int | None:
+    if exports_to_keep is not None and (
+        isinstance(exports_to_keep, bool) or not isinstance(exports_to_keep, int) or exports_to_keep <= 0
+    ):
+        raise ValueError(
+            f"{cls}: exports_to_keep must be a positive int, or None to keep every export; "
+            f"got {exports_to_keep!r}"
+        )
+    return exports_to_keep
 
 
 class LatestExporter(_TfshipExporter):
-    """Exports after every evaluation and keeps the ``keep`` newest of its versions.
+    """Exports after every evaluation and keeps the ``exports_to_keep`` newest of its versions.
+
+    The arguments of ``tf.estimator.LatestExporter``, in its order, then tfship's own.
 
     Args:
         name: the exporter's directory name under ``<model_dir>/export/``.
-        receiver: a ``Receiver`` (or any serving input receiver function).
-        keep: how many of its newest versions to keep (``None``: all).
-        assets_extra, as_text, warmup, verify, version_by: see ``export_model``.
+        serving_input_receiver_fn: a function returning a ``ServingInputReceiver``, or a
+            tfship ``Receiver``.
+        assets_extra: destination under ``assets.extra/`` -> source file to copy.
+        as_text: write ``saved_model.pbtxt`` instead of ``saved_model.pb``.
+        exports_to_keep: how many of its newest versions to keep (``None``: all).
+        warmup, verify, version_by: see ``export_model``.
 
     Example:
-        >>> exporter = LatestExporter("latest", parsing_receiver(schema), keep=3)  # doctest: +SKIP
+        >>> exporter = LatestExporter("latest", parsing_receiver(schema), exports_to_keep=3)  # doctest: +SKIP
         >>> tf.estimator.EvalSpec(eval_input_fn, exporters=[exporter])  # doctest: +SKIP
     """
 
     kind = "latest"
 
-    def __init__(self, name: str, receiver: Any, keep: int | None = 5, **options: Any) -> None:
-        super().__init__(name, receiver, **options)
-        self._keep = _check_keep(keep)
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Any,
+        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
+        as_text: bool = False,
+        exports_to_keep: int | None = 5,
+        *,
+        warmup: Iterable[Any] | None = None,
+        verify: bool = True,
+        version_by: str = "time",
+    ) -> None:
+        super().__init__(
+            name,
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+            warmup=warmup,
+            verify=verify,
+            version_by=version_by,
+        )
+        self._keep = _check_keep(self.public_name(), exports_to_keep)
 
     def export(
         self,
@@ -201,6 +285,7 @@ class LatestExporter(_TfshipExporter):
         base = Path(os.fsdecode(export_path))
         self._start(base)
         step = _step(eval_result, checkpoint_path)
+        self._check_trained(estimator, step)
         if self._version_by == "step" and step is not None and (base / str(step)).exists():
             # The same step evaluated again (e.g. a resumed run): its version already exists.
             self._decide("skipped", step, step, f"skipped: version {step} already exists")
@@ -215,9 +300,11 @@ class LatestExporter(_TfshipExporter):
 class FinalExporter(_TfshipExporter):
     """Exports once at the end of training; ``export_final`` does it for runs without max_steps.
 
-    ``train_and_evaluate`` marks an evaluation final only when ``global_step >= max_steps``, so
-    a run without ``max_steps`` never triggers it: call ``export_final(estimator)`` after
-    training instead. A step already exported by this exporter is not exported again.
+    The arguments of ``tf.estimator.FinalExporter``, in its order, then tfship's own (see
+    ``LatestExporter``). ``train_and_evaluate`` marks an evaluation final only when
+    ``global_step >= max_steps``, so a run without ``max_steps`` never triggers it: call
+    ``export_final(estimator)`` after training instead. A step already exported by this
+    exporter is not exported again.
 
     Example:
         >>> final = FinalExporter("final", parsing_receiver(schema))  # doctest: +SKIP
@@ -226,6 +313,27 @@ class FinalExporter(_TfshipExporter):
     """
 
     kind = "final"
+
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Any,
+        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
+        as_text: bool = False,
+        *,
+        warmup: Iterable[Any] | None = None,
+        verify: bool = True,
+        version_by: str = "time",
+    ) -> None:
+        super().__init__(
+            name,
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+            warmup=warmup,
+            verify=verify,
+            version_by=version_by,
+        )
 
     def export(
         self,
@@ -237,6 +345,7 @@ class FinalExporter(_TfshipExporter):
     ) -> str | None:
         """Export only when ``is_the_final_export``; returns the version path or ``None``."""
         step = _step(eval_result, checkpoint_path)
+        self._check_trained(estimator, step)
         if not is_the_final_export:
             self._decide("skipped", None, step, f"skipped: step {step} is not the final evaluation")
             return None
@@ -277,28 +386,33 @@ class FinalExporter(_TfshipExporter):
 
 
 class BestExporter(_TfshipExporter):
-    """Exports when the evaluated metric improves on the best so far, restart-safe.
+    """Exports when the evaluation beats the best so far, restart-safe.
 
-    The best record (metric, mode, value, global step, checkpoint, version) is kept in
-    ``<export_path>/tfship-best.json`` and read back on start, so a restarted run never exports
-    a worse model. NaN and infinite values never become best. ``keep`` versions are kept, chosen
-    by metric (not by age); the current best and the newest are never removed.
+    The arguments of ``tf.estimator.BestExporter``, in its order and with its defaults, then
+    tfship's own, keyword-only. The best record (metric, mode, value, global step, checkpoint,
+    version) is kept in ``<export_path>/tfship-best.json`` and read back on start, so a
+    restarted run never exports a worse model. NaN and infinite values never become best.
+    ``exports_to_keep`` versions are kept, chosen by metric (not by age); the current best and
+    the newest are never removed.
 
     Args:
         name: the exporter's directory name under ``<model_dir>/export/``.
-        receiver: a ``Receiver`` (or any serving input receiver function).
+        serving_input_receiver_fn: a function returning a ``ServingInputReceiver``, or a
+            tfship ``Receiver``.
+        event_file_pattern: evaluation event files, relative to the model dir, that give the
+            best so far when there is no best record yet (no record file, none of this
+            exporter's versions): the best of their evaluations before the current step.
+            ``None`` starts from nothing: the first evaluation is exported.
+        compare_fn: ``fn(best_eval_result=..., current_eval_result=...) -> bool``, True when
+            the current evaluation is better (tf.estimator's contract); ``None`` compares
+            ``metric`` by ``mode``, which by default is tf.estimator's smaller ``loss``.
+        assets_extra: destination under ``assets.extra/`` -> source file to copy.
+        as_text: write ``saved_model.pbtxt`` instead of ``saved_model.pb``.
+        exports_to_keep: how many of the best versions to keep (``None``: all).
         metric: the evaluation metric to rank by (e.g. ``"auc"``, ``"loss"``).
         mode: ``"min"``, ``"max"`` or ``"auto"`` (max for auc/accuracy/precision/recall-like).
         min_delta: how much the metric must improve to count as better.
-        keep: how many of the best versions to keep (``None``: all).
-        compare_fn: ``fn(best_eval_result=..., current_eval_result=...) -> bool`` overriding
-            the metric comparison (tf.estimator's contract).
-        history: when there is no best record yet (no record file, none of our versions),
-            start from the best value in the model dir's evaluation history before the
-            current step: ``True`` reads ``eval`` (or the only ``eval_<name>``), a string
-            names the ``EvalSpec`` (``eval_<history>``). Off by default: an empty export
-            directory then gets the first evaluated model.
-        assets_extra, as_text, warmup, verify, version_by: see ``export_model``.
+        warmup, verify, version_by: see ``export_model``.
 
     Example:
         >>> best = BestExporter("best", parsing_receiver(schema), metric="auc")  # doctest: +SKIP
@@ -309,32 +423,50 @@ class BestExporter(_TfshipExporter):
 
     def __init__(
         self,
-        name: str,
-        receiver: Any,
+        name: str = "best_exporter",
+        serving_input_receiver_fn: Any = None,
+        event_file_pattern: str | None = DEFAULT_EVENT_FILE_PATTERN,
+        compare_fn: Callable[..., bool] | None = None,
+        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
+        as_text: bool = False,
+        exports_to_keep: int | None = 5,
+        *,
         metric: str = "loss",
         mode: str = "auto",
         min_delta: float = 0.0,
-        keep: int | None = 1,
-        compare_fn: Callable[..., bool] | None = None,
-        history: bool | str = False,
-        **options: Any,
+        warmup: Iterable[Any] | None = None,
+        verify: bool = True,
+        version_by: str = "time",
     ) -> None:
-        super().__init__(name, receiver, **options)
-        if not isinstance(history, (bool, str)):
-            raise ValueError(f"history must be True, False or an evaluation name, got {history!r}")
+        super().__init__(
+            name,
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+            warmup=warmup,
+            verify=verify,
+            version_by=version_by,
+        )
+        cls = self.public_name()
+        pattern = event_file_pattern
+        if pattern is not None and (not isinstance(pattern, str) or not pattern):
+            raise ValueError(
+                f"{cls}: event_file_pattern must be a glob relative to the model dir, or None; "
+                f"got {event_file_pattern!r}"
+            )
         if not isinstance(metric, str) or not metric:
-            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+            raise ValueError(f"{cls}: metric must be a non-empty string, got {metric!r}")
         if not isinstance(min_delta, (int, float)) or min_delta < 0 or math.isnan(min_delta):
-            raise ValueError(f"min_delta must be a number >= 0, got {min_delta!r}")
+            raise ValueError(f"{cls}: min_delta must be a number >= 0, got {min_delta!r}")
         if compare_fn is not None:
-            _check_compare_fn(compare_fn)
+            _check_compare_fn(cls, compare_fn)
+        self._event_file_pattern = event_file_pattern
         self._metric = metric
         self._mode = resolve_mode(metric, mode)
         self._min_delta = float(min_delta)
-        self._keep = _check_keep(keep)
+        self._keep = _check_keep(cls, exports_to_keep)
         self._compare_fn = compare_fn
         self._records: dict[Path, dict[str, Any] | None] = {}
-        self._history = history
 
     @property
     def metric(self) -> str:
@@ -366,10 +498,11 @@ class BestExporter(_TfshipExporter):
         self._start(base)
         metrics = dict(eval_result or {})
         step = _step(metrics, checkpoint_path)
+        self._check_trained(estimator, step)
         value = self._value(metrics, base)
         record = self.best_record(base)
-        if record is None and self._history is not False and self._compare_fn is None:
-            record = self._records[base] = self._seed_from_history(estimator, step)
+        if record is None and self._event_file_pattern is not None:
+            record = self._records[base] = self._seed_from_events(estimator, step)
         better, why = self._compare(value, metrics, record)
         if not better:
             self._decide("skipped", None, step, f"skipped: {why} at step {step}")
@@ -437,7 +570,7 @@ class BestExporter(_TfshipExporter):
             try:
                 record = json.loads(path.read_text())
             except ValueError:
-                logger.info("%s: ignoring unreadable best record %s", self._name, path)
+                show("%s: ignoring unreadable best record %s", self._name, path)
         if record is not None and not self._matches(record):
             record = None
         # A crash between publishing a version and rewriting the record leaves the record
@@ -455,7 +588,7 @@ class BestExporter(_TfshipExporter):
         if value is None or not math.isfinite(value):
             return None
         record["value"] = value
-        logger.info(
+        show(
             "%s: best so far %s %s (version %s, step %s)",
             self._name,
             self._metric,
@@ -465,32 +598,23 @@ class BestExporter(_TfshipExporter):
         )
         return record
 
-    def _seed_from_history(self, estimator: Any, step: int | None) -> dict[str, Any] | None:
-        from tfship.exporters._events import read_eval_history
+    def _seed_from_events(self, estimator: Any, step: int | None) -> dict[str, Any] | None:
+        from tfship.exporters._events import read_event_files
 
-        name = None if self._history is True else str(self._history)
-        try:
-            evaluations = read_eval_history(estimator.model_dir, name)
-        except InputError:
-            if name is not None:
-                raise
-            return None  # nothing evaluated yet
+        assert self._event_file_pattern is not None
         past = [
             r
-            for r in evaluations
-            if (step is None or r.step < step)
-            and self._metric in r.metrics
-            and math.isfinite(r.metrics[self._metric])
+            for r in read_event_files(estimator.model_dir, self._event_file_pattern)
+            if step is None or r.step < step
         ]
-        if not past:
+        best = self._best_of(past)
+        if best is None:
             return None
-        sign = -1.0 if self._mode == "max" else 1.0
-        best = min(past, key=lambda r: (sign * r.metrics[self._metric], r.step))
-        value = best.metrics[self._metric]
-        logger.info(
-            "%s: best so far from the evaluation history (%s): %s %s at step %d",
+        value = best.metrics.get(self._metric)
+        show(
+            "%s: best so far from the evaluations in %s: %s %s at step %d",
             self._name,
-            best.eval_dir,
+            self._event_file_pattern,
             self._metric,
             fmt(value),
             best.step,
@@ -501,13 +625,30 @@ class BestExporter(_TfshipExporter):
             "value": value,
             "global_step": best.step,
             "version": None,
-            "source": best.eval_dir,
+            "source": self._event_file_pattern,
             "metrics": dict(best.metrics),
         }
 
+    def _best_of(self, evaluations: list[Any]) -> Any:
+        if self._compare_fn is not None:
+            # tf.estimator folds the evaluations, oldest first, through compare_fn
+            best = None
+            for r in evaluations:
+                better = best is None or self._compare_fn(
+                    best_eval_result=best.metrics, current_eval_result=r.metrics
+                )
+                best = r if better else best
+            return best
+        m = self._metric
+        scored = [r for r in evaluations if m in r.metrics and math.isfinite(r.metrics[m])]
+        if not scored:
+            return None
+        sign = -1.0 if self._mode == "max" else 1.0
+        return min(scored, key=lambda r: (sign * r.metrics[m], r.step))
+
     def _matches(self, record: Mapping[str, Any]) -> bool:
         if record.get("metric") != self._metric or record.get("mode") != self._mode:
-            logger.info(
+            show(
                 "%s: best record ranks by %s (%s), this exporter by %s (%s): starting afresh",
                 self._name,
                 record.get("metric"),
@@ -584,16 +725,16 @@ def _num(value: Any) -> float | None:
         return None
 
 
-def _check_compare_fn(fn: Callable[..., bool]) -> None:
+def _check_compare_fn(cls: str, fn: Callable[..., bool]) -> None:
     if not callable(fn):
-        raise ValueError(f"compare_fn must be callable, got {fn!r}")
+        raise ValueError(f"{cls}: compare_fn must be callable, got {fn!r}")
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     needed = {"best_eval_result", "current_eval_result"}
     if not needed <= set(params):
         raise ValueError(
-            "compare_fn must accept the keyword arguments best_eval_result and "
+            f"{cls}: compare_fn must accept the keyword arguments best_eval_result and "
             f"current_eval_result; it takes {', '.join(params) or 'none'}"
         )
 
@@ -620,7 +761,8 @@ def standard_exporters(
         receiver: ``parsing``, ``raw`` or ``both`` (ignored when ``source`` is a ``Receiver``).
         metric, mode, keep_best: the ``BestExporter``'s ranking and how many it keeps.
         keep_latest: how many versions the ``LatestExporter`` keeps.
-        options: passed to every exporter (``warmup``, ``verify``, ``assets_extra``, ...).
+        options: passed to every exporter (``assets_extra``, ``as_text``, ``warmup``, ``verify``,
+            ``version_by``).
 
     Example:
         >>> exporters = standard_exporters(schema, ["best", "final"], metric="auc")  # doctest: +SKIP
@@ -637,10 +779,12 @@ def standard_exporters(
     made: list[Any] = []
     if "best" in wanted:
         made.append(
-            BestExporter("best", rec, metric=metric, mode=mode, keep=keep_best, **options)
+            BestExporter(
+                "best", rec, exports_to_keep=keep_best, metric=metric, mode=mode, **options
+            )
         )
     if "latest" in wanted:
-        made.append(LatestExporter("latest", rec, keep=keep_latest, **options))
+        made.append(LatestExporter("latest", rec, exports_to_keep=keep_latest, **options))
     if "final" in wanted:
         made.append(FinalExporter("final", rec, **options))
     return made
@@ -664,3 +808,8 @@ def run_final_exports(estimator: Any, exporters: Iterable[Any]) -> list[str]:
             if path is not None:
                 paths.append(path)
     return paths
+
+
+# Users import these from ``tfship.exporters``: reprs and messages name them there.
+for _public in (BestExporter, Decision, FinalExporter, LatestExporter):
+    _public.__module__ = "tfship.exporters"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfship._interrupt import check as interrupt_check
+from tfship._interrupt import point_of_no_return
 from tfship._wire import METADATA_FILE, version_dirs
 
 logger = logging.getLogger("tfship.exporters")
@@ -122,12 +122,12 @@ def publish(staging: Path, final: Path) -> None:
     """Rename a complete staging directory to its numeric name (atomic on a local disk).
 
     A Ctrl-C that arrived at any time before (even one some library swallowed) stops here,
-    before the version becomes visible.
+    before the version becomes visible; one during the rename waits for it to end.
     """
-    interrupt_check()
     if final.exists():
         raise FileExistsError(f"version directory {final} already exists")
-    os.rename(staging, final)
+    with point_of_no_return():
+        os.rename(staging, final)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

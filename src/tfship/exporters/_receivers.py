@@ -145,7 +145,10 @@ def raw_receiver(source: Any, *, default_batch_size: int | None = None) -> Recei
     """A receiver of one input per feature, with its full dtype and shape.
 
     Variable-length features arrive as sparse inputs and ragged ones as ragged inputs; nothing is
-    densified. The first dimension of every input is the batch.
+    densified. The first dimension of every input is the batch. From feature columns, a
+    categorical column takes one value per example (a dense ``[batch]`` input, which a JSON
+    client sends as ``{"sex": "male"}``); only sequence columns give sparse inputs. TF
+    Serving's Predict API cannot feed sparse or ragged inputs: the export warns, naming them.
 
     Example:
         >>> r = raw_receiver({"x": tf().TensorSpec([None, 3], tf().float32)})
@@ -222,7 +225,7 @@ def normalize_source(source: Any) -> tuple[dict[str, Any] | None, dict[str, Any]
         return dict(source.parse_spec()), dict(source.tensor_specs()), source
     if isinstance(source, (list, tuple)):
         spec = dict(t.feature_column.make_parse_example_spec(list(source)))
-        return spec, _specs_from_parse(spec), None
+        return spec, _specs_from_columns(list(source), spec), None
     if not isinstance(source, Mapping) or not source:
         raise TypeError(
             "a receiver needs a Schema, a parse spec, feature columns or a dict of TensorSpecs; "
@@ -256,6 +259,33 @@ def _specs_from_parse(spec: Mapping[str, Any]) -> dict[str, Any]:
                 [None, None], feat.dtype, ragged_rank=1, row_splits_dtype=feat.row_splits_dtype
             )
     return out
+
+
+def _specs_from_columns(columns: list[Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    # Feature columns parse every categorical feature as variable-length, so their raw inputs
+    # would all be sparse, which TF Serving's Predict API cannot feed. A categorical column
+    # takes one value per example as a dense [batch] input ({"sex": "male"} in a request);
+    # only sequence columns really need a variable number of values.
+    t = tf()
+    specs = _specs_from_parse(spec)
+    sequence = _sequence_keys(columns)
+    for name, feat in spec.items():
+        if isinstance(feat, t.io.VarLenFeature) and name not in sequence:
+            specs[name] = t.TensorSpec([None], feat.dtype, name=name)
+    return specs
+
+
+def _sequence_keys(columns: list[Any]) -> set[str]:
+    keys: set[str] = set()
+    stack: list[Any] = list(columns)
+    while stack:
+        column = stack.pop()
+        if isinstance(column, str):
+            continue
+        if type(column).__name__.startswith("Sequence"):
+            keys.update(column.parse_example_spec)
+        stack.extend(getattr(column, "parents", ()))
+    return keys
 
 
 def _parse_from_specs(specs: Mapping[str, Any]) -> dict[str, Any] | None:

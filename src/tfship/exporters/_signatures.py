@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship._tf import estimator
+from tfship._tf import estimator, tf
 from tfship._wire import DEFAULT_SIGNATURE, METHOD_KINDS
 from tfship.errors import ExportError
 
@@ -93,7 +93,29 @@ def build_signatures(
     report = SignatureReport(
         written={k: _summary(v, origin.get(k)) for k, v in sigs.items()}, excluded=excluded
     )
+    for prefix, tensors in groups:
+        keys = [k for k in sigs if k.rpartition(":")[0] + (":" if ":" in k else "") == prefix]
+        _warn_unservable_inputs(keys, tensors)
     return sigs, report
+
+
+_warned: set[str] = set()
+
+
+def _warn_unservable_inputs(keys: list[str], tensors: Mapping[str, Any]) -> None:
+    # Once per process and message: a training run exports the same signatures many times.
+    dense = tf().Tensor
+    composite = {name: type(t).__name__ for name, t in tensors.items() if not isinstance(t, dense)}
+    for name, kind in sorted(composite.items()):
+        encoding = "ragged" if "Ragged" in kind else "sparse"
+        message = (
+            f"input {name!r} of signature(s) {', '.join(sorted(keys))} is {encoding} "
+            "(variable-length): TF Serving's Predict API (REST and gRPC) cannot feed it; "
+            "give the feature a fixed shape if it has one value per example"
+        )
+        if keys and message not in _warned:
+            _warned.add(message)
+            logger.warning("%s", message)
 
 
 def _predict_fallback(outputs: Mapping[str, Any], tensors: dict[str, Any]) -> tuple[str, Any] | None:

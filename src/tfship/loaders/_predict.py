@@ -611,6 +611,11 @@ def empty_sparse(fld: Field, rows: int) -> SparseColumn:
 
 def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn:
     """A sparse column from lists of values per row, or from an (indices, values, shape) triple."""
+    if isinstance(value, (str, bytes)):  # iterating it would make one row per character
+        raise ModelInputError(
+            f"{where} input {fld.name!r} is sparse (variable-length): expected one list of "
+            f"values per row, got the string {value!r}; pass [{value!r}] for one row"
+        )
     if _is_sparse_triple(value):
         indices, values, dense_shape = (np.asarray(_as_numpy(x)) for x in _triple(value))
         vals = safe_cast(fld, _to_array(fld, values, where), where).reshape(-1)
