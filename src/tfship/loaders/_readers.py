@@ -71,6 +71,8 @@ class Chunk:
     texts: Sequence[str] | None = None
     serialized: Array | None = None
     csv: bool = False
+    #: every column name of the rows (JSONL: the keys of this chunk's records), kept or not
+    names: list[str] | None = None
 
     @property
     def rows(self) -> int:
@@ -330,12 +332,11 @@ def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chu
                 records.append(record)
                 numbers.append(number)
                 texts.append(text)
-            names = set().union(*records) if records else set()
-            if wanted is not None:
-                names &= wanted
+            every: set[str] = set().union(*records) if records else set()
+            names = every & wanted if wanted is not None else every
             columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
             lines_arr = np.asarray(numbers, dtype=np.int64)
-            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts)
+            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts, names=sorted(every))
 
 
 # -- Parquet -----------------------------------------------------------------------------------

@@ -54,7 +54,8 @@ class RowCheck:
     bad: list[BadRow] = field(default_factory=list)
 
 
-def _fields(schema: Schema) -> dict[str, Any]:
+def schema_fields(schema: Schema) -> dict[str, Any]:
+    """The schema's features and label as the loaders' conversion sees them."""
     from tfship.loaders._predict import Field
 
     out = {}
@@ -83,21 +84,32 @@ def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     }
 
 
-def check_csv_rows(schema: Schema, files: Sequence[str]) -> RowCheck:
-    """Read every row of the CSV files through the loaders' conversion; name the bad ones."""
-    from tfship.loaders._convert import convert_chunk
-    from tfship.loaders._readers import read_chunks
+def check_csv_rows(
+    schema: Schema, files: Sequence[str], *, fill_missing_columns: bool = False
+) -> RowCheck:
+    """Read every row of the CSV files through the loaders' conversion; name the bad ones.
 
-    fields = _fields(schema)
+    Raises:
+        MissingColumnError: a file's header lacks a column of the schema (one with a default
+            is allowed with ``fill_missing_columns``).
+    """
+    from tfship.loaders._convert import check_columns, convert_chunk
+    from tfship.loaders._readers import columns_of, read_chunks
+
+    fields = schema_fields(schema)
     result = RowCheck(list(files))
     rule = CsvMissing()
     for name in files:
         if not name.endswith(".csv"):
             continue
+        # The input function names the filled columns when it reads the file.
+        check_columns(fields, columns_of(Path(name)) or [], name,
+                      fill_missing_columns=fill_missing_columns, warn=False)
         for chunk in read_chunks(Path(name), _CHUNK_ROWS, set(fields)):
             result.rows += chunk.rows + len(chunk.rejects)
             result.bad.extend(BadRow(name, r.line, r.reason) for r in chunk.rejects)
-            converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule)
+            converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule, source=name,
+                                      fill_missing_columns=fill_missing_columns)
             problems = {**_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
                         **converted.bad}
             lines = chunk.lines.tolist()
@@ -109,7 +121,7 @@ def check_csv_rows(schema: Schema, files: Sequence[str]) -> RowCheck:
 @contextmanager
 def checked_files(
     schema: Schema, files: Sequence[str], *, max_bad_rows: int, rejects: Path | None,
-    echo: Any = None,
+    echo: Any = None, fill_missing_columns: bool = False,
 ) -> Iterator[list[str]]:
     """The files to train on once their rows are checked, for as long as training runs.
 
@@ -117,7 +129,7 @@ def checked_files(
         DataError: more bad rows than ``max_bad_rows`` (``_TooManyBadRows``); names the first
             (file:line: reason).
     """
-    check = check_csv_rows(schema, files)
+    check = check_csv_rows(schema, files, fill_missing_columns=fill_missing_columns)
     if len(check.bad) > max_bad_rows:
         first = check.bad[0]
         raise _TooManyBadRows(

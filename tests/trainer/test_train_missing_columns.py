@@ -1,0 +1,80 @@
+"""A training file whose header lacks a feature's column is refused before anything is written."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tfship.cli import cli
+from tfship.data import infer_schema, penguins_split
+from tfship.schema import MissingColumnError
+from tfship.trainer import InputOptions, build_input_fn
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def renamed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The penguins with ``bill_length_mm`` spelled ``Bill_length_mm`` in the training header."""
+    train, evaluation = penguins_split(tmp_path / "data")
+    schema = tmp_path / "schema.json"
+    infer_schema(train, "species").save(schema)
+    lines = train.read_text().splitlines()
+    lines[0] = lines[0].replace("bill_length_mm", "Bill_length_mm")
+    train.write_text("\n".join(lines) + "\n")
+    return schema, train, evaluation
+
+
+def _train(schema: Path, train: Path, evaluation: Path, model_dir: Path, *extra: str) -> Any:
+    return CliRunner().invoke(cli, [
+        "train", "--schema", str(schema), "--train", str(train), "--eval", str(evaluation),
+        "--model-dir", str(model_dir), "--model", "linear", "--max-steps", "3", "--export", "",
+        *extra,
+    ])
+
+
+def test_a_renamed_column_is_refused_naming_it(renamed: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    schema, train, evaluation = renamed
+    result = _train(schema, train, evaluation, tmp_path / "model")
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith(f"Error: {train}: no column 'bill_length_mm' (did you mean 'Bill_length_mm'?)")
+    assert line.endswith("; --fill-missing-columns fills them with their defaults")
+    assert len(line.splitlines()) == 1
+    assert not (tmp_path / "model").exists()
+
+
+def test_fill_missing_columns_trains_and_names_them(
+    renamed: tuple[Path, Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    schema, train, evaluation = renamed
+    with caplog.at_level(logging.WARNING):
+        result = _train(schema, train, evaluation, tmp_path / "model", "--fill-missing-columns")
+    assert result.exit_code == 0, result.output
+    assert f"{train}: no column 'bill_length_mm': every row takes the feature's default" in caplog.text
+
+
+def test_the_input_function_refuses_too(renamed: tuple[Path, Path, Path]) -> None:
+    from tfship.schema import Schema
+
+    schema_path, train, _ = renamed
+    with pytest.raises(MissingColumnError, match="no column 'bill_length_mm'"):
+        build_input_fn(Schema.load(schema_path), [str(train)], InputOptions(), training=True)
+
+
+def test_files_with_different_headers_are_refused(tmp_path: Path) -> None:
+    from tfship.errors import DataError
+
+    train, evaluation = penguins_split(tmp_path / "data")
+    schema = infer_schema(train, "species")
+    lines = evaluation.read_text().splitlines()
+    names = lines[0].split(",")
+    names[1], names[2] = names[2], names[1]  # the same columns in another order
+    lines[0] = ",".join(names)
+    evaluation.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match="its header differs from that of"):
+        build_input_fn(schema, [str(train), str(evaluation)], InputOptions(), training=True)
