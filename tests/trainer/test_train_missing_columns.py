@@ -78,3 +78,41 @@ def test_files_with_different_headers_are_refused(tmp_path: Path) -> None:
     evaluation.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match="its header differs from that of"):
         build_input_fn(schema, [str(train), str(evaluation)], InputOptions(), training=True)
+
+
+def test_an_empty_training_or_eval_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    train, evaluation = penguins_split(tmp_path / "data")
+    schema = tmp_path / "schema.json"
+    infer_schema(train, "species").save(schema)
+    empty = tmp_path / "empty.csv"
+    empty.write_text(train.read_text().splitlines()[0] + "\n")
+    result = _train(schema, empty, evaluation, tmp_path / "model")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"Error: no training rows: {empty} holds a header only"
+    result = _train(schema, train, empty, tmp_path / "model")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"Error: no evaluation rows: {empty} holds a header only"
+    assert not (tmp_path / "model").exists()
+
+
+def test_a_training_set_of_bad_rows_only_is_refused(tmp_path: Path) -> None:
+    train, evaluation = penguins_split(tmp_path / "data")
+    schema = tmp_path / "schema.json"
+    infer_schema(train, "species").save(schema)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(train.read_text().splitlines()[0] + "\nDream,39.1\nDream,40\n")
+    result = _train(schema, bad, evaluation, tmp_path / "model", "--max-bad-rows", "5")
+    assert result.exit_code == 2, result.output
+    expected = f"Error: no training rows: every row of {bad} is bad (2 bad row(s)); first {bad}:2:"
+    assert expected in result.stderr
+    assert not (tmp_path / "model").exists()
+
+
+def test_the_input_function_refuses_an_empty_file(tmp_path: Path) -> None:
+    from tfship.errors import DataError
+
+    train, _ = penguins_split(tmp_path / "data")
+    schema = infer_schema(train, "species")
+    train.write_text(train.read_text().splitlines()[0] + "\n")
+    with pytest.raises(DataError, match="no rows: .* holds a header only"):
+        build_input_fn(schema, [str(train)], InputOptions(), training=True)

@@ -162,13 +162,13 @@ def _checked(
     from tfship.trainer._input import expand
     from tfship.trainer._rows import _TooManyBadRows, checked_files
 
-    files = expand(train_files) + expand(eval_files)
+    train_set, eval_set = expand(train_files), expand(eval_files)
     echo = functools.partial(click.echo, err=True)
     try:
-        with checked_files(schema, files, max_bad_rows=max_bad_rows, rejects=rejects, echo=echo,
-                           fill_missing_columns=fill_missing_columns) as kept:
-            split = len(expand(train_files))
-            yield kept[:split], kept[split:]
+        with checked_files(schema, train_set + eval_set, max_bad_rows=max_bad_rows, rejects=rejects,
+                           echo=echo, fill_missing_columns=fill_missing_columns,
+                           sets=[("training", train_set), ("evaluation", eval_set)]) as kept:
+            yield kept[:len(train_set)], kept[len(train_set):]
     except _TooManyBadRows as exc:
         raise DataError(f"{exc}; --max-bad-rows N skips up to N of them") from None
 

@@ -52,6 +52,28 @@ class RowCheck:
     files: list[str]
     rows: int = 0
     bad: list[BadRow] = field(default_factory=list)
+    #: rows read per CSV file, bad ones included
+    rows_by_file: dict[str, int] = field(default_factory=dict)
+
+    def require_rows(self, role: str, files: Sequence[str]) -> None:
+        """Refuse a set of CSV files (``role``: training, evaluation) that has no usable row.
+
+        Raises:
+            DataError: every file is empty (a header only), or every row is bad.
+        """
+        counted = [f for f in files if f in self.rows_by_file]
+        if not counted or len(counted) < len(files):
+            return  # TFRecord files are not counted here
+        rows = sum(self.rows_by_file[f] for f in counted)
+        bad = sum(1 for b in self.bad if b.file in set(counted))
+        if rows - bad > 0:
+            return
+        names = ", ".join(counted)
+        if rows == 0:
+            raise DataError(f"no {role} rows: {names} {'holds' if len(counted) == 1 else 'hold'} "
+                            f"a header only")
+        raise DataError(f"no {role} rows: every row of {names} is bad ({bad} bad row(s)); "
+                        f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}")
 
 
 def schema_fields(schema: Schema) -> dict[str, Any]:
@@ -105,8 +127,10 @@ def check_csv_rows(
         # The input function names the filled columns when it reads the file.
         check_columns(fields, columns_of(Path(name)) or [], name,
                       fill_missing_columns=fill_missing_columns, warn=False)
+        result.rows_by_file.setdefault(name, 0)
         for chunk in read_chunks(Path(name), _CHUNK_ROWS, set(fields)):
             result.rows += chunk.rows + len(chunk.rejects)
+            result.rows_by_file[name] += chunk.rows + len(chunk.rejects)
             result.bad.extend(BadRow(name, r.line, r.reason) for r in chunk.rejects)
             converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule, source=name,
                                       fill_missing_columns=fill_missing_columns)
@@ -122,12 +146,15 @@ def check_csv_rows(
 def checked_files(
     schema: Schema, files: Sequence[str], *, max_bad_rows: int, rejects: Path | None,
     echo: Any = None, fill_missing_columns: bool = False,
+    sets: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> Iterator[list[str]]:
     """The files to train on once their rows are checked, for as long as training runs.
 
+    ``sets`` names groups of ``files`` that must keep a row each: ``("training", [...])``.
+
     Raises:
         DataError: more bad rows than ``max_bad_rows`` (``_TooManyBadRows``); names the first
-            (file:line: reason).
+            (file:line: reason). A set of ``sets`` without a usable row.
     """
     check = check_csv_rows(schema, files, fill_missing_columns=fill_missing_columns)
     if len(check.bad) > max_bad_rows:
@@ -136,6 +163,8 @@ def checked_files(
             f"{first.file}:{first.line}: {first.reason} "
             f"({len(check.bad)} bad row(s) of {check.rows}; {max_bad_rows} may be skipped)"
         )
+    for role, members in sets:
+        check.require_rows(role, members)
     if not check.bad:
         yield list(files)
         return
