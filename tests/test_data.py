@@ -146,3 +146,33 @@ def test_every_command_that_writes_a_file_takes_o_for_out(tmp_path: Path) -> Non
     assert synth.exit_code == 0, synth.output
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 4
     assert "-o, --out" in runner.invoke(cli, ["export", "--help"]).output
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_name(tmp_path: Path) -> None:
+    from tfship.trainer import InputOptions, build_input_fn
+
+    train, _ = penguins_split(tmp_path)
+    bom = tmp_path / "excel.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + train.read_bytes())  # what "CSV UTF-8" in a spreadsheet writes
+    schema = infer_schema(bom, "species")
+    assert schema == infer_schema(train, "species")
+    assert schema.feature_names[0] == "island"
+    # training reads the same names: the first column is data, not a missing feature
+    features, _ = next(iter(build_input_fn(schema, [str(bom)], InputOptions(batch_size=4), training=False)()))
+    assert set(features["island"].numpy().tolist()) <= {b"Biscoe", b"Dream", b"Torgersen"}
+
+
+def test_an_excluded_name_that_is_not_a_column_is_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    train, _ = penguins_split(tmp_path)
+    result = CliRunner().invoke(cli, ["schema", "infer", str(train), "--label", "species",
+                                      "--exclude", "Year", "-o", str(tmp_path / "s.json")])
+    assert result.exit_code == 2
+    expected = f"Error: column to exclude 'Year' is not in {train} (did you mean 'year'?)"
+    assert result.stderr.startswith(expected)
+    assert not (tmp_path / "s.json").exists()
+    with pytest.raises(InputError, match=r"label column 'Species' is not in .* \(did you mean 'species'\?\)"):
+        infer_schema(train, "Species")

@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
@@ -18,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from tfship.errors import DataError, InputError
-from tfship.schema import CsvMissing, Feature, Label, Schema, csv_column_dtype
+from tfship.schema import (
+    CsvMissing,
+    Feature,
+    Label,
+    Schema,
+    csv_column_dtype,
+    did_you_mean,
+    read_csv_header,
+)
 
 __all__ = ["explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 
@@ -113,7 +122,12 @@ def explain_schema(
     """
     columns, malformed = _read_columns(Path(path))
     if label not in columns:
-        raise InputError(f"label column {label!r} is not in {path}; columns are {list(columns)}")
+        raise InputError(f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
+                         f"columns are {list(columns)}")
+    for name in exclude:
+        if name not in columns:
+            raise InputError(f"column to exclude {name!r} is not in {path}{did_you_mean(name, columns)}; "
+                             f"columns are {list(columns)}")
     rule = csv_missing or CsvMissing()
     features: list[Feature] = []
     reasons: list[str] = []
@@ -166,17 +180,16 @@ def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
     """
     malformed: list[str] = []
     try:
-        with path.open(newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
+        with path.open("rb") as raw:
+            header = read_csv_header(raw)
             if not header:
                 raise InputError(f"{path} is empty: a CSV with a header row is needed")
             columns: dict[str, list[str]] = {h: [] for h in header}
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
             for row in reader:
                 if len(row) != len(header):
-                    malformed.append(
-                        f"{path}:{reader.line_num}: {len(row)} fields, the header has {len(header)}"
-                    )
+                    line = reader.line_num + 1  # the header was line 1
+                    malformed.append(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
                     continue
                 for h, v in zip(header, row):
                     columns[h].append(v)

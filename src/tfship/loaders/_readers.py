@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import tfship.schema  # noqa: F401 - importing it lifts the csv module's cap on a cell
 from tfship.errors import DataError, InputError
 from tfship.loaders._predict import _MISSING
+from tfship.schema import read_csv_header  # importing it also lifts the csv module's cap on a cell
 
 Array = npt.NDArray[Any]
 
@@ -130,7 +130,7 @@ def columns_of(path: Path) -> list[str] | None:
     fmt = format_of(path)
     if fmt == "csv":
         with _open_binary(path) as f:
-            return next(csv.reader([f.readline().decode("utf-8-sig")]), [])
+            return read_csv_header(f)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -192,7 +192,7 @@ def _csv(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk
     # rejected. Line numbers come from counting newlines, so each block is checked to hold
     # one row per line (no blank lines, no quoted newlines) before they are trusted.
     with _open_binary(path) as f:
-        names = next(csv.reader([f.readline().decode("utf-8-sig")]), [])
+        names = read_csv_header(f)
         if not names:
             return
         number = 1
