@@ -40,6 +40,9 @@ INDICATOR_LIMIT = 10
 INT_CATEGORY_LIMIT = 10
 # A number column may hold one stray text cell in this many (a typo, a unit) and stay numeric.
 STRAY_LIMIT = 50
+# A column with at least this many values, all distinct, can be an identifier (a name per row,
+# a row number): a model learns nothing from it that carries over to new rows.
+IDENTIFIER_MIN_ROWS = 20
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
 SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory
@@ -84,6 +87,7 @@ def infer_schema(
     label: str,
     *,
     exclude: Sequence[str] = (),
+    keep: Sequence[str] = (),
     csv_missing: CsvMissing | None = None,
 ) -> Schema:
     """Propose a schema for a CSV file: dtypes, vocabularies or hash buckets, defaults, label kind.
@@ -94,16 +98,23 @@ def infer_schema(
     or a token such as ``NA`` in a column that is otherwise numeric. In a string column
     ``NA`` is a category like any other.
 
+    Identifiers are left out: a text column whose every value is distinct (a name per row), an
+    integer column whose every value is distinct and which counts up or down (a row number),
+    once it has at least 20 values. A model would memorise them and learn nothing that holds
+    for new rows; ``keep`` names those to use anyway.
+
     Args:
         path: a CSV file with a header row.
         label: the column the model predicts.
         exclude: columns to leave out (ids, timestamps).
+        keep: columns to use even when they look like identifiers.
         csv_missing: which cells are missing; ``None`` uses the default tokens.
 
     Raises:
-        InputError: the file is missing or empty, or ``label`` is not a column.
+        InputError: the file is missing or empty, or ``label``, a name in ``exclude`` or in
+            ``keep`` is not a column (the nearest name is suggested).
     """
-    return explain_schema(path, label, exclude=exclude, csv_missing=csv_missing)[0]
+    return explain_schema(path, label, exclude=exclude, keep=keep, csv_missing=csv_missing)[0]
 
 
 def explain_schema(
@@ -111,6 +122,7 @@ def explain_schema(
     label: str,
     *,
     exclude: Sequence[str] = (),
+    keep: Sequence[str] = (),
     csv_missing: CsvMissing | None = None,
 ) -> tuple[Schema, list[str]]:
     """``infer_schema``, and one line per column saying what was seen and what was chosen.
@@ -124,10 +136,11 @@ def explain_schema(
     if label not in columns:
         raise InputError(f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
                          f"columns are {list(columns)}")
-    for name in exclude:
-        if name not in columns:
-            raise InputError(f"column to exclude {name!r} is not in {path}{did_you_mean(name, columns)}; "
-                             f"columns are {list(columns)}")
+    for role, names in (("exclude", exclude), ("keep", keep)):
+        for name in names:
+            if name not in columns:
+                raise InputError(f"column to {role} {name!r} is not in {path}{did_you_mean(name, columns)}; "
+                                 f"columns are {list(columns)}")
     rule = csv_missing or CsvMissing()
     features: list[Feature] = []
     reasons: list[str] = []
@@ -136,6 +149,11 @@ def explain_schema(
         reasons.append(f"skipped {len(malformed)} malformed row(s): {malformed[0]}{more}")
     for name, values in columns.items():
         if name != label and name not in exclude:
+            identifier = None if name in keep else _identifier(values, rule)
+            if identifier is not None:
+                reasons.append(f"{name}: {identifier} -> left out (a model would memorise it); "
+                               f"keep it to use it anyway")
+                continue
             feature, why = _infer_feature(name, values, rule)
             features.append(feature)
             reasons.append(f"{name}: {why} -> {_chosen(feature)}")
@@ -198,6 +216,29 @@ def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
     if malformed and not any(columns.values()):
         raise DataError(f"every row of {path} is malformed, first: {malformed[0]}")
     return columns, malformed
+
+
+def _identifier(values: list[str], rule: CsvMissing) -> str | None:
+    """What makes a column an identifier (every value distinct, and text or a count), or None."""
+    dtype = csv_column_dtype(values, rule)
+    present = _present(values, dtype, rule)
+    if len(present) < IDENTIFIER_MIN_ROWS or len(set(present)) < len(present):
+        return None
+    if dtype == "string":
+        numeric, strays = _mostly_numbers(present, rule)
+        if numeric is not None:  # numbers with a typo: see _infer_feature
+            dtype, present = numeric, [v for v in present if v not in set(strays)]
+    distinct = f"{len(present)} values, every one distinct"
+    if dtype == "string" or (dtype == "int64" and any(_LEADING_ZERO.match(v.strip()) for v in present)):
+        return f"{distinct}: an identifier"
+    if dtype != "int64":
+        return None  # measurements are often all distinct
+    numbers = [int(v) for v in present]
+    if numbers in (sorted(numbers), sorted(numbers, reverse=True)):
+        return f"{distinct}, in order: a row number"
+    if max(numbers) - min(numbers) == len(numbers) - 1:
+        return f"{distinct}, consecutive: an identifier"
+    return None
 
 
 def _present(values: list[str], dtype: str, rule: CsvMissing) -> list[str]:
