@@ -116,15 +116,19 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
                                     label_scaling=not no_label_scaling)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    model.check(schema)  # before TensorFlow loads and before anything is written
     inputs = trainer.InputOptions(batch_size=batch_size, epochs=epochs, shuffle_buffer=shuffle_buffer,
                                  reader_threads=reader_threads, parser_threads=parser_threads,
                                  prefetch=prefetch, seed=seed, fill_missing_columns=fill_missing_columns)
-    run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,
-                             keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
-                             eval_throttle_secs=eval_throttle_secs, exports=exports,
-                             receiver=receiver, best_metric=best_metric, best_mode=best_mode,
-                             warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
-                             startup_timeout_secs=cluster_timeout_secs)
+    try:
+        run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,
+                                 keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
+                                 eval_throttle_secs=eval_throttle_secs, exports=exports,
+                                 receiver=receiver, best_metric=best_metric, best_mode=best_mode,
+                                 warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
+                                 startup_timeout_secs=cluster_timeout_secs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--export") from None
     if local_cluster is not None:
         from tfship.trainer._input import expand
 

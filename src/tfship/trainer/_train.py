@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -27,7 +28,7 @@ from tfship.trainer._cluster import (
     write_note,
 )
 from tfship.trainer._input import InputOptions, build_input_fn
-from tfship.trainer._model import ModelOptions, build_model_fn
+from tfship.trainer._model import ModelOptions, build_model_fn, summary_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,15 @@ class RunOptions:
     worker_delay_secs: int | None = None
     startup_timeout_secs: float = 300.0
     cluster_grace_secs: float = 10.0
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.exports if k not in EXPORT_KINDS]
+        if unknown:
+            raise ValueError(f"unknown export kinds {unknown}; choose from {list(EXPORT_KINDS)}")
+        if self.receiver not in ("parsing", "raw", "both"):
+            raise ValueError(f"receiver {self.receiver!r} is not one of ['parsing', 'raw', 'both']")
+        if self.max_steps < 1:
+            raise ValueError(f"max steps must be at least 1, found {self.max_steps}")
 
 
 @dataclass
@@ -152,9 +162,6 @@ def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -
 def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
     from tfship.exporters import standard_exporters
 
-    unknown = set(run.exports) - set(EXPORT_KINDS)
-    if unknown:
-        raise InputError(f"unknown export kinds {sorted(unknown)}; choose from {list(EXPORT_KINDS)}")
     exporters: list[Any] = standard_exporters(
         schema,
         run.exports,
@@ -247,16 +254,24 @@ class _Job:
     started: float = field(default_factory=time.monotonic)
 
     def local(self) -> TrainResult:
+        self.model.check(self.schema)
         check_model_dir(self.model_dir, self.schema, self.model)
         step = checkpoint_step_of(self.model_dir)
         if step is not None and step >= self.run.max_steps:
             return self._nothing_to_do(step)
         before = list_exports(self.model_dir)
-        _write_trainer_file(self.model_dir, self.schema, self.model)
-        estimator_obj = self._estimator()
-        exporters = _make_exporters(self.schema, self.run)
-        metrics = self._train_and_evaluate(estimator_obj, self._train_spec(None, {}),
-                                           self._eval_spec(exporters))
+        # Everything that can refuse the inputs does so before the first write.
+        train_spec, exporters = self._train_spec(None, {}), _make_exporters(self.schema, self.run)
+        eval_spec = self._eval_spec(exporters)
+        fresh = not self.model_dir.exists()
+        try:
+            _write_trainer_file(self.model_dir, self.schema, self.model)
+            estimator_obj = self._estimator()
+            metrics = self._train_and_evaluate(estimator_obj, train_spec, eval_spec)
+        except BaseException:
+            if fresh and not checkpoint_step_of(self.model_dir):  # no step trained
+                shutil.rmtree(self.model_dir, ignore_errors=True)  # a failed start leaves nothing
+            raise
         self._final_exports(estimator_obj, exporters)
         result = self._result(estimator_obj, metrics or {})
         result.exports = _new_exports(before, result.exports)
@@ -275,6 +290,7 @@ class _Job:
         )
 
     def cluster(self, task: ClusterTask) -> TrainResult:
+        self.model.check(self.schema)
         if task.task_type == "chief":
             _write_trainer_file(self.model_dir, self.schema, self.model)
         watchdog = self._watchdog(task)
@@ -408,9 +424,10 @@ class _Job:
         run_final_exports(estimator_obj, pending)
 
     def _result(self, estimator_obj: Any, metrics: Mapping[str, Any]) -> TrainResult:
+        measured = {k: float(v) for k, v in metrics.items() if k != "global_step"}
         return TrainResult(
             model_dir=str(self.model_dir),
-            metrics={k: float(v) for k, v in metrics.items() if k != "global_step"},
+            metrics=summary_metrics(self.schema.label, self.model, measured),
             global_step=int(metrics.get("global_step", 0)),
             checkpoint=estimator_obj.latest_checkpoint(),
             exports=list_exports(self.model_dir),
