@@ -226,3 +226,13 @@ def test_the_penguins_schema_keeps_every_column(tmp_path: Path) -> None:
     schema = infer_schema(train, "species")
     assert schema.feature_names == ["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm",
                                     "body_mass_g", "sex", "year"]
+
+
+def test_missing_labels_are_named_by_line_with_the_remedy(tmp_path: Path) -> None:
+    path = tmp_path / "salaries.csv"
+    rows = [f"{i * 0.37 % 5:.2f},{'NA' if i in (3, 8) else 1000 + i * 7 % 300}" for i in range(40)]
+    path.write_text("years,salary\n" + "\n".join(rows) + "\n")
+    expected = (rf"{path}: label column 'salary' is missing in 2 row\(s\), at line\(s\) 5, 10; "
+                r"drop those rows: a model cannot learn from a row without a label")
+    with pytest.raises(DataError, match=expected):
+        infer_schema(path, "salary")

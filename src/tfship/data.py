@@ -132,7 +132,8 @@ def explain_schema(
         >>> reasons[0]  # doctest: +SKIP
         'zip: 300 values, leading zeros -> string, hash 1024 (embedding 25)'
     """
-    columns, malformed = _read_columns(Path(path))
+    lines: list[int] = []
+    columns, malformed = _read_columns(Path(path), lines)
     if label not in columns:
         raise InputError(f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
                          f"columns are {list(columns)}")
@@ -157,7 +158,7 @@ def explain_schema(
             feature, why = _infer_feature(name, values, rule)
             features.append(feature)
             reasons.append(f"{name}: {why} -> {_chosen(feature)}")
-    target = _infer_label(label, columns[label], rule)
+    target = _infer_label(label, columns[label], rule, where=(str(path), lines))
     reasons.append(f"{label} (label): {_label_reason(target, columns[label])}")
     return Schema(label=target, features=tuple(features)), reasons
 
@@ -191,10 +192,11 @@ def _label_reason(target: Label, values: list[str]) -> str:
     return f"{classes} classes -> {target.kind}"
 
 
-def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
+def _read_columns(path: Path, lines: list[int] | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """The columns of a CSV file, and where its malformed rows (a wrong number of fields) are.
 
     A proposal can do without a few broken rows: they are left out and named, not fatal.
+    ``lines``, when given, receives the line number of each row kept.
     """
     malformed: list[str] = []
     try:
@@ -209,6 +211,8 @@ def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
                     line = reader.line_num + 1  # the header was line 1
                     malformed.append(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
                     continue
+                if lines is not None:
+                    lines.append(reader.line_num + 1)
                 for h, v in zip(header, row):
                     columns[h].append(v)
     except FileNotFoundError:
@@ -316,11 +320,19 @@ def _embedding_dim(cardinality: int) -> int:
     return max(2, min(32, int(round(6 * cardinality**0.25))))
 
 
-def _infer_label(name: str, values: list[str], rule: CsvMissing) -> Label:
+def _infer_label(
+    name: str, values: list[str], rule: CsvMissing, where: tuple[str, list[int]] = ("data", [])
+) -> Label:
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
     if len(present) < len(values):
-        raise DataError(f"label column {name!r} has {len(values) - len(present)} missing values")
+        path, lines = where
+        gaps = [lines[i] if i < len(lines) else i + 2 for i, v in enumerate(values) if rule.cell(v, dtype)]
+        shown = ", ".join(map(str, gaps[:5])) + (f" and {len(gaps) - 5} more" if len(gaps) > 5 else "")
+        raise DataError(
+            f"{path}: label column {name!r} is missing in {len(gaps)} row(s), at line(s) {shown}; "
+            f"drop those rows: a model cannot learn from a row without a label"
+        )
     classes = sorted(set(present))
     if set(classes) <= {"0", "1"}:
         return Label(name, "binary")

@@ -116,3 +116,17 @@ def test_the_input_function_refuses_an_empty_file(tmp_path: Path) -> None:
     train.write_text(train.read_text().splitlines()[0] + "\n")
     with pytest.raises(DataError, match="no rows: .* holds a header only"):
         build_input_fn(schema, [str(train)], InputOptions(), training=True)
+
+
+def test_rows_without_a_label_are_named_with_the_remedy(tmp_path: Path) -> None:
+    train, evaluation = penguins_split(tmp_path / "data")
+    schema = tmp_path / "schema.json"
+    infer_schema(train, "species").save(schema)
+    lines = train.read_text().splitlines()
+    lines[3] = lines[3].replace(lines[3].split(",")[0], "", 1)  # species is the first column
+    train.write_text("\n".join(lines) + "\n")
+    result = _train(schema, train, evaluation, tmp_path / "model")
+    assert result.exit_code == 2
+    expected = f"Error: {train}:4: field 'species': no label (drop the rows without one)"
+    assert result.stderr.startswith(expected)
+    assert result.stderr.rstrip().endswith("--max-bad-rows N skips up to N of them")

@@ -167,7 +167,7 @@ def test_cli_train_prints_summary_and_json(tiny_model: Any, tmp_path: Path) -> N
     assert summary["global_step"] == 10 and len(summary["exports"]["final"]) == 1
     human = CliRunner().invoke(cli, [*args[:-1], "--max-steps", "12"])
     assert human.exit_code == 0, human.output
-    assert "trained 12 steps" in human.stdout and "export      final" in human.stdout
+    assert "trained 2 steps (10 -> 12)" in human.stdout and "export      final" in human.stdout
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
     if as_json:
         echo_json(result.to_dict())
         return
-    if not result.metrics and result.global_step >= max_steps:
+    if result.steps_trained == 0:
         click.echo(f"model already at step {result.global_step}; raise --max-steps to continue")
         click.echo(f"checkpoint  {result.checkpoint}")
         return
@@ -219,7 +219,10 @@ def echo_summary(result: TrainResult) -> None:
         return
     metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(result.metrics.items()))
     who = f"{result.task}: " if result.task and result.task != "cluster" else ""
-    click.echo(f"{who}trained {result.global_step} steps in {result.seconds:.1f}s: {metrics}".rstrip(": "))
+    steps = f"{result.global_step} steps"
+    if result.start_step:  # a resumed model: the steps of this run, and from where
+        steps = f"{result.steps_trained} steps ({result.start_step} -> {result.global_step})"
+    click.echo(f"{who}trained {steps} in {result.seconds:.1f}s: {metrics}".rstrip(": "))
     click.echo(f"checkpoint  {result.checkpoint}")
     for name, versions in result.exports.items():
         for version in versions:

@@ -106,6 +106,14 @@ def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     }
 
 
+def _label_reason(schema: Schema, reason: str) -> str:
+    """A row without a label says so (the conversion knows the label only as a field without
+    a default)."""
+    if reason == f"field {schema.label.name!r}: missing, and the feature has no default":
+        return f"field {schema.label.name!r}: no label (drop the rows without one)"
+    return reason
+
+
 def check_csv_rows(
     schema: Schema, files: Sequence[str], *, fill_missing_columns: bool = False
 ) -> RowCheck:
@@ -135,7 +143,7 @@ def check_csv_rows(
             converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule, source=name,
                                       fill_missing_columns=fill_missing_columns)
             problems = {**_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
-                        **converted.bad}
+                        **{row: _label_reason(schema, why) for row, why in converted.bad.items()}}
             lines = chunk.lines.tolist()
             result.bad.extend(BadRow(name, int(lines[i]), why) for i, why in sorted(problems.items()))
     result.bad.sort(key=lambda b: (b.file, b.line))

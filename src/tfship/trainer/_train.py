@@ -81,6 +81,7 @@ class TrainResult:
     """What a training run produced: final metrics, the last checkpoint and the exports.
 
     In a cluster, ``task`` names the task (``chief 0``); ``notes`` says what it could not do.
+    ``start_step`` is the step the run started from (a resumed model's), when known.
     """
 
     model_dir: str
@@ -91,13 +92,22 @@ class TrainResult:
     seconds: float = 0.0
     task: str | None = None
     notes: list[str] = field(default_factory=list)
+    start_step: int | None = None
+
+    @property
+    def steps_trained(self) -> int | None:
+        """Steps this run trained, when its start is known."""
+        return None if self.start_step is None else self.global_step - self.start_step
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``tfship train --json``); ``task`` and ``notes`` only when set."""
+        """JSON-ready form (``tfship train --json``); ``task``, ``notes`` and ``start_step``
+        only when set."""
         out = asdict(self)
         for key in ("task", "notes"):
             if not out[key]:
                 del out[key]
+        if out["start_step"] is None:
+            del out["start_step"]
         return out
 
 
@@ -275,6 +285,7 @@ class _Job:
         self._final_exports(estimator_obj, exporters)
         result = self._result(estimator_obj, metrics or {})
         result.exports = _new_exports(before, result.exports)
+        result.start_step = step or 0
         return result
 
     def _nothing_to_do(self, step: int) -> TrainResult:
@@ -285,6 +296,7 @@ class _Job:
             global_step=step,
             checkpoint=tf().train.latest_checkpoint(str(self.model_dir)),
             seconds=round(time.monotonic() - self.started, 2),
+            start_step=step,
             notes=[f"the model is already at step {step} of {self.run.max_steps}: nothing was "
                    f"trained; a larger max steps continues it"],
         )
@@ -530,9 +542,13 @@ def check_model_dir(model_dir: Path, schema: Schema, config: ModelOptions) -> No
         )
 
 
+#: what a difference is named by first: the label, then the features, then the model options
+_FIRST = {"schema": 0, "label": 0, "features": 1, "model": 3}
+
+
 def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(set(old) | set(new), key=str):
+        for key in sorted(set(old) | set(new), key=lambda k: (_FIRST.get(str(k), 2), str(k))):
             if key not in old or key not in new:
                 side = "only in the new" if key in new else "only in the recorded"
                 return f"{where}{key}: {side} one"
@@ -540,6 +556,14 @@ def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
             if found is not None:
                 return found
         return None
+    if _named(old) and _named(new):
+        old_names, new_names = [a["name"] for a in old], [b["name"] for b in new]
+        for name in old_names + [n for n in new_names if n not in old_names]:
+            if name not in old_names or name not in new_names:
+                side = "only in the new" if name in new_names else "only in the recorded"
+                return f"{where}{name}: {side} one"
+        if old_names != new_names:
+            return f"{where.rstrip('.')}: recorded in the order {old_names}, now {new_names}"
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         for i, (a, b) in enumerate(zip(old, new)):
             label = a.get("name", i) if isinstance(a, dict) else i
@@ -550,3 +574,8 @@ def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
     if old != new:
         return f"{where.rstrip('.')}: recorded {json.dumps(old)}, now {json.dumps(new)}"
     return None
+
+
+def _named(value: Any) -> bool:
+    """A list of named entries (features), compared by name."""
+    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
