@@ -87,3 +87,15 @@ def test_a_value_missing_in_some_rows_still_takes_the_default(tiny_model: Any, t
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
     with load(tiny_model.export("best")) as model:
         assert run_job(model, JobSpec([str(jsonl)], tmp_path / "out.jsonl")).predicted == 2
+
+
+def test_the_beam_runner_refuses_a_jsonl_file_without_a_column(tiny_model: Any, tmp_path: Path) -> None:
+    records = [{"island": "Dream", "bill_len": 39.5, "bill_depth_mm": 17.0, "flipper_length_mm": 190,
+                "body_mass_g": 3700, "sex": "female", "year": 2008}] * 3
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "beam.jsonl"
+    result = _predict(tiny_model.export("best"), jsonl, out, "--runner", "beam")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"Error: {jsonl}: no column 'bill_length_mm' (did you mean 'bill_len'?)")
+    assert not out.exists()

@@ -30,6 +30,7 @@ from tfship.loaders._readers import (
     columns_of,
     example_columns,
     expand_inputs,
+    format_of,
     read_chunks,
 )
 from tfship.loaders._writers import RejectsWriter, Writer, format_for, make_writer
@@ -165,9 +166,16 @@ class ChunkPreparer:
         return set(self.adapter.fields) | set(self.keep_columns)
 
     def check_columns(self, path: Path) -> None:
-        """Fail before any work when a file's header lacks a feature or a kept column."""
+        """Fail before any work when a file's header lacks a feature or a kept column.
+
+        A JSONL file's columns are the keys of its first records.
+        """
         names = columns_of(path)
         if names is None:
+            if format_of(path) == "jsonl":
+                first = next(iter(read_chunks(path, 1024)), None)
+                if first is not None and first.rows and first.names is not None:
+                    self._check(str(path), first.names)
             return
         self._check(str(path), names)
         absent = [n for n in self.keep_columns if n not in names]
