@@ -116,6 +116,10 @@ def test_the_input_function_refuses_an_empty_file(tmp_path: Path) -> None:
     train.write_text(train.read_text().splitlines()[0] + "\n")
     with pytest.raises(DataError, match="no rows: .* holds a header only"):
         build_input_fn(schema, [str(train)], InputOptions(), training=True)
+    records = tmp_path / "empty.tfrecord"
+    records.write_bytes(b"")
+    with pytest.raises(DataError, match="no rows: .*empty.tfrecord is empty"):
+        build_input_fn(schema, [str(records)], InputOptions(), training=True)
 
 
 def test_rows_without_a_label_are_named_with_the_remedy(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,8 @@ def build_input_fn(
     if files[0].endswith(".csv"):
         header = _csv_header(files, schema, config.fill_missing_columns)
         return lambda: _csv_dataset(schema, files, header, config, training, records)
+    if all(os.path.getsize(f) == 0 for f in files):  # a TFRecord file without a record is empty
+        raise DataError(f"no rows: {', '.join(files)} {'is' if len(files) == 1 else 'are'} empty")
     return lambda: _tfrecord_dataset(schema, files, config, training, records)
 
 
