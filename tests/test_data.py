@@ -59,7 +59,7 @@ def test_infer_schema_missing_cells_by_column_type(tmp_path: Path) -> None:
 
 def test_infer_schema_high_cardinality_gets_hash_buckets(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
-    path.write_text("user,score,y\n" + "".join(f"u{i},{i * 0.5},{i % 2}\n" for i in range(200)))
+    path.write_text("user,score,y\n" + "".join(f"u{i % 150},{i * 0.5},{i % 2}\n" for i in range(200)))
     schema = infer_schema(path, "y")
     assert schema.feature("user").use["kind"] == "hash"
     assert schema.feature("user").use["buckets"] == 512
@@ -120,12 +120,12 @@ def test_a_number_column_with_a_typo_stays_numeric(tmp_path: Path) -> None:
     from tfship.data import explain_schema
 
     path = tmp_path / "d.csv"
-    cells = [str(v) for v in range(100)]
+    cells = [str(v % 60) for v in range(100)]
     cells[7] = "twelve"
     path.write_text("n,y\n" + "".join(f"{c},{i % 2}\n" for i, c in enumerate(cells)))
     schema, reasons = explain_schema(path, "y")
     assert schema.feature("n").dtype == "int64" and schema.feature("n").use["kind"] == "numeric"
-    assert reasons[0].startswith("n: 100 values, 1 non-number(s) ('twelve') will be bad values -> int64")
+    assert reasons[0].startswith("n: 61 values, 1 non-number(s) ('twelve') will be bad values -> int64")
 
 
 def test_every_command_that_writes_a_file_takes_o_for_out(tmp_path: Path) -> None:
@@ -146,3 +146,93 @@ def test_every_command_that_writes_a_file_takes_o_for_out(tmp_path: Path) -> Non
     assert synth.exit_code == 0, synth.output
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 4
     assert "-o, --out" in runner.invoke(cli, ["export", "--help"]).output
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_name(tmp_path: Path) -> None:
+    from tfship.trainer import InputOptions, build_input_fn
+
+    train, _ = penguins_split(tmp_path)
+    bom = tmp_path / "excel.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + train.read_bytes())  # what "CSV UTF-8" in a spreadsheet writes
+    schema = infer_schema(bom, "species")
+    assert schema == infer_schema(train, "species")
+    assert schema.feature_names[0] == "island"
+    # training reads the same names: the first column is data, not a missing feature
+    features, _ = next(iter(build_input_fn(schema, [str(bom)], InputOptions(batch_size=4), training=False)()))
+    assert set(features["island"].numpy().tolist()) <= {b"Biscoe", b"Dream", b"Torgersen"}
+
+
+def test_an_excluded_name_that_is_not_a_column_is_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    train, _ = penguins_split(tmp_path)
+    result = CliRunner().invoke(cli, ["schema", "infer", str(train), "--label", "species",
+                                      "--exclude", "Year", "-o", str(tmp_path / "s.json")])
+    assert result.exit_code == 2
+    expected = f"Error: column to exclude 'Year' is not in {train} (did you mean 'year'?)"
+    assert result.stderr.startswith(expected)
+    assert not (tmp_path / "s.json").exists()
+    with pytest.raises(InputError, match=r"label column 'Species' is not in .* \(did you mean 'species'\?\)"):
+        infer_schema(train, "Species")
+
+
+def _passengers(path: Path, rows: int = 60) -> Path:
+    """A passenger table: an id and a name per row, ages with NA, a yes/no label."""
+    lines = ["PassengerId,Name,Ticket,Pclass,Age,Fare,Survived"]
+    for i in range(rows):
+        age = "NA" if i % 7 == 0 else str(20 + i % 30)
+        ticket = (i * 37) % rows + 100  # all distinct and consecutive, but shuffled
+        lines.append(f"{i + 1},\"Person {i}, Mr\",{ticket},{1 + i % 3},{age},{(i * 13) % 50 + 7},"
+                     f"{'yes' if i % 3 else 'no'}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_identifier_columns_are_left_out_with_a_reason(tmp_path: Path) -> None:
+    from tfship.data import explain_schema
+
+    path = _passengers(tmp_path / "passengers.csv")
+    schema, reasons = explain_schema(path, "Survived")
+    assert schema.feature_names == ["Pclass", "Age", "Fare"]
+    assert reasons[0] == ("PassengerId: 60 values, every one distinct, in order: a row number -> left out "
+                          "(a model would memorise it); keep it to use it anyway")
+    assert reasons[1].startswith("Name: 60 values, every one distinct: an identifier -> left out")
+    assert reasons[2].startswith("Ticket: 60 values, every one distinct, consecutive: an identifier")
+    kept = infer_schema(path, "Survived", keep=["Name"])
+    assert kept.feature_names == ["Name", "Pclass", "Age", "Fare"]
+    assert kept.feature("Name").use["kind"] == "hash"
+
+
+def test_schema_infer_says_how_to_keep_an_identifier(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    path = _passengers(tmp_path / "passengers.csv")
+    out = tmp_path / "schema.json"
+    result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "Survived", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert ("left out as identifiers: PassengerId, Name, Ticket; --keep NAME uses one anyway "
+            "(or add it to the schema)") in result.stderr
+    result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "Survived", "--keep", "Nmae"])
+    assert result.exit_code == 2
+    assert "column to keep 'Nmae' is not in" in result.stderr and "(did you mean 'Name'?)" in result.stderr
+
+
+def test_the_penguins_schema_keeps_every_column(tmp_path: Path) -> None:
+    train, _ = penguins_split(tmp_path)
+    schema = infer_schema(train, "species")
+    assert schema.feature_names == ["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm",
+                                    "body_mass_g", "sex", "year"]
+
+
+def test_missing_labels_are_named_by_line_with_the_remedy(tmp_path: Path) -> None:
+    path = tmp_path / "salaries.csv"
+    rows = [f"{i * 0.37 % 5:.2f},{'NA' if i in (3, 8) else 1000 + i * 7 % 300}" for i in range(40)]
+    path.write_text("years,salary\n" + "\n".join(rows) + "\n")
+    expected = (rf"{path}: label column 'salary' is missing in 2 row\(s\), at line\(s\) 5, 10; "
+                r"drop those rows: a model cannot learn from a row without a label")
+    with pytest.raises(DataError, match=expected):
+        infer_schema(path, "salary")

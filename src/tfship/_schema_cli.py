@@ -8,7 +8,7 @@ import click
 
 from tfship._output import echo_json
 from tfship.data import explain_schema
-from tfship.schema import NA_VALUES, CsvMissing, Schema
+from tfship.schema import NA_VALUES, CsvMissing, Schema, read_csv_header
 
 
 @click.group()
@@ -20,6 +20,8 @@ def schema() -> None:
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--label", required=True, help="The column the model predicts.")
 @click.option("--exclude", multiple=True, help="A column to leave out (repeatable).")
+@click.option("--keep", multiple=True,
+              help="A column to use even though it looks like an identifier (repeatable).")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
 @click.option(
     "--na-values",
@@ -34,6 +36,7 @@ def infer(
     data: Path,
     label: str,
     exclude: tuple[str, ...],
+    keep: tuple[str, ...],
     out: Path | None,
     na_values: str | None,
     na_strings: bool,
@@ -41,20 +44,30 @@ def infer(
     """Propose a schema for DATA.csv: dtypes, vocabularies, hash buckets, defaults.
 
     What was seen in each column and what was chosen goes to stderr, one line per column.
+    Identifiers (a distinct text per row, a row number) are left out unless --keep names them.
     """
     tokens = NA_VALUES if na_values is None else tuple(
         v.strip() for v in na_values.split(",") if v.strip()
     )
     rule = CsvMissing(tokens, strings=na_strings)
-    proposed, reasons = explain_schema(data, label, exclude=exclude, csv_missing=rule)
+    proposed, reasons = explain_schema(data, label, exclude=exclude, keep=keep, csv_missing=rule)
     for line in reasons:
         click.echo(line, err=True)
+    left_out = [n for n in _columns(data) if n not in {label, *exclude, *proposed.feature_names}]
+    if left_out:
+        click.echo(f"left out as identifiers: {', '.join(left_out)}; --keep NAME uses one anyway "
+                   f"(or add it to the schema)", err=True)
     if out is not None:
         proposed.save(out)
         click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "
                    f"({proposed.label.kind})", err=True)
     else:
         echo_json(proposed.to_dict())
+
+
+def _columns(data: Path) -> list[str]:
+    with data.open("rb") as stream:
+        return read_csv_header(stream)
 
 
 @schema.command()

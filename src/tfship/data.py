@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
@@ -18,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from tfship.errors import DataError, InputError
-from tfship.schema import CsvMissing, Feature, Label, Schema, csv_column_dtype
+from tfship.schema import (
+    CsvMissing,
+    Feature,
+    Label,
+    Schema,
+    csv_column_dtype,
+    did_you_mean,
+    read_csv_header,
+)
 
 __all__ = ["explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 
@@ -31,6 +40,9 @@ INDICATOR_LIMIT = 10
 INT_CATEGORY_LIMIT = 10
 # A number column may hold one stray text cell in this many (a typo, a unit) and stay numeric.
 STRAY_LIMIT = 50
+# A column with at least this many values, all distinct, can be an identifier (a name per row,
+# a row number): a model learns nothing from it that carries over to new rows.
+IDENTIFIER_MIN_ROWS = 20
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
 SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory
@@ -75,6 +87,7 @@ def infer_schema(
     label: str,
     *,
     exclude: Sequence[str] = (),
+    keep: Sequence[str] = (),
     csv_missing: CsvMissing | None = None,
 ) -> Schema:
     """Propose a schema for a CSV file: dtypes, vocabularies or hash buckets, defaults, label kind.
@@ -85,16 +98,23 @@ def infer_schema(
     or a token such as ``NA`` in a column that is otherwise numeric. In a string column
     ``NA`` is a category like any other.
 
+    Identifiers are left out: a text column whose every value is distinct (a name per row), an
+    integer column whose every value is distinct and which counts up or down (a row number),
+    once it has at least 20 values. A model would memorise them and learn nothing that holds
+    for new rows; ``keep`` names those to use anyway.
+
     Args:
         path: a CSV file with a header row.
         label: the column the model predicts.
         exclude: columns to leave out (ids, timestamps).
+        keep: columns to use even when they look like identifiers.
         csv_missing: which cells are missing; ``None`` uses the default tokens.
 
     Raises:
-        InputError: the file is missing or empty, or ``label`` is not a column.
+        InputError: the file is missing or empty, or ``label``, a name in ``exclude`` or in
+            ``keep`` is not a column (the nearest name is suggested).
     """
-    return explain_schema(path, label, exclude=exclude, csv_missing=csv_missing)[0]
+    return explain_schema(path, label, exclude=exclude, keep=keep, csv_missing=csv_missing)[0]
 
 
 def explain_schema(
@@ -102,6 +122,7 @@ def explain_schema(
     label: str,
     *,
     exclude: Sequence[str] = (),
+    keep: Sequence[str] = (),
     csv_missing: CsvMissing | None = None,
 ) -> tuple[Schema, list[str]]:
     """``infer_schema``, and one line per column saying what was seen and what was chosen.
@@ -111,9 +132,16 @@ def explain_schema(
         >>> reasons[0]  # doctest: +SKIP
         'zip: 300 values, leading zeros -> string, hash 1024 (embedding 25)'
     """
-    columns, malformed = _read_columns(Path(path))
+    lines: list[int] = []
+    columns, malformed = _read_columns(Path(path), lines)
     if label not in columns:
-        raise InputError(f"label column {label!r} is not in {path}; columns are {list(columns)}")
+        raise InputError(f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
+                         f"columns are {list(columns)}")
+    for role, names in (("exclude", exclude), ("keep", keep)):
+        for name in names:
+            if name not in columns:
+                raise InputError(f"column to {role} {name!r} is not in {path}{did_you_mean(name, columns)}; "
+                                 f"columns are {list(columns)}")
     rule = csv_missing or CsvMissing()
     features: list[Feature] = []
     reasons: list[str] = []
@@ -122,10 +150,15 @@ def explain_schema(
         reasons.append(f"skipped {len(malformed)} malformed row(s): {malformed[0]}{more}")
     for name, values in columns.items():
         if name != label and name not in exclude:
+            identifier = None if name in keep else _identifier(values, rule)
+            if identifier is not None:
+                reasons.append(f"{name}: {identifier} -> left out (a model would memorise it); "
+                               f"keep it to use it anyway")
+                continue
             feature, why = _infer_feature(name, values, rule)
             features.append(feature)
             reasons.append(f"{name}: {why} -> {_chosen(feature)}")
-    target = _infer_label(label, columns[label], rule)
+    target = _infer_label(label, columns[label], rule, where=(str(path), lines))
     reasons.append(f"{label} (label): {_label_reason(target, columns[label])}")
     return Schema(label=target, features=tuple(features)), reasons
 
@@ -159,25 +192,27 @@ def _label_reason(target: Label, values: list[str]) -> str:
     return f"{classes} classes -> {target.kind}"
 
 
-def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
+def _read_columns(path: Path, lines: list[int] | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """The columns of a CSV file, and where its malformed rows (a wrong number of fields) are.
 
     A proposal can do without a few broken rows: they are left out and named, not fatal.
+    ``lines``, when given, receives the line number of each row kept.
     """
     malformed: list[str] = []
     try:
-        with path.open(newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
+        with path.open("rb") as raw:
+            header = read_csv_header(raw)
             if not header:
                 raise InputError(f"{path} is empty: a CSV with a header row is needed")
             columns: dict[str, list[str]] = {h: [] for h in header}
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
             for row in reader:
                 if len(row) != len(header):
-                    malformed.append(
-                        f"{path}:{reader.line_num}: {len(row)} fields, the header has {len(header)}"
-                    )
+                    line = reader.line_num + 1  # the header was line 1
+                    malformed.append(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
                     continue
+                if lines is not None:
+                    lines.append(reader.line_num + 1)
                 for h, v in zip(header, row):
                     columns[h].append(v)
     except FileNotFoundError:
@@ -185,6 +220,29 @@ def _read_columns(path: Path) -> tuple[dict[str, list[str]], list[str]]:
     if malformed and not any(columns.values()):
         raise DataError(f"every row of {path} is malformed, first: {malformed[0]}")
     return columns, malformed
+
+
+def _identifier(values: list[str], rule: CsvMissing) -> str | None:
+    """What makes a column an identifier (every value distinct, and text or a count), or None."""
+    dtype = csv_column_dtype(values, rule)
+    present = _present(values, dtype, rule)
+    if len(present) < IDENTIFIER_MIN_ROWS or len(set(present)) < len(present):
+        return None
+    if dtype == "string":
+        numeric, strays = _mostly_numbers(present, rule)
+        if numeric is not None:  # numbers with a typo: see _infer_feature
+            dtype, present = numeric, [v for v in present if v not in set(strays)]
+    distinct = f"{len(present)} values, every one distinct"
+    if dtype == "string" or (dtype == "int64" and any(_LEADING_ZERO.match(v.strip()) for v in present)):
+        return f"{distinct}: an identifier"
+    if dtype != "int64":
+        return None  # measurements are often all distinct
+    numbers = [int(v) for v in present]
+    if numbers in (sorted(numbers), sorted(numbers, reverse=True)):
+        return f"{distinct}, in order: a row number"
+    if max(numbers) - min(numbers) == len(numbers) - 1:
+        return f"{distinct}, consecutive: an identifier"
+    return None
 
 
 def _present(values: list[str], dtype: str, rule: CsvMissing) -> list[str]:
@@ -262,11 +320,19 @@ def _embedding_dim(cardinality: int) -> int:
     return max(2, min(32, int(round(6 * cardinality**0.25))))
 
 
-def _infer_label(name: str, values: list[str], rule: CsvMissing) -> Label:
+def _infer_label(
+    name: str, values: list[str], rule: CsvMissing, where: tuple[str, list[int]] = ("data", [])
+) -> Label:
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
     if len(present) < len(values):
-        raise DataError(f"label column {name!r} has {len(values) - len(present)} missing values")
+        path, lines = where
+        gaps = [lines[i] if i < len(lines) else i + 2 for i, v in enumerate(values) if rule.cell(v, dtype)]
+        shown = ", ".join(map(str, gaps[:5])) + (f" and {len(gaps) - 5} more" if len(gaps) > 5 else "")
+        raise DataError(
+            f"{path}: label column {name!r} is missing in {len(gaps)} row(s), at line(s) {shown}; "
+            f"drop those rows: a model cannot learn from a row without a label"
+        )
     classes = sorted(set(present))
     if set(classes) <= {"0", "1"}:
         return Label(name, "binary")

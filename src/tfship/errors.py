@@ -10,6 +10,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     ├── InputError (2)                      bad input from the user: files, records, flags
     │   ├── SchemaError (2)                 a schema file or a feature in it is invalid
     │   ├── DataError (2)                   a data file or a record does not match the schema
+    │   │   ├── schema.MissingColumnError     a data file lacks a column of the schema
     │   │   └── loaders.TooManyRejectsError   a batch job rejected more rows than --max-rejects
     │   ├── server.ServerConfigError      a server flag or model_config_list is invalid
     │   └── trainer.ClusterConfigError    TF_CONFIG is invalid or names a setup TF 2.15 refuses

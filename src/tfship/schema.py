@@ -33,13 +33,14 @@ Example:
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tfship.errors import DataError, SchemaError
 
@@ -49,14 +50,18 @@ __all__ = [
     "Feature",
     "LABEL_KINDS",
     "Label",
+    "MissingColumnError",
     "NA_VALUES",
     "Schema",
     "USE_KINDS",
     "coerce_value",
     "csv_column_dtype",
+    "did_you_mean",
     "field_values",
     "is_missing",
+    "nearest_name",
     "overflows",
+    "read_csv_header",
 ]
 
 DTYPES = ("float32", "int64", "string")
@@ -764,3 +769,75 @@ def _convert_value(f: Feature, value: Any, where: str, csv: CsvMissing | None) -
         return field_values(f.name, f.dtype, f.shape, default, value, csv)
     except ValueError as exc:
         raise DataError(f"{_at(where)}{exc}") from None
+
+
+# ---- file headers ----------------------------------------------------------------------------
+def read_csv_header(stream: IO[bytes]) -> list[str]:
+    """The column names on the first line of a binary CSV stream, which is left after that line.
+
+    A UTF-8 byte-order mark (what spreadsheets write as "CSV UTF-8") is not part of the first
+    name: every CSV reader of tfship takes its header from here, so inference, training and
+    prediction see the same names. An empty file has no names.
+
+    Example:
+        >>> import io
+        >>> read_csv_header(io.BytesIO(b"\\xef\\xbb\\xbfage,name\\n39,Ann\\n"))
+        ['age', 'name']
+    """
+    line = stream.readline().decode("utf-8-sig")
+    return next(csv.reader([line]), [])
+
+
+def nearest_name(name: str, names: Iterable[str]) -> str | None:
+    """The name in ``names`` closest to a misspelled ``name`` (case first), or None.
+
+    Example:
+        >>> nearest_name("age", ["Name", "Age"])
+        'Age'
+    """
+    candidates = list(names)
+    same_case = [n for n in candidates if n.lower() == name.lower()]
+    if same_case:
+        return same_case[0]
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'Age'?)`` for a misspelled name, or ``""``."""
+    close = nearest_name(name, names)
+    return f" (did you mean {close!r}?)" if close is not None else ""
+
+
+class MissingColumnError(DataError):
+    """Raised when a data file lacks a column of the schema; names it and the nearest name.
+
+    ``candidates`` are the columns the nearest name is chosen from (default: all of them;
+    a caller leaves out those the schema already uses).
+
+    ``fillable`` is true when every missing column has a default (or takes any number of
+    values), so the file can be read with the defaults filled in if the caller asks for it.
+    """
+
+    def __init__(self, source: str, missing: Sequence[str], columns: Sequence[str], *,
+                 fillable: bool, where: str = "the schema",
+                 candidates: Sequence[str] | None = None) -> None:
+        first = missing[0]
+        hint = did_you_mean(first, columns if candidates is None else candidates)
+        more = f"; missing too: {', '.join(map(repr, missing[1:]))}" if len(missing) > 1 else ""
+        why = (f"a feature of {where}: every row would take its default" if fillable
+               else f"required by {where} (no default)")
+        shown = ", ".join(columns) if columns else "no columns"
+        super().__init__(
+            f"{source}: no column {first!r}{hint}, {why}{more}; "
+            f"the file has: {shown}"
+        )
+        self.source = source
+        self.missing = list(missing)
+        self.fillable = fillable
+
+    def with_option(self, option: str) -> MissingColumnError:
+        """This error, ending with the option that fills the columns (when it can), for a command."""
+        if self.fillable:
+            self.args = (f"{self}; {option} fills them with their defaults",)
+        return self

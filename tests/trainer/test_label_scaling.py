@@ -35,11 +35,23 @@ def test_regression_predictions_come_back_in_label_units(tmp_path: Path) -> None
         "--learning-rate", "0.1", "--export", "final", "--json",
     ])
     assert result.exit_code == 0, result.output
-    export = json.loads(result.stdout)["exports"]["final"][0]
+    summary = json.loads(result.stdout)
+    export = summary["exports"]["final"][0]
     with load(export) as model:
         predicted = model.predict({"x": [-1.0, 0.0, 1.0]}, signature="predict")["predictions"].ravel()
+        rows = [line.split(",") for line in evaluation.read_text().splitlines()[1:]]
+        xs, ys = np.array([float(r[0]) for r in rows]), np.array([float(r[1]) for r in rows])
+        on_eval = model.predict({"x": xs.tolist()}, signature="predict")["predictions"].ravel()
     # y = 150 + 50 x: a model that learned the standardised label answers in the label's units
     assert predicted == pytest.approx([100.0, 150.0, 200.0], abs=20.0)
+    # and the summary speaks in them too: loss is the mean squared error in the label's units
+    metrics = summary["metrics"]
+    assert metrics["rmse"] == pytest.approx(float(np.sqrt(np.mean((on_eval - ys) ** 2))), rel=1e-3)
+    assert metrics["mae"] == pytest.approx(float(np.mean(np.abs(on_eval - ys))), rel=1e-3)
+    assert metrics["loss"] == pytest.approx(metrics["rmse"] ** 2, rel=1e-4)
+    std = schema.label.scale[1]
+    assert metrics["loss_standardized"] == pytest.approx(metrics["loss"] / std**2, rel=1e-2)
+    assert metrics["average_loss_standardized"] == pytest.approx(metrics["loss"] / std**2, rel=1e-2)
 
 
 def test_label_scaling_can_be_turned_off(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ def test_odd_column_names_train_export_and_predict(tmp_path: Path) -> None:
     train, evaluation = _write(tmp_path / "t.csv", 60), _write(tmp_path / "e.csv", 20, 60)
     runner = CliRunner()
     inferred = runner.invoke(cli, ["schema", "infer", str(train), "--label", "diagnosis",
-                                   "--out", str(tmp_path / "s.json")])
+                                   "--keep", "_id", "--out", str(tmp_path / "s.json")])  # a row number
     assert inferred.exit_code == 0, inferred.output
     trained = runner.invoke(cli, [
         "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),

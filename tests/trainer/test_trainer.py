@@ -119,7 +119,7 @@ def test_two_tower_needs_groups_and_a_binary_label(tmp_path: Path) -> None:
     schema, train_csv, eval_csv = _synthetic(
         tmp_path, {"label": {"name": "clicked", "kind": "binary"}, "features": FEATURES}, rows=40
     )
-    with pytest.raises(SchemaError, match=r"needs a feature group 'user'"):
+    with pytest.raises(SchemaError, match=r"needs feature groups 'user' and 'item'"):
         train(schema, tmp_path / "m", [str(train_csv)], [str(eval_csv)],
               model=ModelOptions("two_tower"), run=RunOptions(max_steps=2, exports=()))
 
@@ -151,8 +151,10 @@ def test_tfrecord_input_and_warm_start(tiny_model: Any, tmp_path: Path) -> None:
 def test_csv_missing_required_column_is_a_clear_error(tiny_model: Any, tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("island,species\nDream,Adelie\n")
-    with pytest.raises(DataError, match=r"bad.csv: columns \[.*'year'.*\] are missing"):
+    expected = r"bad.csv: no column 'sex', required by the schema \(no default\); missing too: 'year', "
+    with pytest.raises(DataError, match=expected):
         train(tiny_model.schema, tmp_path / "m", [str(bad)], [str(bad)], run=RunOptions(max_steps=1))
+    assert not (tmp_path / "m").exists()
 
 
 def test_cli_train_prints_summary_and_json(tiny_model: Any, tmp_path: Path) -> None:
@@ -165,7 +167,7 @@ def test_cli_train_prints_summary_and_json(tiny_model: Any, tmp_path: Path) -> N
     assert summary["global_step"] == 10 and len(summary["exports"]["final"]) == 1
     human = CliRunner().invoke(cli, [*args[:-1], "--max-steps", "12"])
     assert human.exit_code == 0, human.output
-    assert "trained 12 steps" in human.stdout and "export      final" in human.stdout
+    assert "trained 2 steps (10 -> 12)" in human.stdout and "export      final" in human.stdout
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:

@@ -225,7 +225,8 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
 
         adapter = model.adapter(spec.signature)
         keys = model.output_keys(adapter.sig.key, spec.outputs)
-        preparer = ChunkPreparer(adapter, spec.keep_columns, False, spec.csv_missing)
+        preparer = ChunkPreparer(adapter, spec.keep_columns, False, spec.csv_missing,
+                                 spec.fill_missing_columns)
         for path in files:
             preparer.check_columns(path)
         fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key

@@ -9,6 +9,7 @@ import click
 from tfship._output import echo_json
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
 from tfship.loaders._readers import Reject
+from tfship.schema import MissingColumnError
 
 
 def _split_list(value: str | None) -> list[str] | None:
@@ -86,6 +87,12 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     is_flag=True,
     help="Also treat --na-values as missing in string columns (default: text is a value).",
 )
+@click.option(
+    "--fill-missing-columns",
+    is_flag=True,
+    help="Read a file that lacks a feature's column: every row takes the feature's default "
+    "(named on stderr). Default: such a file is refused.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def predict(
     model: Path,
@@ -103,6 +110,7 @@ def predict(
     beam_options: tuple[str, ...],
     na_values: str | None,
     na_strings: bool,
+    fill_missing_columns: bool,
     as_json: bool,
 ) -> None:
     """Batch-predict FILES of records with MODEL (a SavedModel or an export base directory).
@@ -130,7 +138,9 @@ def predict(
         max_rejects=max_rejects,
         na_values=None if na_values is None else [v.strip() for v in na_values.split(",") if v.strip()],
         na_strings=na_strings,
+        fill_missing_columns=fill_missing_columns,
     )
+
     def job() -> JobSummary:
         if runner == "beam":
             from tfship.loaders._beam import run_beam_job
@@ -144,6 +154,8 @@ def predict(
 
     try:
         summary = job()
+    except MissingColumnError as exc:
+        raise exc.with_option("--fill-missing-columns") from None
     except TooManyRejectsError as exc:
         _print_summary(exc.summary, as_json)
         raise

@@ -7,13 +7,16 @@ is converted again value by value, only to find which rows are bad. The rules ar
 schema's: in CSV an empty cell is missing, a token such as ``NA`` too but only for a numeric
 feature (:class:`tfship.schema.CsvMissing`), and ``|`` separates the values of a multi-valued
 cell; elsewhere only a null is missing and a string is always a value. An integer feature
-accepts ``3.0`` but not ``3.5``.
+accepts ``3.0`` but not ``3.5``. A value missing in some rows may take its default, but a
+column missing from the file (a renamed or dropped header name) is refused unless the caller
+asks for the defaults (``fill_missing_columns``), and then a warning names the columns.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +31,9 @@ from tfship.loaders._predict import (
     coo_from_lengths,
     empty_sparse,
 )
-from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, field_values, overflows
+from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, MissingColumnError, field_values, overflows
+
+log = logging.getLogger(__name__)
 
 Array = npt.NDArray[Any]
 _FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0}
@@ -48,14 +53,64 @@ class Converted:
             self.bad.setdefault(row, reason)
 
 
+def check_columns(
+    fields: Mapping[str, Field],
+    columns: Collection[str],
+    source: str,
+    *,
+    fill_missing_columns: bool = False,
+    warn: bool = True,
+    where: str = "the schema",
+) -> list[str]:
+    """The fields that a file's ``columns`` lack and that will take their default.
+
+    A feature without a default is never filled. With ``fill_missing_columns`` the others are
+    (a warning names them, unless ``warn`` is false); without it, any missing field is refused.
+
+    Raises:
+        MissingColumnError: names the first missing field, the nearest column name and the file.
+
+    Example:
+        >>> check_columns(fields, ["Age", "name"], "people.csv")  # doctest: +SKIP
+        MissingColumnError: people.csv: no column 'age' (did you mean 'Age'?); ...
+    """
+    missing = [name for name in fields if name not in columns]
+    if not missing:
+        return []
+    required = [name for name in missing if fields[name].required]
+    if required or not fill_missing_columns:
+        ordered = required + [n for n in missing if n not in required]
+        unused = [c for c in columns if c not in fields]
+        raise MissingColumnError(source, ordered, list(columns), fillable=not required, where=where,
+                                 candidates=unused)
+    if warn:
+        log.warning("%s: no column %s: every row takes the feature's default", source,
+                    ", ".join(map(repr, missing)))
+    return missing
+
+
 def convert_chunk(
-    fields: Mapping[str, Field], raw: Mapping[str, Any], rows: int, csv: CsvMissing | None = None
+    fields: Mapping[str, Field],
+    raw: Mapping[str, Any],
+    rows: int,
+    csv: CsvMissing | None = None,
+    *,
+    source: str = "input",
+    fill_missing_columns: bool = False,
+    where: str = "the schema",
 ) -> Converted:
     """Convert the raw columns of one chunk; ``raw`` maps names to Arrow arrays or lists.
 
     ``csv`` is the missing-cell rule when the chunk's cells are CSV text; ``None`` for typed
-    sources (JSON, Parquet, TFRecord), where only a null is missing.
+    sources (JSON, Parquet, TFRecord), where only a null is missing. A field with no column
+    in ``raw`` at all is refused (see :func:`check_columns`).
+
+    Raises:
+        MissingColumnError: a field has no column in ``raw`` (named with ``source``).
     """
+    if rows:
+        check_columns(fields, raw, source, fill_missing_columns=fill_missing_columns, warn=False,
+                      where=where)
     out = Converted({})
     for name, fld in fields.items():
         column = raw.get(name)

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship.errors import DataError, InputError, ModelInputError
-from tfship.loaders._convert import convert_chunk, select_rows, slice_rows
+from tfship.loaders._convert import check_columns, convert_chunk, select_rows, slice_rows
 from tfship.loaders._predict import Column
 from tfship.loaders._readers import (
     Chunk,
@@ -30,6 +30,7 @@ from tfship.loaders._readers import (
     columns_of,
     example_columns,
     expand_inputs,
+    format_of,
     read_chunks,
 )
 from tfship.loaders._writers import RejectsWriter, Writer, format_for, make_writer
@@ -132,6 +133,7 @@ class JobSpec:
     chunk_rows: int = 16384
     na_values: Sequence[str] | None = None
     na_strings: bool = False
+    fill_missing_columns: bool = False
 
     @property
     def csv_missing(self) -> CsvMissing:
@@ -150,34 +152,43 @@ class ChunkPreparer:
         keep_columns: Sequence[str],
         want_inputs: bool,
         csv: CsvMissing | None = None,
+        fill_missing_columns: bool = False,
     ):
         self.adapter = adapter
         self.keep_columns = list(keep_columns)
         self.want_inputs = want_inputs
         self.csv = csv or CsvMissing()
+        self.fill_missing_columns = fill_missing_columns
+        self._checked: set[str] = set()
 
     @property
     def wanted(self) -> set[str]:
         return set(self.adapter.fields) | set(self.keep_columns)
 
     def check_columns(self, path: Path) -> None:
-        """Fail before any work when a file lacks a required feature or a kept column."""
+        """Fail before any work when a file's header lacks a feature or a kept column.
+
+        A JSONL file's columns are the keys of its first records.
+        """
         names = columns_of(path)
         if names is None:
+            if format_of(path) == "jsonl":
+                first = next(iter(read_chunks(path, 1024)), None)
+                if first is not None and first.rows and first.names is not None:
+                    self._check(str(path), first.names)
             return
-        required = [f.name for f in self.adapter.fields.values() if f.required]
-        missing = [n for n in required if n not in names]
-        if missing:
-            raise InputError(
-                f"{path}: no column {', '.join(map(repr, missing))}, required by "
-                f"{self.adapter.where} (no default); the file has: {', '.join(names)}"
-            )
+        self._check(str(path), names)
         absent = [n for n in self.keep_columns if n not in names]
         if absent:
             raise InputError(
                 f"{path}: column(s) to keep {', '.join(map(repr, absent))} not in the file; "
                 f"the file has: {', '.join(names)}"
             )
+
+    def _check(self, source: str, names: Sequence[str]) -> None:
+        self._checked.add(source)
+        check_columns(self.adapter.fields, names, source, where=self.adapter.where,
+                      fill_missing_columns=self.fill_missing_columns)
 
     def prepare(self, chunk: Chunk) -> Prepared:
         rows_in = chunk.rows + len(chunk.rejects)
@@ -189,7 +200,11 @@ class ChunkPreparer:
         if chunk.serialized is not None:
             raw = example_columns(chunk.serialized, sorted(self.wanted))
         csv = self.csv if chunk.csv else None
-        converted = convert_chunk(self.adapter.fields, raw, chunk.rows, csv)
+        if chunk.source not in self._checked and chunk.serialized is None and chunk.rows:
+            self._check(chunk.source, chunk.names or list(raw))  # JSONL: its first records' keys
+        converted = convert_chunk(self.adapter.fields, raw, chunk.rows, csv, source=chunk.source,
+                                  where=self.adapter.where,
+                                  fill_missing_columns=self.fill_missing_columns)
         good = np.ones(chunk.rows, dtype=bool)
         for row, reason in sorted(converted.bad.items()):
             good[row] = False
@@ -401,7 +416,8 @@ def run_job(
     fmt = format_for(spec.output, spec.fmt)
     adapter = model.adapter(spec.signature)
     keys = model.output_keys(adapter.sig.key, spec.outputs)
-    preparer = ChunkPreparer(adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing)
+    preparer = ChunkPreparer(adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing,
+                             spec.fill_missing_columns)
     for path in files:
         preparer.check_columns(path)
     summary = JobSummary(output=str(spec.output), files=len(files))

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import tfship.schema  # noqa: F401 - importing it lifts the csv module's cap on a cell
 from tfship.errors import DataError, InputError
 from tfship.loaders._predict import _MISSING
+from tfship.schema import read_csv_header  # importing it also lifts the csv module's cap on a cell
 
 Array = npt.NDArray[Any]
 
@@ -71,6 +71,8 @@ class Chunk:
     texts: Sequence[str] | None = None
     serialized: Array | None = None
     csv: bool = False
+    #: every column name of the rows (JSONL: the keys of this chunk's records), kept or not
+    names: list[str] | None = None
 
     @property
     def rows(self) -> int:
@@ -128,7 +130,7 @@ def columns_of(path: Path) -> list[str] | None:
     fmt = format_of(path)
     if fmt == "csv":
         with _open_binary(path) as f:
-            return next(csv.reader([f.readline().decode("utf-8-sig")]), [])
+            return read_csv_header(f)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -190,7 +192,7 @@ def _csv(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk
     # rejected. Line numbers come from counting newlines, so each block is checked to hold
     # one row per line (no blank lines, no quoted newlines) before they are trusted.
     with _open_binary(path) as f:
-        names = next(csv.reader([f.readline().decode("utf-8-sig")]), [])
+        names = read_csv_header(f)
         if not names:
             return
         number = 1
@@ -330,12 +332,11 @@ def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chu
                 records.append(record)
                 numbers.append(number)
                 texts.append(text)
-            names = set().union(*records) if records else set()
-            if wanted is not None:
-                names &= wanted
+            every: set[str] = set().union(*records) if records else set()
+            names = every & wanted if wanted is not None else every
             columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
             lines_arr = np.asarray(numbers, dtype=np.int64)
-            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts)
+            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts, names=sorted(every))
 
 
 # -- Parquet -----------------------------------------------------------------------------------

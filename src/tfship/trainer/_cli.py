@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tfship._output import echo_json
-from tfship.schema import Schema
+from tfship.schema import MissingColumnError, Schema
 from tfship.trainer._cluster import read_tf_config
 
 if TYPE_CHECKING:
@@ -86,6 +86,9 @@ class _TrainCommand(click.Command):
               help="CSV rows that fail the schema's checks and may be skipped (named on stderr).")
 @click.option("--rejects", "rejects_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file listing the skipped rows (file, line, reason).")
+@click.option("--fill-missing-columns", is_flag=True,
+              help="Train on a CSV file that lacks a feature's column: every row takes the feature's "
+                   "default (named on stderr). Default: such a file is refused.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str, ...],
@@ -96,8 +99,8 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
           eval_throttle_secs: int, seed: int, warm_start_from: str | None, exports: tuple[str, ...],
           receiver: str, best_metric: str, best_mode: str, local_cluster: str | None,
           worker_delay_secs: int | None, cluster_timeout_secs: float, no_label_scaling: bool,
-          max_bad_rows: int,
-          rejects_path: Path | None, as_json: bool) -> None:
+          max_bad_rows: int, rejects_path: Path | None, fill_missing_columns: bool,
+          as_json: bool) -> None:
     """Train an Estimator (Keras model + Head) from a schema, evaluate and export it.
 
     With TF_CONFIG set, this process runs its one task of the cluster; with --local-cluster,
@@ -113,15 +116,19 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
                                     label_scaling=not no_label_scaling)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    model.check(schema)  # before TensorFlow loads and before anything is written
     inputs = trainer.InputOptions(batch_size=batch_size, epochs=epochs, shuffle_buffer=shuffle_buffer,
                                  reader_threads=reader_threads, parser_threads=parser_threads,
-                                 prefetch=prefetch, seed=seed)
-    run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,
-                             keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
-                             eval_throttle_secs=eval_throttle_secs, exports=exports,
-                             receiver=receiver, best_metric=best_metric, best_mode=best_mode,
-                             warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
-                             startup_timeout_secs=cluster_timeout_secs)
+                                 prefetch=prefetch, seed=seed, fill_missing_columns=fill_missing_columns)
+    try:
+        run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,
+                                 keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
+                                 eval_throttle_secs=eval_throttle_secs, exports=exports,
+                                 receiver=receiver, best_metric=best_metric, best_mode=best_mode,
+                                 warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
+                                 startup_timeout_secs=cluster_timeout_secs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--export") from None
     if local_cluster is not None:
         from tfship.trainer._input import expand
 
@@ -132,12 +139,17 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
     from tfship.trainer._launch import exit_with_parent
 
     exit_with_parent()
-    with _checked(schema, train_files, eval_files, max_bad_rows, rejects_path) as (train_set, eval_set):
-        result = trainer.train(schema, model_dir, train_set, eval_set, model=model, inputs=inputs, run=run)
+    try:
+        with _checked(schema, train_files, eval_files, max_bad_rows, rejects_path,
+                      fill_missing_columns) as (train_set, eval_set):
+            result = trainer.train(schema, model_dir, train_set, eval_set, model=model, inputs=inputs,
+                                   run=run)
+    except MissingColumnError as exc:
+        raise exc.with_option("--fill-missing-columns") from None
     if as_json:
         echo_json(result.to_dict())
         return
-    if not result.metrics and result.global_step >= max_steps:
+    if result.steps_trained == 0:
         click.echo(f"model already at step {result.global_step}; raise --max-steps to continue")
         click.echo(f"checkpoint  {result.checkpoint}")
         return
@@ -147,19 +159,20 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
 @contextmanager
 def _checked(
     schema: Schema, train_files: tuple[str, ...], eval_files: tuple[str, ...], max_bad_rows: int,
-    rejects: Path | None,
+    rejects: Path | None, fill_missing_columns: bool,
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Every CSV row checked before anything is written; the files to train and evaluate on."""
     from tfship.errors import DataError
     from tfship.trainer._input import expand
     from tfship.trainer._rows import _TooManyBadRows, checked_files
 
-    files = expand(train_files) + expand(eval_files)
+    train_set, eval_set = expand(train_files), expand(eval_files)
     echo = functools.partial(click.echo, err=True)
     try:
-        with checked_files(schema, files, max_bad_rows=max_bad_rows, rejects=rejects, echo=echo) as kept:
-            split = len(expand(train_files))
-            yield kept[:split], kept[split:]
+        with checked_files(schema, train_set + eval_set, max_bad_rows=max_bad_rows, rejects=rejects,
+                           echo=echo, fill_missing_columns=fill_missing_columns,
+                           sets=[("training", train_set), ("evaluation", eval_set)]) as kept:
+            yield kept[:len(train_set)], kept[len(train_set):]
     except _TooManyBadRows as exc:
         raise DataError(f"{exc}; --max-bad-rows N skips up to N of them") from None
 
@@ -206,7 +219,10 @@ def echo_summary(result: TrainResult) -> None:
         return
     metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(result.metrics.items()))
     who = f"{result.task}: " if result.task and result.task != "cluster" else ""
-    click.echo(f"{who}trained {result.global_step} steps in {result.seconds:.1f}s: {metrics}".rstrip(": "))
+    steps = f"{result.global_step} steps"
+    if result.start_step:  # a resumed model: the steps of this run, and from where
+        steps = f"{result.steps_trained} steps ({result.start_step} -> {result.global_step})"
+    click.echo(f"{who}trained {steps} in {result.seconds:.1f}s: {metrics}".rstrip(": "))
     click.echo(f"checkpoint  {result.checkpoint}")
     for name, versions in result.exports.items():
         for version in versions:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import glob
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tfship._tf import tf
 from tfship.errors import DataError, InputError
-from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, Schema
+from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, Schema, read_csv_header
 from tfship.trainer._cluster import Shard
 
 
@@ -30,6 +30,9 @@ class InputOptions:
     parser_threads: int = 2
     prefetch: int = 2
     seed: int = 0
+    #: a CSV file without a feature's column is read with the feature's default in every
+    #: row (with a warning); by default it is refused
+    fill_missing_columns: bool = False
 
 
 def expand(patterns: Sequence[str]) -> list[str]:
@@ -71,20 +74,32 @@ def build_input_fn(
     if shard is not None:
         files, records = shard.plan(files)
     if files[0].endswith(".csv"):
-        header = _csv_header(files[0], schema)
+        header = _csv_header(files, schema, config.fill_missing_columns)
         return lambda: _csv_dataset(schema, files, header, config, training, records)
+    if all(os.path.getsize(f) == 0 for f in files):  # a TFRecord file without a record is empty
+        raise DataError(f"no rows: {', '.join(files)} {'is' if len(files) == 1 else 'are'} empty")
     return lambda: _tfrecord_dataset(schema, files, config, training, records)
 
 
-def _csv_header(path: str, schema: Schema) -> list[str]:
-    with open(path, newline="") as fh:
-        header = next(csv.reader(fh), [])
-    wanted = [*schema.feature_names, schema.label.name]
-    missing = [
-        n for n in wanted if n not in header and (n == schema.label.name or schema.feature(n).required)
-    ]
-    if missing:
-        raise DataError(f"{path}: columns {missing} are missing; the header has {header}")
+def _csv_header(files: Sequence[str], schema: Schema, fill_missing_columns: bool) -> list[str]:
+    """The header the files share (TensorFlow reads every file by the first one's)."""
+    from tfship.loaders._convert import check_columns
+    from tfship.trainer._rows import schema_fields
+
+    headers = {}
+    has_rows = False
+    for path in files:
+        with open(path, "rb") as fh:
+            headers[path] = read_csv_header(fh)
+            has_rows = has_rows or any(line.strip() for line in fh)
+    if not has_rows:
+        raise DataError(f"no rows: {', '.join(files)} {'holds' if len(files) == 1 else 'hold'} "
+                        f"a header only")
+    first, header = files[0], headers[files[0]]
+    for path, other in headers.items():
+        if other != header:
+            raise DataError(f"{path}: its header differs from that of {first} ({other} against {header})")
+    check_columns(schema_fields(schema), header, first, fill_missing_columns=fill_missing_columns)
     return header
 
 

@@ -12,6 +12,8 @@ from tfship.schema import Label, Schema
 from tfship.trainer._columns import build_columns, model_features
 
 MODEL_KINDS = ("linear", "dnn", "two_tower")
+#: optimisers by name (Keras' legacy ones: Heads call ``optimizer.get_updates()``)
+OPTIMIZERS = ("adagrad", "adam", "rmsprop", "sgd")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,34 @@ class ModelOptions:
             raise ValueError(f"dropout must be in [0, 1), found {self.dropout}")
         if any(u <= 0 for u in self.hidden_units):
             raise ValueError(f"hidden units must be positive, found {list(self.hidden_units)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer {self.optimizer!r} is not one of {list(OPTIMIZERS)}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning rate must be positive, found {self.learning_rate}")
+
+    def check(self, schema: Schema) -> None:
+        """Refuse a schema this model cannot be built for, without TensorFlow.
+
+        Raises:
+            SchemaError: ``two_tower`` without a binary label, or without its two feature groups.
+
+        Example:
+            >>> ModelOptions("two_tower").check(schema)  # doctest: +SKIP
+            SchemaError: the two_tower model needs feature groups 'user' and 'item' ...
+        """
+        if self.kind != "two_tower":
+            return
+        if schema.label.kind != "binary":
+            raise SchemaError(f"the two_tower model scores pairs: it needs a binary label; label "
+                              f"{schema.label.name!r} is {schema.label.kind}")
+        absent = [g for g in self.towers if not schema.groups.get(g)]
+        if absent:
+            wanted = " and ".join(map(repr, self.towers))
+            raise SchemaError(
+                f"the two_tower model needs feature groups {wanted} in the schema's \"groups\"; "
+                f"missing or empty: {', '.join(map(repr, absent))} (the schema's groups are "
+                f"{sorted(schema.groups)})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, stored in the model directory's ``trainer.json``."""
@@ -117,11 +147,6 @@ def build_keras_model(schema: Schema, config: ModelOptions) -> Any:
 
 def _tower(schema: Schema, config: ModelOptions, group: str) -> Any:
     t = tf()
-    if group not in schema.groups:
-        raise SchemaError(
-            f"the two_tower model needs a feature group {group!r}; the schema's groups are "
-            f"{sorted(schema.groups)}"
-        )
     layers: list[Any] = [
         t.keras.layers.DenseFeatures(build_columns(schema, schema.groups[group]), name=f"{group}_features")
     ]
@@ -139,8 +164,7 @@ def _two_tower_class() -> type:
 
         def __init__(self, schema: Schema, config: ModelOptions) -> None:
             super().__init__(name="two_tower")
-            if schema.label.kind != "binary":
-                raise SchemaError("the two_tower model scores pairs: it needs a binary label")
+            config.check(schema)
             user, item = config.towers
             self.user = _tower(schema, config, user)
             self.item = _tower(schema, config, item)
@@ -162,8 +186,6 @@ def _optimizer(config: ModelOptions) -> Any:
     # Heads call optimizer.get_updates(): only Keras' legacy optimisers still have it.
     legacy = tf().keras.optimizers.legacy
     kinds = {"adam": legacy.Adam, "sgd": legacy.SGD, "adagrad": legacy.Adagrad, "rmsprop": legacy.RMSprop}
-    if config.optimizer not in kinds:
-        raise ValueError(f"optimizer {config.optimizer!r} is not one of {sorted(kinds)}")
     return kinds[config.optimizer](learning_rate=config.learning_rate)
 
 
@@ -190,7 +212,7 @@ def build_model_fn(schema: Schema, config: ModelOptions, seed: int | None = None
             # Tie the optimiser's step counter to the Estimator's global step, so that
             # checkpoints, summaries and learning-rate schedules agree on the step.
             optimizer.iterations = t.compat.v1.train.get_or_create_global_step()
-        return head.create_estimator_spec(
+        spec = head.create_estimator_spec(
             features=features,
             mode=mode,
             logits=logits,
@@ -200,5 +222,40 @@ def build_model_fn(schema: Schema, config: ModelOptions, seed: int | None = None
             update_ops=model.get_updates_for(None) + model.get_updates_for(features),
             regularization_losses=model.losses or None,
         )
+        if mode == est.ModeKeys.EVAL and schema.label.kind == "regression":
+            spec = spec._replace(eval_metric_ops={**spec.eval_metric_ops,
+                                                  **_unit_metrics(labels, spec.predictions)})
+        return spec
 
     return model_fn
+
+
+def _unit_metrics(labels: Any, predictions: Any) -> dict[str, Any]:
+    """RMSE and MAE in the label's units (the Head's loss may be on the standardised label)."""
+    v1 = tf().compat.v1
+    t = tf()
+    predicted = t.reshape(predictions["predictions"], [-1])
+    actual = t.reshape(t.cast(labels, predicted.dtype), [-1])
+    return {
+        "rmse": v1.metrics.root_mean_squared_error(actual, predicted),
+        "mae": v1.metrics.mean_absolute_error(actual, predicted),
+    }
+
+
+def summary_metrics(label: Label, config: ModelOptions, metrics: Mapping[str, float]) -> dict[str, float]:
+    """Evaluation metrics as a summary shows them: a regression's losses in the label's units.
+
+    A regression label learned standardised has its Head's ``loss`` and ``average_loss`` on
+    the standardised label; they are kept as ``loss_standardized`` and
+    ``average_loss_standardized``, and ``loss``/``average_loss`` become the mean squared error
+    in the label's units, like ``rmse`` and ``mae``.
+    """
+    out = dict(metrics)
+    scaled = label.kind == "regression" and label.scale is not None and config.label_scaling
+    if not scaled or "rmse" not in out:
+        return out
+    for key in ("loss", "average_loss"):
+        if key in out:
+            out[f"{key}_standardized"] = out[key]
+            out[key] = out["rmse"] ** 2
+    return out

@@ -52,9 +52,32 @@ class RowCheck:
     files: list[str]
     rows: int = 0
     bad: list[BadRow] = field(default_factory=list)
+    #: rows read per CSV file, bad ones included
+    rows_by_file: dict[str, int] = field(default_factory=dict)
+
+    def require_rows(self, role: str, files: Sequence[str]) -> None:
+        """Refuse a set of CSV files (``role``: training, evaluation) that has no usable row.
+
+        Raises:
+            DataError: every file is empty (a header only), or every row is bad.
+        """
+        counted = [f for f in files if f in self.rows_by_file]
+        if not counted or len(counted) < len(files):
+            return  # TFRecord files are not counted here
+        rows = sum(self.rows_by_file[f] for f in counted)
+        bad = sum(1 for b in self.bad if b.file in set(counted))
+        if rows - bad > 0:
+            return
+        names = ", ".join(counted)
+        if rows == 0:
+            raise DataError(f"no {role} rows: {names} {'holds' if len(counted) == 1 else 'hold'} "
+                            f"a header only")
+        raise DataError(f"no {role} rows: every row of {names} is bad ({bad} bad row(s)); "
+                        f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}")
 
 
-def _fields(schema: Schema) -> dict[str, Any]:
+def schema_fields(schema: Schema) -> dict[str, Any]:
+    """The schema's features and label as the loaders' conversion sees them."""
     from tfship.loaders._predict import Field
 
     out = {}
@@ -83,23 +106,44 @@ def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     }
 
 
-def check_csv_rows(schema: Schema, files: Sequence[str]) -> RowCheck:
-    """Read every row of the CSV files through the loaders' conversion; name the bad ones."""
-    from tfship.loaders._convert import convert_chunk
-    from tfship.loaders._readers import read_chunks
+def _label_reason(schema: Schema, reason: str) -> str:
+    """A row without a label says so (the conversion knows the label only as a field without
+    a default)."""
+    if reason == f"field {schema.label.name!r}: missing, and the feature has no default":
+        return f"field {schema.label.name!r}: no label (drop the rows without one)"
+    return reason
 
-    fields = _fields(schema)
+
+def check_csv_rows(
+    schema: Schema, files: Sequence[str], *, fill_missing_columns: bool = False
+) -> RowCheck:
+    """Read every row of the CSV files through the loaders' conversion; name the bad ones.
+
+    Raises:
+        MissingColumnError: a file's header lacks a column of the schema (one with a default
+            is allowed with ``fill_missing_columns``).
+    """
+    from tfship.loaders._convert import check_columns, convert_chunk
+    from tfship.loaders._readers import columns_of, read_chunks
+
+    fields = schema_fields(schema)
     result = RowCheck(list(files))
     rule = CsvMissing()
     for name in files:
         if not name.endswith(".csv"):
             continue
+        # The input function names the filled columns when it reads the file.
+        check_columns(fields, columns_of(Path(name)) or [], name,
+                      fill_missing_columns=fill_missing_columns, warn=False)
+        result.rows_by_file.setdefault(name, 0)
         for chunk in read_chunks(Path(name), _CHUNK_ROWS, set(fields)):
             result.rows += chunk.rows + len(chunk.rejects)
+            result.rows_by_file[name] += chunk.rows + len(chunk.rejects)
             result.bad.extend(BadRow(name, r.line, r.reason) for r in chunk.rejects)
-            converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule)
+            converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule, source=name,
+                                      fill_missing_columns=fill_missing_columns)
             problems = {**_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
-                        **converted.bad}
+                        **{row: _label_reason(schema, why) for row, why in converted.bad.items()}}
             lines = chunk.lines.tolist()
             result.bad.extend(BadRow(name, int(lines[i]), why) for i, why in sorted(problems.items()))
     result.bad.sort(key=lambda b: (b.file, b.line))
@@ -109,21 +153,26 @@ def check_csv_rows(schema: Schema, files: Sequence[str]) -> RowCheck:
 @contextmanager
 def checked_files(
     schema: Schema, files: Sequence[str], *, max_bad_rows: int, rejects: Path | None,
-    echo: Any = None,
+    echo: Any = None, fill_missing_columns: bool = False,
+    sets: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> Iterator[list[str]]:
     """The files to train on once their rows are checked, for as long as training runs.
 
+    ``sets`` names groups of ``files`` that must keep a row each: ``("training", [...])``.
+
     Raises:
         DataError: more bad rows than ``max_bad_rows`` (``_TooManyBadRows``); names the first
-            (file:line: reason).
+            (file:line: reason). A set of ``sets`` without a usable row.
     """
-    check = check_csv_rows(schema, files)
+    check = check_csv_rows(schema, files, fill_missing_columns=fill_missing_columns)
     if len(check.bad) > max_bad_rows:
         first = check.bad[0]
         raise _TooManyBadRows(
             f"{first.file}:{first.line}: {first.reason} "
             f"({len(check.bad)} bad row(s) of {check.rows}; {max_bad_rows} may be skipped)"
         )
+    for role, members in sets:
+        check.require_rows(role, members)
     if not check.bad:
         yield list(files)
         return

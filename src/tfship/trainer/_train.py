@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -27,7 +28,7 @@ from tfship.trainer._cluster import (
     write_note,
 )
 from tfship.trainer._input import InputOptions, build_input_fn
-from tfship.trainer._model import ModelOptions, build_model_fn
+from tfship.trainer._model import ModelOptions, build_model_fn, summary_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -65,12 +66,22 @@ class RunOptions:
     startup_timeout_secs: float = 300.0
     cluster_grace_secs: float = 10.0
 
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.exports if k not in EXPORT_KINDS]
+        if unknown:
+            raise ValueError(f"unknown export kinds {unknown}; choose from {list(EXPORT_KINDS)}")
+        if self.receiver not in ("parsing", "raw", "both"):
+            raise ValueError(f"receiver {self.receiver!r} is not one of ['parsing', 'raw', 'both']")
+        if self.max_steps < 1:
+            raise ValueError(f"max steps must be at least 1, found {self.max_steps}")
+
 
 @dataclass
 class TrainResult:
     """What a training run produced: final metrics, the last checkpoint and the exports.
 
     In a cluster, ``task`` names the task (``chief 0``); ``notes`` says what it could not do.
+    ``start_step`` is the step the run started from (a resumed model's), when known.
     """
 
     model_dir: str
@@ -81,13 +92,22 @@ class TrainResult:
     seconds: float = 0.0
     task: str | None = None
     notes: list[str] = field(default_factory=list)
+    start_step: int | None = None
+
+    @property
+    def steps_trained(self) -> int | None:
+        """Steps this run trained, when its start is known."""
+        return None if self.start_step is None else self.global_step - self.start_step
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``tfship train --json``); ``task`` and ``notes`` only when set."""
+        """JSON-ready form (``tfship train --json``); ``task``, ``notes`` and ``start_step``
+        only when set."""
         out = asdict(self)
         for key in ("task", "notes"):
             if not out[key]:
                 del out[key]
+        if out["start_step"] is None:
+            del out["start_step"]
         return out
 
 
@@ -152,9 +172,6 @@ def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -
 def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
     from tfship.exporters import standard_exporters
 
-    unknown = set(run.exports) - set(EXPORT_KINDS)
-    if unknown:
-        raise InputError(f"unknown export kinds {sorted(unknown)}; choose from {list(EXPORT_KINDS)}")
     exporters: list[Any] = standard_exporters(
         schema,
         run.exports,
@@ -247,19 +264,28 @@ class _Job:
     started: float = field(default_factory=time.monotonic)
 
     def local(self) -> TrainResult:
+        self.model.check(self.schema)
         check_model_dir(self.model_dir, self.schema, self.model)
         step = checkpoint_step_of(self.model_dir)
         if step is not None and step >= self.run.max_steps:
             return self._nothing_to_do(step)
         before = list_exports(self.model_dir)
-        _write_trainer_file(self.model_dir, self.schema, self.model)
-        estimator_obj = self._estimator()
-        exporters = _make_exporters(self.schema, self.run)
-        metrics = self._train_and_evaluate(estimator_obj, self._train_spec(None, {}),
-                                           self._eval_spec(exporters))
+        # Everything that can refuse the inputs does so before the first write.
+        train_spec, exporters = self._train_spec(None, {}), _make_exporters(self.schema, self.run)
+        eval_spec = self._eval_spec(exporters)
+        fresh = not self.model_dir.exists()
+        try:
+            _write_trainer_file(self.model_dir, self.schema, self.model)
+            estimator_obj = self._estimator()
+            metrics = self._train_and_evaluate(estimator_obj, train_spec, eval_spec)
+        except BaseException:
+            if fresh and not checkpoint_step_of(self.model_dir):  # no step trained
+                shutil.rmtree(self.model_dir, ignore_errors=True)  # a failed start leaves nothing
+            raise
         self._final_exports(estimator_obj, exporters)
         result = self._result(estimator_obj, metrics or {})
         result.exports = _new_exports(before, result.exports)
+        result.start_step = step or 0
         return result
 
     def _nothing_to_do(self, step: int) -> TrainResult:
@@ -270,11 +296,13 @@ class _Job:
             global_step=step,
             checkpoint=tf().train.latest_checkpoint(str(self.model_dir)),
             seconds=round(time.monotonic() - self.started, 2),
+            start_step=step,
             notes=[f"the model is already at step {step} of {self.run.max_steps}: nothing was "
                    f"trained; a larger max steps continues it"],
         )
 
     def cluster(self, task: ClusterTask) -> TrainResult:
+        self.model.check(self.schema)
         if task.task_type == "chief":
             _write_trainer_file(self.model_dir, self.schema, self.model)
         watchdog = self._watchdog(task)
@@ -408,9 +436,10 @@ class _Job:
         run_final_exports(estimator_obj, pending)
 
     def _result(self, estimator_obj: Any, metrics: Mapping[str, Any]) -> TrainResult:
+        measured = {k: float(v) for k, v in metrics.items() if k != "global_step"}
         return TrainResult(
             model_dir=str(self.model_dir),
-            metrics={k: float(v) for k, v in metrics.items() if k != "global_step"},
+            metrics=summary_metrics(self.schema.label, self.model, measured),
             global_step=int(metrics.get("global_step", 0)),
             checkpoint=estimator_obj.latest_checkpoint(),
             exports=list_exports(self.model_dir),
@@ -513,9 +542,13 @@ def check_model_dir(model_dir: Path, schema: Schema, config: ModelOptions) -> No
         )
 
 
+#: what a difference is named by first: the label, then the features, then the model options
+_FIRST = {"schema": 0, "label": 0, "features": 1, "model": 3}
+
+
 def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(set(old) | set(new), key=str):
+        for key in sorted(set(old) | set(new), key=lambda k: (_FIRST.get(str(k), 2), str(k))):
             if key not in old or key not in new:
                 side = "only in the new" if key in new else "only in the recorded"
                 return f"{where}{key}: {side} one"
@@ -523,6 +556,14 @@ def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
             if found is not None:
                 return found
         return None
+    if _named(old) and _named(new):
+        old_names, new_names = [a["name"] for a in old], [b["name"] for b in new]
+        for name in old_names + [n for n in new_names if n not in old_names]:
+            if name not in old_names or name not in new_names:
+                side = "only in the new" if name in new_names else "only in the recorded"
+                return f"{where}{name}: {side} one"
+        if old_names != new_names:
+            return f"{where.rstrip('.')}: recorded in the order {old_names}, now {new_names}"
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         for i, (a, b) in enumerate(zip(old, new)):
             label = a.get("name", i) if isinstance(a, dict) else i
@@ -533,3 +574,8 @@ def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
     if old != new:
         return f"{where.rstrip('.')}: recorded {json.dumps(old)}, now {json.dumps(new)}"
     return None
+
+
+def _named(value: Any) -> bool:
+    """A list of named entries (features), compared by name."""
+    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
