@@ -205,6 +205,24 @@ def test_identifier_columns_are_left_out_with_a_reason(tmp_path: Path) -> None:
     assert kept.feature("Name").use["kind"] == "hash"
 
 
+def test_row_numbers_of_a_shuffled_sample_are_an_identifier(tmp_path: Path) -> None:
+    import random
+
+    from tfship.data import explain_schema
+
+    rng = random.Random(0)
+    ids = rng.sample(range(1, 301), 240)  # 80% of the rows of a table, shuffled
+    lines = ["rownames,income,deny"] + [f"{i},{rng.randint(20, 90) * 1000 + i % 7},{'yes' if i % 3 else 'no'}"
+                                        for i in ids]
+    path = tmp_path / "sample.csv"
+    path.write_text("\n".join(lines) + "\n")
+    schema, reasons = explain_schema(path, "deny")
+    assert reasons[0].startswith("rownames: 240 values, every one distinct, 240 of the ")
+    assert "row numbers -> left out" in reasons[0]
+    # A measurement whose values are distinct but spread thinly over their range is kept.
+    assert schema.feature_names == ["income"]
+
+
 def test_schema_infer_says_how_to_keep_an_identifier(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

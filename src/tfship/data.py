@@ -43,6 +43,9 @@ STRAY_LIMIT = 50
 # A column with at least this many values, all distinct, can be an identifier (a name per row,
 # a row number): a model learns nothing from it that carries over to new rows.
 IDENTIFIER_MIN_ROWS = 20
+# ... and an integer column whose distinct values fill at least this share of the whole numbers
+# between its smallest and largest is a row number of a shuffled or sampled table.
+IDENTIFIER_DENSITY = 0.5
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 EVAL_EVERY = 5  # every 5th penguin (by row) is held out for evaluation
 SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its memory
@@ -99,9 +102,10 @@ def infer_schema(
     ``NA`` is a category like any other.
 
     Identifiers are left out: a text column whose every value is distinct (a name per row), an
-    integer column whose every value is distinct and which counts up or down (a row number),
-    once it has at least 20 values. A model would memorise them and learn nothing that holds
-    for new rows; ``keep`` names those to use anyway.
+    integer column whose every value is distinct and which counts up or down or fills at least
+    half of the whole numbers between its smallest and largest (row numbers, of a shuffled or
+    sampled table too), once it has at least 20 values. A model would memorise them and learn
+    nothing that holds for new rows; ``keep`` names those to use anyway.
 
     Args:
         path: a CSV file with a header row.
@@ -240,8 +244,12 @@ def _identifier(values: list[str], rule: CsvMissing) -> str | None:
     numbers = [int(v) for v in present]
     if numbers in (sorted(numbers), sorted(numbers, reverse=True)):
         return f"{distinct}, in order: a row number"
-    if max(numbers) - min(numbers) == len(numbers) - 1:
+    span = max(numbers) - min(numbers) + 1
+    if span == len(numbers):
         return f"{distinct}, consecutive: an identifier"
+    if len(numbers) >= IDENTIFIER_DENSITY * span:  # row numbers of a shuffled or sampled table
+        return (f"{distinct}, {len(numbers)} of the {span} whole numbers from {min(numbers)} to "
+                f"{max(numbers)}: row numbers")
     return None
 
 
