@@ -131,19 +131,31 @@ def test_check_run_says_what_to_install_before_checking_anything() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["show", "{m}", "--all"],
-        ["versions", "{base}"],
-        ["diff", "{m}", "{m}"],
-        ["scan", "{m}"],
-        ["request", "{m}"],
-    ],
-    ids=lambda args: args[0],
-)
+OTHER_COMMANDS = [
+    ["show", "{m}", "--all"],
+    ["versions", "{base}"],
+    ["diff", "{m}", "{other}"],
+    ["scan", "{m}"],
+    ["request", "{m}", "--format", "curl"],
+]
+
+
+@pytest.mark.parametrize("args", OTHER_COMMANDS, ids=lambda args: args[0])
 def test_the_other_inspect_commands_need_no_tensorflow(args: list[str]) -> None:
     base = NEWTF / "multi_output"
-    result = _tfship("inspect", *(a.format(m=base / "1", base=base) for a in args))
+    names = {"m": base / "1", "base": base, "other": NEWTF / "keras_export" / "1"}
+    result = _tfship("inspect", *(a.format(**names) for a in args))
+    assert result.returncode == (3 if args[0] == "diff" else 0), result.stderr  # breaking changes: 3
+    assert result.stdout.strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", OTHER_COMMANDS, ids=lambda args: args[0])
+def test_the_other_inspect_commands_need_no_tensorflow_on_an_estimator_export(
+    tiny_model: Any, args: list[str]
+) -> None:
+    best, latest = tiny_model.export("best"), tiny_model.export("latest")
+    names = {"m": best, "base": best.parent, "other": latest}
+    result = _tfship("inspect", *(a.format(**names) for a in args))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
