@@ -77,7 +77,7 @@ protos: $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS)
 OPDEFS_OUT ?= src/tfship/inspect/opdefs.json
 
 opdefs: $(VENV)/.installed-run
-	$(PY) -m tfship.inspect._opdefs $(OPDEFS_OUT)
+	$(PY) -m tfship.inspect._opdefs_gen $(OPDEFS_OUT)
 
 clean:
 	rm -rf $(VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info

@@ -4,7 +4,7 @@
 nothing more: the TensorFlow version it describes, every op type that version registers with
 the names of its attributes (no types, defaults or arguments: no check reads them), and the
 newest ``XlaCallModule`` version it runs. ``make opdefs`` writes it from the installed
-TensorFlow (``python -m tfship.inspect._opdefs OUTPUT``); a test fails while it is stale.
+TensorFlow (``python -m tfship.inspect._opdefs_gen OUTPUT``); a test fails while it is stale.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from tfship.errors import TfshipError
 TABLE_FILE = "opdefs.json"
 SCHEMA = "tfship.opdefs"
 SCHEMA_VERSION = 1
-_HOLDS = (
+HOLDS = (
     "every op type the TensorFlow named here registers, with the names of its attributes; "
     "the newest XlaCallModule version it runs"
 )
@@ -73,49 +72,8 @@ def op_table() -> OpTable:
     )
 
 
-def table_from_tensorflow() -> dict[str, Any]:
-    """The table's content from the installed TensorFlow's op registry (imports TensorFlow)."""
-    from tfship._tf import tf
-
-    version = tf().__version__
-    from tensorflow.core.framework import op_def_pb2
-    from tensorflow.python.client import pywrap_tf_session as c_api
-
-    buffer = c_api.TF_GetAllOpList()
-    try:
-        op_list = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buffer))
-    finally:
-        c_api.TF_DeleteBuffer(buffer)
-    # read after the op list: importing it must not change what counts as registered
-    from tensorflow.compiler.tf2xla.python import xla
-
-    return {
-        "schema": SCHEMA,
-        "version": SCHEMA_VERSION,
-        "tensorflow": version,
-        "holds": _HOLDS,
-        "xla_call_module_max_version": int(xla.call_module_maximum_supported_version()),
-        "ops": {op.name: sorted(a.name for a in op.attr) for op in op_list.op},
-    }
-
-
 def render_table(table: Mapping[str, Any]) -> str:
     """The file's text: JSON with one op per line, sorted, so a TensorFlow upgrade diffs by op."""
     head = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in table.items() if k != "ops"]
     ops = [f"{json.dumps(op)}: {json.dumps(attrs)}" for op, attrs in sorted(table["ops"].items())]
     return "{\n" + ",\n".join(head) + ',\n"ops": {\n' + ",\n".join(ops) + "\n}\n}\n"
-
-
-def main(argv: list[str]) -> int:
-    """``python -m tfship.inspect._opdefs OUTPUT``: write the table from the installed TensorFlow."""
-    if len(argv) != 1:
-        print("usage: python -m tfship.inspect._opdefs OUTPUT", file=sys.stderr)
-        return 2
-    text = render_table(table_from_tensorflow())
-    with open(argv[0], "w", encoding="utf-8") as stream:
-        stream.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
