@@ -10,7 +10,7 @@ BASE_PYTHON := $(shell for p in $(CANDIDATES); do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,9) <= sys.version_info[:2] <= (3,11))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench lint clean fixtures-newtf protos
+.PHONY: demo test bench lint clean fixtures-newtf protos opdefs
 .DEFAULT_GOAL := demo
 
 $(PY):
@@ -70,6 +70,14 @@ $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS):
 protos: $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS)
 	cd $(PROTO_DIR) && $(abspath $(PROTOC_VENV))/bin/python -m grpc_tools.protoc -I. --include_imports \
 		--descriptor_set_out=$(abspath $(PROTOS_OUT)) $$(find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
+
+# The ops TensorFlow registers, with their attribute names, and the newest XlaCallModule version
+# it runs: the table `inspect check` reads instead of importing TensorFlow. Run it after changing
+# the pinned TensorFlow; tests/inspect fails while the shipped file is stale.
+OPDEFS_OUT ?= src/tfship/inspect/opdefs.json
+
+opdefs: $(VENV)/.installed-run
+	$(PY) -m tfship.inspect._opdefs_gen $(OPDEFS_OUT)
 
 clean:
 	rm -rf $(VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info

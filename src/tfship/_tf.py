@@ -12,6 +12,11 @@ import re
 import warnings
 from typing import Any
 
+from tfship.errors import TfshipError
+
+#: What to install for the commands that load or run a model.
+TENSORFLOW_REQUIREMENT = "tensorflow==2.15.1"
+
 _verbose = False
 _tensorflow: Any = None  # the module once imported and quietened; tf() is on hot paths
 
@@ -52,6 +57,25 @@ def tf() -> Any:
         _quiet_absl()
     _tensorflow = tensorflow
     return tensorflow
+
+
+def require_tensorflow(what: str) -> None:
+    """Import TensorFlow now, or raise one line saying ``what`` needs it and what to install.
+
+    Raises:
+        TfshipError: TensorFlow is not installed, or fails to import.
+
+    Example:
+        >>> require_tensorflow("--run")  # with TensorFlow installed: nothing to say
+    """
+    try:
+        tf()
+    except ImportError as exc:
+        if exc.name == "tensorflow":
+            raise TfshipError(
+                f"{what} needs TensorFlow, which is not installed: pip install {TENSORFLOW_REQUIREMENT}"
+            ) from exc
+        raise TfshipError(f"{what} needs TensorFlow, which fails to import: {exc}") from exc
 
 
 def estimator() -> Any:

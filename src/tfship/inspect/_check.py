@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from tfship._wire import (
 from tfship.errors import InputError, VerdictError
 from tfship.inspect._bundle import variables_problems
 from tfship.inspect._describe import assets, variables
+from tfship.inspect._opdefs import OpTable, op_table
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._restore import describe_unrestored, unrestored_variables
 from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
@@ -217,7 +218,7 @@ def _check_restore(report: CheckReport, mg: MetaGraphInfo) -> None:
 
 
 def _check_ops(
-    report: CheckReport, mg: MetaGraphInfo, denylist: Iterable[str], op_def: Callable[[str], Any] | None
+    report: CheckReport, mg: MetaGraphInfo, denylist: Iterable[str], table: OpTable | None
 ) -> None:
     ops = all_ops(mg)
     denied = sorted(ops & frozenset(denylist))
@@ -225,8 +226,8 @@ def _check_ops(
         report.add("denylisted_ops", "error", "denylisted ops used: " + ", ".join(denied))
     else:
         report.add("denylisted_ops", "ok", "no denylisted ops")
-    if op_def is not None:
-        unknown = sorted(op for op in ops if op_def(op) is None)
+    if table is not None:
+        unknown = sorted(op for op in ops if table.attributes(op) is None)
         if unknown:
             report.add(
                 "registered_ops",
@@ -235,7 +236,7 @@ def _check_ops(
             )
         else:
             report.add("registered_ops", "ok", f"all {len(ops)} ops are registered")
-        _check_op_versions(report, mg, op_def)
+        _check_op_versions(report, mg, table)
 
 
 def _all_nodes(mg: MetaGraphInfo) -> Iterable[Any]:
@@ -245,54 +246,47 @@ def _all_nodes(mg: MetaGraphInfo) -> Iterable[Any]:
         yield from function.node_def
 
 
-def newer_op_problems(mg: MetaGraphInfo, op_def: Callable[[str], Any] | None = None) -> list[str]:
+def newer_op_problems(mg: MetaGraphInfo, table: OpTable | None = None) -> list[str]:
     """Ops written by a newer TensorFlow: attributes this one does not know, newer XlaCallModule.
 
     Such a graph loads, then every call fails (``Cannot deserialize computation``, ``NodeDef
-    mentions attr ...``); imports TensorFlow to read its op registry.
+    mentions attr ...``). TensorFlow 2.15's ops are read from the table shipped with tfship
+    (:func:`op_table`), not from TensorFlow.
     """
-    lookup = op_def or _tensorflow_registry()
+    table = table or op_table()
+    newest = table.xla_call_module_max_version
     problems: set[str] = set()
     for node in _all_nodes(mg):
-        known = lookup(node.op)
-        if known is None:
+        names = table.attributes(node.op)
+        if names is None:
             continue
-        names = {a.name for a in known.attr}
         extra = sorted(a for a in node.attr if not a.startswith("_") and a not in names)
         if extra:
             problems.add(f"{node.op} has attributes {', '.join(extra)} that it does not know")
-        if node.op == "XlaCallModule" and node.attr["version"].i > _xla_call_module_max():
+        if node.op == "XlaCallModule" and node.attr["version"].i > newest:
             problems.add(
                 f"XlaCallModule version {node.attr['version'].i} is newer than the "
-                f"{_xla_call_module_max()} it runs (a JAX-backend export?)"
+                f"{newest} it runs (a JAX-backend export?)"
             )
     return sorted(problems)
 
 
 def describe_newer_ops(problems: list[str]) -> str:
     """One line for :func:`newer_op_problems`' findings, with what to do."""
-    from tfship._tf import tf
-
     return (
-        f"this TensorFlow ({tf().__version__}) cannot run ops of a newer one: "
+        f"this TensorFlow ({op_table().tensorflow}) cannot run ops of a newer one: "
         + "; ".join(problems)
         + "; re-export with Keras's TensorFlow backend (KERAS_BACKEND=tensorflow), "
         "or serve with a TensorFlow that knows these ops"
     )
 
 
-def _check_op_versions(report: CheckReport, mg: MetaGraphInfo, op_def: Callable[[str], Any]) -> None:
-    problems = newer_op_problems(mg, op_def)
+def _check_op_versions(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -> None:
+    problems = newer_op_problems(mg, table)
     if problems:
         report.add("op_versions", "error", describe_newer_ops(problems))
     else:
         report.add("op_versions", "ok", "every op's attributes are known to this TensorFlow")
-
-
-def _xla_call_module_max() -> int:
-    from tensorflow.compiler.tf2xla.python import xla
-
-    return int(xla.call_module_maximum_supported_version())
 
 
 def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
@@ -356,16 +350,6 @@ def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) ->
         report.add("warmup", "ok", f"warmup file valid ({count} record{'s' * (count != 1)})")
 
 
-def _tensorflow_registry() -> Callable[[str], Any]:
-    """The OpDef of an op type in this TensorFlow, or None when it is not registered."""
-    from tfship._tf import tf
-
-    tf()
-    from tensorflow.python.framework import op_def_registry
-
-    return op_def_registry.get  # type: ignore[no-any-return]
-
-
 def check_saved_model(
     path: str | os.PathLike[str],
     *,
@@ -379,8 +363,9 @@ def check_saved_model(
         path: the export (version) directory.
         tags: the tag-set TF Serving will load.
         denylist: op types that must not appear.
-        check_registered_ops: also check every op is registered in this TensorFlow (imports
-            TensorFlow, about two seconds).
+        check_registered_ops: also check every op is registered in TensorFlow 2.15 and that
+            its attributes are known there (read from the table shipped with tfship, not from
+            TensorFlow, which is never imported).
 
     Raises:
         ModelError: the path is missing or holds no readable SavedModel.
@@ -398,8 +383,7 @@ def check_saved_model(
     mg = info.meta_graph(tags)  # an unknown tag-set is bad input (exit 2), not a finding
     _check_signatures(report, mg)
     _check_restore(report, mg)
-    registry = _tensorflow_registry() if check_registered_ops else None
-    _check_ops(report, mg, denylist, registry)
+    _check_ops(report, mg, denylist, op_table() if check_registered_ops else None)
     _check_warmup(report, root, mg)
     report.content_hash = content_hash(root)
     fingerprint = "present" if (root / "fingerprint.pb").is_file() else "absent"

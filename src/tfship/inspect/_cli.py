@@ -231,9 +231,9 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
     """Check an export for serving readiness; exit 3 when it is not ready.
 
     PATH is a version directory, or a base path: then the version TF Serving would serve
-    from it (the newest) is checked. The checks read the protos only; --run loads the model
-    in a TF1 session (as TF Serving does) and runs a request built from each signature's
-    defaults.
+    from it (the newest) is checked. The checks read the protos only and need no TensorFlow;
+    --run loads the model in a TF1 session (as TF Serving does) and runs a request built from
+    each signature's defaults.
 
     Example:
 
@@ -242,6 +242,10 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
     from tfship.inspect._check import CheckFailedError, check_saved_model, render_check
     from tfship.inspect._scan import parse_denylist
 
+    if run:  # before any check: the one part of check that needs TensorFlow
+        from tfship._tf import require_tensorflow
+
+        require_tensorflow("--run (it loads the model)")
     path = _served_version(path, "checking")
     report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
     if run:

@@ -1,0 +1,53 @@
+"""``python -m tfship.inspect._opdefs_gen OUTPUT`` (``make opdefs``): write the op table
+``inspect check`` reads (see :mod:`tfship.inspect._opdefs`) from the installed TensorFlow.
+
+A module of its own: ``python -m`` on one the package imports would run it a second time.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tfship.inspect._opdefs import HOLDS, SCHEMA, SCHEMA_VERSION, render_table
+
+
+def table_from_tensorflow() -> dict[str, Any]:
+    """The table's content from the installed TensorFlow's op registry (imports TensorFlow)."""
+    from tfship._tf import tf
+
+    version = tf().__version__
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.client import pywrap_tf_session as c_api
+
+    buffer = c_api.TF_GetAllOpList()
+    try:
+        op_list = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buffer))
+    finally:
+        c_api.TF_DeleteBuffer(buffer)
+    # read after the op list: importing it must not change what counts as registered
+    from tensorflow.compiler.tf2xla.python import xla
+
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "tensorflow": version,
+        "holds": HOLDS,
+        "xla_call_module_max_version": int(xla.call_module_maximum_supported_version()),
+        "ops": {op.name: sorted(a.name for a in op.attr) for op in op_list.op},
+    }
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tfship.inspect._opdefs_gen OUTPUT``: write the table from the installed TensorFlow."""
+    if len(argv) != 1:
+        print("usage: python -m tfship.inspect._opdefs_gen OUTPUT", file=sys.stderr)
+        return 2
+    text = render_table(table_from_tensorflow())
+    with open(argv[0], "w", encoding="utf-8") as stream:
+        stream.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
