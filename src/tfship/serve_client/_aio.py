@@ -100,6 +100,7 @@ class AsyncServingClient(BaseClient):
     # -- running flows
     async def _run(self, flow: Flow[T]) -> T:
         """The async twin of ``run_flow``: the same flow, awaited."""
+        self._check_open()
         try:
             step = next(flow)
             while True:
@@ -228,14 +229,14 @@ class AsyncServingClient(BaseClient):
         timeout: Any = DEFAULT,
     ) -> ModelMetadata:
         """Like :meth:`ServingClient.metadata`."""
-        return await self._run(self._metadata_flow(model, version, label, timeout))
+        return await self._run(self._metadata_flow(model, version, label, self._deadline(timeout)))
 
     @names_valid_keywords
     async def status(
         self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
-        return await self._run(self._status_flow(model, version, timeout))
+        return await self._run(self._status_flow(model, version, self._deadline(timeout)))
 
     @names_valid_keywords
     async def wait_until_available(

@@ -114,6 +114,7 @@ class ServingClient(BaseClient):
 
     # -- running flows: the one place calls are sent
     def _run(self, flow: Flow[T]) -> T:
+        self._check_open()
         return run_flow(flow, self._send, time.sleep)
 
     def _send(self, step: Send) -> Any:
@@ -265,7 +266,7 @@ class ServingClient(BaseClient):
             >>> sorted(client.metadata("iris").signatures)  # doctest: +SKIP
             ['__saved_model_init_op', 'serving_default']
         """
-        return self._run(self._metadata_flow(model, version, label, timeout))
+        return self._run(self._metadata_flow(model, version, label, self._deadline(timeout)))
 
     @names_valid_keywords
     def status(
@@ -277,7 +278,7 @@ class ServingClient(BaseClient):
             >>> client.status("iris")  # doctest: +SKIP
             [VersionStatus(version=2, state='AVAILABLE', error_code='OK', error_message='')]
         """
-        return self._run(self._status_flow(model, version, timeout))
+        return self._run(self._status_flow(model, version, self._deadline(timeout)))
 
     @names_valid_keywords
     def wait_until_available(

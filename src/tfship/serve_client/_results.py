@@ -16,6 +16,7 @@ from tfship.serve_client._errors import (
     ModelLoadFailedError,
     ServingSignatureNotFoundError,
     error_from_status,
+    import_grpc,
 )
 
 _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
@@ -273,8 +274,7 @@ def status_list(response: Any) -> list[VersionStatus]:
 
 
 def _error_code_name(code: int) -> str:
-    import grpc
-
+    grpc = import_grpc()
     for member in grpc.StatusCode:
         if member.value[0] == code:
             return str(member.name)

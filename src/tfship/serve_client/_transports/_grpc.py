@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tfship._wire import protos
-from tfship.serve_client._errors import rpc_errors
+from tfship.serve_client._errors import import_grpc, rpc_errors
 from tfship.serve_client._options import TlsConfig
 from tfship.serve_client._transports._base import MODEL_METHODS, Call
 
@@ -64,7 +64,7 @@ def channel_options(
 
 def tls_credentials(tls: Any) -> tuple[Any, list[tuple[str, Any]]]:
     """(channel credentials or None, extra options) for ``tls=`` (bool, TlsConfig, credentials)."""
-    import grpc
+    grpc = import_grpc()
 
     if tls is None or tls is False:
         return None, []
@@ -138,9 +138,7 @@ class _GrpcBase:
 
     @staticmethod
     def _grpc_module() -> Any:
-        import grpc
-
-        return grpc
+        return import_grpc()
 
     def _stub(self, method: str) -> Any:
         stub = self._stubs.get(method)
@@ -193,6 +191,7 @@ class AsyncGrpcTransport(_GrpcBase):
 
     @staticmethod
     def _grpc_module() -> Any:
+        import_grpc()
         import grpc.aio
 
         return grpc.aio
