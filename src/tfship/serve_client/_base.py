@@ -54,6 +54,7 @@ from tfship.serve_client._results import (
     predict_result,
     regress_result,
     status_list,
+    wrong_kind_of_signature,
 )
 from tfship.serve_client._transports import Call
 
@@ -277,10 +278,25 @@ class BaseClient:
         schema: Any,
         timeout: Any,
     ) -> Flow[Any]:
-        """Classify or Regress (``method``): the response message."""
+        """Classify or Regress (``method``): the response message.
+
+        A refusal by a signature of another kind (Classify on a regression signature) is told
+        in one line naming the signatures that can answer, instead of the server's text (which
+        may carry the whole SignatureDef).
+        """
         request = examples_request(method, model, examples, context, signature, version, label, schema)
         deadline = self._deadline(timeout)
-        response = yield Send(Call(method, request, model, _asked(version, label)), deadline)
+        try:
+            response = yield Send(Call(method, request, model, _asked(version, label)), deadline)
+        except InvalidInputError as exc:
+            try:
+                meta = yield from self._metadata_flow(model, version, label, deadline)
+            except ServingCallError:
+                raise exc from None  # the metadata is a courtesy here: keep the server's error
+            better = wrong_kind_of_signature(exc, method, model, signature, meta.signatures)
+            if better is None:
+                raise
+            raise better from exc
         return response
 
     def _classify_flow(self, *args: Any) -> Flow[ClassifyResult]:

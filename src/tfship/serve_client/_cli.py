@@ -17,7 +17,6 @@ import click
 
 from tfship._output import echo_json
 from tfship.errors import InputError
-from tfship.serve_client._errors import InvalidInputError
 
 _COMMON_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -480,18 +479,15 @@ def _example_command(kind: str) -> Callable[..., None]:
         extra = {"context": _parse_json(context, "--context")} if context else {}
         with _connect(opts) as conn:
             call = conn.classify if kind == "classify" else conn.regress
-            try:
-                result = call(
-                    opts["model"],
-                    records,
-                    signature=signature,
-                    version=version,
-                    label=label,
-                    schema=schema,
-                    **extra,
-                )
-            except InvalidInputError as exc:
-                raise _wrong_signature(conn, kind, opts["model"], version, label, signature, exc) from None
+            result = call(
+                opts["model"],
+                records,
+                signature=signature,
+                version=version,
+                label=label,
+                schema=schema,
+                **extra,
+            )
         _print_example_result(kind, result, opts["as_json"])
 
     command.__doc__ = (
@@ -499,35 +495,6 @@ def _example_command(kind: str) -> Callable[..., None]:
         f"Example: tfship client {kind} -m penguins -i penguins.jsonl"
     )
     return command
-
-
-_METHOD_OF = {"classify": "tensorflow/serving/classify", "regress": "tensorflow/serving/regress"}
-
-
-def _wrong_signature(
-    conn: Any, kind: str, model: str, version: int | None, label: str | None,
-    signature: str | None, exc: Exception,
-) -> Exception:
-    """One line for a Classify/Regress the signature cannot answer: which signatures could.
-
-    The server's own message may carry a whole SignatureDef over many lines; its first line
-    stays as the cause.
-    """
-    try:
-        signatures = conn.metadata(model, version=version, label=label).signatures
-    except Exception:  # the metadata is a courtesy here: keep the server's error
-        return exc
-    key = signature or "serving_default"
-    sig = signatures.get(key)
-    if sig is None or sig.method_name == _METHOD_OF[kind]:
-        return exc
-    fitting = sorted(k for k, s in signatures.items() if s.method_name == _METHOD_OF[kind])
-    would = f"signatures that {kind}: {', '.join(fitting)}" if fitting else f"no signature here can {kind}"
-    cause = str(exc).strip().splitlines()[0]
-    return InputError(
-        f"signature {key!r} of model {model!r} is a {sig.method_name} signature; {would} "
-        f"(the server said: {cause})"
-    )
 
 
 def _read_example_records(input_path: str | None, data: str | None) -> list[Any]:

@@ -12,8 +12,10 @@ import numpy as np
 
 from tfship._wire import DEFAULT_SIGNATURE, TensorDecodeError, decode_predict_response, protos
 from tfship.serve_client._errors import (
+    InvalidInputError,
     MalformedResponseError,
     ModelLoadFailedError,
+    ServingCallError,
     ServingSignatureNotFoundError,
     error_from_status,
     import_grpc,
@@ -296,6 +298,46 @@ def check_ready(found: list[VersionStatus], model: str, version: int | None) -> 
             version=version,
         )
     return None
+
+
+_METHOD_NAMES = {"Classify": "tensorflow/serving/classify", "Regress": "tensorflow/serving/regress"}
+# The outputs TF Serving reads from a signature of another method name (no method check).
+_ANSWER_KEYS = {"Classify": {"classes", "scores"}, "Regress": {"outputs"}}
+
+
+def can_answer(sig: Any, method: str) -> bool:
+    """Whether TF Serving can run Classify or Regress (``method``) on a signature: one of that
+    method, or (the method name is not checked by default) one input and the outputs it reads."""
+    if sig.method_name == _METHOD_NAMES[method]:
+        return True
+    return len(sig.inputs) == 1 and bool(_ANSWER_KEYS[method] & set(sig.outputs))
+
+
+def wrong_kind_of_signature(
+    exc: ServingCallError, method: str, model: str, signature: str | None, signatures: Mapping[str, Any]
+) -> InvalidInputError | None:
+    """One line for a Classify/Regress (``method``) refused because the signature cannot answer
+    it, naming the signatures that can; None when that is not why it was refused.
+
+    The server's own message may carry a whole SignatureDef over many lines: its first line
+    stays, as the cause.
+    """
+    key = signature or DEFAULT_SIGNATURE
+    sig = signatures.get(key)
+    if sig is None or can_answer(sig, method):
+        return None
+    verb = method.lower()
+    fitting = sorted(k for k, s in signatures.items() if not k.startswith("__") and can_answer(s, method))
+    would = f"signatures that can: {', '.join(fitting)}" if fitting else f"no signature here can {verb}"
+    cause = (exc.details or str(exc)).strip().splitlines()[0]
+    return InvalidInputError(
+        f"{method} model {model!r}: signature {key!r} is a {sig.method_name or 'method-less'} "
+        f"signature that cannot {verb}; {would} (the server said: {cause})",
+        code=exc.code,
+        details=exc.details,
+        model=model,
+        version=exc.version,
+    )
 
 
 def check_reload(response: Any) -> None:
