@@ -233,10 +233,15 @@ class AsyncServingClient(BaseClient):
 
     @names_valid_keywords
     async def status(
-        self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
+        self,
+        model: str,
+        *,
+        version: int | None = None,
+        labels: Sequence[str] = (),
+        timeout: Any = DEFAULT,
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
-        return await self._run(self._status_flow(model, version, self._deadline(timeout)))
+        return await self._run(self._status_flow(model, version, self._deadline(timeout), labels))
 
     @names_valid_keywords
     async def wait_until_available(

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar, Union
 
 from tfship.serve_client._calls import (
@@ -335,11 +335,21 @@ class BaseClient:
         return metadata_result(response)
 
     def _status_flow(
-        self, model: str, version: int | None, deadline: float | None
+        self, model: str, version: int | None, deadline: float | None, labels: Sequence[str] = ()
     ) -> Flow[list[VersionStatus]]:
+        """GetModelStatus; each of ``labels`` is resolved (GetModelMetadata names the version a
+        label points at, which GetModelStatus never reports) and shown on its version."""
+        if isinstance(labels, str):
+            raise TypeError("labels must be a list of label names, not a str")
         request = status_request(model, version=version)
         response = yield Send(Call("GetModelStatus", request, model, version), deadline)
-        return status_list(response)
+        found = status_list(response)
+        named: dict[int, list[str]] = {}
+        for label in labels:
+            meta = yield from self._metadata_flow(model, None, label, deadline)
+            if meta.model_spec.version is not None:
+                named.setdefault(meta.model_spec.version, []).append(label)
+        return [replace(s, labels=tuple(named.get(s.version, ()))) for s in found]
 
     def _wait_flow(self, model: str, version: int | None, timeout: float, poll: float) -> Flow[VersionStatus]:
         waiter = Waiter(model, version, timeout, poll)

@@ -70,16 +70,15 @@ def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
             server_name=opts.get("server_name"),
         )
     headers = _headers(opts.get("headers") or ())
-    if opts.get("rest"):
-        from tfship.serve_client import RestServingClient
+    from tfship.serve_client import RestServingClient, ServingClient
 
-        with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as rest:
-            yield rest
-        return
-    from tfship.serve_client import ServingClient
-
-    with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as grpc_client:
-        yield grpc_client
+    kind = RestServingClient if opts.get("rest") else ServingClient
+    try:
+        made = kind(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers)
+    except ValueError as exc:  # a target without a port, or a bad one
+        raise click.BadParameter(str(exc), param_hint="--server") from None
+    with made as connected:
+        yield connected
 
 
 def _headers(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -103,15 +102,22 @@ def _check_version(version: int | None, label: str | None) -> None:
 @client.command("status")
 @_options(_COMMON_OPTIONS)
 @click.option("--version", "-V", "version", type=click.IntRange(min=0), help="One version only.")
-def status_command(version: int | None, **opts: Any) -> None:
+@click.option("--label", "-l", "labels", multiple=True, help="Show the version this label names (repeat).")
+def status_command(version: int | None, labels: tuple[str, ...], **opts: Any) -> None:
     """Show the state of each version of a model (newest first).
 
-    Example: tfship client status --server 127.0.0.1:8500 --model penguins
+    Example: tfship client status --server 127.0.0.1:8500 --model penguins -l stable
     """
     with _connect(opts) as conn:
-        found = conn.status(opts["model"], version=version)
+        found = conn.status(opts["model"], version=version, labels=list(labels))
     rows = [
-        {"version": s.version, "state": s.state, "error_code": s.error_code, "error_message": s.error_message}
+        {
+            "version": s.version,
+            "state": s.state,
+            "error_code": s.error_code,
+            "error_message": s.error_message,
+            "labels": list(s.labels),
+        }
         for s in found
     ]
     if opts["as_json"]:
@@ -120,7 +126,8 @@ def status_command(version: int | None, **opts: Any) -> None:
     click.echo(f"model {opts['model']}")
     for row in rows:
         error = "" if row["error_code"] == "OK" else f"  {row['error_code']}: {row['error_message']}"
-        click.echo(f"  version {row['version']:<12} {row['state']}{error}")
+        named = f"  labels: {', '.join(row['labels'])}" if row["labels"] else ""
+        click.echo(f"  version {row['version']:<12} {row['state']}{error}{named}")
 
 
 # -------------------------------------------------------------------------------- metadata

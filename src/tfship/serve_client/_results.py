@@ -28,6 +28,10 @@ _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "
 class ModelSpec:
     """Which servable answered: model name, version (None if not reported) and signature.
 
+    Over gRPC the version is the one that answered. TF Serving's REST answers name no version:
+    over REST it is the version the call asked for (``version=``), and None when the call
+    asked for the latest or a label.
+
     Example:
         >>> ModelSpec("iris", 3, "serving_default").version
         3
@@ -45,6 +49,10 @@ class ModelSpec:
 
 class PredictResult:
     """The answer of ``predict``: outputs as numpy arrays, which servable answered, the proto.
+
+    Strings, on every transport: a string tensor is an object array of ``bytes``, as
+    TensorFlow holds it (it may be binary); the labels of :class:`ClassifyResult` are ``str``,
+    as TF Serving's ``Class.label`` is text.
 
     Example:
         >>> result = client.predict("iris", {"x": [[1.0, 2.0]]})  # doctest: +SKIP
@@ -82,7 +90,8 @@ class PredictResult:
 class ClassifyResult:
     """The answer of ``classify``: per example, (label, score) pairs in the server's order.
 
-    ``labels`` and ``scores`` are arrays of shape ``[examples, classes]``.
+    ``labels`` and ``scores`` are arrays of shape ``[examples, classes]``. Labels are ``str``
+    (TF Serving's ``Class.label`` is text), where a string tensor from ``predict`` is ``bytes``.
 
     Example:
         >>> result.classes[0][:1]  # doctest: +SKIP
@@ -151,10 +160,11 @@ class MultiInferenceResult:
 
 @dataclass(frozen=True)
 class VersionStatus:
-    """The state of one version of a model as the server reports it.
+    """The state of one version of a model as the server reports it, and the labels asked
+    about (``status(labels=...)``) that point at it.
 
     Example:
-        >>> VersionStatus(3, "AVAILABLE", "OK", "").available
+        >>> VersionStatus(3, "AVAILABLE", "OK", "", ("stable",)).available
         True
     """
 
@@ -162,6 +172,7 @@ class VersionStatus:
     state: str
     error_code: str
     error_message: str
+    labels: tuple[str, ...] = ()
 
     @property
     def available(self) -> bool:
@@ -259,8 +270,9 @@ def metadata_result(response: Any) -> ModelMetadata:
     sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
     if "signature_def" in response.metadata:
         response.metadata["signature_def"].Unpack(sig_map)
-    signatures = signature_infos(sig_map.signature_def)
-    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
+    # TF2 exports list __saved_model_init_op, which no call can run: .raw still has it.
+    public = {k: v for k, v in sig_map.signature_def.items() if not k.startswith("__")}
+    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signature_infos(public), response)
 
 
 def status_list(response: Any) -> list[VersionStatus]:

@@ -14,7 +14,7 @@ from typing import Any
 from tfship._wire import protos
 from tfship.serve_client._errors import import_grpc, rpc_errors
 from tfship.serve_client._options import TlsConfig
-from tfship.serve_client._transports._base import MODEL_METHODS, Call
+from tfship.serve_client._transports._base import MODEL_METHODS, Call, check_target
 
 __all__ = ["AsyncGrpcTransport", "GrpcTransport", "channel_options"]
 
@@ -122,6 +122,7 @@ class _GrpcBase:
         headers: Mapping[str, str] | None = None,
         keepalive: float | None = 60.0,
     ) -> None:
+        check_target(target)
         grpc_module = self._grpc_module()
         self.target = target
         creds, tls_options = tls_credentials(tls)

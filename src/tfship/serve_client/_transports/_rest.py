@@ -47,7 +47,7 @@ from tfship.serve_client._errors import (
 )
 from tfship.serve_client._options import TlsConfig
 from tfship.serve_client._results import PredictOutputs
-from tfship.serve_client._transports._base import Call
+from tfship.serve_client._transports._base import Call, check_target
 
 __all__ = ["AsyncRestTransport", "RestTransport"]
 
@@ -67,6 +67,7 @@ class _RestBase:
     def __init__(self, url: str, *, tls: Any, headers: Mapping[str, str] | None) -> None:
         scheme = "https" if tls else "http"
         self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
+        check_target(self.url)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self._verify: Any = _ssl_context(tls) if tls else True
         server_name = tls.server_name if isinstance(tls, TlsConfig) else None
