@@ -32,7 +32,7 @@ class AsyncServingClient(BaseClient):
     """The :class:`ServingClient` API on asyncio, with a bound on requests in flight.
 
     Create it inside a running event loop. ``target`` picks the transport as for the sync
-    client (``host:port`` gRPC on ``grpc.aio``, ``http://`` REST on ``httpx.AsyncClient``);
+    client (``host:port`` gRPC on ``grpc.aio``, ``http://`` REST on ``httpx.AsyncHTTPTransport``);
     ``transport=`` takes an ``AsyncGrpcTransport``, ``AsyncRestTransport`` or
     ``AsyncInProcessTransport``. Options are the sync client's, plus ``max_in_flight``
     (calls beyond it wait their turn client-side). With ``batching``, concurrent ``predict``

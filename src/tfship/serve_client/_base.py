@@ -17,6 +17,8 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar, Union
 
+import numpy as np
+
 from tfship.serve_client._calls import (
     WAIT_ERRORS,
     Waiter,
@@ -222,14 +224,14 @@ class BaseClient:
             "signature": signature, "version": version, "label": label, "output_filter": output_filter
         }
         try:
-            sig, request = self._predict_call(model, inputs, known, **call)
+            sig, request, arrays = self._predict_call(model, inputs, known, **call)
         except _STALE_SIGNATURE:
             if known is None or known.fresh:
                 raise
             # Refused by a cached signature: a newer version may take these inputs. Ask once.
             known = yield from self._signatures_flow(model, version, label, deadline, "Predict", refresh=True)
-            sig, request = self._predict_call(model, inputs, known, **call)
-        sent = Call("Predict", request, model, _asked(version, label), sig)
+            sig, request, arrays = self._predict_call(model, inputs, known, **call)
+        sent = Call("Predict", request, model, _asked(version, label), sig, arrays)
         try:
             answer = yield Send(sent, deadline)
         except _REFETCH_AFTER:
@@ -249,8 +251,9 @@ class BaseClient:
         version: int | None,
         label: str | None,
         output_filter: Sequence[str] | None,
-    ) -> tuple[Any, Any]:
-        """(the signature checked against, the PredictRequest); raises what the check refuses."""
+    ) -> tuple[Any, Any, Any]:
+        """(the signature checked against, the PredictRequest, the inputs as arrays when the
+        transport takes them and the request does not hold them); raises what the check refuses."""
         sig = pick_signature(None if known is None else known.signatures, signature, model)
         encoded = predict_inputs(
             inputs,
@@ -260,11 +263,13 @@ class BaseClient:
             cast=self.cast,
             output_filter=output_filter,
             validate=self.validate,
+            as_arrays=getattr(self.transport, "takes_arrays", False),
         )
         request = predict_request(
             model, encoded, signature=signature, version=version, label=label, output_filter=output_filter
         )
-        return sig, request
+        arrays = encoded if any(isinstance(a, np.ndarray) for a in encoded.values()) else None
+        return sig, request, arrays
 
     def _examples_flow(
         self,

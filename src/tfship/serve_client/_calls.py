@@ -78,17 +78,22 @@ def predict_inputs(
     cast: bool,
     output_filter: Sequence[str] | None,
     validate: bool = True,
+    as_arrays: bool = False,
 ) -> dict[str, Any]:
     """Encoded inputs, checked against ``sig`` (when known and ``validate``), and a checked
-    ``output_filter``: everything that can be wrong is found before sending."""
+    ``output_filter``: everything that can be wrong is found before sending. ``as_arrays``:
+    checked inputs stay numpy arrays (for a transport that writes its own format)."""
     key = signature or DEFAULT_SIGNATURE
-    encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast)
+    encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast, as_arrays=as_arrays)
     check_output_filter(output_filter, sig, model, key)
     return encoded
 
 
-def encode_inputs(inputs: Any, signature: Any | None, model: str, *, cast: bool = False) -> dict[str, Any]:
-    """Encode predict inputs to TensorProtos, checked against the signature when known.
+def encode_inputs(
+    inputs: Any, signature: Any | None, model: str, *, cast: bool = False, as_arrays: bool = False
+) -> dict[str, Any]:
+    """Encode predict inputs to TensorProtos, checked against the signature when known (with
+    ``as_arrays``, checked inputs are returned as the numpy arrays of the check).
 
     The check is ``tfship._wire``'s ``check_inputs`` (names, dtypes, shapes, and its one cast
     rule): Python values take the signature's dtype, numpy arrays must already have it unless
@@ -112,6 +117,8 @@ def encode_inputs(inputs: Any, signature: Any | None, model: str, *, cast: bool 
         arrays = check_inputs(signature, inputs, cast=cast)
     except InputCheckError as exc:
         raise InvalidInputError(f"model {model!r} {exc}", model=model) from None
+    if as_arrays and all(isinstance(a, np.ndarray) for a in arrays.values()):
+        return arrays
     return {key: encode_tensor(array) for key, array in arrays.items()}
 
 
@@ -161,7 +168,8 @@ def predict_request(
     request = protos().predict_pb2.PredictRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
     for key, tensor in encoded.items():
-        request.inputs[key].CopyFrom(tensor)
+        if not isinstance(tensor, np.ndarray):  # arrays travel beside the request (Call.inputs)
+            request.inputs[key].CopyFrom(tensor)
     if output_filter is not None:
         if isinstance(output_filter, str):
             raise TypeError("output_filter must be a list of output names, not a str")

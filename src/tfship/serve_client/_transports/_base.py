@@ -27,7 +27,8 @@ class Call:
 
     ``model`` and ``version`` name the servable in error messages; ``signature`` is the
     signature the client knows for the call (a ``tfship.inspect.SignatureInfo``), which REST
-    needs to give outputs their dtypes back.
+    needs to give outputs their dtypes back. ``inputs``: a Predict's checked inputs as numpy
+    arrays, for a transport that takes them (``takes_arrays``); its request then holds none.
     """
 
     method: str
@@ -35,6 +36,7 @@ class Call:
     model: str | None = None
     version: int | str | None = None
     signature: Any = None
+    inputs: Any = None
 
     @property
     def context(self) -> dict[str, Any]:
@@ -47,6 +49,9 @@ class Transport(Protocol):
 
     #: Whether Predict answers need the signature (REST: JSON loses output dtypes).
     needs_signature: bool
+    #: Whether Predict inputs are best sent as checked numpy arrays (``Call.inputs``) rather
+    #: than encoded in the request (REST writes JSON from arrays).
+    takes_arrays: bool
 
     def send(self, call: Call, timeout: float | None) -> Any:
         """Send ``call`` once, waiting at most ``timeout`` seconds (None: no limit)."""
@@ -59,6 +64,7 @@ class AsyncTransport(Protocol):
     """An asyncio transport (``AsyncServingClient``'s)."""
 
     needs_signature: bool
+    takes_arrays: bool
 
     async def send(self, call: Call, timeout: float | None) -> Any:
         """Send ``call`` once, waiting at most ``timeout`` seconds (None: no limit)."""

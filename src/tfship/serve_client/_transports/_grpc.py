@@ -111,6 +111,7 @@ class _GrpcBase:
     """
 
     needs_signature = False
+    takes_arrays = False
 
     def __init__(
         self,

@@ -6,15 +6,16 @@ answer. Differences that come from REST itself: answers carry no ``model_spec`` 
 asked for is reported), ``output_filter`` is applied here, output dtypes (lost in JSON) come
 from the signature the client passes along, and there is no MultiInference or config reload.
 
-Connections are kept open across calls by ``httpx`` (``httpx.Client`` here,
-``httpx.AsyncClient`` for the asyncio client); environment proxies are ignored, as the
-gRPC transport ignores them.
+Connections are kept open across calls by ``httpx``'s connection pools (``httpx.HTTPTransport``
+here, ``httpx.AsyncHTTPTransport`` for the asyncio client); environment proxies are ignored,
+as the gRPC transport ignores them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import ssl
 import tempfile
@@ -51,6 +52,8 @@ from tfship.serve_client._transports._base import Call, check_target
 
 __all__ = ["AsyncRestTransport", "RestTransport"]
 
+logger = logging.getLogger("tfship.serve_client")
+
 _VERBS = {"Predict": ":predict", "Classify": ":classify", "Regress": ":regress"}
 _NOT_IN_REST = {
     "MultiInference": "TF Serving's REST API has no MultiInference",
@@ -59,39 +62,58 @@ _NOT_IN_REST = {
 
 
 class _RestBase:
-    """What both REST transports keep: the base URL, headers, TLS and the JSON mapping."""
+    """What both REST transports keep: the base URL, headers, TLS and the JSON mapping.
+
+    Requests go straight to httpx's connection pool (``httpx.HTTPTransport``), built from
+    parsed URLs kept per path: a client's redirects, cookies and auth would only cost time
+    on every call, and TF Serving uses none of them.
+    """
 
     needs_signature = True
-    _http: Any
+    takes_arrays = True
+    _pool: Any
 
     def __init__(self, url: str, *, tls: Any, headers: Mapping[str, str] | None) -> None:
         scheme = "https" if tls else "http"
         self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
         check_target(self.url)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self._header_list = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         self._verify: Any = _ssl_context(tls) if tls else True
         server_name = tls.server_name if isinstance(tls, TlsConfig) else None
-        self._extensions = {"sni_hostname": server_name} if server_name else None
+        self._extensions = {"sni_hostname": server_name} if server_name else {}
+        self._urls: dict[str, Any] = {}
         self._closed = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    def _client_options(self, max_connections: int) -> dict[str, Any]:
+    def _pool_options(self, max_connections: int) -> dict[str, Any]:
         import httpx
 
         return {
             "verify": self._verify,
             "trust_env": False,  # never through a proxy from the environment
-            "headers": self.headers,
             "limits": httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
         }
 
+    def _url(self, path: str) -> Any:
+        url = self._urls.get(path)
+        if url is None:
+            import httpx
+
+            url = httpx.URL(self.url + path)
+            if len(self._urls) < 1024:  # paths are per model, version or label: few
+                self._urls[path] = url
+        return url
+
     def _prepare(self, call: Call, deadline: float | None) -> Any:
         """The ``httpx.Request`` of ``call`` with what is left of its deadline, or the answer
         itself when REST cannot carry the request but its answer is known (an empty batch)."""
+        import httpx
+
         if call.method in _NOT_IN_REST:
             raise UnimplementedError(
                 f"{_NOT_IN_REST[call.method]}; use ServingClient over gRPC (a host:port target)",
@@ -99,17 +121,17 @@ class _RestBase:
                 model=call.model,
             )
         try:
-            verb, path, body = rest_request(call.method, call.request)
+            verb, path, body = rest_request(call.method, call.request, call.inputs)
         except _EmptyBatch:
             return empty_batch_answer(call)
         except TypeError as exc:  # a dtype JSON cannot carry
             raise InvalidInputError(f"{call.method} model {call.model!r}: {exc}", model=call.model) from None
-        return self._http.build_request(
+        return httpx.Request(
             verb,
-            self.url + path,
+            self._url(path),
+            headers=self._header_list,
             content=None if body is None else _dumps(body),
-            timeout=_timeout(deadline, call),
-            extensions=self._extensions,
+            extensions={**self._extensions, "timeout": _timeouts(deadline, call)},
         )
 
     def _body_timeout(self, request: Any, deadline: float | None, call: Call) -> None:
@@ -118,9 +140,11 @@ class _RestBase:
         if deadline is not None:
             request.extensions["timeout"]["read"] = _left(deadline, call)
 
-    def _finish(self, call: Call, status: int, content: bytes, deadline: float | None) -> Any:
+    def _finish(self, call: Call, request: Any, status: int, content: bytes, deadline: float | None) -> Any:
         """The answer of ``call`` from an HTTP status and body, or its ServingCallError; an
         answer decoded after the deadline is late like any other."""
+        if logger.isEnabledFor(logging.DEBUG):  # in the words httpx's own client logs
+            logger.debug('HTTP Request: %s %s "HTTP/1.1 %d"', request.method, request.url, status)
         answer = self._decode(call, status, content)
         _left(deadline, call, "the answer was decoded")
         return answer
@@ -167,7 +191,7 @@ class RestTransport(_RestBase):
         import httpx
 
         super().__init__(url, tls=tls, headers=headers)
-        self._http = httpx.Client(**self._client_options(max_connections))
+        self._pool = httpx.HTTPTransport(**self._pool_options(max_connections))
 
     def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call within ``timeout`` seconds, all of it: encoding, connecting, sending,
@@ -180,7 +204,7 @@ class RestTransport(_RestBase):
         if not isinstance(request, httpx.Request):
             return request
         try:
-            response = self._http.send(request, stream=True)
+            response = self._pool.handle_request(request)
             try:
                 self._body_timeout(request, deadline, call)
                 chunks = []
@@ -191,17 +215,17 @@ class RestTransport(_RestBase):
                 response.close()
         except httpx.HTTPError as exc:
             raise _connection_error(exc, call.context) from None
-        return self._finish(call, response.status_code, b"".join(chunks), deadline)
+        return self._finish(call, request, response.status_code, b"".join(chunks), deadline)
 
     def close(self) -> None:
         """Close the kept-alive connections; calling it again does nothing."""
         if not self._closed:
             self._closed = True
-            self._http.close()
+            self._pool.close()
 
 
 class AsyncRestTransport(_RestBase):
-    """:class:`RestTransport` on asyncio (``httpx.AsyncClient``), for ``AsyncServingClient``."""
+    """:class:`RestTransport` on asyncio (``httpx.AsyncHTTPTransport``), for ``AsyncServingClient``."""
 
     def __init__(
         self,
@@ -214,7 +238,7 @@ class AsyncRestTransport(_RestBase):
         import httpx
 
         super().__init__(url, tls=tls, headers=headers)
-        self._http = httpx.AsyncClient(**self._client_options(max_connections))
+        self._pool = httpx.AsyncHTTPTransport(**self._pool_options(max_connections))
 
     async def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call within ``timeout`` seconds, all of it (see :meth:`RestTransport.send`)."""
@@ -226,18 +250,22 @@ class AsyncRestTransport(_RestBase):
             return request
         try:
             async with asyncio.timeout(None if deadline is None else _left(deadline, call)):
-                response = await self._http.send(request)
+                response = await self._pool.handle_async_request(request)
+                try:
+                    content = b"".join([chunk async for chunk in response.aiter_bytes()])
+                finally:
+                    await response.aclose()
         except TimeoutError:
             raise _late(call, "no answer") from None
         except httpx.HTTPError as exc:
             raise _connection_error(exc, call.context) from None
-        return self._finish(call, response.status_code, response.content, deadline)
+        return self._finish(call, request, response.status_code, content, deadline)
 
     async def aclose(self) -> None:
         """Close the kept-alive connections; calling it again does nothing."""
         if not self._closed:
             self._closed = True
-            await self._http.aclose()
+            await self._pool.aclose()
 
 
 # ------------------------------------------------------------------ deadlines and bodies
@@ -259,11 +287,10 @@ def _late(call: Call, what: str) -> DeadlineExceededError:
     return err
 
 
-def _timeout(deadline: float | None, call: Call) -> Any:
-    """httpx's timeouts for a request: every phase gets what is left of the deadline."""
-    import httpx
-
-    return httpx.Timeout(_left(deadline, call, "the request was built"))
+def _timeouts(deadline: float | None, call: Call) -> dict[str, float | None]:
+    """httpx's timeouts of a request: every phase gets what is left of the deadline."""
+    left = _left(deadline, call, "the request was built")
+    return {"connect": left, "read": left, "write": left, "pool": left}
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
@@ -373,8 +400,11 @@ def _http_error(status: int, raw: bytes, context: Mapping[str, Any]) -> ServingC
 # ------------------------------------------------------------- requests to JSON bodies
 
 
-def rest_request(method: str, request: Any) -> tuple[str, str, dict[str, Any] | None]:
-    """(HTTP method, path, JSON body) of TF Serving's REST call for a request message.
+def rest_request(
+    method: str, request: Any, inputs: Mapping[str, Any] | None = None
+) -> tuple[str, str, dict[str, Any] | None]:
+    """(HTTP method, path, JSON body) of TF Serving's REST call for a request message (a
+    Predict's ``inputs`` as arrays, when the request does not hold them).
 
     Example:
         >>> from tfship.serve_client._calls import status_request
@@ -387,7 +417,8 @@ def rest_request(method: str, request: Any) -> tuple[str, str, dict[str, Any] | 
     if method == "GetModelMetadata":
         return "GET", path + "/metadata", None
     if method == "Predict":
-        body = {"inputs": {k: _json_tensor(decode_tensor(t)) for k, t in request.inputs.items()}}
+        arrays = inputs if inputs is not None else {k: decode_tensor(t) for k, t in request.inputs.items()}
+        body = {"inputs": {k: _json_tensor(a) for k, a in arrays.items()}}
     else:
         body = _examples_body(request.input)
     if request.model_spec.signature_name:
@@ -419,7 +450,10 @@ def empty_batch_answer(call: Call) -> PredictOutputs:
         InvalidInputError: an output's shape beyond its rows is unknown, so the answer is too.
     """
     where = f"Predict model {call.model!r}"
-    shapes = {key: tuple(d.size for d in t.tensor_shape.dim) for key, t in call.request.inputs.items()}
+    if call.inputs is not None:
+        shapes = {key: tuple(np.shape(a)) for key, a in call.inputs.items()}
+    else:
+        shapes = {key: tuple(d.size for d in t.tensor_shape.dim) for key, t in call.request.inputs.items()}
     sig = call.signature
     if sig is None or any(shape[:1] != (0,) for shape in shapes.values()):
         raise InvalidInputError(
