@@ -47,8 +47,10 @@ def test_a_bad_record_is_an_invalid_input_error(
 ) -> None:
     for each in (client, rest):
         for call in (each.classify, each.regress):
-            with pytest.raises(InvalidInputError, match=message):
+            with pytest.raises(InvalidInputError, match=message) as caught:
                 call("m", records, signature="classify")
+            assert str(caught.value).startswith(f"{call.__name__.capitalize()} model 'm': ")
+            assert caught.value.model == "m"
 
 
 BAD_INPUTS = [

@@ -289,7 +289,10 @@ class BaseClient:
         in one line naming the signatures that can answer, instead of the server's text (which
         may carry the whole SignatureDef).
         """
-        request = examples_request(method, model, examples, context, signature, version, label, schema)
+        try:
+            request = examples_request(method, model, examples, context, signature, version, label, schema)
+        except InvalidInputError as exc:  # a bad record: say which call and model it was for
+            raise InvalidInputError(f"{method} model {model!r}: {exc}", model=model) from exc.__cause__
         deadline = self._deadline(timeout)
         try:
             response = yield Send(Call(method, request, model, _asked(version, label)), deadline)

@@ -146,7 +146,7 @@ class _RestBase:
         if logger.isEnabledFor(logging.DEBUG):  # in the words httpx's own client logs
             logger.debug('HTTP Request: %s %s "HTTP/1.1 %d"', request.method, request.url, status)
         answer = self._decode(call, status, content)
-        _left(deadline, call, "the answer was decoded")
+        _left(deadline, call, "while the answer was decoded")
         return answer
 
     def _decode(self, call: Call, status: int, content: bytes) -> Any:
@@ -210,7 +210,7 @@ class RestTransport(_RestBase):
                 chunks = []
                 for chunk in response.iter_bytes():  # a slow body is stopped at the deadline
                     chunks.append(chunk)
-                    _left(deadline, call, "the answer was still arriving")
+                    _left(deadline, call, "while the answer was arriving")
             finally:
                 response.close()
         except httpx.HTTPError as exc:
@@ -256,7 +256,7 @@ class AsyncRestTransport(_RestBase):
                 finally:
                     await response.aclose()
         except TimeoutError:
-            raise _late(call, "no answer") from None
+            raise _late(call, "waiting for the answer") from None
         except httpx.HTTPError as exc:
             raise _connection_error(exc, call.context) from None
         return self._finish(call, request, response.status_code, content, deadline)
@@ -271,7 +271,7 @@ class AsyncRestTransport(_RestBase):
 # ------------------------------------------------------------------ deadlines and bodies
 
 
-def _left(deadline: float | None, call: Call, what: str = "no answer") -> float | None:
+def _left(deadline: float | None, call: Call, what: str = "waiting for the answer") -> float | None:
     """Seconds left before ``deadline``; DeadlineExceededError once it has passed."""
     if deadline is None:
         return None
@@ -282,14 +282,14 @@ def _left(deadline: float | None, call: Call, what: str = "no answer") -> float 
 
 
 def _late(call: Call, what: str) -> DeadlineExceededError:
-    err = error_from_status("DEADLINE_EXCEEDED", f"{what} before the call's deadline", **call.context)
+    err = error_from_status("DEADLINE_EXCEEDED", f"the call's deadline passed {what}", **call.context)
     assert isinstance(err, DeadlineExceededError)
     return err
 
 
 def _timeouts(deadline: float | None, call: Call) -> dict[str, float | None]:
     """httpx's timeouts of a request: every phase gets what is left of the deadline."""
-    left = _left(deadline, call, "the request was built")
+    left = _left(deadline, call, "before the request was sent")
     return {"connect": left, "read": left, "write": left, "pool": left}
 
 
