@@ -43,20 +43,25 @@ class SlowRest:
     before the metadata answer, and a Predict answer whose body arrives in ``pieces`` pieces
     ``gap`` seconds apart (the headers come at once)."""
 
-    def __init__(self, *, metadata_delay: float = 0.0, pieces: int = 1, gap: float = 0.0) -> None:
+    def __init__(
+        self, *, metadata_delay: float = 0.0, pieces: int = 1, gap: float = 0.0, answer: Any = None
+    ) -> None:
         owner = self
         self.metadata_delay, self.pieces, self.gap = metadata_delay, pieces, gap
+        self.answer = {"outputs": [[0.5, 1.5]] * 4000} if answer is None else answer
+        self.gets = 0
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's names
+                owner.gets += 1
                 time.sleep(owner.metadata_delay)
                 self._send([json.dumps(_METADATA).encode()])
 
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers["Content-Length"]))
-                body = json.dumps({"outputs": [[0.5, 1.5]] * 4000}).encode()
+                body = json.dumps(owner.answer).encode()
                 size = -(-len(body) // owner.pieces)
                 self._send([body[i : i + size] for i in range(0, len(body), size)])
 
@@ -137,3 +142,17 @@ def test_the_signature_fetch_spends_the_calls_own_deadline() -> None:
     finally:
         server.close()
 
+
+
+def test_a_rest_answer_that_does_not_fit_the_cached_signature_drops_it() -> None:
+    from tfship.serve_client import MalformedResponseError
+
+    server = SlowRest(answer={"outputs": [["a", "b"]]})  # strings where floats are cached
+    try:
+        with RestServingClient(server.url, timeout=30) as client:
+            for _ in range(2):
+                with pytest.raises(MalformedResponseError):
+                    client.predict("m", {"x": X})
+            assert server.gets == 2  # fetched again after the answer that did not fit
+    finally:
+        server.close()

@@ -35,6 +35,7 @@ from tfship.serve_client._calls import (
 from tfship.serve_client._errors import (
     CallCancelledError,
     InvalidInputError,
+    MalformedResponseError,
     ModelNotFoundError,
     ServingCallError,
     ServingSignatureNotFoundError,
@@ -65,7 +66,13 @@ __all__ = ["BaseClient", "Flow", "KnownSignatures", "MetadataCache", "Send", "Sl
 T = TypeVar("T")
 _METADATA_TTL = 60.0
 # Rejections after which the served signature may have changed (a new version): refetch it.
-_REFETCH_AFTER = (InvalidInputError, ModelNotFoundError, ServingSignatureNotFoundError)
+# An answer that does not fit the cached signature (REST decodes outputs with its dtypes) too.
+_REFETCH_AFTER = (
+    InvalidInputError,
+    ModelNotFoundError,
+    ServingSignatureNotFoundError,
+    MalformedResponseError,
+)
 # Client-side rejections that a newer signature may accept: checked again after one refetch.
 _STALE_SIGNATURE = (InvalidInputError, ServingSignatureNotFoundError)
 _CacheKey = tuple[str, Union[int, None], Union[str, None]]

@@ -229,7 +229,7 @@ def predict_command(
                 ignore_unknown,
             )
         elif isinstance(inputs, dict):
-            taken = conn.metadata(opts["model"], version=version, label=label).signature(signature)
+            taken = _predict_signature(conn, opts["model"], version, label, signature)
             inputs = _known_inputs(inputs, taken, ignore_unknown)
         result = conn.predict(
             opts["model"],
@@ -254,6 +254,18 @@ def predict_command(
         shown = _decode_strings(value)
         click.echo(f"{key}: {value.dtype if value.dtype != object else 'string'} {list(value.shape)}")
         click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
+
+
+def _predict_signature(conn: Any, model: str, version: int | None, label: str | None, key: str | None) -> Any:
+    """The signature a predict command reads its inputs for; a failure is the Predict's."""
+    from tfship.serve_client import ServingCallError
+    from tfship.serve_client._errors import renamed_for_call
+
+    try:
+        meta = conn.metadata(model, version=version, label=label)
+    except ServingCallError as exc:
+        raise renamed_for_call(exc, "Predict", "its signature could not be fetched") from exc
+    return meta.signature(key)
 
 
 def _known_inputs(inputs: dict[str, Any], sig: Any, ignore_unknown: bool) -> dict[str, Any]:
@@ -298,7 +310,7 @@ def _schema_inputs(
         raise InputError("with --schema give one records file (--input) or --data")
     records = _read_example_records(input_paths[0] if input_paths else None, data)
     source = input_paths[0] if input_paths else "--data"
-    sig = conn.metadata(model, version=version, label=label).signature(signature)
+    sig = _predict_signature(conn, model, version, label, signature)
     schema = Schema.load(schema_path)
     strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
     if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
