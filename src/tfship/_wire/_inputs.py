@@ -270,8 +270,8 @@ def _strings(where: str, key: str, value: Any) -> Array:
         return array
     try:
         array = np.asarray(value, dtype=object)
-    except ValueError as exc:
-        raise InputCheckError(f"{where}: the values do not form an array: {exc}", input=key) from None
+    except ValueError:
+        raise InputCheckError(f"{where}: {_not_an_array(value)}", input=key) from None
     for item in array.reshape(-1):
         if not isinstance(item, (str, bytes)):
             raise InputCheckError(
