@@ -268,6 +268,9 @@ def _strings(where: str, key: str, value: Any) -> Array:
         array = np.empty((), dtype=object)
         array[()] = value
         return array
+    ragged = _ragged(value, [])  # numpy would make an array of lists of them
+    if ragged is not None:
+        raise InputCheckError(f"{where}: {ragged}", input=key)
     try:
         array = np.asarray(value, dtype=object)
     except ValueError:
