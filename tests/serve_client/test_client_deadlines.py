@@ -128,7 +128,7 @@ def test_a_trickling_rest_answer_stops_at_the_deadline_async(trickling: SlowRest
                 await client.predict("m", {"x": X}, timeout=1.0)
             return time.monotonic() - start
 
-    assert asyncio.run(run()) < 1.5
+    assert asyncio.run(run()) < 1.7
 
 
 def test_the_signature_fetch_spends_the_calls_own_deadline() -> None:

@@ -87,7 +87,7 @@ def check_target(target: str) -> None:
     is made: the call would otherwise fail only after its retries, as if the server were down.
 
     Example:
-        >>> check_target("127.0.0.1:8500"); check_target("unix:/tmp/s"); check_target("http://h:8501")
+        >>> check_target("127.0.0.1:8500"); check_target("unix:/run/serving.sock"); check_target("http://h:8501")
         >>> check_target("127.0.0.1")
         Traceback (most recent call last):
         ...
