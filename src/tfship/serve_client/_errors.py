@@ -56,8 +56,8 @@ __all__ = [
     "ServerInternalError",
     "ServingCallError",
     "ServingSignatureNotFoundError",
-    "UnavailableError",
     "TlsError",
+    "UnavailableError",
     "UnimplementedError",
     "VersionNotFoundError",
     "error_from_status",
@@ -237,8 +237,8 @@ _REFINEMENTS: list[tuple[str, re.Pattern[str], type[ServingCallError]]] = [
     (
         "UNAVAILABLE",
         re.compile(
-            r"(Tls|Ssl) handshake failed|SSL_ERROR|Hostname Verification|Custom verification check"
-            r"|certificate verify|peer certificate",
+            r"(Tls|Ssl) handshake failed|SSL_ERROR|\[SSL|Hostname Verification"
+            r"|Custom verification check|certificate verify|peer certificate",
             re.IGNORECASE,
         ),
         TlsError,

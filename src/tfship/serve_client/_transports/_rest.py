@@ -372,7 +372,7 @@ def _connection_error(exc: Any, context: Mapping[str, Any]) -> ServingCallError:
         return error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context)
     tls = _ssl_cause(exc)
     if tls is not None:  # UNAVAILABLE with the handshake's words: a TlsError, never retried
-        return error_from_status("UNAVAILABLE", f"TLS handshake failed: {tls}", **context)
+        return error_from_status("UNAVAILABLE", str(tls), **context)
     return error_from_status("UNAVAILABLE", f"cannot connect: {exc}", **context)
 
 
