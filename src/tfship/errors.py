@@ -28,7 +28,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   └── serve_client.ServingCallError   a call answered with a gRPC/HTTP error status:
     │       ModelNotFoundError (2) > VersionNotFoundError (2), ServingSignatureNotFoundError (2),
     │       InvalidInputError (2), FailedPreconditionError, DeadlineExceededError,
-    │       UnavailableError, MessageTooLargeError, ResourceExhaustedError,
+    │       UnavailableError, TlsError, MessageTooLargeError, ResourceExhaustedError,
     │       PermissionDeniedError, UnimplementedError, CallCancelledError, ServerInternalError,
     │       ModelLoadFailedError, MalformedResponseError (1 unless marked)
     └── VerdictError (3)                    an operation ran and its verdict is "no"

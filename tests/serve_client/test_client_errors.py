@@ -21,7 +21,7 @@ ERROR_CLASSES = [
 
 
 def test_every_class_roots_in_serving_error() -> None:
-    assert len(ERROR_CLASSES) == 16
+    assert len(ERROR_CLASSES) == 17
     for cls in ERROR_CLASSES:
         assert issubclass(cls, serve_client.ServingCallError)
         assert issubclass(cls, ServingError) and issubclass(cls, TfshipError)

@@ -42,6 +42,7 @@ CLIENT_NAMES = {
     "ServingClient",
     "ServingSignatureNotFoundError",
     "TlsConfig",
+    "TlsError",
     "UnavailableError",
     "UnimplementedError",
     "VersionNotFoundError",

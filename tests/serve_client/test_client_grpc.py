@@ -185,7 +185,7 @@ def test_close_is_idempotent(server: Any) -> None:
     c = ServingClient(server.address)
     c.close()
     c.close()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(errors.CallCancelledError, match="closed"):
         c.status("m")
 
 

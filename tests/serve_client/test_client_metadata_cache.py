@@ -52,7 +52,8 @@ def test_signatures_are_fetched_once(scripted: ScriptedServer) -> None:
             client.predict("m", {"x": [1.0, 2.0]})
         with pytest.raises(errors.InvalidInputError, match=r"expects x: float32 \[\?\]"):
             client.predict("m", {"y": [1.0]})
-    assert _methods(scripted) == ["GetModelMetadata", "Predict", "Predict", "Predict"]
+    # The refusal by the cached signature is checked once more against a fresh one.
+    assert _methods(scripted) == ["GetModelMetadata", "Predict", "Predict", "Predict", "GetModelMetadata"]
 
 
 def test_rejected_call_refetches_signatures(scripted: ScriptedServer) -> None:
@@ -98,3 +99,19 @@ def test_cli_sends_headers(scripted: ScriptedServer) -> None:
     assert scripted.calls[0][2]["x-api-key"] == "s3cret"
     bad = CliRunner().invoke(cli, [*args[:-1], "novalue"])
     assert bad.exit_code == 2 and "expected KEY=VALUE" in bad.output
+
+
+def test_cached_signatures_do_not_outlive_their_version(scripted: ScriptedServer) -> None:
+    def version_3(request: bytes, context: Any) -> bytes:
+        resp = get_model_metadata_pb2.GetModelMetadataResponse.FromString(_metadata_answer(request, context))
+        resp.model_spec.version.value = 3
+        data: bytes = resp.SerializeToString()
+        return data
+
+    # The signatures come from version 3; Predict answers name version 1 (a roll back, or a
+    # label moved): the next call fetches the signatures again.
+    scripted.handlers["GetModelMetadata"] = version_3
+    with ServingClient(scripted.address) as client:
+        for _ in range(2):
+            assert client.predict("m", {"x": [1.0]}).model_spec.version == 1
+    assert _methods(scripted) == ["GetModelMetadata", "Predict", "GetModelMetadata", "Predict"]

@@ -168,7 +168,7 @@ def test_rest_over_tls(tmp_path: Any) -> None:
         with RestServingClient(f"https://localhost:{port}", tls=TlsConfig(ca_cert=cert)) as c:
             assert [(s.version, s.state) for s in c.status("m")] == [(5, "AVAILABLE")]
         with RestServingClient(f"https://localhost:{port}", retries=0, tls=True) as untrusted:
-            with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
+            with pytest.raises(errors.TlsError, match="CERTIFICATE_VERIFY_FAILED"):
                 untrusted.status("m")
     finally:
         httpd.shutdown()
@@ -192,7 +192,7 @@ def test_rest_over_mutual_tls_with_pem_bytes_and_a_server_name(tmp_path: Any) ->
         assert httpd.peers[0]["subject"] == ((("commonName", "client"),),)
         no_name = TlsConfig(ca_cert=server_cert, client_cert=client_cert, client_key=client_key)
         with RestServingClient(url, tls=no_name, retries=0) as c:
-            with pytest.raises(errors.UnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
+            with pytest.raises(errors.TlsError, match="CERTIFICATE_VERIFY_FAILED"):
                 c.status("m")
     finally:
         httpd.shutdown()

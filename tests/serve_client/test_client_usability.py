@@ -56,8 +56,9 @@ def test_regress_on_a_classifier_is_one_line_naming_what_would_work(classifier_s
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(
-        "Error: signature 'serving_default' of model 'penguins' is a tensorflow/serving/classify "
-        "signature; no signature here can regress (the server said: "
+        "Error: Regress model 'penguins': signature 'serving_default' is a "
+        "tensorflow/serving/classify signature that cannot regress; no signature here can regress "
+        "(the server said: "
     )
 
 
@@ -94,3 +95,18 @@ def test_predict_with_the_schema_leaves_the_label_out_of_a_raw_signature(
     here = [json.loads(line)["probabilities"] for line in local.read_text().splitlines()]
     assert remote.shape == (3, 3)
     np.testing.assert_allclose(remote, np.array(here), rtol=1e-5)
+
+
+def test_the_library_says_in_one_line_which_signatures_can_classify(client: Any, server: Any) -> None:
+    from tfship.serve_client import InvalidInputError, RestServingClient
+
+    with RestServingClient(server.rest_url) as rest:
+        for each in (client, rest):
+            with pytest.raises(InvalidInputError) as caught:
+                each.classify("m", [{"x": [1.0, 2.0]}], signature="regress")
+            text = str(caught.value)
+            assert "\n" not in text
+            assert text.startswith(
+                "Classify model 'm': signature 'regress' is a tensorflow/serving/predict signature "
+                "that cannot classify; signatures that can: classify (the server said: "
+            )

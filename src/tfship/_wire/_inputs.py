@@ -191,11 +191,76 @@ def _from_python(where: str, key: str, value: Any, want: str) -> Array:
             return fast
     try:
         array = np.asarray(value)
-    except ValueError as exc:
-        raise InputCheckError(f"{where}: the values do not form an array: {exc}", input=key) from None
+    except ValueError:
+        raise InputCheckError(f"{where}: {_not_an_array(value)}", input=key) from None
+    if array.dtype == object or _maybe_past_int64(array, want):
+        huge = _huge_int(np.asarray(value, dtype=object), want)
+        if huge is not None:
+            target = _target_dtype(want)
+            if target is not None and target.kind in "iu":
+                raise InputCheckError(f"{where}: {huge} is outside the range of {want}", input=key)
+            raise InputCheckError(f"{where}: the integer {huge} is not exact in {want}", input=key)
     if array.dtype.kind in _STRING_KINDS:
         raise InputCheckError(f"{where}: expected {want} numbers, got strings or other objects", input=key)
     return _cast(where, key, array, want)
+
+
+def _not_an_array(value: Any) -> str:
+    """Why nested lists do not form an array, in the words of the lists: which row is ragged."""
+    ragged = _ragged(value, [])
+    if ragged is not None:
+        return ragged
+    return "the values do not form an array (nested lists of one shape are needed)"
+
+
+def _ragged(value: Any, at: list[int]) -> str | None:
+    if not isinstance(value, (list, tuple)):
+        return None
+    lengths = [len(item) if isinstance(item, (list, tuple)) else None for item in value]
+    for index, length in enumerate(lengths):
+        if length != lengths[0]:
+            first, other = ([*at, 0], [*at, index])
+            return (
+                f"the lists are ragged: row {_path(other)} has {_count(length)} where row "
+                f"{_path(first)} has {_count(lengths[0])}; every row needs the same length"
+            )
+    for index, item in enumerate(value):
+        found = _ragged(item, [*at, index])
+        if found is not None:
+            return found
+    return None
+
+
+def _path(index: list[int]) -> str:
+    return "".join(f"[{i}]" for i in index)
+
+
+def _count(length: int | None) -> str:
+    if length is None:
+        return "a single value"
+    return f"{length} value" if length == 1 else f"{length} values"
+
+
+def _maybe_past_int64(array: Array, want: str) -> bool:
+    """Python ints past int64 mixed with others become float64 (or uint64) in numpy, where
+    the range check of an integer input cannot see them: look at the ints themselves."""
+    target = _target_dtype(want)
+    if array.dtype.kind not in "fu" or not array.size or target is None or target.kind not in "iu":
+        return False
+    return float(np.abs(array).max()) >= 2**53
+
+
+def _huge_int(array: Array, want: str) -> int | None:
+    """The first Python int of an object array outside the range of ``want`` (an integer
+    dtype) or of every numpy integer, if any."""
+    target = _target_dtype(want)
+    low, high = -(2**63), 2**64 - 1
+    if target is not None and target.kind in "iu":
+        low, high = int(np.iinfo(target).min), int(np.iinfo(target).max)
+    for item in array.reshape(-1).tolist():
+        if isinstance(item, int) and not isinstance(item, bool) and not low <= item <= high:
+            return item
+    return None
 
 
 def _strings(where: str, key: str, value: Any) -> Array:
@@ -203,10 +268,13 @@ def _strings(where: str, key: str, value: Any) -> Array:
         array = np.empty((), dtype=object)
         array[()] = value
         return array
+    ragged = _ragged(value, [])  # numpy would make an array of lists of them
+    if ragged is not None:
+        raise InputCheckError(f"{where}: {ragged}", input=key)
     try:
         array = np.asarray(value, dtype=object)
-    except ValueError as exc:
-        raise InputCheckError(f"{where}: the values do not form an array: {exc}", input=key) from None
+    except ValueError:
+        raise InputCheckError(f"{where}: {_not_an_array(value)}", input=key) from None
     for item in array.reshape(-1):
         if not isinstance(item, (str, bytes)):
             raise InputCheckError(

@@ -888,11 +888,11 @@ def example_to_json(example: Any) -> dict[str, Any]:
     return out
 
 
-def answer_from_json(value: Any, dtype: str | None) -> NDArray[Any]:
+def answer_from_json(value: Any, dtype: str | None, bool_free: bool = False) -> NDArray[Any]:
     """One output of a REST answer as an array of the signature's dtype (tfship's name).
 
     Strings come back as bytes (``{"b64": ...}`` decoded), as they do over gRPC; an output
-    whose dtype is unknown keeps what JSON gave.
+    whose dtype is unknown keeps what JSON gave. ``bool_free`` as :func:`tensor_from_json`.
 
     Raises:
         JsonError: the value does not fit the dtype, with json_tensor.cc's message.
@@ -900,4 +900,4 @@ def answer_from_json(value: Any, dtype: str | None) -> NDArray[Any]:
     enum = DT_STRING if dtype == "string" else ENUM_OF_NUMPY.get(dtype or "")
     if enum is None:
         return np.asarray(value)
-    return tensor_from_json(value, enum)
+    return tensor_from_json(value, enum, bool_free)

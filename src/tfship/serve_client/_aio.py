@@ -32,7 +32,7 @@ class AsyncServingClient(BaseClient):
     """The :class:`ServingClient` API on asyncio, with a bound on requests in flight.
 
     Create it inside a running event loop. ``target`` picks the transport as for the sync
-    client (``host:port`` gRPC on ``grpc.aio``, ``http://`` REST on ``httpx.AsyncClient``);
+    client (``host:port`` gRPC on ``grpc.aio``, ``http://`` REST on ``httpx.AsyncHTTPTransport``);
     ``transport=`` takes an ``AsyncGrpcTransport``, ``AsyncRestTransport`` or
     ``AsyncInProcessTransport``. Options are the sync client's, plus ``max_in_flight``
     (calls beyond it wait their turn client-side). With ``batching``, concurrent ``predict``
@@ -100,6 +100,7 @@ class AsyncServingClient(BaseClient):
     # -- running flows
     async def _run(self, flow: Flow[T]) -> T:
         """The async twin of ``run_flow``: the same flow, awaited."""
+        self._check_open()
         try:
             step = next(flow)
             while True:
@@ -228,14 +229,19 @@ class AsyncServingClient(BaseClient):
         timeout: Any = DEFAULT,
     ) -> ModelMetadata:
         """Like :meth:`ServingClient.metadata`."""
-        return await self._run(self._metadata_flow(model, version, label, timeout))
+        return await self._run(self._metadata_flow(model, version, label, self._deadline(timeout)))
 
     @names_valid_keywords
     async def status(
-        self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
+        self,
+        model: str,
+        *,
+        version: int | None = None,
+        labels: Sequence[str] = (),
+        timeout: Any = DEFAULT,
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
-        return await self._run(self._status_flow(model, version, timeout))
+        return await self._run(self._status_flow(model, version, self._deadline(timeout), labels))
 
     @names_valid_keywords
     async def wait_until_available(

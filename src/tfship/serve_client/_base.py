@@ -1,7 +1,7 @@
 """The one implementation of every client call, whatever the transport, sync or async.
 
 Each RPC is written once as a *flow*: a generator that builds the request, yields a ``Send``
-(the ``Call`` and its timeout) or a ``Sleep``, receives the answer (or has the failure thrown
+(the ``Call`` and the call's deadline) or a ``Sleep``, receives the answer (or has the failure thrown
 in) and returns the typed result. Validation against the served signature, the signatures cache and
 its refetch after a rejected call, and waiting for a model all live in these flows.
 ``ServingClient`` runs them with blocking sends and ``time.sleep``; ``AsyncServingClient``
@@ -14,8 +14,10 @@ import random
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple, TypeVar, Union
+
+import numpy as np
 
 from tfship.serve_client._calls import (
     WAIT_ERRORS,
@@ -31,13 +33,16 @@ from tfship.serve_client._calls import (
     status_request,
 )
 from tfship.serve_client._errors import (
+    CallCancelledError,
     InvalidInputError,
+    MalformedResponseError,
     ModelNotFoundError,
     ServingCallError,
     ServingSignatureNotFoundError,
     UnimplementedError,
+    renamed_for_call,
 )
-from tfship.serve_client._options import DEFAULT, RetryPolicy, RetryState, deadline_for
+from tfship.serve_client._options import RetryPolicy, RetryState, deadline_for
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -52,15 +57,24 @@ from tfship.serve_client._results import (
     predict_result,
     regress_result,
     status_list,
+    wrong_kind_of_signature,
 )
 from tfship.serve_client._transports import Call
 
-__all__ = ["BaseClient", "Flow", "MetadataCache", "Send", "Sleep", "run_flow"]
+__all__ = ["BaseClient", "Flow", "KnownSignatures", "MetadataCache", "Send", "Sleep", "run_flow"]
 
 T = TypeVar("T")
 _METADATA_TTL = 60.0
 # Rejections after which the served signature may have changed (a new version): refetch it.
-_REFETCH_AFTER = (InvalidInputError, ModelNotFoundError, ServingSignatureNotFoundError)
+# An answer that does not fit the cached signature (REST decodes outputs with its dtypes) too.
+_REFETCH_AFTER = (
+    InvalidInputError,
+    ModelNotFoundError,
+    ServingSignatureNotFoundError,
+    MalformedResponseError,
+)
+# Client-side rejections that a newer signature may accept: checked again after one refetch.
+_STALE_SIGNATURE = (InvalidInputError, ServingSignatureNotFoundError)
 _CacheKey = tuple[str, Union[int, None], Union[str, None]]
 
 
@@ -73,30 +87,44 @@ class Sleep:
 
 @dataclass(frozen=True)
 class Send:
-    """A flow's request to send ``call`` within ``timeout`` (``DEFAULT``: the client's)."""
+    """A flow's request to send ``call`` before ``deadline`` (``time.monotonic()``; None: never).
+
+    The deadline is the whole call's, set when the flow starts: fetching the signature, every
+    attempt and every backoff of a call share it.
+    """
 
     call: Call
-    timeout: Any
+    deadline: float | None
+
+
+class KnownSignatures(NamedTuple):
+    """The signatures a call validates against: the version they came from (None: not
+    reported) and whether this call fetched them (``fresh``) or found them cached."""
+
+    signatures: dict[str, Any]
+    version: int | None
+    fresh: bool
 
 
 Flow = Generator[Union[Send, Sleep], Any, T]
 
 
 class MetadataCache:
-    """Signatures per (model, version, label), fetched once and kept ``_METADATA_TTL`` seconds."""
+    """Signatures per (model, version, label) with the version they came from, fetched once and
+    kept ``_METADATA_TTL`` seconds, or until an answer names another version."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._items: dict[_CacheKey, tuple[float, dict[str, Any]]] = {}
+        self._items: dict[_CacheKey, tuple[float, KnownSignatures]] = {}
 
-    def get(self, key: _CacheKey) -> dict[str, Any] | None:
+    def get(self, key: _CacheKey) -> KnownSignatures | None:
         with self._lock:
             item = self._items.get(key)
         if item is None or time.monotonic() - item[0] > _METADATA_TTL:
             return None
-        return item[1]
+        return item[1]._replace(fresh=False)
 
-    def put(self, key: _CacheKey, value: dict[str, Any]) -> None:
+    def put(self, key: _CacheKey, value: KnownSignatures) -> None:
         with self._lock:
             self._items[key] = (time.monotonic(), value)
 
@@ -132,29 +160,58 @@ class BaseClient:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.transport!r}, timeout={self.timeout})"
 
-    def _retry_state(self, step: Send) -> RetryState:
-        """The attempts of one send: refuses a closed client, starts the call's deadline."""
+    def _check_open(self) -> None:
+        """A call on a closed client fails as a cancelled call, before anything is sent."""
         if self._closed:
-            raise RuntimeError(f"this {type(self).__name__} is closed")
-        deadline = deadline_for(step.timeout, self.timeout)
-        return RetryState(self.retry_policy, deadline, self._rng, step.call.context)
+            raise CallCancelledError(
+                f"this {type(self).__name__} is closed; create a new one", code="CANCELLED"
+            )
+
+    def _retry_state(self, step: Send) -> RetryState:
+        """The attempts of one send, within the call's deadline; refuses a closed client."""
+        self._check_open()
+        return RetryState(self.retry_policy, step.deadline, self._rng, step.call.context)
+
+    def _deadline(self, timeout: Any) -> float | None:
+        """The deadline of a call that starts now (``timeout=DEFAULT``: the client's)."""
+        return deadline_for(timeout, self.timeout)
 
     # -- signatures, for validation (and for REST's output dtypes)
     def _signatures_flow(
-        self, model: str, version: int | None, label: str | None
-    ) -> Flow[dict[str, Any] | None]:
+        self,
+        model: str,
+        version: int | None,
+        label: str | None,
+        deadline: float | None,
+        method: str,
+        *,
+        refresh: bool = False,
+    ) -> Flow[KnownSignatures | None]:
+        """The signatures ``method`` validates against: cached, or fetched (``refresh``: always).
+
+        A failed fetch is reported as a failure of ``method``, the call the user made.
+        """
         if not (self.validate or self.transport.needs_signature):
             return None
         key = (model, version, label)
-        cached = self._metadata.get(key)
-        if cached is None:
-            try:
-                meta = yield from self._metadata_flow(model, version, label, DEFAULT)
-            except UnimplementedError:
-                return None  # a server without metadata: validation is best effort
-            cached = meta.signatures
-            self._metadata.put(key, cached)
-        return cached
+        cached = None if refresh else self._metadata.get(key)
+        if cached is not None:
+            return cached
+        try:
+            meta = yield from self._metadata_flow(model, version, label, deadline)
+        except UnimplementedError:
+            return None  # a server without metadata: validation is best effort
+        except ServingCallError as exc:
+            raise renamed_for_call(exc, method, "its signature could not be fetched") from exc
+        known = KnownSignatures(meta.signatures, meta.model_spec.version, fresh=True)
+        self._metadata.put(key, known)
+        return known
+
+    def _forget_if_outlived(self, model: str, known: KnownSignatures | None, answered: int | None) -> None:
+        """Drop cached signatures once an answer names another version than theirs (a label or
+        "latest" that now means another version)."""
+        if known is not None and None not in (known.version, answered) and known.version != answered:
+            self._metadata.drop(model)
 
     # -- the RPCs
     def _predict_flow(
@@ -168,8 +225,43 @@ class BaseClient:
         output_filter: Sequence[str] | None,
         timeout: Any,
     ) -> Flow[PredictResult]:
-        signatures = yield from self._signatures_flow(model, version, label)
-        sig = pick_signature(signatures, signature, model)
+        deadline = self._deadline(timeout)
+        known = yield from self._signatures_flow(model, version, label, deadline, "Predict")
+        call: dict[str, Any] = {
+            "signature": signature, "version": version, "label": label, "output_filter": output_filter
+        }
+        try:
+            sig, request, arrays = self._predict_call(model, inputs, known, **call)
+        except _STALE_SIGNATURE:
+            if known is None or known.fresh:
+                raise
+            # Refused by a cached signature: a newer version may take these inputs. Ask once.
+            known = yield from self._signatures_flow(model, version, label, deadline, "Predict", refresh=True)
+            sig, request, arrays = self._predict_call(model, inputs, known, **call)
+        sent = Call("Predict", request, model, _asked(version, label), sig, arrays)
+        try:
+            answer = yield Send(sent, deadline)
+        except _REFETCH_AFTER:
+            self._metadata.drop(model)
+            raise
+        result = predict_result(answer)
+        self._forget_if_outlived(model, known, result.model_spec.version)
+        return result
+
+    def _predict_call(
+        self,
+        model: str,
+        inputs: Any,
+        known: KnownSignatures | None,
+        *,
+        signature: str | None,
+        version: int | None,
+        label: str | None,
+        output_filter: Sequence[str] | None,
+    ) -> tuple[Any, Any, Any]:
+        """(the signature checked against, the PredictRequest, the inputs as arrays when the
+        transport takes them and the request does not hold them); raises what the check refuses."""
+        sig = pick_signature(None if known is None else known.signatures, signature, model)
         encoded = predict_inputs(
             inputs,
             sig,
@@ -178,17 +270,13 @@ class BaseClient:
             cast=self.cast,
             output_filter=output_filter,
             validate=self.validate,
+            as_arrays=getattr(self.transport, "takes_arrays", False),
         )
         request = predict_request(
             model, encoded, signature=signature, version=version, label=label, output_filter=output_filter
         )
-        call = Call("Predict", request, model, version if version is not None else label, sig)
-        try:
-            answer = yield Send(call, timeout)
-        except _REFETCH_AFTER:
-            self._metadata.drop(model)
-            raise
-        return predict_result(answer)
+        arrays = encoded if any(isinstance(a, np.ndarray) for a in encoded.values()) else None
+        return sig, request, arrays
 
     def _examples_flow(
         self,
@@ -202,9 +290,28 @@ class BaseClient:
         schema: Any,
         timeout: Any,
     ) -> Flow[Any]:
-        """Classify or Regress (``method``): the response message."""
-        request = examples_request(method, model, examples, context, signature, version, label, schema)
-        response = yield Send(Call(method, request, model, _asked(version, label)), timeout)
+        """Classify or Regress (``method``): the response message.
+
+        A refusal by a signature of another kind (Classify on a regression signature) is told
+        in one line naming the signatures that can answer, instead of the server's text (which
+        may carry the whole SignatureDef).
+        """
+        try:
+            request = examples_request(method, model, examples, context, signature, version, label, schema)
+        except InvalidInputError as exc:  # a bad record: say which call and model it was for
+            raise InvalidInputError(f"{method} model {model!r}: {exc}", model=model) from exc.__cause__
+        deadline = self._deadline(timeout)
+        try:
+            response = yield Send(Call(method, request, model, _asked(version, label)), deadline)
+        except InvalidInputError as exc:
+            try:
+                meta = yield from self._metadata_flow(model, version, label, deadline)
+            except ServingCallError:
+                raise exc from None  # the metadata is a courtesy here: keep the server's error
+            better = wrong_kind_of_signature(exc, method, model, signature, meta.signatures)
+            if better is None:
+                raise
+            raise better from exc
         return response
 
     def _classify_flow(self, *args: Any) -> Flow[ClassifyResult]:
@@ -231,27 +338,40 @@ class BaseClient:
         request = multi_inference_request(
             model, examples_input(examples, context, schema), tasks, version=version, label=label
         )
-        response = yield Send(Call("MultiInference", request, model, _asked(version, label)), timeout)
+        deadline = self._deadline(timeout)
+        response = yield Send(Call("MultiInference", request, model, _asked(version, label)), deadline)
         return multi_inference_result(response)
 
     def _metadata_flow(
-        self, model: str, version: int | None, label: str | None, timeout: Any
+        self, model: str, version: int | None, label: str | None, deadline: float | None
     ) -> Flow[ModelMetadata]:
         request = metadata_request(model, version=version, label=label)
-        response = yield Send(Call("GetModelMetadata", request, model, _asked(version, label)), timeout)
+        response = yield Send(Call("GetModelMetadata", request, model, _asked(version, label)), deadline)
         return metadata_result(response)
 
-    def _status_flow(self, model: str, version: int | None, timeout: Any) -> Flow[list[VersionStatus]]:
+    def _status_flow(
+        self, model: str, version: int | None, deadline: float | None, labels: Sequence[str] = ()
+    ) -> Flow[list[VersionStatus]]:
+        """GetModelStatus; each of ``labels`` is resolved (GetModelMetadata names the version a
+        label points at, which GetModelStatus never reports) and shown on its version."""
+        if isinstance(labels, str):
+            raise TypeError("labels must be a list of label names, not a str")
         request = status_request(model, version=version)
-        response = yield Send(Call("GetModelStatus", request, model, version), timeout)
-        return status_list(response)
+        response = yield Send(Call("GetModelStatus", request, model, version), deadline)
+        found = status_list(response)
+        named: dict[int, list[str]] = {}
+        for label in labels:
+            meta = yield from self._metadata_flow(model, None, label, deadline)
+            if meta.model_spec.version is not None:
+                named.setdefault(meta.model_spec.version, []).append(label)
+        return [replace(s, labels=tuple(named.get(s.version, ()))) for s in found]
 
     def _wait_flow(self, model: str, version: int | None, timeout: float, poll: float) -> Flow[VersionStatus]:
         waiter = Waiter(model, version, timeout, poll)
         while True:
             try:
                 answer: list[VersionStatus] | ServingCallError = yield from self._status_flow(
-                    model, version, waiter.budget()
+                    model, version, time.monotonic() + waiter.budget()
                 )
             except WAIT_ERRORS as exc:
                 answer = exc
@@ -261,7 +381,8 @@ class BaseClient:
             yield Sleep(poll)
 
     def _reload_flow(self, config: Any, timeout: Any) -> Flow[None]:
-        response = yield Send(Call("HandleReloadConfigRequest", reload_request(config)), timeout)
+        deadline = self._deadline(timeout)
+        response = yield Send(Call("HandleReloadConfigRequest", reload_request(config)), deadline)
         check_reload(response)
         self._metadata.drop()
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from tfship._wire import DEFAULT_SIGNATURE, encode_tensor, protos
 from tfship._wire._inputs import InputCheckError, check_inputs, shape_text
+from tfship.errors import InputError
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -77,17 +78,22 @@ def predict_inputs(
     cast: bool,
     output_filter: Sequence[str] | None,
     validate: bool = True,
+    as_arrays: bool = False,
 ) -> dict[str, Any]:
     """Encoded inputs, checked against ``sig`` (when known and ``validate``), and a checked
-    ``output_filter``: everything that can be wrong is found before sending."""
+    ``output_filter``: everything that can be wrong is found before sending. ``as_arrays``:
+    checked inputs stay numpy arrays (for a transport that writes its own format)."""
     key = signature or DEFAULT_SIGNATURE
-    encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast)
+    encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast, as_arrays=as_arrays)
     check_output_filter(output_filter, sig, model, key)
     return encoded
 
 
-def encode_inputs(inputs: Any, signature: Any | None, model: str, *, cast: bool = False) -> dict[str, Any]:
-    """Encode predict inputs to TensorProtos, checked against the signature when known.
+def encode_inputs(
+    inputs: Any, signature: Any | None, model: str, *, cast: bool = False, as_arrays: bool = False
+) -> dict[str, Any]:
+    """Encode predict inputs to TensorProtos, checked against the signature when known (with
+    ``as_arrays``, checked inputs are returned as the numpy arrays of the check).
 
     The check is ``tfship._wire``'s ``check_inputs`` (names, dtypes, shapes, and its one cast
     rule): Python values take the signature's dtype, numpy arrays must already have it unless
@@ -99,18 +105,30 @@ def encode_inputs(inputs: Any, signature: Any | None, model: str, *, cast: bool 
     if not isinstance(inputs, Mapping):
         if signature is None or len(signature.inputs) != 1:
             expected = "" if signature is None else f" (inputs: {_describe(signature.inputs)})"
-            raise TypeError(
-                f"inputs must be a dict of input name -> values{expected}; a bare array "
-                "is accepted only for a signature with exactly one input"
+            raise InvalidInputError(
+                f"model {model!r}: inputs must be a dict of input name -> values{expected}; a "
+                "bare array is accepted only for a signature with exactly one input",
+                model=model,
             )
         inputs = {next(iter(signature.inputs)): inputs}
     if signature is None:
-        return {str(k): encode_tensor(v) for k, v in inputs.items()}
+        return {str(k): _encoded(model, str(k), v) for k, v in inputs.items()}
     try:
         arrays = check_inputs(signature, inputs, cast=cast)
     except InputCheckError as exc:
         raise InvalidInputError(f"model {model!r} {exc}", model=model) from None
+    if as_arrays and all(isinstance(a, np.ndarray) for a in arrays.values()):
+        return arrays
     return {key: encode_tensor(array) for key, array in arrays.items()}
+
+
+def _encoded(model: str, key: str, value: Any) -> Any:
+    """One input encoded as it is (no signature to check it against); values that form no
+    tensor are the caller's bad input."""
+    try:
+        return encode_tensor(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidInputError(f"model {model!r} input {key!r}: {exc}", model=model) from None
 
 
 def _is_dataframe(value: Any) -> bool:
@@ -150,7 +168,8 @@ def predict_request(
     request = protos().predict_pb2.PredictRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
     for key, tensor in encoded.items():
-        request.inputs[key].CopyFrom(tensor)
+        if not isinstance(tensor, np.ndarray):  # arrays travel beside the request (Call.inputs)
+            request.inputs[key].CopyFrom(tensor)
     if output_filter is not None:
         if isinstance(output_filter, str):
             raise TypeError("output_filter must be a list of output names, not a str")
@@ -167,15 +186,31 @@ def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
         >>> ex.features.feature["w"].float_list.value[:]
         [0.5, 1.5]
     """
+    where = where or "record"
+    try:
+        return _example(record, schema, where)
+    except (TypeError, ValueError, OverflowError, InputError) as exc:
+        # A bad record is bad input to the call, whatever found it (protobuf, the schema).
+        text = str(exc)
+        message = text if text.startswith(where) else f"{where}: {text}"
+        raise InvalidInputError(message) from exc
+
+
+def _example(record: Any, schema: Any, where: str) -> Any:
+    from google.protobuf.message import DecodeError
+
     example_cls = protos().example_pb2.Example
     if isinstance(record, example_cls):
         return record
     if isinstance(record, (bytes, bytearray)):
-        return example_cls.FromString(bytes(record))
+        try:
+            return example_cls.FromString(bytes(record))
+        except DecodeError:
+            raise ValueError("the bytes are not a serialized tf.train.Example") from None
     if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
         return example_cls.FromString(record.SerializeToString())
     if not isinstance(record, Mapping):
-        raise TypeError(f"an example must be a dict or tf.train.Example, got {type(record).__name__}")
+        raise TypeError(f"a record must be a dict or tf.train.Example, got {type(record).__name__}")
     if schema is not None:
         return schema.to_example(record, where=where)
     example = example_cls()
@@ -188,20 +223,35 @@ def _fill_feature(features: Any, name: str, value: Any) -> None:
     values = _feature_values(value)
     if not values:  # no values: leave the feature out (a var-length feature reads it as empty)
         return
-    first = values[0]
-    if isinstance(first, (str, bytes, bytearray, np.str_, np.bytes_)):
+    kinds = {_feature_kind(name, value) for value in values}
+    if len(kinds) > 1:
+        raise TypeError(f"feature {name!r}: values {values!r} mix {' and '.join(sorted(kinds))}")
+    kind = kinds.pop()
+    if kind == "strings":
         features[name].bytes_list.value.extend(
             [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
         )
-    elif isinstance(first, (bool, int, np.integer, np.bool_)):
+    elif kind == "integers":
+        too_big = [v for v in values if not -(2**63) <= int(v) < 2**63]
+        if too_big:
+            raise ValueError(f"feature {name!r}: {too_big[0]} is outside the range of int64")
         features[name].int64_list.value.extend([int(v) for v in values])
-    elif isinstance(first, (float, np.floating)):
-        features[name].float_list.value.extend([float(v) for v in values])
     else:
-        raise TypeError(
-            f"feature {name!r}: value {first!r} of type {type(first).__name__} is not "
-            "str, bytes, int, bool or float"
-        )
+        features[name].float_list.value.extend([float(v) for v in values])
+
+
+def _feature_kind(name: str, value: Any) -> str:
+    """Which list of a ``tf.train.Feature`` a value goes to: strings, integers or floats."""
+    if isinstance(value, (str, bytes, bytearray, np.str_, np.bytes_)):
+        return "strings"
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return "integers"
+    if isinstance(value, (float, np.floating)):
+        return "floats"
+    raise TypeError(
+        f"feature {name!r}: value {value!r} of type {type(value).__name__} is not "
+        "str, bytes, int, bool or float (a feature holds one value or a flat list of them)"
+    )
 
 
 def _feature_values(value: Any) -> list[Any]:
@@ -217,9 +267,11 @@ def _feature_values(value: Any) -> list[Any]:
 def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
     """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
     pb = protos()
+    if isinstance(examples, (Mapping, str, bytes)) or not isinstance(examples, Iterable):
+        raise TypeError(f"examples must be a list of records, not a {type(examples).__name__}")
     built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
     if not built:
-        raise ValueError("give at least one example")
+        raise InvalidInputError("no examples: give at least one record")
     message = pb.input_pb2.Input()
     if context is None:
         message.example_list.examples.extend(built)

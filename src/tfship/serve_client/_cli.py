@@ -17,7 +17,6 @@ import click
 
 from tfship._output import echo_json
 from tfship.errors import InputError
-from tfship.serve_client._errors import InvalidInputError
 
 _COMMON_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -71,16 +70,15 @@ def _connect(opts: Mapping[str, Any]) -> Iterator[Any]:
             server_name=opts.get("server_name"),
         )
     headers = _headers(opts.get("headers") or ())
-    if opts.get("rest"):
-        from tfship.serve_client import RestServingClient
+    from tfship.serve_client import RestServingClient, ServingClient
 
-        with RestServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as rest:
-            yield rest
-        return
-    from tfship.serve_client import ServingClient
-
-    with ServingClient(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers) as grpc_client:
-        yield grpc_client
+    kind = RestServingClient if opts.get("rest") else ServingClient
+    try:
+        made = kind(opts["server"], timeout=opts["timeout"], tls=tls, headers=headers)
+    except ValueError as exc:  # a target without a port, or a bad one
+        raise click.BadParameter(str(exc), param_hint="--server") from None
+    with made as connected:
+        yield connected
 
 
 def _headers(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -104,15 +102,22 @@ def _check_version(version: int | None, label: str | None) -> None:
 @client.command("status")
 @_options(_COMMON_OPTIONS)
 @click.option("--version", "-V", "version", type=click.IntRange(min=0), help="One version only.")
-def status_command(version: int | None, **opts: Any) -> None:
+@click.option("--label", "-l", "labels", multiple=True, help="Show the version this label names (repeat).")
+def status_command(version: int | None, labels: tuple[str, ...], **opts: Any) -> None:
     """Show the state of each version of a model (newest first).
 
-    Example: tfship client status --server 127.0.0.1:8500 --model penguins
+    Example: tfship client status --server 127.0.0.1:8500 --model penguins -l stable
     """
     with _connect(opts) as conn:
-        found = conn.status(opts["model"], version=version)
+        found = conn.status(opts["model"], version=version, labels=list(labels))
     rows = [
-        {"version": s.version, "state": s.state, "error_code": s.error_code, "error_message": s.error_message}
+        {
+            "version": s.version,
+            "state": s.state,
+            "error_code": s.error_code,
+            "error_message": s.error_message,
+            "labels": list(s.labels),
+        }
         for s in found
     ]
     if opts["as_json"]:
@@ -121,7 +126,8 @@ def status_command(version: int | None, **opts: Any) -> None:
     click.echo(f"model {opts['model']}")
     for row in rows:
         error = "" if row["error_code"] == "OK" else f"  {row['error_code']}: {row['error_message']}"
-        click.echo(f"  version {row['version']:<12} {row['state']}{error}")
+        named = f"  labels: {', '.join(row['labels'])}" if row["labels"] else ""
+        click.echo(f"  version {row['version']:<12} {row['state']}{error}{named}")
 
 
 # -------------------------------------------------------------------------------- metadata
@@ -223,7 +229,7 @@ def predict_command(
                 ignore_unknown,
             )
         elif isinstance(inputs, dict):
-            taken = conn.metadata(opts["model"], version=version, label=label).signature(signature)
+            taken = _predict_signature(conn, opts["model"], version, label, signature)
             inputs = _known_inputs(inputs, taken, ignore_unknown)
         result = conn.predict(
             opts["model"],
@@ -248,6 +254,18 @@ def predict_command(
         shown = _decode_strings(value)
         click.echo(f"{key}: {value.dtype if value.dtype != object else 'string'} {list(value.shape)}")
         click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
+
+
+def _predict_signature(conn: Any, model: str, version: int | None, label: str | None, key: str | None) -> Any:
+    """The signature a predict command reads its inputs for; a failure is the Predict's."""
+    from tfship.serve_client import ServingCallError
+    from tfship.serve_client._errors import renamed_for_call
+
+    try:
+        meta = conn.metadata(model, version=version, label=label)
+    except ServingCallError as exc:
+        raise renamed_for_call(exc, "Predict", "its signature could not be fetched") from exc
+    return meta.signature(key)
 
 
 def _known_inputs(inputs: dict[str, Any], sig: Any, ignore_unknown: bool) -> dict[str, Any]:
@@ -292,7 +310,7 @@ def _schema_inputs(
         raise InputError("with --schema give one records file (--input) or --data")
     records = _read_example_records(input_paths[0] if input_paths else None, data)
     source = input_paths[0] if input_paths else "--data"
-    sig = conn.metadata(model, version=version, label=label).signature(signature)
+    sig = _predict_signature(conn, model, version, label, signature)
     schema = Schema.load(schema_path)
     strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
     if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
@@ -480,18 +498,15 @@ def _example_command(kind: str) -> Callable[..., None]:
         extra = {"context": _parse_json(context, "--context")} if context else {}
         with _connect(opts) as conn:
             call = conn.classify if kind == "classify" else conn.regress
-            try:
-                result = call(
-                    opts["model"],
-                    records,
-                    signature=signature,
-                    version=version,
-                    label=label,
-                    schema=schema,
-                    **extra,
-                )
-            except InvalidInputError as exc:
-                raise _wrong_signature(conn, kind, opts["model"], version, label, signature, exc) from None
+            result = call(
+                opts["model"],
+                records,
+                signature=signature,
+                version=version,
+                label=label,
+                schema=schema,
+                **extra,
+            )
         _print_example_result(kind, result, opts["as_json"])
 
     command.__doc__ = (
@@ -499,35 +514,6 @@ def _example_command(kind: str) -> Callable[..., None]:
         f"Example: tfship client {kind} -m penguins -i penguins.jsonl"
     )
     return command
-
-
-_METHOD_OF = {"classify": "tensorflow/serving/classify", "regress": "tensorflow/serving/regress"}
-
-
-def _wrong_signature(
-    conn: Any, kind: str, model: str, version: int | None, label: str | None,
-    signature: str | None, exc: Exception,
-) -> Exception:
-    """One line for a Classify/Regress the signature cannot answer: which signatures could.
-
-    The server's own message may carry a whole SignatureDef over many lines; its first line
-    stays as the cause.
-    """
-    try:
-        signatures = conn.metadata(model, version=version, label=label).signatures
-    except Exception:  # the metadata is a courtesy here: keep the server's error
-        return exc
-    key = signature or "serving_default"
-    sig = signatures.get(key)
-    if sig is None or sig.method_name == _METHOD_OF[kind]:
-        return exc
-    fitting = sorted(k for k, s in signatures.items() if s.method_name == _METHOD_OF[kind])
-    would = f"signatures that {kind}: {', '.join(fitting)}" if fitting else f"no signature here can {kind}"
-    cause = str(exc).strip().splitlines()[0]
-    return InputError(
-        f"signature {key!r} of model {model!r} is a {sig.method_name} signature; {would} "
-        f"(the server said: {cause})"
-    )
 
 
 def _read_example_records(input_path: str | None, data: str | None) -> list[Any]:

@@ -114,6 +114,7 @@ class ServingClient(BaseClient):
 
     # -- running flows: the one place calls are sent
     def _run(self, flow: Flow[T]) -> T:
+        self._check_open()
         return run_flow(flow, self._send, time.sleep)
 
     def _send(self, step: Send) -> Any:
@@ -261,23 +262,34 @@ class ServingClient(BaseClient):
     ) -> ModelMetadata:
         """The served model's signatures, as ``tfship.inspect.SignatureInfo`` objects.
 
+        ``__saved_model_init_op``, which TF2 exports list and no call can run, is left out
+        (``.raw`` has it).
+
         Example:
             >>> sorted(client.metadata("iris").signatures)  # doctest: +SKIP
-            ['__saved_model_init_op', 'serving_default']
+            ['serving_default']
         """
-        return self._run(self._metadata_flow(model, version, label, timeout))
+        return self._run(self._metadata_flow(model, version, label, self._deadline(timeout)))
 
     @names_valid_keywords
     def status(
-        self, model: str, *, version: int | None = None, timeout: Any = DEFAULT
+        self,
+        model: str,
+        *,
+        version: int | None = None,
+        labels: Sequence[str] = (),
+        timeout: Any = DEFAULT,
     ) -> list[VersionStatus]:
         """The state of each version of the model the server tracks, newest first.
 
+        TF Serving's status answer names no labels; ``labels`` are looked up one by one (the
+        metadata of ``label=...`` names its version) and shown on the versions they point at.
+
         Example:
-            >>> client.status("iris")  # doctest: +SKIP
-            [VersionStatus(version=2, state='AVAILABLE', error_code='OK', error_message='')]
+            >>> client.status("iris", labels=["stable"])[0].labels  # doctest: +SKIP
+            ('stable',)
         """
-        return self._run(self._status_flow(model, version, timeout))
+        return self._run(self._status_flow(model, version, self._deadline(timeout), labels))
 
     @names_valid_keywords
     def wait_until_available(

@@ -11,6 +11,7 @@
         ├── FailedPreconditionError (1)   FAILED_PRECONDITION (other than a missing signature)
         ├── DeadlineExceededError (1)     DEADLINE_EXCEEDED: the call's deadline passed
         ├── UnavailableError (1)          UNAVAILABLE: server down, unreachable or overloaded
+        ├── TlsError (1)                  the TLS handshake failed (certificate, server name, plain port)
         ├── MessageTooLargeError (1)      RESOURCE_EXHAUSTED: a message is over the size limit
         ├── ResourceExhaustedError (1)    RESOURCE_EXHAUSTED: any other quota
         ├── PermissionDeniedError (1)     PERMISSION_DENIED / UNAUTHENTICATED
@@ -22,12 +23,18 @@
 
 The class comes from the status code through :data:`CODE_TO_ERROR`, refined by TF Serving's
 message texts (a ``NOT_FOUND`` naming ``Specific(model, 3)`` is a missing version, a
-``FAILED_PRECONDITION`` naming a signature key is a missing signature).
+``FAILED_PRECONDITION`` naming a signature key is a missing signature) and by gRPC's (an
+``UNAVAILABLE`` whose cause is a failed TLS handshake is a ``TlsError``, never retried).
+
+gRPC is imported only through :func:`import_grpc`, which keeps gRPC's own logging quiet
+(``GRPC_VERBOSITY=NONE`` unless the environment sets it): the error a call raises says what
+went wrong, without gRPC's handshake lines on stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -49,10 +56,13 @@ __all__ = [
     "ServerInternalError",
     "ServingCallError",
     "ServingSignatureNotFoundError",
+    "TlsError",
     "UnavailableError",
     "UnimplementedError",
     "VersionNotFoundError",
     "error_from_status",
+    "import_grpc",
+    "renamed_for_call",
     "rpc_errors",
 ]
 
@@ -73,6 +83,8 @@ class ServingCallError(ServingError):
     """
 
     hint: str = ""
+    #: Whether sending the same call again may succeed (retried only if its code is retried).
+    retryable: bool = True
 
     def __init__(
         self,
@@ -130,6 +142,14 @@ class UnavailableError(ServingCallError):
     """Raised when the server cannot be reached or is overloaded (``UNAVAILABLE``), after retries."""
 
     hint = "check that the server runs at that address"
+
+
+class TlsError(ServingCallError):
+    """Raised at once, without retries, when the TLS handshake fails: a certificate that does
+    not verify, a server name the certificate does not name, TLS to a port that speaks none."""
+
+    hint = "check the CA certificate, the server name and that the port serves TLS"
+    retryable = False
 
 
 class MessageTooLargeError(ServingCallError):
@@ -213,6 +233,16 @@ _REFINEMENTS: list[tuple[str, re.Pattern[str], type[ServingCallError]]] = [
         re.compile(r"message larger than max|message size|too large", re.IGNORECASE),
         MessageTooLargeError,
     ),
+    # gRPC's words for a failed handshake: the peer is there, the TLS setup is wrong.
+    (
+        "UNAVAILABLE",
+        re.compile(
+            r"(Tls|Ssl) handshake failed|SSL_ERROR|\[SSL|Hostname Verification"
+            r"|Custom verification check|certificate verify|peer certificate",
+            re.IGNORECASE,
+        ),
+        TlsError,
+    ),
 ]
 
 
@@ -241,18 +271,77 @@ def error_from_status(
         ('VersionNotFoundError', 3)
     """
     cls = error_class(code, details)
-    where = []
-    if method:
-        where.append(method)
+    where = _where(method, model, version)
+    prefix = f"{where}: " if where else ""
+    message = f"{prefix}{_cause(cls, details)} [{code}]"
+    if cls.hint:
+        message += f"; {cls.hint}"
+    return cls(message, code=code, details=details, model=model, version=version)
+
+
+def _where(method: str, model: str | None, version: int | str | None) -> str:
+    """``Predict model 'm' version 3``: the call an error is about."""
+    where = [method] if method else []
     if model is not None:
         where.append(f"model {model!r}")
     if version is not None:
         where.append(f"version {version}")
-    prefix = f"{' '.join(where)}: " if where else ""
-    message = f"{prefix}{details or 'no message'} [{code}]"
-    if cls.hint:
-        message += f"; {cls.hint}"
-    return cls(message, code=code, details=details, model=model, version=version)
+    return " ".join(where)
+
+
+_TLS_CAUSES = [
+    (re.compile(r"Hostname|server name|peer name|not valid for", re.I), "the server's "
+     "certificate does not name the server asked for (set TlsConfig(server_name=...))"),
+    (re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", re.I), "the server's certificate "
+     "does not verify against the CA certificate (or the system's roots, without one)"),
+    (re.compile(r"WRONG_VERSION_NUMBER|record layer|wrong version|http request|EOF occurred", re.I),
+     "the port does not speak TLS (a plain port?)"),
+]
+
+
+def _cause(cls: type[ServingCallError], details: str) -> str:
+    """The server's message; for a TLS failure, first the cause in words, then gRPC's text."""
+    if cls is TlsError:
+        for pattern, cause in _TLS_CAUSES:
+            if pattern.search(details):
+                return f"TLS handshake failed: {cause} ({details})"
+        return f"TLS handshake failed ({details})"
+    return details or "no message"
+
+
+def renamed_for_call(exc: ServingCallError, method: str, what: str) -> ServingCallError:
+    """``exc``, raised by a step a call takes first (fetching the signature), named after the
+    call the user made: ``Predict model 'm': its signature could not be fetched: ...``.
+
+    Example:
+        >>> inner = error_from_status("NOT_FOUND", "Servable not found", model="m",
+        ...                           method="GetModelMetadata")
+        >>> str(renamed_for_call(inner, "Predict", "its signature could not be fetched"))[:61]
+        "Predict model 'm': its signature could not be fetched: Servab"
+    """
+    text = str(exc)
+    inner = _where(_method_of(text), exc.model, exc.version)
+    tail = text[len(inner) + 2:] if inner and text.startswith(inner + ": ") else text
+    message = f"{_where(method, exc.model, exc.version)}: {what}: {tail}"
+    renamed = type(exc)(message, code=exc.code, details=exc.details, model=exc.model, version=exc.version)
+    return renamed
+
+
+def _method_of(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    return first if first.isidentifier() and first[:1].isupper() else ""
+
+
+def import_grpc() -> Any:
+    """The ``grpc`` module, imported with gRPC's own logging quiet unless the user chose a level.
+
+    gRPC reads ``GRPC_VERBOSITY`` once, when it is first imported; a failed TLS handshake would
+    otherwise print several lines on stderr for an error this client raises anyway.
+    """
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    import grpc
+
+    return grpc
 
 
 def status_name(exc: Any) -> str:
@@ -276,7 +365,7 @@ def rpc_errors(
         >>> with rpc_errors(model="m"):
         ...     pass
     """
-    import grpc
+    grpc = import_grpc()
 
     try:
         yield

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from tfship.serve_client._errors import DeadlineExceededError, ServingCallError, error_from_status
+from tfship.serve_client._errors import (
+    DeadlineExceededError,
+    ServingCallError,
+    error_from_status,
+    import_grpc,
+)
 
 __all__ = [
     "DEFAULT",
@@ -152,8 +157,7 @@ class TlsConfig:
 
     def credentials(self) -> Any:
         """The ``grpc.ChannelCredentials`` for this configuration."""
-        import grpc
-
+        grpc = import_grpc()
         return grpc.ssl_channel_credentials(
             root_certificates=pem(self.ca_cert),
             private_key=pem(self.client_key),
@@ -208,7 +212,7 @@ class RetryState:
         return delay
 
     def _delay(self, exc: ServingCallError) -> float | None:
-        if exc.code not in self.policy.retry_on or self.number >= self.policy.attempts:
+        if not exc.retryable or exc.code not in self.policy.retry_on or self.number >= self.policy.attempts:
             return None
         delay = self.policy.delay(self.number, self.rng)
         if self.deadline is not None and time.monotonic() + delay >= self.deadline:

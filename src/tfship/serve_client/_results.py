@@ -12,10 +12,13 @@ import numpy as np
 
 from tfship._wire import DEFAULT_SIGNATURE, TensorDecodeError, decode_predict_response, protos
 from tfship.serve_client._errors import (
+    InvalidInputError,
     MalformedResponseError,
     ModelLoadFailedError,
+    ServingCallError,
     ServingSignatureNotFoundError,
     error_from_status,
+    import_grpc,
 )
 
 _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
@@ -24,6 +27,10 @@ _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "
 @dataclass(frozen=True)
 class ModelSpec:
     """Which servable answered: model name, version (None if not reported) and signature.
+
+    Over gRPC the version is the one that answered. TF Serving's REST answers name no version:
+    over REST it is the version the call asked for (``version=``), and None when the call
+    asked for the latest or a label.
 
     Example:
         >>> ModelSpec("iris", 3, "serving_default").version
@@ -42,6 +49,10 @@ class ModelSpec:
 
 class PredictResult:
     """The answer of ``predict``: outputs as numpy arrays, which servable answered, the proto.
+
+    Strings, on every transport: a string tensor is an object array of ``bytes``, as
+    TensorFlow holds it (it may be binary); the labels of :class:`ClassifyResult` are ``str``,
+    as TF Serving's ``Class.label`` is text.
 
     Example:
         >>> result = client.predict("iris", {"x": [[1.0, 2.0]]})  # doctest: +SKIP
@@ -79,7 +90,8 @@ class PredictResult:
 class ClassifyResult:
     """The answer of ``classify``: per example, (label, score) pairs in the server's order.
 
-    ``labels`` and ``scores`` are arrays of shape ``[examples, classes]``.
+    ``labels`` and ``scores`` are arrays of shape ``[examples, classes]``. Labels are ``str``
+    (TF Serving's ``Class.label`` is text), where a string tensor from ``predict`` is ``bytes``.
 
     Example:
         >>> result.classes[0][:1]  # doctest: +SKIP
@@ -148,10 +160,11 @@ class MultiInferenceResult:
 
 @dataclass(frozen=True)
 class VersionStatus:
-    """The state of one version of a model as the server reports it.
+    """The state of one version of a model as the server reports it, and the labels asked
+    about (``status(labels=...)``) that point at it.
 
     Example:
-        >>> VersionStatus(3, "AVAILABLE", "OK", "").available
+        >>> VersionStatus(3, "AVAILABLE", "OK", "", ("stable",)).available
         True
     """
 
@@ -159,6 +172,7 @@ class VersionStatus:
     state: str
     error_code: str
     error_message: str
+    labels: tuple[str, ...] = ()
 
     @property
     def available(self) -> bool:
@@ -256,8 +270,9 @@ def metadata_result(response: Any) -> ModelMetadata:
     sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
     if "signature_def" in response.metadata:
         response.metadata["signature_def"].Unpack(sig_map)
-    signatures = signature_infos(sig_map.signature_def)
-    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signatures, response)
+    # TF2 exports list __saved_model_init_op, which no call can run: .raw still has it.
+    public = {k: v for k, v in sig_map.signature_def.items() if not k.startswith("__")}
+    return ModelMetadata(ModelSpec.from_proto(response.model_spec), signature_infos(public), response)
 
 
 def status_list(response: Any) -> list[VersionStatus]:
@@ -273,8 +288,7 @@ def status_list(response: Any) -> list[VersionStatus]:
 
 
 def _error_code_name(code: int) -> str:
-    import grpc
-
+    grpc = import_grpc()
     for member in grpc.StatusCode:
         if member.value[0] == code:
             return str(member.name)
@@ -296,6 +310,46 @@ def check_ready(found: list[VersionStatus], model: str, version: int | None) -> 
             version=version,
         )
     return None
+
+
+_METHOD_NAMES = {"Classify": "tensorflow/serving/classify", "Regress": "tensorflow/serving/regress"}
+# The outputs TF Serving reads from a signature of another method name (no method check).
+_ANSWER_KEYS = {"Classify": {"classes", "scores"}, "Regress": {"outputs"}}
+
+
+def can_answer(sig: Any, method: str) -> bool:
+    """Whether TF Serving can run Classify or Regress (``method``) on a signature: one of that
+    method, or (the method name is not checked by default) one input and the outputs it reads."""
+    if sig.method_name == _METHOD_NAMES[method]:
+        return True
+    return len(sig.inputs) == 1 and bool(_ANSWER_KEYS[method] & set(sig.outputs))
+
+
+def wrong_kind_of_signature(
+    exc: ServingCallError, method: str, model: str, signature: str | None, signatures: Mapping[str, Any]
+) -> InvalidInputError | None:
+    """One line for a Classify/Regress (``method``) refused because the signature cannot answer
+    it, naming the signatures that can; None when that is not why it was refused.
+
+    The server's own message may carry a whole SignatureDef over many lines: its first line
+    stays, as the cause.
+    """
+    key = signature or DEFAULT_SIGNATURE
+    sig = signatures.get(key)
+    if sig is None or can_answer(sig, method):
+        return None
+    verb = method.lower()
+    fitting = sorted(k for k, s in signatures.items() if not k.startswith("__") and can_answer(s, method))
+    would = f"signatures that can: {', '.join(fitting)}" if fitting else f"no signature here can {verb}"
+    cause = (exc.details or str(exc)).strip().splitlines()[0]
+    return InvalidInputError(
+        f"{method} model {model!r}: signature {key!r} is a {sig.method_name or 'method-less'} "
+        f"signature that cannot {verb}; {would} (the server said: {cause})",
+        code=exc.code,
+        details=exc.details,
+        model=model,
+        version=exc.version,
+    )
 
 
 def check_reload(response: Any) -> None:

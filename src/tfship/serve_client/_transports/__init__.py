@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tfship.serve_client._transports._base import AsyncTransport, Call, Transport
+from tfship.serve_client._transports._base import (
+    AsyncTransport,
+    Call,
+    Transport,
+    check_target,
+    is_rest_url,
+)
 from tfship.serve_client._transports._grpc import AsyncGrpcTransport, GrpcTransport
 from tfship.serve_client._transports._inprocess import AsyncInProcessTransport, InProcessTransport
 from tfship.serve_client._transports._rest import AsyncRestTransport, RestTransport
@@ -29,14 +35,10 @@ __all__ = [
     "InProcessTransport",
     "RestTransport",
     "Transport",
+    "check_target",
     "is_rest_url",
     "transport_for",
 ]
-
-
-def is_rest_url(target: str) -> bool:
-    """Whether a target names TF Serving's REST API (``http://`` or ``https://``)."""
-    return target.startswith(("http://", "https://"))
 
 
 def transport_for(

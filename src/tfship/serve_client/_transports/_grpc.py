@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tfship._wire import protos
-from tfship.serve_client._errors import rpc_errors
+from tfship.serve_client._errors import import_grpc, rpc_errors
 from tfship.serve_client._options import TlsConfig
-from tfship.serve_client._transports._base import MODEL_METHODS, Call
+from tfship.serve_client._transports._base import MODEL_METHODS, Call, check_target
 
 __all__ = ["AsyncGrpcTransport", "GrpcTransport", "channel_options"]
 
@@ -64,7 +64,7 @@ def channel_options(
 
 def tls_credentials(tls: Any) -> tuple[Any, list[tuple[str, Any]]]:
     """(channel credentials or None, extra options) for ``tls=`` (bool, TlsConfig, credentials)."""
-    import grpc
+    grpc = import_grpc()
 
     if tls is None or tls is False:
         return None, []
@@ -111,6 +111,7 @@ class _GrpcBase:
     """
 
     needs_signature = False
+    takes_arrays = False
 
     def __init__(
         self,
@@ -122,6 +123,7 @@ class _GrpcBase:
         headers: Mapping[str, str] | None = None,
         keepalive: float | None = 60.0,
     ) -> None:
+        check_target(target)
         grpc_module = self._grpc_module()
         self.target = target
         creds, tls_options = tls_credentials(tls)
@@ -138,9 +140,7 @@ class _GrpcBase:
 
     @staticmethod
     def _grpc_module() -> Any:
-        import grpc
-
-        return grpc
+        return import_grpc()
 
     def _stub(self, method: str) -> Any:
         stub = self._stubs.get(method)
@@ -193,6 +193,7 @@ class AsyncGrpcTransport(_GrpcBase):
 
     @staticmethod
     def _grpc_module() -> Any:
+        import_grpc()
         import grpc.aio
 
         return grpc.aio

@@ -56,6 +56,7 @@ class InProcessTransport:
     """
 
     needs_signature = False
+    takes_arrays = False
 
     def __init__(self, server: Any) -> None:
         self.core = _core_of(server)
@@ -79,6 +80,7 @@ class AsyncInProcessTransport:
     so the event loop keeps running while the model computes."""
 
     needs_signature = False
+    takes_arrays = False
 
     def __init__(self, server: Any) -> None:
         self._sync = InProcessTransport(server)

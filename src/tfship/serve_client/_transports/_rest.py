@@ -6,22 +6,27 @@ answer. Differences that come from REST itself: answers carry no ``model_spec`` 
 asked for is reported), ``output_filter`` is applied here, output dtypes (lost in JSON) come
 from the signature the client passes along, and there is no MultiInference or config reload.
 
-Connections are kept open across calls by ``httpx`` (``httpx.Client`` here,
-``httpx.AsyncClient`` for the asyncio client); environment proxies are ignored, as the
-gRPC transport ignores them.
+Connections are kept open across calls by ``httpx``'s connection pools (``httpx.HTTPTransport``
+here, ``httpx.AsyncHTTPTransport`` for the asyncio client); environment proxies are ignored,
+as the gRPC transport ignores them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import math
 import ssl
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import numpy as np
+import orjson
 
 from tfship._wire import (
     CODE_OF_HTTP,
@@ -34,6 +39,8 @@ from tfship._wire import (
     tensor_to_json,
 )
 from tfship.serve_client._errors import (
+    DeadlineExceededError,
+    InvalidInputError,
     MalformedResponseError,
     ServingCallError,
     UnimplementedError,
@@ -41,9 +48,11 @@ from tfship.serve_client._errors import (
 )
 from tfship.serve_client._options import TlsConfig
 from tfship.serve_client._results import PredictOutputs
-from tfship.serve_client._transports._base import Call
+from tfship.serve_client._transports._base import Call, check_target
 
 __all__ = ["AsyncRestTransport", "RestTransport"]
+
+logger = logging.getLogger("tfship.serve_client")
 
 _VERBS = {"Predict": ":predict", "Classify": ":classify", "Regress": ":regress"}
 _NOT_IN_REST = {
@@ -53,36 +62,56 @@ _NOT_IN_REST = {
 
 
 class _RestBase:
-    """What both REST transports keep: the base URL, headers, TLS and the JSON mapping."""
+    """What both REST transports keep: the base URL, headers, TLS and the JSON mapping.
+
+    Requests go straight to httpx's connection pool (``httpx.HTTPTransport``), built from
+    parsed URLs kept per path: a client's redirects, cookies and auth would only cost time
+    on every call, and TF Serving uses none of them.
+    """
 
     needs_signature = True
+    takes_arrays = True
+    _pool: Any
 
     def __init__(self, url: str, *, tls: Any, headers: Mapping[str, str] | None) -> None:
         scheme = "https" if tls else "http"
         self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
+        check_target(self.url)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self._header_list = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         self._verify: Any = _ssl_context(tls) if tls else True
         server_name = tls.server_name if isinstance(tls, TlsConfig) else None
-        self._extensions = {"sni_hostname": server_name} if server_name else None
+        self._extensions = {"sni_hostname": server_name} if server_name else {}
+        self._urls: dict[str, Any] = {}
         self._closed = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    def _client_options(self, max_connections: int) -> dict[str, Any]:
+    def _pool_options(self, max_connections: int) -> dict[str, Any]:
         import httpx
 
         return {
             "verify": self._verify,
             "trust_env": False,  # never through a proxy from the environment
-            "headers": self.headers,
             "limits": httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
         }
 
-    def _prepare(self, call: Call, timeout: float | None) -> dict[str, Any]:
-        """The keywords of ``httpx.Client.request`` for ``call``."""
+    def _url(self, path: str) -> Any:
+        url = self._urls.get(path)
+        if url is None:
+            import httpx
+
+            url = httpx.URL(self.url + path)
+            if len(self._urls) < 1024:  # paths are per model, version or label: few
+                self._urls[path] = url
+        return url
+
+    def _prepare(self, call: Call, deadline: float | None) -> Any:
+        """The ``httpx.Request`` of ``call`` with what is left of its deadline, or the answer
+        itself when REST cannot carry the request but its answer is known (an empty batch)."""
         import httpx
 
         if call.method in _NOT_IN_REST:
@@ -91,31 +120,45 @@ class _RestBase:
                 code="UNIMPLEMENTED",
                 model=call.model,
             )
-        verb, path, body = rest_request(call.method, call.request)
-        options: dict[str, Any] = {
-            "method": verb,
-            "url": self.url + path,
-            "timeout": httpx.Timeout(timeout),
-        }
-        if body is not None:
-            options["content"] = json.dumps(body).encode("utf-8")
-        if self._extensions:
-            options["extensions"] = self._extensions
-        return options
+        try:
+            verb, path, body = rest_request(call.method, call.request, call.inputs)
+        except _EmptyBatch:
+            return empty_batch_answer(call)
+        except TypeError as exc:  # a dtype JSON cannot carry
+            raise InvalidInputError(f"{call.method} model {call.model!r}: {exc}", model=call.model) from None
+        return httpx.Request(
+            verb,
+            self._url(path),
+            headers=self._header_list,
+            content=None if body is None else _dumps(body),
+            extensions={**self._extensions, "timeout": _timeouts(deadline, call)},
+        )
 
-    def _finish(self, call: Call, response: Any) -> Any:
-        """The answer of ``call`` from an ``httpx.Response``, or its ServingCallError."""
-        if response.status_code >= 400:
-            raise _http_error(response.status_code, response.content, call.context)
+    def _body_timeout(self, request: Any, deadline: float | None, call: Call) -> None:
+        """Give reading the body what is left of the deadline (httpx reads its timeouts when
+        each phase starts, from the request's own dict)."""
+        if deadline is not None:
+            request.extensions["timeout"]["read"] = _left(deadline, call)
+
+    def _finish(self, call: Call, request: Any, status: int, content: bytes, deadline: float | None) -> Any:
+        """The answer of ``call`` from an HTTP status and body, or its ServingCallError; an
+        answer decoded after the deadline is late like any other."""
+        if logger.isEnabledFor(logging.DEBUG):  # in the words httpx's own client logs
+            logger.debug('HTTP Request: %s %s "HTTP/1.1 %d"', request.method, request.url, status)
+        answer = self._decode(call, status, content)
+        _left(deadline, call, "while the answer was decoded")
+        return answer
+
+    def _decode(self, call: Call, status: int, content: bytes) -> Any:
+        if status >= 400:
+            raise _http_error(status, content, call.context)
         try:
-            doc = json.loads(response.content)
-        except ValueError:
-            raise MalformedResponseError(
-                f"{call.method}: the answer is not JSON: {response.content[:200]!r}",
-                model=call.model,
-            ) from None
+            doc = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            doc = _loads_slowly(content, call)
         try:
-            return rest_answer(call, doc)
+            bool_free = b"true" not in content and b"false" not in content
+            return rest_answer(call, doc, bool_free)
         except (KeyError, TypeError, ValueError) as exc:
             raise MalformedResponseError(
                 f"{call.method}: unexpected answer ({type(exc).__name__}: {exc}): {str(doc)[:200]}",
@@ -148,28 +191,41 @@ class RestTransport(_RestBase):
         import httpx
 
         super().__init__(url, tls=tls, headers=headers)
-        self._http = httpx.Client(**self._client_options(max_connections))
+        self._pool = httpx.HTTPTransport(**self._pool_options(max_connections))
 
     def send(self, call: Call, timeout: float | None) -> Any:
-        """Send one call; HTTP and connection failures leave as ``ServingCallError`` subclasses."""
+        """Send one call within ``timeout`` seconds, all of it: encoding, connecting, sending,
+        the server's time, receiving and decoding. HTTP and connection failures leave as
+        ``ServingCallError`` subclasses."""
         import httpx
 
-        options = self._prepare(call, timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        request = self._prepare(call, deadline)
+        if not isinstance(request, httpx.Request):
+            return request
         try:
-            response = self._http.request(**options)
+            response = self._pool.handle_request(request)
+            try:
+                self._body_timeout(request, deadline, call)
+                chunks = []
+                for chunk in response.iter_bytes():  # a slow body is stopped at the deadline
+                    chunks.append(chunk)
+                    _left(deadline, call, "while the answer was arriving")
+            finally:
+                response.close()
         except httpx.HTTPError as exc:
             raise _connection_error(exc, call.context) from None
-        return self._finish(call, response)
+        return self._finish(call, request, response.status_code, b"".join(chunks), deadline)
 
     def close(self) -> None:
         """Close the kept-alive connections; calling it again does nothing."""
         if not self._closed:
             self._closed = True
-            self._http.close()
+            self._pool.close()
 
 
 class AsyncRestTransport(_RestBase):
-    """:class:`RestTransport` on asyncio (``httpx.AsyncClient``), for ``AsyncServingClient``."""
+    """:class:`RestTransport` on asyncio (``httpx.AsyncHTTPTransport``), for ``AsyncServingClient``."""
 
     def __init__(
         self,
@@ -182,24 +238,99 @@ class AsyncRestTransport(_RestBase):
         import httpx
 
         super().__init__(url, tls=tls, headers=headers)
-        self._http = httpx.AsyncClient(**self._client_options(max_connections))
+        self._pool = httpx.AsyncHTTPTransport(**self._pool_options(max_connections))
 
     async def send(self, call: Call, timeout: float | None) -> Any:
-        """Send one call; HTTP and connection failures leave as ``ServingCallError`` subclasses."""
+        """Send one call within ``timeout`` seconds, all of it (see :meth:`RestTransport.send`)."""
         import httpx
 
-        options = self._prepare(call, timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        request = self._prepare(call, deadline)
+        if not isinstance(request, httpx.Request):
+            return request
         try:
-            response = await self._http.request(**options)
+            async with asyncio.timeout(None if deadline is None else _left(deadline, call)):
+                response = await self._pool.handle_async_request(request)
+                try:
+                    content = b"".join([chunk async for chunk in response.aiter_bytes()])
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise _late(call, "waiting for the answer") from None
         except httpx.HTTPError as exc:
             raise _connection_error(exc, call.context) from None
-        return self._finish(call, response)
+        return self._finish(call, request, response.status_code, content, deadline)
 
     async def aclose(self) -> None:
         """Close the kept-alive connections; calling it again does nothing."""
         if not self._closed:
             self._closed = True
-            await self._http.aclose()
+            await self._pool.aclose()
+
+
+# ------------------------------------------------------------------ deadlines and bodies
+
+
+def _left(deadline: float | None, call: Call, what: str = "waiting for the answer") -> float | None:
+    """Seconds left before ``deadline``; DeadlineExceededError once it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _late(call, what)
+    return left
+
+
+def _late(call: Call, what: str) -> DeadlineExceededError:
+    err = error_from_status("DEADLINE_EXCEEDED", f"the call's deadline passed {what}", **call.context)
+    assert isinstance(err, DeadlineExceededError)
+    return err
+
+
+def _timeouts(deadline: float | None, call: Call) -> dict[str, float | None]:
+    """httpx's timeouts of a request: every phase gets what is left of the deadline."""
+    left = _left(deadline, call, "before the request was sent")
+    return {"connect": left, "read": left, "write": left, "pool": left}
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    """A request body as JSON, written by orjson in C (numeric arrays included); through
+    ``json`` when a value is NaN or infinite, which orjson would write as ``null`` and TF
+    Serving reads as ``NaN``/``Infinity``."""
+    if _finite(body):
+        try:
+            return orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
+        except orjson.JSONEncodeError:
+            pass  # an array orjson cannot write: the slow path says what is wrong with it
+    return json.dumps(body, default=_plain).encode("utf-8")
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind != "f" or bool(np.isfinite(value).all())
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    return True
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return tensor_to_json(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _loads_slowly(content: bytes, call: Call) -> Any:
+    """Answers orjson refuses: ``NaN``/``Infinity`` (which TF Serving writes), or not JSON."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        raise MalformedResponseError(
+            f"{call.method}: the answer is not JSON: {content[:200]!r}", model=call.model
+        ) from None
 
 
 # ------------------------------------------------------------------------ TLS and errors
@@ -239,7 +370,22 @@ def _connection_error(exc: Any, context: Mapping[str, Any]) -> ServingCallError:
 
     if isinstance(exc, httpx.TimeoutException):
         return error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context)
+    tls = _ssl_cause(exc)
+    if tls is not None:  # UNAVAILABLE with the handshake's words: a TlsError, never retried
+        return error_from_status("UNAVAILABLE", str(tls), **context)
     return error_from_status("UNAVAILABLE", f"cannot connect: {exc}", **context)
+
+
+def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
+    """The ``ssl.SSLError`` behind a connection failure, if that is what it is."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _http_error(status: int, raw: bytes, context: Mapping[str, Any]) -> ServingCallError:
@@ -254,8 +400,11 @@ def _http_error(status: int, raw: bytes, context: Mapping[str, Any]) -> ServingC
 # ------------------------------------------------------------- requests to JSON bodies
 
 
-def rest_request(method: str, request: Any) -> tuple[str, str, dict[str, Any] | None]:
-    """(HTTP method, path, JSON body) of TF Serving's REST call for a request message.
+def rest_request(
+    method: str, request: Any, inputs: Mapping[str, Any] | None = None
+) -> tuple[str, str, dict[str, Any] | None]:
+    """(HTTP method, path, JSON body) of TF Serving's REST call for a request message (a
+    Predict's ``inputs`` as arrays, when the request does not hold them).
 
     Example:
         >>> from tfship.serve_client._calls import status_request
@@ -268,12 +417,70 @@ def rest_request(method: str, request: Any) -> tuple[str, str, dict[str, Any] | 
     if method == "GetModelMetadata":
         return "GET", path + "/metadata", None
     if method == "Predict":
-        body = {"inputs": {k: tensor_to_json(decode_tensor(t)) for k, t in request.inputs.items()}}
+        arrays = inputs if inputs is not None else {k: decode_tensor(t) for k, t in request.inputs.items()}
+        body = {"inputs": {k: _json_tensor(a) for k, a in arrays.items()}}
     else:
         body = _examples_body(request.input)
     if request.model_spec.signature_name:
         body["signature_name"] = request.model_spec.signature_name
     return "POST", path + _VERBS[method], body
+
+
+class _EmptyBatch(Exception):
+    """A Predict input has no rows: JSON writes ``[]`` for any such shape, and TF Serving
+    would read a tensor of shape ``[0]``."""
+
+
+def _json_tensor(array: np.ndarray[Any, Any]) -> Any:
+    """A request tensor for the body: numeric arrays stay arrays (written by orjson in C),
+    strings become text or ``{"b64": ...}``; an empty tensor JSON cannot shape is refused."""
+    if 0 in array.shape[:-1]:
+        raise _EmptyBatch()
+    kind = array.dtype.kind
+    if kind in "biu" or (kind == "f" and array.dtype.itemsize >= 4):
+        return np.ascontiguousarray(array)
+    return tensor_to_json(array)
+
+
+def empty_batch_answer(call: Call) -> PredictOutputs:
+    """The answer to a Predict of zero rows, which REST cannot send: every output with zero
+    rows, as TF Serving answers it over gRPC, shaped by the signature (``[?, 3]`` -> ``(0, 3)``).
+
+    Raises:
+        InvalidInputError: an output's shape beyond its rows is unknown, so the answer is too.
+    """
+    where = f"Predict model {call.model!r}"
+    if call.inputs is not None:
+        shapes = {key: tuple(np.shape(a)) for key, a in call.inputs.items()}
+    else:
+        shapes = {key: tuple(d.size for d in t.tensor_shape.dim) for key, t in call.request.inputs.items()}
+    sig = call.signature
+    if sig is None or any(shape[:1] != (0,) for shape in shapes.values()):
+        raise InvalidInputError(
+            f"{where}: inputs {shapes} hold no values, and REST cannot send their shapes (JSON "
+            "writes [] for all of them); send at least one row, or call over gRPC",
+            model=call.model,
+        )
+    wanted = list(call.request.output_filter) or list(sig.outputs)
+    outputs = {}
+    for key in wanted:
+        info = sig.outputs[key]
+        shape = info.shape
+        if shape is None or not shape or shape[0] not in (None, -1) or any(
+            d is None or d < 0 for d in shape[1:]
+        ):
+            raise InvalidInputError(
+                f"{where}: an empty batch cannot be sent over REST (JSON keeps no shape for "
+                f"{shapes}) and output {key!r} of shape {list(shape or [])} cannot be answered "
+                "without the server; send at least one row, or call over gRPC",
+                model=call.model,
+            )
+        outputs[key] = np.zeros((0, *shape[1:]), dtype=_numpy_dtype(info.dtype))
+    return PredictOutputs(outputs, asked_spec(call.request.model_spec), {"outputs": {}})
+
+
+def _numpy_dtype(name: str) -> Any:
+    return object if name == "string" else np.dtype(name)
 
 
 def model_path(spec: Any) -> str:
@@ -300,15 +507,16 @@ def _examples_body(input_message: Any) -> dict[str, Any]:
 # ------------------------------------------------------------ JSON answers to responses
 
 
-def rest_answer(call: Call, doc: Any) -> Any:
-    """The response message (Predict: ``PredictOutputs``) for a JSON answer to ``call``."""
+def rest_answer(call: Call, doc: Any, bool_free: bool = False) -> Any:
+    """The response message (Predict: ``PredictOutputs``) for a JSON answer to ``call``;
+    ``bool_free``: the body holds no ``true``/``false``, so numbers may be read in one step."""
     if call.method == "GetModelStatus":
         return _status_response(doc)
     if call.method == "GetModelMetadata":
         return _metadata_response(doc)
     spec = asked_spec(call.request.model_spec)
     if call.method == "Predict":
-        outputs = _outputs_from_json(doc.get("outputs"), call.signature)
+        outputs = _outputs_from_json(doc.get("outputs"), call.signature, bool_free)
         wanted = list(call.request.output_filter)
         if wanted:  # TF Serving's REST API has no output filter: every output comes back
             outputs = {k: outputs[k] for k in wanted if k in outputs}
@@ -366,16 +574,16 @@ def _regress_response(doc: Any, spec: Any) -> Any:
     return response
 
 
-def _outputs_from_json(value: Any, sig: Any) -> dict[str, np.ndarray[Any, Any]]:
+def _outputs_from_json(value: Any, sig: Any, bool_free: bool) -> dict[str, np.ndarray[Any, Any]]:
     names = [] if sig is None else list(sig.outputs)
     if not isinstance(value, dict) or (len(names) == 1 and names[0] not in value):
         value = {names[0] if names else "outputs": value}
     table = {} if sig is None else sig.outputs
-    return {key: _array(item, table.get(key)) for key, item in value.items()}
+    return {key: _array(item, table.get(key), bool_free) for key, item in value.items()}
 
 
-def _array(value: Any, info: Any) -> np.ndarray[Any, Any]:
+def _array(value: Any, info: Any, bool_free: bool) -> np.ndarray[Any, Any]:
     try:
-        return answer_from_json(value, getattr(info, "dtype", None))
+        return answer_from_json(value, getattr(info, "dtype", None), bool_free)
     except JsonError as exc:
         raise MalformedResponseError(f"the REST answer's output does not fit its signature: {exc}") from None
