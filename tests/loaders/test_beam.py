@@ -47,9 +47,9 @@ def test_direct_runner_output_equals_the_local_path(
     assert list(beam_frame.columns) == list(local_frame.columns)
     assert beam_frame["id"].tolist() == local_frame["id"].tolist()  # same rows, same order
     # Beam picks its own batch sizes: the last float bit may differ between batchings.
-    numeric = [c for c in local_frame.columns if c.startswith("scores")]
-    np.testing.assert_allclose(beam_frame[numeric], local_frame[numeric], rtol=1e-6)
-    assert beam_frame["classes_0"].tolist() == local_frame["classes_0"].tolist()
+    assert list(local_frame.columns) == ["id", "class", "probability"]
+    np.testing.assert_allclose(beam_frame["probability"], local_frame["probability"], rtol=1e-6)
+    assert beam_frame["class"].tolist() == local_frame["class"].tolist()
     assert beam_rejects.read_text() == local_rejects.read_text()
     local_summary, beam_summary = json.loads(local.stdout), json.loads(beam.stdout)
     for key in ("rows_in", "predicted", "rejected"):
@@ -78,4 +78,5 @@ def test_direct_runner_reads_tfrecords_with_kept_features(
     assert local.exit_code == 0 and beam.exit_code == 0, beam.output
     local_frame, beam_frame = pd.read_csv(local_out), pd.read_csv(beam_out)
     assert beam_frame["id"].tolist() == local_frame["id"].tolist() == [f"id{i}" for i in range(10)]
-    np.testing.assert_allclose(beam_frame["scores_1"], local_frame["scores_1"], rtol=1e-6)
+    np.testing.assert_allclose(beam_frame["probability"], local_frame["probability"], rtol=1e-6)
+    assert beam_frame["class"].tolist() == local_frame["class"].tolist()

@@ -26,7 +26,7 @@ from tfship.loaders._convert import convert_value
 from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
 from tfship.loaders._predict import Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
-from tfship.loaders._writers import RejectsWriter, format_for, make_writer
+from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ def dead_letter(element: Any, sources: dict[int, str]) -> Iterator[tuple[Any, di
 
 
 def write_predictions(
-    items: list[Any], output: str, fmt: str, signature: str, keys: list[str], keep: list[str]
+    items: list[Any], output: str, fmt: str, signature: str, view: OutputView, keep: list[str]
 ) -> int:
     """Write all predictions in (file, line) order with the local runner's writer."""
     items = sorted(items, key=lambda kv: kv[0])
@@ -178,8 +178,8 @@ def write_predictions(
         for start in range(0, len(items), 4096):
             part = items[start : start + 4096]
             kept = {k: [v[0].get(k) for _, v in part] for k in keep}
-            outputs = {k: np.stack([v[1][k] for _, v in part]) for k in keys}
-            writer.write(kept, outputs)
+            outputs = {k: np.stack([v[1][k] for _, v in part]) for k in view.keys}
+            writer.write(kept, view.columns(outputs))
         writer.close()
     except BaseException:
         writer.abort()
@@ -224,7 +224,8 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         from tfship.loaders._job import ChunkPreparer
 
         adapter = model.adapter(spec.signature)
-        keys = model.output_keys(adapter.sig.key, spec.outputs)
+        chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
+        view = output_view(adapter.sig, chosen, fmt)
         preparer = ChunkPreparer(adapter, spec.keep_columns, False, spec.csv_missing)
         for path in files:
             preparer.check_columns(path)
@@ -234,7 +235,9 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     sources = {i: str(p) for i, p in enumerate(files)}
     from tfship.loaders.beam import LocalModelHandler
 
-    handler: Any = KeyedModelHandler(LocalModelHandler(export_dir, signature, list(keys), spec.batch_size))
+    handler: Any = KeyedModelHandler(
+        LocalModelHandler(export_dir, signature, list(view.keys), spec.batch_size)
+    )
     started = time.perf_counter()
     with beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
         read = (
@@ -262,7 +265,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
             scored.rows
             | "GatherPredictions" >> beam.combiners.ToList()
             | "WritePredictions"
-            >> beam.Map(write_predictions, str(spec.output), fmt, signature, list(keys), keep)
+            >> beam.Map(write_predictions, str(spec.output), fmt, signature, view, keep)
         )
         _ = (
             (read.rejects, converted.rejects, scored.rejects, failed)

@@ -45,7 +45,12 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     help="Output format (default: from the output's suffix). tfrecord = TF Serving PredictionLog.",
 )
 @click.option("--signature", "-s", default=None, help="Signature key (default: serving_default).")
-@click.option("--outputs", default=None, help="Comma-separated output keys (default: all).")
+@click.option(
+    "--outputs",
+    default=None,
+    help="Comma-separated signature outputs to write (default: a classifier's class and "
+    "probability, a regression's prediction, else all outputs).",
+)
 @click.option("--batch-size", default=1024, show_default=True, type=click.IntRange(min=1))
 @click.option(
     "--keep-columns", default=None, help="Comma-separated input columns copied to the output."

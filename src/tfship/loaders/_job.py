@@ -32,7 +32,14 @@ from tfship.loaders._readers import (
     expand_inputs,
     read_chunks,
 )
-from tfship.loaders._writers import RejectsWriter, Writer, format_for, make_writer
+from tfship.loaders._writers import (
+    OutputView,
+    RejectsWriter,
+    Writer,
+    format_for,
+    make_writer,
+    output_view,
+)
 from tfship.schema import CsvMissing
 
 if TYPE_CHECKING:
@@ -400,7 +407,8 @@ def run_job(
     files = expand_inputs(spec.inputs)
     fmt = format_for(spec.output, spec.fmt)
     adapter = model.adapter(spec.signature)
-    keys = model.output_keys(adapter.sig.key, spec.outputs)
+    chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
+    view = output_view(adapter.sig, chosen, fmt)
     preparer = ChunkPreparer(adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing)
     for path in files:
         preparer.check_columns(path)
@@ -425,10 +433,10 @@ def run_job(
             for chunk in read_chunks(path, chunk_rows, preparer.wanted):
                 yield preparer.prepare(chunk)
 
-    runner = BatchRunner(adapter, keys, spec.batch_size)
+    runner = BatchRunner(adapter, view.keys, spec.batch_size)
     try:
         for prepared in background(prepared_chunks()):
-            _handle(prepared, runner, writer, rejects, summary, echo_reject, fmt == "tfrecord")
+            _handle(prepared, runner, view, writer, rejects, summary, echo_reject, fmt == "tfrecord")
             show.update(summary.rows_in)
         writer.close()
         if rejects is not None:
@@ -447,6 +455,7 @@ def run_job(
 def _handle(
     prepared: Prepared,
     runner: BatchRunner,
+    view: OutputView,
     writer: BackgroundWriter,
     rejects: RejectsWriter | None,
     summary: JobSummary,
@@ -462,7 +471,7 @@ def _handle(
         keep = prepared.keep if good.all() else _take_keep(prepared.keep, good)
         inputs = _request_inputs(runner.adapter, prepared, good) if want_inputs else None
         if outputs:
-            writer.write(keep, outputs, inputs)
+            writer.write(keep, view.columns(outputs), inputs)
         summary.predicted += int(good.sum())
     for reject in sorted(all_rejects, key=lambda r: r.line):
         summary.rejected += 1

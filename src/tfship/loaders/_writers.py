@@ -13,17 +13,96 @@ import base64
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
+from tfship._wire import CLASSIFY_METHOD, REGRESS_METHOD
 from tfship.errors import InputError
+
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo
 
 Array = npt.NDArray[Any]
 WRITE_FORMATS = ("jsonl", "csv", "parquet", "tfrecord")
+
+
+# -- what a row of output holds ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputView:
+    """The columns a batch job writes per row, from the signature outputs ``keys`` it fetches.
+
+    ``kind`` is ``"raw"`` (the outputs as the signature returns them), ``"scores"`` (a classify
+    signature's ``classes`` and ``scores``: every row holds the whole vocabulary, so the row's
+    answer is the class of the highest score), ``"class_ids"`` (a ``tf.estimator`` head's
+    predict outputs: ``classes``, ``class_ids``, ``probabilities``) or ``"value"`` (a
+    regression's one value per row). Classifiers write ``class`` and ``probability``,
+    regressions ``prediction``, whichever signature answers.
+
+    Example:
+        >>> view = OutputView(("classes", "scores"), "scores")
+        >>> view.columns({"classes": np.array([[b"a", b"b"]], dtype=object),
+        ...               "scores": np.array([[0.2, 0.8]])})
+        {'class': array([b'b'], dtype=object), 'probability': array([0.8])}
+    """
+
+    keys: tuple[str, ...]
+    kind: str = "raw"
+
+    def columns(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
+        """The written columns of one batch of ``outputs`` (a dict of the fetched ``keys``)."""
+        if self.kind == "raw":
+            return dict(outputs)
+        if self.kind == "value":
+            (key,) = self.keys
+            return {"prediction": outputs[key].reshape(-1)}
+        if self.kind == "scores":
+            scores = outputs["scores"]
+            best = scores.argmax(axis=1)
+            rows = np.arange(scores.shape[0])
+            return {"class": outputs["classes"][rows, best], "probability": scores[rows, best]}
+        probabilities = outputs["probabilities"]
+        ids = outputs["class_ids"].reshape(-1)
+        rows = np.arange(probabilities.shape[0])
+        return {"class": outputs["classes"].reshape(-1), "probability": probabilities[rows, ids]}
+
+
+def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> OutputView:
+    """What a batch job writes for ``sig``: the ``outputs`` asked for, else the row's answer.
+
+    Without ``outputs``, a classifier's rows get their predicted class and its probability and
+    a regression's its value (no output that is the same on every row, such as a classify
+    signature's ``classes`` or ``all_classes``); a signature of another shape gets all its
+    outputs, and so does a ``tfrecord`` of ``PredictionLog`` s, which logs what TF Serving answers.
+    """
+    if outputs is not None or fmt == "tfrecord":
+        return OutputView(tuple(outputs) if outputs is not None else tuple(sorted(sig.outputs)))
+    outs = sig.outputs
+
+    def has(key: str, dtype: str, width: int | None = None) -> bool:
+        info = outs.get(key)
+        if info is None or info.encoding != "dense" or info.shape is None or len(info.shape) != 2:
+            return False
+        kind_ok = info.dtype == dtype if dtype == "string" else info.dtype.startswith(dtype)
+        return kind_ok and (width is None or info.shape[1] == width)
+
+    if sig.method_name == CLASSIFY_METHOD and has("classes", "string") and has("scores", "float"):
+        width = outs["classes"].shape[1]  # type: ignore[index]
+        if width is not None and outs["scores"].shape[1] == width:  # type: ignore[index]
+            return OutputView(("classes", "scores"), "scores")
+    if has("classes", "string", 1) and has("class_ids", "int", 1) and has("probabilities", "float"):
+        return OutputView(("class_ids", "classes", "probabilities"), "class_ids")
+    if sig.method_name == REGRESS_METHOD and has("outputs", "float", 1):
+        return OutputView(("outputs",), "value")
+    if has("predictions", "float", 1) and "probabilities" not in outs:
+        return OutputView(("predictions",), "value")
+    return OutputView(tuple(sorted(outs)))
 
 
 def _umask() -> int:
@@ -327,10 +406,6 @@ class ParquetWriter(_ArrowWriter):
 
 
 # -- TFRecord of PredictionLog ----------------------------------------------------------------
-
-
-CLASSIFY_METHOD = "tensorflow/serving/classify"
-REGRESS_METHOD = "tensorflow/serving/regress"
 
 
 class PredictionLogWriter(Writer):
