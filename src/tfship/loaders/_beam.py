@@ -226,7 +226,9 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         adapter = model.adapter(spec.signature)
         chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
         view = output_view(adapter.sig, chosen, fmt)
-        preparer = ChunkPreparer(adapter, spec.keep_columns, False, spec.csv_missing)
+        preparer = ChunkPreparer(
+            adapter, spec.keep_columns, False, spec.csv_missing, spec.ignore_unknown
+        )
         for path in files:
             preparer.check_columns(path)
         fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key

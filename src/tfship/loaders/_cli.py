@@ -91,6 +91,13 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     is_flag=True,
     help="Also treat --na-values as missing in string columns (default: text is a value).",
 )
+@click.option(
+    "--ignore-unknown/--no-ignore-unknown",
+    default=True,
+    show_default=True,
+    help="Leave out input columns the signature does not take (a label, ids), naming them on "
+    "stderr; --no-ignore-unknown refuses such a file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def predict(
     model: Path,
@@ -108,6 +115,7 @@ def predict(
     beam_options: tuple[str, ...],
     na_values: str | None,
     na_strings: bool,
+    ignore_unknown: bool,
     as_json: bool,
 ) -> None:
     """Batch-predict FILES of records with MODEL (a SavedModel or an export base directory).
@@ -135,6 +143,7 @@ def predict(
         max_rejects=max_rejects,
         na_values=None if na_values is None else [v.strip() for v in na_values.split(",") if v.strip()],
         na_strings=na_strings,
+        ignore_unknown=ignore_unknown,
     )
     def job() -> JobSummary:
         if runner == "beam":

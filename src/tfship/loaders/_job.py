@@ -139,6 +139,7 @@ class JobSpec:
     chunk_rows: int = 16384
     na_values: Sequence[str] | None = None
     na_strings: bool = False
+    ignore_unknown: bool = True
 
     @property
     def csv_missing(self) -> CsvMissing:
@@ -149,7 +150,11 @@ class JobSpec:
 
 
 class ChunkPreparer:
-    """Converts reader chunks for one signature; also used by the Beam pipeline."""
+    """Converts reader chunks for one signature; also used by the Beam pipeline.
+
+    A column that is neither an input nor kept is left out with a warning naming it (once per
+    set of such names), or with ``ignore_unknown=False`` refused.
+    """
 
     def __init__(
         self,
@@ -157,11 +162,14 @@ class ChunkPreparer:
         keep_columns: Sequence[str],
         want_inputs: bool,
         csv: CsvMissing | None = None,
+        ignore_unknown: bool = True,
     ):
         self.adapter = adapter
         self.keep_columns = list(keep_columns)
         self.want_inputs = want_inputs
         self.csv = csv or CsvMissing()
+        self.ignore_unknown = ignore_unknown
+        self._noted: set[tuple[str, ...]] = set()
 
     @property
     def wanted(self) -> set[str]:
@@ -185,8 +193,26 @@ class ChunkPreparer:
                 f"{path}: column(s) to keep {', '.join(map(repr, absent))} not in the file; "
                 f"the file has: {', '.join(names)}"
             )
+        self.check_unknown(str(path), names)
+
+    def check_unknown(self, source: str, names: Sequence[str]) -> None:
+        """Refuse, or note once, the columns of ``source`` that are neither inputs nor kept."""
+        unknown = tuple(sorted(set(names) - self.wanted))
+        if not unknown:
+            return
+        listed = ", ".join(map(repr, unknown))
+        if not self.ignore_unknown:
+            raise InputError(
+                f"{source}: column(s) {listed} not inputs of {self.adapter.where} "
+                f"(it takes: {', '.join(self.adapter.fields)})"
+            )
+        if unknown not in self._noted:
+            self._noted.add(unknown)
+            log.warning("ignored column(s) %s of %s: not inputs of %s", listed, source, self.adapter.where)
 
     def prepare(self, chunk: Chunk) -> Prepared:
+        if chunk.names is not None:
+            self.check_unknown(chunk.source, chunk.names)
         rows_in = chunk.rows + len(chunk.rejects)
         rejects = list(chunk.rejects)
         if chunk.serialized is not None and self.adapter.parsing:
@@ -409,7 +435,9 @@ def run_job(
     adapter = model.adapter(spec.signature)
     chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
     view = output_view(adapter.sig, chosen, fmt)
-    preparer = ChunkPreparer(adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing)
+    preparer = ChunkPreparer(
+        adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing, spec.ignore_unknown
+    )
     for path in files:
         preparer.check_columns(path)
     summary = JobSummary(output=str(spec.output), files=len(files))

@@ -62,6 +62,8 @@ class Chunk:
     ``serialized`` holds the records of a TFRecord file instead of columns; ``texts`` the raw
     text of each row (CSV, JSONL) for the rejects file. ``csv`` says the columns are CSV cell
     text, where missing values are spelled as tokens (see ``tfship.schema.CsvMissing``).
+    ``names`` are all the names the rows of a JSONL chunk carry, kept or not (files with a
+    header name theirs once, in the header).
     """
 
     source: str
@@ -71,6 +73,7 @@ class Chunk:
     texts: Sequence[str] | None = None
     serialized: Array | None = None
     csv: bool = False
+    names: Sequence[str] | None = None
 
     @property
     def rows(self) -> int:
@@ -330,12 +333,11 @@ def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chu
                 records.append(record)
                 numbers.append(number)
                 texts.append(text)
-            names = set().union(*records) if records else set()
-            if wanted is not None:
-                names &= wanted
+            seen = set().union(*records) if records else set()
+            names = seen & wanted if wanted is not None else seen
             columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
             lines_arr = np.asarray(numbers, dtype=np.int64)
-            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts)
+            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts, names=sorted(seen))
 
 
 # -- Parquet -----------------------------------------------------------------------------------
