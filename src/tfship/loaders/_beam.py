@@ -23,7 +23,7 @@ from tfship.loaders._beam_rows import ERROR_KEY as _ERROR_KEY
 from tfship.loaders._beam_rows import NAMESPACE as _NAMESPACE
 from tfship.loaders._beam_rows import counter as _counter
 from tfship.loaders._convert import convert_value
-from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
+from tfship.loaders._job import JobSpec, JobSummary, _check_rejects, output_name
 from tfship.loaders._predict import Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
@@ -276,7 +276,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
             | "WriteRejects" >> beam.Map(write_rejects, str(spec.rejects) if spec.rejects else None)
         )
     summary = JobSummary(
-        output=str(spec.output),
+        output=output_name(spec.output),
         rejects=str(spec.rejects) if spec.rejects else None,
         files=len(files),
         seconds=time.perf_counter() - started,

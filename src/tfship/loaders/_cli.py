@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from tfship._output import echo_json
+from tfship._output import echo_json, json_text
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
 from tfship.loaders._readers import Reject
+from tfship.loaders._writers import is_stdout
 
 
 def _split_list(value: str | None) -> list[str] | None:
@@ -18,11 +19,12 @@ def _split_list(value: str | None) -> list[str] | None:
     return items or None
 
 
-def _print_summary(summary: JobSummary, as_json: bool) -> None:
-    if as_json:
+def _print_summary(summary: JobSummary, as_json: bool, err: bool) -> None:
+    """The summary on stdout, or on stderr when stdout carries the predictions (``-o -``)."""
+    if as_json and not err:
         echo_json(summary.to_dict())
     else:
-        click.echo(summary.line())
+        click.echo(json_text(summary.to_dict()) if as_json else summary.line(), err=err)
 
 
 @click.command()
@@ -36,7 +38,13 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     help="Input file or glob: CSV, JSONL, Parquet, TFRecord of tf.Example (.gz too); repeatable."
     " Files may also follow MODEL (as a shell expands a glob).",
 )
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output file; '-' writes JSONL (or --format csv) to stdout, the summary to stderr.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -156,12 +164,13 @@ def predict(
         with load(model, signature=signature) as loaded:
             return run_job(loaded, spec, echo_reject=_echo_reject)
 
+    to_stdout = is_stdout(output)
     try:
         summary = job()
     except TooManyRejectsError as exc:
-        _print_summary(exc.summary, as_json)
+        _print_summary(exc.summary, as_json, to_stdout)
         raise
-    _print_summary(summary, as_json)
+    _print_summary(summary, as_json, to_stdout)
 
 
 def _echo_reject(reject: Reject) -> None:

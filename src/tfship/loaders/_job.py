@@ -37,6 +37,7 @@ from tfship.loaders._writers import (
     RejectsWriter,
     Writer,
     format_for,
+    is_stdout,
     make_writer,
     output_view,
 )
@@ -440,7 +441,7 @@ def run_job(
     )
     for path in files:
         preparer.check_columns(path)
-    summary = JobSummary(output=str(spec.output), files=len(files))
+    summary = JobSummary(output=output_name(spec.output), files=len(files))
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(
         make_writer(
@@ -524,6 +525,11 @@ def _request_inputs(adapter: SignatureAdapter, prepared: Prepared, good: Array) 
     return {
         k: c[good] for k, c in prepared.columns.items() if isinstance(c, np.ndarray)
     }
+
+
+def output_name(path: Path) -> str:
+    """How the summary names the output: its path, or ``<stdout>`` for ``-``."""
+    return "<stdout>" if is_stdout(path) else str(path)
 
 
 def _check_rejects(spec: JobSpec, summary: JobSummary) -> None:
