@@ -346,7 +346,7 @@ class JsonlWriter(Writer):
             columns.update({k: _json_values(v) for k, v in outputs.items()})
             names = list(columns)
             text = "".join(
-                json.dumps(dict(zip(names, values)), ensure_ascii=False) + "\n"
+                json.dumps(dict(zip(names, values)), ensure_ascii=False, separators=(",", ":")) + "\n"
                 for values in zip(*columns.values())
             )
             data = text.encode("utf-8")
