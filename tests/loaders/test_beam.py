@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,19 @@ def test_direct_runner_reads_tfrecords_with_kept_features(
     assert beam_frame["id"].tolist() == local_frame["id"].tolist() == [f"id{i}" for i in range(10)]
     np.testing.assert_allclose(beam_frame["probability"], local_frame["probability"], rtol=1e-6)
     assert beam_frame["class"].tolist() == local_frame["class"].tolist()
+
+
+def test_direct_runner_names_the_jsonl_columns_it_ignores_and_refuses_them_when_asked(
+    estimator_exports: EstimatorExports, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = write_input("jsonl", tmp_path, make_rows(4, seed=34))  # its "id" is not an input
+    args = ["predict", str(estimator_exports.parsing), str(source), "--runner", "beam"]
+    with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
+        ok = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a.csv")])
+    assert ok.exit_code == 0, ok.output
+    notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ignored")]
+    assert notes == [f"ignored column(s) 'id' of {source}: not inputs of signature 'serving_default'"]
+    refused = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b.csv"), "--no-ignore-unknown"])
+    assert refused.exit_code == 2
+    assert f"Error: {source}: column(s) 'id' not inputs of signature 'serving_default'" in refused.stderr
+    assert not (tmp_path / "b.csv").exists()

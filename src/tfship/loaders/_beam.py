@@ -23,7 +23,13 @@ from tfship.loaders._beam_rows import ERROR_KEY as _ERROR_KEY
 from tfship.loaders._beam_rows import NAMESPACE as _NAMESPACE
 from tfship.loaders._beam_rows import counter as _counter
 from tfship.loaders._convert import convert_value
-from tfship.loaders._job import JobSpec, JobSummary, _check_rejects, output_name
+from tfship.loaders._job import (
+    JobSpec,
+    JobSummary,
+    _check_rejects,
+    check_unknown_columns,
+    output_name,
+)
 from tfship.loaders._predict import Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
@@ -82,15 +88,27 @@ def pipeline_options(options: Sequence[str]) -> Any:
 
 
 def read_rows(
-    item: tuple[int, str], fields: dict[str, Field], keep: list[str], serialized_ok: bool
+    item: tuple[int, str],
+    fields: dict[str, Field],
+    keep: list[str],
+    serialized_ok: bool,
+    unknown: tuple[bool, str] = (True, "the signature"),
 ) -> Iterator[Any]:
-    """Rows of one file as ((file index, line), row); unreadable rows tagged ``rejects``."""
+    """Rows of one file as ((file index, line), row); unreadable rows tagged ``rejects``.
+
+    ``unknown`` is (``ignore_unknown``, the signature's name): a JSONL name that is neither an
+    input nor kept is left out with a warning, or refused (CSV and Parquet headers are checked
+    before the pipeline starts).
+    """
     from apache_beam import pvalue
 
     rows_in = _counter("rows_in")
     index, path = item
     wanted = set(fields) | set(keep)
+    noted: set[tuple[str, ...]] = set()
     for chunk in read_chunks(Path(path), 4096, wanted):
+        if chunk.names is not None:
+            check_unknown_columns(path, chunk.names, wanted, unknown[1], list(fields), unknown[0], noted)
         rows_in.inc(chunk.rows + len(chunk.rejects))
         for reject in chunk.rejects:
             yield pvalue.TaggedOutput("rejects", ((index, reject.line), reject.to_dict()))
@@ -232,6 +250,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         for path in files:
             preparer.check_columns(path)
         fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key
+        where = adapter.where
         export_dir = str(model.path)
     keep = list(spec.keep_columns)
     sources = {i: str(p) for i, p in enumerate(files)}
@@ -245,7 +264,8 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         read = (
             pipeline
             | "Files" >> beam.Create(sorted(sources.items()))
-            | "Read" >> beam.FlatMap(read_rows, fields, keep, parsing).with_outputs(
+            | "Read"
+            >> beam.FlatMap(read_rows, fields, keep, parsing, (spec.ignore_unknown, where)).with_outputs(
                 "rejects", main="rows"
             )
         )

@@ -150,6 +150,28 @@ class JobSpec:
         return CsvMissing(tuple(self.na_values), strings=self.na_strings)
 
 
+def check_unknown_columns(
+    source: str,
+    names: Sequence[str],
+    wanted: set[str],
+    where: str,
+    takes: Sequence[str],
+    ignore_unknown: bool,
+    noted: set[tuple[str, ...]],
+) -> None:
+    """Refuse the names of ``source`` outside ``wanted``, or (``ignore_unknown``) log them as a
+    warning, once per set of such names (``noted`` keeps the sets already logged)."""
+    unknown = tuple(sorted(set(names) - wanted))
+    if not unknown:
+        return
+    listed = ", ".join(map(repr, unknown))
+    if not ignore_unknown:
+        raise InputError(f"{source}: column(s) {listed} not inputs of {where} (it takes: {', '.join(takes)})")
+    if unknown not in noted:
+        noted.add(unknown)
+        log.warning("ignored column(s) %s of %s: not inputs of %s", listed, source, where)
+
+
 class ChunkPreparer:
     """Converts reader chunks for one signature; also used by the Beam pipeline.
 
@@ -198,18 +220,10 @@ class ChunkPreparer:
 
     def check_unknown(self, source: str, names: Sequence[str]) -> None:
         """Refuse, or note once, the columns of ``source`` that are neither inputs nor kept."""
-        unknown = tuple(sorted(set(names) - self.wanted))
-        if not unknown:
-            return
-        listed = ", ".join(map(repr, unknown))
-        if not self.ignore_unknown:
-            raise InputError(
-                f"{source}: column(s) {listed} not inputs of {self.adapter.where} "
-                f"(it takes: {', '.join(self.adapter.fields)})"
-            )
-        if unknown not in self._noted:
-            self._noted.add(unknown)
-            log.warning("ignored column(s) %s of %s: not inputs of %s", listed, source, self.adapter.where)
+        check_unknown_columns(
+            source, names, self.wanted, self.adapter.where, list(self.adapter.fields),
+            self.ignore_unknown, self._noted,
+        )
 
     def prepare(self, chunk: Chunk) -> Prepared:
         if chunk.names is not None:
