@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from loaders.support import EstimatorExports, make_rows, records_of
 from tfship.cli import cli
 from tfship.errors import ModelInputError
 from tfship.loaders import load
@@ -98,3 +99,21 @@ def test_predict_names_the_columns_it_ignores_and_refuses_them_when_asked(
     assert refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"Error: {source}: column(s) 'row_id', 'species' not inputs of")
     assert not out.exists()
+
+
+def test_a_raw_signature_reads_numbers_written_as_text_too(estimator_exports: EstimatorExports) -> None:
+    records = records_of(make_rows(3, seed=61))
+    with load(estimator_exports.raw) as raw:
+        want = raw.predict(records)["probabilities"]
+        as_text = [{**r, "x": str(r["x"]), "v2": [str(v) for v in r["v2"]]} for r in records]
+        np.testing.assert_allclose(raw.predict(as_text)["probabilities"], want, rtol=1e-6)
+
+
+def test_a_sparse_input_takes_values_by_the_same_rule(estimator_exports: EstimatorExports) -> None:
+    records = records_of(make_rows(2, seed=62))
+    with load(estimator_exports.parsing, signature="predict") as parsing:
+        want = parsing.predict(records)["probabilities"]  # color and tags are variable-length here
+        as_bytes = [{**r, "tags": [t.encode() for t in r["tags"]]} for r in records]
+        np.testing.assert_allclose(parsing.predict(as_bytes)["probabilities"], want, rtol=1e-6)
+        with pytest.raises(ModelInputError, match=r"input 'color': record 1: expected string, found 2\.5"):
+            parsing.predict([records[0], {**records[1], "color": 2.5}])

@@ -123,6 +123,11 @@ class Prepared:
 class JobSpec:
     """Everything a batch job needs to know, shared by the local and the Beam runners.
 
+    ``output`` ``-`` is standard output (JSONL, or CSV). ``outputs`` ``None`` writes each
+    row's answer (a classifier's ``class`` and ``probability``, a regression's ``prediction``;
+    see ``output_view``). ``ignore_unknown`` leaves out input columns the signature does not
+    take, logging a warning that names them; ``False`` refuses such a file.
+
     Example:
         >>> JobSpec(["data/*.csv"], Path("preds.parquet"), keep_columns=["id"]).batch_size
         1024

@@ -532,6 +532,8 @@ def _record_values(fld: Field, values: list[Any], where: str) -> list[Any]:
 
 
 def _coerce_nested(dtype: str, value: Any) -> Any:
+    if value is None:  # missing: a sparse row without values
+        return None
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "OSU":
             return [_coerce_nested(dtype, v) for v in value.tolist()]
@@ -677,6 +679,8 @@ def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn
         except InputCheckError as exc:
             raise ModelInputError(str(exc)) from None
         return SparseColumn(idx.reshape(-1, dense_shape.size), vals, dense_shape.astype(np.int64))
+    if isinstance(value, RecordColumn):  # records: each value by the one rule, as dense ones
+        value = _record_values(fld, [None if _missing(v) else v for v in value], where)
     lengths: list[int] = []
     flat: list[Any] = []
     for v in value:
