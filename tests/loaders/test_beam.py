@@ -97,3 +97,13 @@ def test_direct_runner_names_the_jsonl_columns_it_ignores_and_refuses_them_when_
     assert refused.exit_code == 2
     assert f"Error: {source}: column(s) 'id' not inputs of signature 'serving_default'" in refused.stderr
     assert not (tmp_path / "b.csv").exists()
+
+
+def test_stdout_is_for_the_local_runner_only(estimator_exports: EstimatorExports, tmp_path: Path) -> None:
+    source = write_input("jsonl", tmp_path, make_rows(2, seed=35))
+    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), str(source), "-o", "-",
+                                      "--runner", "beam"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: the Beam runner writes files (a worker writes the output): '-' is local only\n"
+    )

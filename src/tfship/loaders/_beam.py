@@ -32,7 +32,14 @@ from tfship.loaders._job import (
 )
 from tfship.loaders._predict import Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
-from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
+from tfship.loaders._writers import (
+    OutputView,
+    RejectsWriter,
+    format_for,
+    is_stdout,
+    make_writer,
+    output_view,
+)
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
@@ -237,6 +244,8 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     fmt = format_for(spec.output, spec.fmt)
     if fmt == "tfrecord":
         raise InputError("the Beam runner writes jsonl, csv or parquet; tfrecord is local only")
+    if is_stdout(spec.output):
+        raise InputError("the Beam runner writes files (a worker writes the output): '-' is local only")
     # Read the signature once here, to check columns and to give the workers plain data.
     with load(model_path, signature=spec.signature) as model:
         from tfship.loaders._job import ChunkPreparer
