@@ -64,6 +64,8 @@ def test_a_number_written_as_text_is_read_as_every_file_reader_reads_it(
     want = model.predict(PENGUINS)["probabilities"]
     np.testing.assert_allclose(model.predict(as_text)["probabilities"], want, rtol=1e-6)
     np.testing.assert_allclose(model.predict(pd.DataFrame(as_text))["probabilities"], want, rtol=1e-6)
+    columns = {name: [r[name] for r in as_text] for name in as_text[0]}  # a list per column
+    np.testing.assert_allclose(model.predict(columns)["probabilities"], want, rtol=1e-6)
     source, out = tmp_path / "text.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in as_text))
     result = CliRunner().invoke(cli, ["predict", str(tiny_model.export("final")), str(source),

@@ -490,7 +490,12 @@ def _given_rows(columns: Mapping[str, Any], fields: Mapping[str, Field], where: 
 
 
 def dense_column(fld: Field, value: Any, rows: int, where: str) -> Array:
-    """Check and safely cast one dense column; ``ModelInputError`` names the field."""
+    """Check and safely cast one dense column; ``ModelInputError`` names the field.
+
+    Python values (records, a list per column) follow the schema's rule for a value; typed
+    arrays the cast rule."""
+    if isinstance(value, list) and not isinstance(value, RecordColumn):
+        value = RecordColumn(value)
     if isinstance(value, RecordColumn):
         value = _record_values(fld, _fill_records(fld, value, where), where)
     arr = _to_array(fld, value, where)
