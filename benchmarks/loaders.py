@@ -11,18 +11,21 @@ the same schema (``tfship.data.synthesize``), measured side by side in one run, 
   ``tf.saved_model.load(...).signatures["predict"]`` per batch (target: tfship >= 5x);
 - the model alone: the signature run on pre-built serialized batches already in memory (the
   limit; target: tfship >= 0.5x);
-- ``tfship predict`` as a command (a fresh process: import, load, job) and its peak RSS.
+- ``tfship predict`` as a command (a fresh process: import, load, job) and its peak RSS;
+- the output formats side by side: the same job writing CSV, JSONL and Parquet, with the
+  default outputs (class and probability) and with every output of the signature (target:
+  JSONL >= 0.7x the CSV rate), and the peak RSS of the JSONL command.
 
-Usage: ``python benchmarks/loaders.py [--rows N] [--rss-rows N] [--workdir DIR]``. The default
-row count keeps ``make bench`` short; ``--rows 1000000`` is the claim, ``--rss-rows 10000000``
-adds the peak-RSS run on ten million rows.
+Usage: ``python benchmarks/loaders.py [--rows N] [--rss-rows N] [--workdir DIR] [--quick]``.
+The default row count keeps ``make bench`` short; ``--rows 1000000`` is the claim,
+``--rss-rows 10000000`` adds the peak-RSS run on ten million rows; ``--quick`` times the output
+formats only, on 50,000 rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -76,15 +79,41 @@ def synthetic_csv(schema: Any, rows: int, workdir: Path) -> Path:
     return path
 
 
-def time_tfship(export: Path, csv_path: Path, out: Path) -> tuple[float, int]:
-    from tfship.loaders import load
-    from tfship.loaders._job import JobSpec, run_job
+def time_tfship(
+    export: Path, csv_path: Path, out: Path, outputs: list[str] | None = None
+) -> tuple[float, int]:
+    from tfship.loaders import JobSpec, load, run_job
 
     with load(export, signature="predict") as model:
-        spec = JobSpec([str(csv_path)], out, signature="predict", batch_size=BATCH)
+        spec = JobSpec([str(csv_path)], out, signature="predict", batch_size=BATCH, outputs=outputs,
+                       ignore_unknown=True)
         summary = run_job(model, spec, progress=False)
     assert summary.rejected == 0, summary.first_rejects
     return summary.seconds, summary.predicted
+
+
+def time_formats(export: Path, csv_path: Path, workdir: Path) -> dict[str, tuple[float, int]]:
+    """The same job writing each output format, with default and with all outputs."""
+    from tfship.loaders import load
+
+    with load(export, signature="predict") as model:
+        every = sorted(model.signature("predict").outputs)
+    results: dict[str, tuple[float, int]] = {}
+    for label, outputs in (("default outputs", None), ("all outputs", every)):
+        for fmt in ("csv", "jsonl", "parquet"):
+            results[f"{fmt} ({label})"] = time_tfship(export, csv_path, workdir / f"fmt.{fmt}", outputs)
+    return results
+
+
+def print_formats(results: dict[str, tuple[float, int]]) -> None:
+    print(f"{'output format':<32}{'rows':>11}{'seconds':>10}{'rows/s':>12}{'x CSV':>8}{'target':>8}")
+    for name, (seconds, rows) in results.items():
+        label = name.split(" ", 1)[1]
+        csv_seconds, csv_rows = results[f"csv {label}"]
+        ratio = (rows / seconds) / (csv_rows / csv_seconds)
+        target = ">=0.7" if name.startswith("jsonl") else ""
+        mark = (" ok" if ratio >= 0.7 else " MISS") if target else ""
+        print(f"{name:<32}{rows:>11,}{seconds:>10.2f}{rows / seconds:>12,.0f}{ratio:>8.2f}{target:>8}{mark}")
 
 
 def time_estimator(schema: Any, model_dir: Path, csv_path: Path) -> tuple[float, int]:
@@ -124,8 +153,21 @@ def _example_builder(schema: Any) -> Any:
     return build
 
 
-def time_user_loop(schema: Any, export: Path, csv_path: Path) -> tuple[float, int]:
+def read_frame(schema: Any, csv_path: Path, limit: int | None = None) -> Any:
+    """The CSV as a user reads it for this schema: ``NA`` is a value of a string column (the
+    penguins' ``sex``), a missing number only in a numeric one, as the schema says."""
     import pandas as pd
+
+    from tfship.schema import CsvMissing
+
+    numeric = [f.name for f in schema.features if f.dtype != "string"]
+    tokens = sorted(CsvMissing().tokens("float32"))
+    strings = {f.name: str for f in schema.features if f.dtype == "string"}
+    return pd.read_csv(csv_path, nrows=limit, keep_default_na=False,
+                       na_values={name: tokens for name in numeric}, dtype=strings)
+
+
+def time_user_loop(schema: Any, export: Path, csv_path: Path) -> tuple[float, int]:
 
     from tfship._tf import tf
 
@@ -133,7 +175,7 @@ def time_user_loop(schema: Any, export: Path, csv_path: Path) -> tuple[float, in
     build = _example_builder(schema)
     started = time.perf_counter()
     signature = t.saved_model.load(str(export)).signatures["predict"]
-    frame = pd.read_csv(csv_path)
+    frame = read_frame(schema, csv_path)
     rows = 0
     for start in range(0, len(frame), BATCH):
         records = frame.iloc[start : start + BATCH].to_dict("records")
@@ -144,12 +186,11 @@ def time_user_loop(schema: Any, export: Path, csv_path: Path) -> tuple[float, in
 
 
 def time_model_alone(schema: Any, export: Path, csv_path: Path, limit: int) -> tuple[float, int]:
-    import pandas as pd
 
     from tfship.loaders import load
 
     build = _example_builder(schema)
-    frame = pd.read_csv(csv_path, nrows=limit)
+    frame = read_frame(schema, csv_path, limit)
     serialized = np.array([build(r) for r in frame.to_dict("records")], dtype=object)
     batches = [serialized[i : i + BATCH] for i in range(0, len(serialized), BATCH)]
     with load(export, signature="predict") as model:
@@ -160,39 +201,51 @@ def time_model_alone(schema: Any, export: Path, csv_path: Path, limit: int) -> t
 
 
 def time_command(export: Path, csv_path: Path, out: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of ``tfship predict`` as a fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall seconds and peak RSS (MB) of ``tfship predict`` as a fresh process (its own peak,
+    from ``wait4``, not the largest child's so far)."""
     cmd = [str(BIN / "tfship"), "predict", str(export), "-i", str(csv_path), "-o", str(out),
            "-s", "predict", "--batch-size", str(BATCH)]
     started = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True)
-    seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is the largest child so far: measure the big run first or alone.
-    return seconds, max(peak, before) / 1024
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            errors.seek(0)
+            raise RuntimeError(f"{' '.join(cmd)} failed: {errors.read().decode()[-2000:]}")
+    return time.perf_counter() - started, usage.ru_maxrss / 1024
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=200_000, help="rows of the synthetic CSV")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="rows of the synthetic CSV (default 200,000; 50,000 with --quick)")
     parser.add_argument("--rss-rows", type=int, default=0,
                         help="also run `tfship predict` on this many rows for peak RSS (0: skip)")
     parser.add_argument("--steps", type=int, default=200, help="training steps of the dnn")
     parser.add_argument("--workdir", type=Path, default=None, help="keep and reuse files here")
+    parser.add_argument("--quick", action="store_true",
+                        help="time the output formats only, on 50,000 rows (unless --rows)")
     args = parser.parse_args()
+    if args.rows is None:
+        args.rows = 50_000 if args.quick else 200_000
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         schema, model_dir, export, csv_path = setup(workdir, args.rows, args.steps)
+        if args.quick:
+            print_formats(time_formats(export, csv_path, workdir))
+            return
         big = synthetic_csv(schema, args.rss_rows, workdir) if args.rss_rows else None
         print(f"export {export}, {args.rows:,} rows of {len(schema.features)} features, "
               f"batch {BATCH}", file=sys.stderr)
         results: dict[str, tuple[float, int]] = {}
         if big is not None:
-            # First, so that the children's peak RSS is this run's.
             big_seconds, big_rss = time_command(export, big, workdir / "big-out.csv")
         cmd_seconds, cmd_rss = time_command(export, csv_path, workdir / "cmd-out.csv")
+        jsonl_seconds, jsonl_rss = time_command(export, csv_path, workdir / "cmd-out.jsonl")
+        formats = time_formats(export, csv_path, workdir)
         results["tfship predict (CSV->CSV)"] = time_tfship(export, csv_path, workdir / "out.csv")
         results["estimator.predict (tf.data CSV)"] = time_estimator(schema, model_dir, csv_path)
         results["user loop (pandas + Example + TF2 signature)"] = time_user_loop(
@@ -217,6 +270,8 @@ def main() -> None:
         print(f"{name:<48}{rows:>11,}{seconds:>10.2f}{rate:>12,.0f}{ratio:>10.2f}{target:>8}{mark}")
     print(f"tfship predict as a command on {args.rows:,} rows: {cmd_seconds:.2f} s wall "
           f"(import + load + job), peak RSS {cmd_rss:,.0f} MB")
+    print(f"the same command writing JSONL: {jsonl_seconds:.2f} s wall, peak RSS {jsonl_rss:,.0f} MB")
+    print_formats(formats)
     if big is not None:
         print(f"tfship predict as a command on {args.rss_rows:,} rows: {big_seconds:.2f} s wall, "
               f"peak RSS {big_rss:,.0f} MB")

@@ -125,7 +125,7 @@ def export(
         logger.info("best %s: step %d (%s)", best_by[0], record.step, record.eval_dir)
     else:
         eval_result = _evaluation_of(estimator, model_dir, checkpoint, eval_name)
-    warmup = read_warmup_records(warmup_path) if warmup_path else None
+    warmup = read_warmup_records(warmup_path, schema) if warmup_path else None
     # Once the version is published it is live: a Ctrl-C after that cannot undo it, so the
     # command finishes, prints what it published and exits 0.
     with finishing_once_live():
@@ -182,18 +182,20 @@ def _echo_result(result: Any) -> None:
         click.echo(f"excluded    {key:<24} {reason}")
 
 
-def read_warmup_records(path: Path) -> list[Any]:
-    """Records for warmup requests from a JSONL, CSV or TFRecord (of tf.Example) file.
+def read_warmup_records(path: Path, schema: Any = None) -> list[Any]:
+    """Records for warmup requests from a JSONL, CSV, Parquet or TFRecord (of tf.Example) file,
+    each checked against ``schema`` when given (a bad one is named by file and record).
 
     Raises:
-        InputError: the file is missing, empty, or not one of these formats.
+        InputError: the file is missing, empty, or not one of these formats, or a record does
+            not fit the schema.
     """
     from tfship._wire import MAX_WARMUP_RECORDS
     from tfship.loaders._readers import read_records
 
     if not path.is_file():
         raise InputError(f"warmup file {path} does not exist")
-    records = read_records(path, limit=MAX_WARMUP_RECORDS + 1)
+    records = read_records(path, limit=MAX_WARMUP_RECORDS + 1, schema=schema)
     if not records:
         raise InputError(f"warmup file {path} holds no records")
     return records

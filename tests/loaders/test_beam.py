@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,9 @@ def test_direct_runner_output_equals_the_local_path(
     assert list(beam_frame.columns) == list(local_frame.columns)
     assert beam_frame["id"].tolist() == local_frame["id"].tolist()  # same rows, same order
     # Beam picks its own batch sizes: the last float bit may differ between batchings.
-    numeric = [c for c in local_frame.columns if c.startswith("scores")]
-    np.testing.assert_allclose(beam_frame[numeric], local_frame[numeric], rtol=1e-6)
-    assert beam_frame["classes_0"].tolist() == local_frame["classes_0"].tolist()
+    assert list(local_frame.columns) == ["id", "class", "probability"]
+    np.testing.assert_allclose(beam_frame["probability"], local_frame["probability"], rtol=1e-6)
+    assert beam_frame["class"].tolist() == local_frame["class"].tolist()
     assert beam_rejects.read_text() == local_rejects.read_text()
     local_summary, beam_summary = json.loads(local.stdout), json.loads(beam.stdout)
     for key in ("rows_in", "predicted", "rejected"):
@@ -78,4 +79,31 @@ def test_direct_runner_reads_tfrecords_with_kept_features(
     assert local.exit_code == 0 and beam.exit_code == 0, beam.output
     local_frame, beam_frame = pd.read_csv(local_out), pd.read_csv(beam_out)
     assert beam_frame["id"].tolist() == local_frame["id"].tolist() == [f"id{i}" for i in range(10)]
-    np.testing.assert_allclose(beam_frame["scores_1"], local_frame["scores_1"], rtol=1e-6)
+    np.testing.assert_allclose(beam_frame["probability"], local_frame["probability"], rtol=1e-6)
+    assert beam_frame["class"].tolist() == local_frame["class"].tolist()
+
+
+def test_direct_runner_names_the_jsonl_columns_it_ignores_and_refuses_them_when_asked(
+    estimator_exports: EstimatorExports, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = write_input("jsonl", tmp_path, make_rows(4, seed=34))  # its "id" is not an input
+    args = ["predict", str(estimator_exports.parsing), str(source), "--runner", "beam"]
+    with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
+        ok = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a.csv")])
+    assert ok.exit_code == 0, ok.output
+    notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ignored")]
+    assert notes == [f"ignored column(s) 'id' of {source}: not inputs of signature 'serving_default'"]
+    refused = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b.csv"), "--no-ignore-unknown"])
+    assert refused.exit_code == 2
+    assert f"Error: {source}: column(s) 'id' not inputs of signature 'serving_default'" in refused.stderr
+    assert not (tmp_path / "b.csv").exists()
+
+
+def test_stdout_is_for_the_local_runner_only(estimator_exports: EstimatorExports, tmp_path: Path) -> None:
+    source = write_input("jsonl", tmp_path, make_rows(2, seed=35))
+    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), str(source), "-o", "-",
+                                      "--runner", "beam"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: the Beam runner writes files (a worker writes the output): '-' is local only\n"
+    )

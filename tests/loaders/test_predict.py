@@ -147,9 +147,18 @@ def test_safe_casts_are_silent(keras: LocalModel, keras_export: KerasExport) -> 
 @pytest.mark.parametrize(
     ("inputs", "match"),
     [
-        ({"a": [[0.1, 0.2, 0.3]], "b": [1.5]}, r"input 'b': dtype float64 .* int64 .*\(1\.5 is not a whole"),
-        ({"a": [[2**25, 0, 0]], "b": [1]}, r"input 'a': dtype int64 .*\(33554432 is not exact in float32"),
-        ({"a": [["1", "2", "3"]], "b": [1]}, r"input 'a': dtype string .* float32 .*strings and numbers"),
+        # Python values (a list per column) follow the schema's rule for a value ...
+        ({"a": [[0.1, 0.2, 0.3]], "b": [1.5]},
+         r"input 'b': record 0: expected int64, found 1\.5 \(1\.5 is not a whole"),
+        ({"a": [["1", "x", "3"]], "b": [1]},
+         r"input 'a': record 0: expected float32, found \['1', 'x', '3'\]"),
+        # ... typed arrays the cast rule
+        ({"a": [[0.1, 0.2, 0.3]], "b": np.array([1.5])},
+         r"input 'b': dtype float64 .* int64 .*\(1\.5 is not a whole"),
+        ({"a": np.array([[2**25, 0, 0]]), "b": [1]},
+         r"input 'a': dtype int64 .*\(33554432 is not exact in float32"),
+        ({"a": np.array([["1", "2", "3"]]), "b": [1]},
+         r"input 'a': dtype string .* float32 .*strings and numbers"),
         ({"a": [[0.0, 0.0]], "b": [1]}, r"input 'a': expected float32 \[3\] per row.*\[1, 2\]"),
         ({"a": [[0.0, 0.0, 0.0]], "b": [1, 2]}, r"different numbers of rows \('a': 1, 'b': 2\)"),
         ({"a": [[0.0, 0.0, 0.0]]}, r"missing required input 'b' \(int64 \[\] per row\)"),
@@ -173,7 +182,7 @@ def test_parsing_errors_name_the_feature(parsing: LocalModel, rows: dict[str, An
         parsing.predict([records[0], {k: v for k, v in records[1].items() if k != "v2"}])
     with pytest.raises(ModelInputError, match=r"unknown input 'colour'; valid names: .*color"):
         parsing.predict([{**records[0], "colour": "red"}])
-    with pytest.raises(ModelInputError, match=r"input 'color': dtype float64 .* string"):
+    with pytest.raises(ModelInputError, match=r"input 'color': record 0: expected string, found 1.5"):
         parsing.predict([{**records[0], "color": 1.5}])
 
 

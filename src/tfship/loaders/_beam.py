@@ -23,10 +23,23 @@ from tfship.loaders._beam_rows import ERROR_KEY as _ERROR_KEY
 from tfship.loaders._beam_rows import NAMESPACE as _NAMESPACE
 from tfship.loaders._beam_rows import counter as _counter
 from tfship.loaders._convert import convert_value
-from tfship.loaders._job import JobSpec, JobSummary, _check_rejects
+from tfship.loaders._job import (
+    JobSpec,
+    JobSummary,
+    _check_rejects,
+    check_unknown_columns,
+    output_name,
+)
 from tfship.loaders._predict import Field, object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
-from tfship.loaders._writers import RejectsWriter, format_for, make_writer
+from tfship.loaders._writers import (
+    OutputView,
+    RejectsWriter,
+    format_for,
+    is_stdout,
+    make_writer,
+    output_view,
+)
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
@@ -82,15 +95,27 @@ def pipeline_options(options: Sequence[str]) -> Any:
 
 
 def read_rows(
-    item: tuple[int, str], fields: dict[str, Field], keep: list[str], serialized_ok: bool
+    item: tuple[int, str],
+    fields: dict[str, Field],
+    keep: list[str],
+    serialized_ok: bool,
+    unknown: tuple[bool, str] = (True, "the signature"),
 ) -> Iterator[Any]:
-    """Rows of one file as ((file index, line), row); unreadable rows tagged ``rejects``."""
+    """Rows of one file as ((file index, line), row); unreadable rows tagged ``rejects``.
+
+    ``unknown`` is (``ignore_unknown``, the signature's name): a JSONL name that is neither an
+    input nor kept is left out with a warning, or refused (CSV and Parquet headers are checked
+    before the pipeline starts).
+    """
     from apache_beam import pvalue
 
     rows_in = _counter("rows_in")
     index, path = item
     wanted = set(fields) | set(keep)
+    noted: set[tuple[str, ...]] = set()
     for chunk in read_chunks(Path(path), 4096, wanted):
+        if chunk.names is not None:
+            check_unknown_columns(path, chunk.names, wanted, unknown[1], list(fields), unknown[0], noted)
         rows_in.inc(chunk.rows + len(chunk.rejects))
         for reject in chunk.rejects:
             yield pvalue.TaggedOutput("rejects", ((index, reject.line), reject.to_dict()))
@@ -169,7 +194,7 @@ def dead_letter(element: Any, sources: dict[int, str]) -> Iterator[tuple[Any, di
 
 
 def write_predictions(
-    items: list[Any], output: str, fmt: str, signature: str, keys: list[str], keep: list[str]
+    items: list[Any], output: str, fmt: str, signature: str, view: OutputView, keep: list[str]
 ) -> int:
     """Write all predictions in (file, line) order with the local runner's writer."""
     items = sorted(items, key=lambda kv: kv[0])
@@ -178,8 +203,8 @@ def write_predictions(
         for start in range(0, len(items), 4096):
             part = items[start : start + 4096]
             kept = {k: [v[0].get(k) for _, v in part] for k in keep}
-            outputs = {k: np.stack([v[1][k] for _, v in part]) for k in keys}
-            writer.write(kept, outputs)
+            outputs = {k: np.stack([v[1][k] for _, v in part]) for k in view.keys}
+            writer.write(kept, view.columns(outputs))
         writer.close()
     except BaseException:
         writer.abort()
@@ -219,29 +244,38 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     fmt = format_for(spec.output, spec.fmt)
     if fmt == "tfrecord":
         raise InputError("the Beam runner writes jsonl, csv or parquet; tfrecord is local only")
+    if is_stdout(spec.output):
+        raise InputError("the Beam runner writes files (a worker writes the output): '-' is local only")
     # Read the signature once here, to check columns and to give the workers plain data.
     with load(model_path, signature=spec.signature) as model:
         from tfship.loaders._job import ChunkPreparer
 
         adapter = model.adapter(spec.signature)
-        keys = model.output_keys(adapter.sig.key, spec.outputs)
-        preparer = ChunkPreparer(adapter, spec.keep_columns, False, spec.csv_missing,
-                                 spec.fill_missing_columns)
+        chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
+        view = output_view(adapter.sig, chosen, fmt)
+        preparer = ChunkPreparer(
+            adapter, spec.keep_columns, False, spec.csv_missing,
+            fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
+        )
         for path in files:
             preparer.check_columns(path)
         fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key
+        where = adapter.where
         export_dir = str(model.path)
     keep = list(spec.keep_columns)
     sources = {i: str(p) for i, p in enumerate(files)}
     from tfship.loaders.beam import LocalModelHandler
 
-    handler: Any = KeyedModelHandler(LocalModelHandler(export_dir, signature, list(keys), spec.batch_size))
+    handler: Any = KeyedModelHandler(
+        LocalModelHandler(export_dir, signature, list(view.keys), spec.batch_size)
+    )
     started = time.perf_counter()
     with beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
         read = (
             pipeline
             | "Files" >> beam.Create(sorted(sources.items()))
-            | "Read" >> beam.FlatMap(read_rows, fields, keep, parsing).with_outputs(
+            | "Read"
+            >> beam.FlatMap(read_rows, fields, keep, parsing, (spec.ignore_unknown, where)).with_outputs(
                 "rejects", main="rows"
             )
         )
@@ -263,7 +297,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
             scored.rows
             | "GatherPredictions" >> beam.combiners.ToList()
             | "WritePredictions"
-            >> beam.Map(write_predictions, str(spec.output), fmt, signature, list(keys), keep)
+            >> beam.Map(write_predictions, str(spec.output), fmt, signature, view, keep)
         )
         _ = (
             (read.rejects, converted.rejects, scored.rejects, failed)
@@ -272,7 +306,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
             | "WriteRejects" >> beam.Map(write_rejects, str(spec.rejects) if spec.rejects else None)
         )
     summary = JobSummary(
-        output=str(spec.output),
+        output=output_name(spec.output),
         rejects=str(spec.rejects) if spec.rejects else None,
         files=len(files),
         seconds=time.perf_counter() - started,

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from tfship._output import echo_json
+from tfship._output import echo_json, json_text
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
 from tfship.loaders._readers import Reject
+from tfship.loaders._writers import is_stdout
 from tfship.schema import MissingColumnError
 
 
@@ -19,11 +20,12 @@ def _split_list(value: str | None) -> list[str] | None:
     return items or None
 
 
-def _print_summary(summary: JobSummary, as_json: bool) -> None:
-    if as_json:
+def _print_summary(summary: JobSummary, as_json: bool, err: bool) -> None:
+    """The summary on stdout, or on stderr when stdout carries the predictions (``-o -``)."""
+    if as_json and not err:
         echo_json(summary.to_dict())
     else:
-        click.echo(summary.line())
+        click.echo(json_text(summary.to_dict()) if as_json else summary.line(), err=err)
 
 
 @click.command()
@@ -37,7 +39,13 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     help="Input file or glob: CSV, JSONL, Parquet, TFRecord of tf.Example (.gz too); repeatable."
     " Files may also follow MODEL (as a shell expands a glob).",
 )
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output file; '-' writes JSONL (or --format csv) to stdout, the summary to stderr.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -46,7 +54,12 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     help="Output format (default: from the output's suffix). tfrecord = TF Serving PredictionLog.",
 )
 @click.option("--signature", "-s", default=None, help="Signature key (default: serving_default).")
-@click.option("--outputs", default=None, help="Comma-separated output keys (default: all).")
+@click.option(
+    "--outputs",
+    default=None,
+    help="Comma-separated signature outputs to write (default: a classifier's class and "
+    "probability, a regression's prediction, else all outputs).",
+)
 @click.option("--batch-size", default=1024, show_default=True, type=click.IntRange(min=1))
 @click.option(
     "--keep-columns", default=None, help="Comma-separated input columns copied to the output."
@@ -93,6 +106,13 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
     help="Read a file that lacks a feature's column: every row takes the feature's default "
     "(named on stderr). Default: such a file is refused.",
 )
+@click.option(
+    "--ignore-unknown/--no-ignore-unknown",
+    default=True,
+    show_default=True,
+    help="Leave out input columns the signature does not take (a label, ids), naming them on "
+    "stderr; --no-ignore-unknown refuses such a file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def predict(
     model: Path,
@@ -111,6 +131,7 @@ def predict(
     na_values: str | None,
     na_strings: bool,
     fill_missing_columns: bool,
+    ignore_unknown: bool,
     as_json: bool,
 ) -> None:
     """Batch-predict FILES of records with MODEL (a SavedModel or an export base directory).
@@ -139,6 +160,7 @@ def predict(
         na_values=None if na_values is None else [v.strip() for v in na_values.split(",") if v.strip()],
         na_strings=na_strings,
         fill_missing_columns=fill_missing_columns,
+        ignore_unknown=ignore_unknown,
     )
 
     def job() -> JobSummary:
@@ -152,14 +174,15 @@ def predict(
         with load(model, signature=signature) as loaded:
             return run_job(loaded, spec, echo_reject=_echo_reject)
 
+    to_stdout = is_stdout(output)
     try:
         summary = job()
     except MissingColumnError as exc:
         raise exc.with_option("--fill-missing-columns") from None
     except TooManyRejectsError as exc:
-        _print_summary(exc.summary, as_json)
+        _print_summary(exc.summary, as_json, to_stdout)
         raise
-    _print_summary(summary, as_json)
+    _print_summary(summary, as_json, to_stdout)
 
 
 def _echo_reject(reject: Reject) -> None:

@@ -33,7 +33,15 @@ from tfship.loaders._readers import (
     format_of,
     read_chunks,
 )
-from tfship.loaders._writers import RejectsWriter, Writer, format_for, make_writer
+from tfship.loaders._writers import (
+    OutputView,
+    RejectsWriter,
+    Writer,
+    format_for,
+    is_stdout,
+    make_writer,
+    output_view,
+)
 from tfship.schema import CsvMissing
 
 if TYPE_CHECKING:
@@ -116,6 +124,11 @@ class Prepared:
 class JobSpec:
     """Everything a batch job needs to know, shared by the local and the Beam runners.
 
+    ``output`` ``-`` is standard output (JSONL, or CSV). ``outputs`` ``None`` writes each
+    row's answer (a classifier's ``class`` and ``probability``, a regression's ``prediction``;
+    see ``output_view``). ``ignore_unknown`` leaves out input columns the signature does not
+    take, logging a warning that names them; ``False`` refuses such a file.
+
     Example:
         >>> JobSpec(["data/*.csv"], Path("preds.parquet"), keep_columns=["id"]).batch_size
         1024
@@ -134,6 +147,7 @@ class JobSpec:
     na_values: Sequence[str] | None = None
     na_strings: bool = False
     fill_missing_columns: bool = False
+    ignore_unknown: bool = True
 
     @property
     def csv_missing(self) -> CsvMissing:
@@ -143,8 +157,34 @@ class JobSpec:
         return CsvMissing(tuple(self.na_values), strings=self.na_strings)
 
 
+def check_unknown_columns(
+    source: str,
+    names: Sequence[str],
+    wanted: set[str],
+    where: str,
+    takes: Sequence[str],
+    ignore_unknown: bool,
+    noted: set[tuple[str, ...]],
+) -> None:
+    """Refuse the names of ``source`` outside ``wanted``, or (``ignore_unknown``) log them as a
+    warning, once per set of such names (``noted`` keeps the sets already logged)."""
+    unknown = tuple(sorted(set(names) - wanted))
+    if not unknown:
+        return
+    listed = ", ".join(map(repr, unknown))
+    if not ignore_unknown:
+        raise InputError(f"{source}: column(s) {listed} not inputs of {where} (it takes: {', '.join(takes)})")
+    if unknown not in noted:
+        noted.add(unknown)
+        log.warning("ignored column(s) %s of %s: not inputs of %s", listed, source, where)
+
+
 class ChunkPreparer:
-    """Converts reader chunks for one signature; also used by the Beam pipeline."""
+    """Converts reader chunks for one signature; also used by the Beam pipeline.
+
+    A column that is neither an input nor kept is left out with a warning naming it (once per
+    set of such names), or with ``ignore_unknown=False`` refused.
+    """
 
     def __init__(
         self,
@@ -152,7 +192,9 @@ class ChunkPreparer:
         keep_columns: Sequence[str],
         want_inputs: bool,
         csv: CsvMissing | None = None,
+        *,
         fill_missing_columns: bool = False,
+        ignore_unknown: bool = True,
     ):
         self.adapter = adapter
         self.keep_columns = list(keep_columns)
@@ -160,6 +202,8 @@ class ChunkPreparer:
         self.csv = csv or CsvMissing()
         self.fill_missing_columns = fill_missing_columns
         self._checked: set[str] = set()
+        self.ignore_unknown = ignore_unknown
+        self._noted: set[tuple[str, ...]] = set()
 
     @property
     def wanted(self) -> set[str]:
@@ -184,6 +228,14 @@ class ChunkPreparer:
                 f"{path}: column(s) to keep {', '.join(map(repr, absent))} not in the file; "
                 f"the file has: {', '.join(names)}"
             )
+        self.check_unknown(str(path), names)
+
+    def check_unknown(self, source: str, names: Sequence[str]) -> None:
+        """Refuse, or note once, the columns of ``source`` that are neither inputs nor kept."""
+        check_unknown_columns(
+            source, names, self.wanted, self.adapter.where, list(self.adapter.fields),
+            self.ignore_unknown, self._noted,
+        )
 
     def _check(self, source: str, names: Sequence[str]) -> None:
         self._checked.add(source)
@@ -191,6 +243,8 @@ class ChunkPreparer:
                       fill_missing_columns=self.fill_missing_columns)
 
     def prepare(self, chunk: Chunk) -> Prepared:
+        if chunk.names is not None:
+            self.check_unknown(chunk.source, chunk.names)
         rows_in = chunk.rows + len(chunk.rejects)
         rejects = list(chunk.rejects)
         if chunk.serialized is not None and self.adapter.parsing:
@@ -415,12 +469,15 @@ def run_job(
     files = expand_inputs(spec.inputs)
     fmt = format_for(spec.output, spec.fmt)
     adapter = model.adapter(spec.signature)
-    keys = model.output_keys(adapter.sig.key, spec.outputs)
-    preparer = ChunkPreparer(adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing,
-                             spec.fill_missing_columns)
+    chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
+    view = output_view(adapter.sig, chosen, fmt)
+    preparer = ChunkPreparer(
+        adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing,
+        fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
+    )
     for path in files:
         preparer.check_columns(path)
-    summary = JobSummary(output=str(spec.output), files=len(files))
+    summary = JobSummary(output=output_name(spec.output), files=len(files))
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(
         make_writer(
@@ -441,10 +498,10 @@ def run_job(
             for chunk in read_chunks(path, chunk_rows, preparer.wanted):
                 yield preparer.prepare(chunk)
 
-    runner = BatchRunner(adapter, keys, spec.batch_size)
+    runner = BatchRunner(adapter, view.keys, spec.batch_size)
     try:
         for prepared in background(prepared_chunks()):
-            _handle(prepared, runner, writer, rejects, summary, echo_reject, fmt == "tfrecord")
+            _handle(prepared, runner, view, writer, rejects, summary, echo_reject, fmt == "tfrecord")
             show.update(summary.rows_in)
         writer.close()
         if rejects is not None:
@@ -463,6 +520,7 @@ def run_job(
 def _handle(
     prepared: Prepared,
     runner: BatchRunner,
+    view: OutputView,
     writer: BackgroundWriter,
     rejects: RejectsWriter | None,
     summary: JobSummary,
@@ -478,7 +536,7 @@ def _handle(
         keep = prepared.keep if good.all() else _take_keep(prepared.keep, good)
         inputs = _request_inputs(runner.adapter, prepared, good) if want_inputs else None
         if outputs:
-            writer.write(keep, outputs, inputs)
+            writer.write(keep, view.columns(outputs), inputs)
         summary.predicted += int(good.sum())
     for reject in sorted(all_rejects, key=lambda r: r.line):
         summary.rejected += 1
@@ -503,6 +561,11 @@ def _request_inputs(adapter: SignatureAdapter, prepared: Prepared, good: Array) 
     return {
         k: c[good] for k, c in prepared.columns.items() if isinstance(c, np.ndarray)
     }
+
+
+def output_name(path: Path) -> str:
+    """How the summary names the output: its path, or ``<stdout>`` for ``-``."""
+    return "<stdout>" if is_stdout(path) else str(path)
 
 
 def _check_rejects(spec: JobSpec, summary: JobSummary) -> None:

@@ -294,6 +294,7 @@ class LocalModel:
         *,
         signature: str | None = None,
         outputs: Sequence[str] | None = None,
+        ignore_unknown: bool = False,
     ) -> dict[str, Array]:
         """Predict on friendly inputs: dicts of arrays/lists/scalars, records, DataFrames, Examples.
 
@@ -301,14 +302,18 @@ class LocalModel:
         feature names of the recovered ``tf.Example`` spec and are fed straight into the parsed
         tensors; ``tf.train.Example`` objects or serialized bytes are fed as they are. Values
         are cast when the cast is exact (int to float, float64 to float32); a lossy cast is an
-        error. Sparse inputs take lists of variable length or an ``(indices, values, shape)``
-        triple under their own name.
+        error. Values of records (dicts, DataFrame cells) follow the schema's one rule for a
+        value, as every file reader does: ``"81"`` is a number for a numeric input. Sparse
+        inputs take lists of variable length or an ``(indices, values, shape)`` triple under
+        their own name.
 
         Args:
             inputs: a dict of columns, a list of record dicts, a pandas DataFrame, one or more
                 ``tf.train.Example`` or serialized examples.
             signature: signature key; ``None`` uses the model's default signature.
             outputs: output keys to compute; ``None`` computes them all.
+            ignore_unknown: leave out names the signature does not take (a label, an id
+                column), logging a warning that names them once; without it they are an error.
 
         Returns:
             Output key -> numpy array, one row per input row.
@@ -321,7 +326,7 @@ class LocalModel:
             >>> model.predict({"bill_length_mm": [39.1, 45.0], "island": ["Dream", "Biscoe"]})
             ... # doctest: +SKIP
         """
-        return self.adapter(signature).predict(inputs, outputs)
+        return self.adapter(signature).predict(inputs, outputs, ignore_unknown)
 
     def predict_batches(
         self,
@@ -330,10 +335,12 @@ class LocalModel:
         *,
         signature: str | None = None,
         outputs: Sequence[str] | None = None,
+        ignore_unknown: bool = False,
     ) -> Iterator[dict[str, Array]]:
         """Predict an iterable of records (dicts, Examples or bytes) in batches, in input order.
 
-        Memory stays bounded: one batch of records is held at a time.
+        Memory stays bounded: one batch of records is held at a time. ``ignore_unknown`` is
+        ``predict``'s.
 
         Example:
             >>> for out in model.predict_batches(iter(records), 256):  # doctest: +SKIP
@@ -346,10 +353,10 @@ class LocalModel:
         for record in records:
             batch.append(record)
             if len(batch) == batch_size:
-                yield adapter.predict(batch, outputs)
+                yield adapter.predict(batch, outputs, ignore_unknown)
                 batch = []
         if batch:
-            yield adapter.predict(batch, outputs)
+            yield adapter.predict(batch, outputs, ignore_unknown)
 
     def adapter(self, signature: str | None = None) -> SignatureAdapter:
         """The input adapter of a signature (conversion of friendly inputs to feeds); cached."""

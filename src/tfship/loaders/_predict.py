@@ -10,6 +10,7 @@ sparse triple, per field), then ``run_columns`` feeds those columns, either stra
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,8 +22,10 @@ import numpy.typing as npt
 
 from tfship._wire._inputs import InputCheckError, cast_array, shape_text
 from tfship.errors import ModelInputError
+from tfship.schema import coerce_value
 
 Array = npt.NDArray[Any]
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from tfship.inspect import SignatureInfo, TensorInfo
@@ -125,6 +128,7 @@ class SignatureAdapter:
             }
             self._parsed_feeds = False
             self._spec = {}
+        self._noted: set[tuple[str, ...]] = set()
         self.split_sparse = _split_sparse_inputs(sig.inputs) if not self.parsing else {}
         for key, (values_key, shape_key) in self.split_sparse.items():
             del self.fields[values_key], self.fields[shape_key]
@@ -133,8 +137,14 @@ class SignatureAdapter:
             self.fields[key] = Field(key, values.dtype, (None,) * (indices_shape[1] - 1), True)
 
     # -- entry point ----------------------------------------------------------------------
-    def predict(self, inputs: Any, outputs: Sequence[str] | None) -> dict[str, Array]:
-        """Convert ``inputs`` (any accepted kind) and run the signature."""
+    def predict(
+        self, inputs: Any, outputs: Sequence[str] | None, ignore_unknown: bool = False
+    ) -> dict[str, Array]:
+        """Convert ``inputs`` (any accepted kind) and run the signature.
+
+        ``ignore_unknown`` leaves out names the signature does not take (logged once as a
+        warning naming them) instead of refusing them.
+        """
         serialized = _serialized_examples(inputs, self.example_key)
         if serialized is not None:
             if self.parsing:
@@ -144,7 +154,7 @@ class SignatureAdapter:
             columns = {k: RecordColumn([v]) for k, v in inputs.items()}
         else:
             columns = _as_columns(inputs)
-        return self.run_columns(self.typed_columns(columns), outputs)
+        return self.run_columns(self.typed_columns(columns, ignore_unknown), outputs)
 
     def _is_one_record(self, inputs: Mapping[str, Any]) -> bool:
         """Whether a dict holds one row: every dense value has exactly one row's rank."""
@@ -237,9 +247,15 @@ class SignatureAdapter:
         return out
 
     # -- checks and casts -------------------------------------------------------------------
-    def typed_columns(self, columns: Mapping[str, Any]) -> dict[str, Column]:
-        """Check names, fill defaults, cast safely; one array or sparse column per field."""
-        self._check_names(columns)
+    def typed_columns(
+        self, columns: Mapping[str, Any], ignore_unknown: bool = False
+    ) -> dict[str, Column]:
+        """Check names, fill defaults, cast safely; one array or sparse column per field.
+
+        A name the signature does not take is an error, or with ``ignore_unknown`` left out
+        with a warning that names it.
+        """
+        columns = self.known_columns(columns, ignore_unknown)
         rows = _given_rows(columns, self.fields, self.where)
         typed: dict[str, Column] = {}
         for name, fld in self.fields.items():
@@ -251,15 +267,27 @@ class SignatureAdapter:
                 typed[name] = dense_column(fld, columns[name], rows, self.where)
         return typed
 
-    def _check_names(self, columns: Mapping[str, Any]) -> None:
+    def known_columns(self, columns: Mapping[str, Any], ignore_unknown: bool) -> Mapping[str, Any]:
+        """``columns`` without the names the signature does not take, when ``ignore_unknown``.
+
+        Without it such a name is a ``ModelInputError``; with it the names left out are logged,
+        as a warning, the first time each set of them is seen.
+        """
         unknown = sorted(set(columns) - set(self.fields))
-        if unknown:
+        if not unknown:
+            return columns
+        names = ", ".join(map(repr, unknown))
+        if not ignore_unknown:
             raise ModelInputError(
-                f"{self.where}: unknown input {', '.join(map(repr, unknown))}; "
-                f"valid names: {', '.join(self.fields)}"
-                + (f" (or {self.example_key!r} with serialized examples)" if self.parsing else ""),
+                f"{self.where}: unknown input {names}; valid names: {', '.join(self.fields)}"
+                + (f" (or {self.example_key!r} with serialized examples)" if self.parsing else "")
+                + "; ignore_unknown=True leaves out the names it does not take",
                 path=str(self.model.path),
             )
+        if tuple(unknown) not in self._noted:
+            self._noted.add(tuple(unknown))
+            log.warning("ignored %s: not inputs of %s", names, self.where)
+        return {k: v for k, v in columns.items() if k in self.fields}
 
     def _absent(self, fld: Field, rows: int) -> Column:
         if fld.sparse:
@@ -462,9 +490,14 @@ def _given_rows(columns: Mapping[str, Any], fields: Mapping[str, Field], where: 
 
 
 def dense_column(fld: Field, value: Any, rows: int, where: str) -> Array:
-    """Check and safely cast one dense column; ``ModelInputError`` names the field."""
+    """Check and safely cast one dense column; ``ModelInputError`` names the field.
+
+    Python values (records, a list per column) follow the schema's rule for a value; typed
+    arrays the cast rule."""
+    if isinstance(value, list) and not isinstance(value, RecordColumn):
+        value = RecordColumn(value)
     if isinstance(value, RecordColumn):
-        value = _fill_records(fld, value, where)
+        value = _record_values(fld, _fill_records(fld, value, where), where)
     arr = _to_array(fld, value, where)
     arr = _fit_rank(fld, arr, where)
     return safe_cast(fld, arr, where)
@@ -487,6 +520,36 @@ def _fill_records(fld: Field, values: RecordColumn, where: str) -> list[Any]:
     for i in gaps:
         filled[i] = default
     return filled
+
+
+def _record_values(fld: Field, values: list[Any], where: str) -> list[Any]:
+    """Each record's value by the schema's one rule for a value (``coerce_value``): ``"81"``
+    is 81 for a number, as in every file reader; typed arrays keep their dtype for the cast."""
+    out: list[Any] = []
+    for i, value in enumerate(values):
+        try:
+            out.append(_coerce_nested(fld.dtype, value))
+        except (TypeError, ValueError) as exc:
+            raise ModelInputError(
+                f"{where} input {fld.name!r}: record {i}: expected {fld.dtype}, found {value!r} ({exc})"
+            ) from None
+    return out
+
+
+def _coerce_nested(dtype: str, value: Any) -> Any:
+    if value is None:  # missing: a sparse row without values
+        return None
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "OSU":
+            return [_coerce_nested(dtype, v) for v in value.tolist()]
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_coerce_nested(dtype, v) for v in value]
+    if isinstance(value, np.generic) and value.dtype.kind in "iuf":
+        return value  # a typed number: the cast rule judges its dtype
+    if dtype == "string" and isinstance(value, bytes):
+        return value  # bytes are fed as they are (an image, a serialized proto)
+    return coerce_value(dtype, value)
 
 
 def _to_array(fld: Field, value: Any, where: str) -> Array:
@@ -626,6 +689,8 @@ def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn
         except InputCheckError as exc:
             raise ModelInputError(str(exc)) from None
         return SparseColumn(idx.reshape(-1, dense_shape.size), vals, dense_shape.astype(np.int64))
+    if isinstance(value, RecordColumn):  # records: each value by the one rule, as dense ones
+        value = _record_values(fld, [None if _missing(v) else v for v in value], where)
     lengths: list[int] = []
     flat: list[Any] = []
     for v in value:

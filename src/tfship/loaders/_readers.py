@@ -24,7 +24,11 @@ import numpy.typing as npt
 
 from tfship.errors import DataError, InputError
 from tfship.loaders._predict import _MISSING
-from tfship.schema import read_csv_header  # importing it also lifts the csv module's cap on a cell
+from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
+    CsvMissing,
+    Schema,
+    read_csv_header,
+)
 
 Array = npt.NDArray[Any]
 
@@ -62,6 +66,8 @@ class Chunk:
     ``serialized`` holds the records of a TFRecord file instead of columns; ``texts`` the raw
     text of each row (CSV, JSONL) for the rejects file. ``csv`` says the columns are CSV cell
     text, where missing values are spelled as tokens (see ``tfship.schema.CsvMissing``).
+    ``names`` are all the names the rows of a JSONL chunk carry, kept or not (files with a
+    header name theirs once, in the header).
     """
 
     source: str
@@ -71,8 +77,7 @@ class Chunk:
     texts: Sequence[str] | None = None
     serialized: Array | None = None
     csv: bool = False
-    #: every column name of the rows (JSONL: the keys of this chunk's records), kept or not
-    names: list[str] | None = None
+    names: Sequence[str] | None = None
 
     @property
     def rows(self) -> int:
@@ -144,16 +149,20 @@ def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> 
     return readers[format_of(path)](path, chunk_rows, wanted)
 
 
-def read_records(path: Path, limit: int | None = None) -> list[Any]:
+def read_records(path: Path, limit: int | None = None, schema: Schema | None = None) -> list[Any]:
     """The records of a small file, whole: a dict per CSV/JSONL/Parquet row, bytes per TFRecord.
 
     For the commands that take a handful of records (warmup requests, client calls) through
     the same readers as batch jobs. CSV cells stay text; JSON values keep their types; a
-    missing value (null, absent key, empty CSV cell) is left out of its record.
+    null or an absent key is left out of its record. With ``schema``, every record is checked
+    against it first (values, shapes, missing values without a default; in a ``tf.Example``
+    the kind of each list), so that a bad record is named by file and line (CSV, JSONL) or
+    record number (Parquet, TFRecord) before anything uses it.
 
     Raises:
         InputError: the file is missing or of an unknown type, or a row is malformed (named by
             file and line).
+        DataError: with ``schema``, a record that does not fit it (named by file and line).
     """
     if not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -162,18 +171,60 @@ def read_records(path: Path, limit: int | None = None) -> list[Any]:
         if chunk.rejects:
             bad = chunk.rejects[0]
             raise InputError(f"{bad.source}:{bad.line}: {bad.reason}")
+        places = [f"{chunk.source}:{line}" for line in chunk.lines.tolist()]
         if chunk.serialized is not None:
-            records.extend(bytes(r) for r in chunk.serialized)
+            for place, data in zip(places, chunk.serialized):
+                if schema is not None:
+                    check_example(schema, bytes(data), place)
+                records.append(bytes(data))
         else:
             columns = {k: _python_list(v) for k, v in chunk.columns.items()}
-            # a null and an absent key are both missing: the record leaves the name out
-            records.extend(
-                {k: v[i] for k, v in columns.items() if v[i] is not None and v[i] is not _MISSING}
-                for i in range(chunk.rows)
-            )
+            csv_rule = CsvMissing() if chunk.csv else None
+            for i, place in enumerate(places):
+                # a null and an absent key are both missing: the record leaves the name out
+                record = {
+                    k: v[i] for k, v in columns.items() if v[i] is not None and v[i] is not _MISSING
+                }
+                if schema is not None:
+                    schema.convert_record(record, where=place, csv=csv_rule)
+                records.append(record)
         if limit is not None and len(records) >= limit:
             return records[:limit]
     return records
+
+
+#: the value list of a ``tf.train.Feature`` that holds each dtype.
+_EXAMPLE_KINDS = {"string": "bytes_list", "float32": "float_list", "int64": "int64_list"}
+
+
+def check_example(schema: Schema, data: bytes, where: str) -> None:
+    """Check one serialized ``tf.train.Example`` against ``schema``, as parsing would.
+
+    Raises:
+        DataError: not an Example, a feature in the wrong kind of list (``bytes_list`` for a
+            number), or values the schema refuses; named by ``where`` and the feature.
+    """
+    from tfship._tf import tf
+
+    try:
+        feats = tf().train.Example.FromString(data).features.feature
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and its relatives
+        raise DataError(f"{where}: not a serialized tf.train.Example ({exc})") from None
+    record: dict[str, Any] = {}
+    for feature in schema.features:
+        entry = feats.get(feature.name)
+        kind = entry.WhichOneof("kind") if entry is not None else None
+        if kind is None:
+            continue
+        want = _EXAMPLE_KINDS.get(feature.dtype)
+        if want is not None and kind != want:
+            raise DataError(
+                f"{where}: field {feature.name!r}: expected {feature.dtype} values ({want}), "
+                f"found a {kind}"
+            )
+        values = list(getattr(entry, kind).value)
+        record[feature.name] = values[0] if feature.shape == () and len(values) == 1 else values
+    schema.convert_record(record, where=where)
 
 
 def _python_list(column: Any) -> list[Any]:
@@ -332,11 +383,11 @@ def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chu
                 records.append(record)
                 numbers.append(number)
                 texts.append(text)
-            every: set[str] = set().union(*records) if records else set()
-            names = every & wanted if wanted is not None else every
+            seen = set().union(*records) if records else set()
+            names = seen & wanted if wanted is not None else seen
             columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
             lines_arr = np.asarray(numbers, dtype=np.int64)
-            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts, names=sorted(every))
+            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts, names=sorted(seen))
 
 
 # -- Parquet -----------------------------------------------------------------------------------

@@ -10,20 +10,102 @@ Serving's REST API answers); CSV has one cell per value: ``probabilities_0``,
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
+import re
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
+from tfship._wire import CLASSIFY_METHOD, REGRESS_METHOD
 from tfship.errors import InputError
+
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo
 
 Array = npt.NDArray[Any]
 WRITE_FORMATS = ("jsonl", "csv", "parquet", "tfrecord")
+
+
+# -- what a row of output holds ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputView:
+    """The columns a batch job writes per row, from the signature outputs ``keys`` it fetches.
+
+    ``kind`` is ``"raw"`` (the outputs as the signature returns them), ``"scores"`` (a classify
+    signature's ``classes`` and ``scores``: every row holds the whole vocabulary, so the row's
+    answer is the class of the highest score), ``"class_ids"`` (a ``tf.estimator`` head's
+    predict outputs: ``classes``, ``class_ids``, ``probabilities``) or ``"value"`` (a
+    regression's one value per row). Classifiers write ``class`` and ``probability``,
+    regressions ``prediction``, whichever signature answers.
+
+    Example:
+        >>> view = OutputView(("classes", "scores"), "scores")
+        >>> view.columns({"classes": np.array([[b"a", b"b"]], dtype=object),
+        ...               "scores": np.array([[0.2, 0.8]])})
+        {'class': array([b'b'], dtype=object), 'probability': array([0.8])}
+    """
+
+    keys: tuple[str, ...]
+    kind: str = "raw"
+
+    def columns(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
+        """The written columns of one batch of ``outputs`` (a dict of the fetched ``keys``)."""
+        if self.kind == "raw":
+            return dict(outputs)
+        if self.kind == "value":
+            (key,) = self.keys
+            return {"prediction": outputs[key].reshape(-1)}
+        if self.kind == "scores":
+            scores = outputs["scores"]
+            best = scores.argmax(axis=1)
+            rows = np.arange(scores.shape[0])
+            return {"class": outputs["classes"][rows, best], "probability": scores[rows, best]}
+        probabilities = outputs["probabilities"]
+        ids = outputs["class_ids"].reshape(-1)
+        rows = np.arange(probabilities.shape[0])
+        return {"class": outputs["classes"].reshape(-1), "probability": probabilities[rows, ids]}
+
+
+def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> OutputView:
+    """What a batch job writes for ``sig``: the ``outputs`` asked for, else the row's answer.
+
+    Without ``outputs``, a classifier's rows get their predicted class and its probability and
+    a regression's its value (no output that is the same on every row, such as a classify
+    signature's ``classes`` or ``all_classes``); a signature of another shape gets all its
+    outputs, and so does a ``tfrecord`` of ``PredictionLog`` s, which logs what TF Serving answers.
+    """
+    if outputs is not None or fmt == "tfrecord":
+        return OutputView(tuple(outputs) if outputs is not None else tuple(sorted(sig.outputs)))
+    outs = sig.outputs
+
+    def has(key: str, dtype: str, width: int | None = None) -> bool:
+        info = outs.get(key)
+        if info is None or info.encoding != "dense" or info.shape is None or len(info.shape) != 2:
+            return False
+        kind_ok = info.dtype == dtype if dtype == "string" else info.dtype.startswith(dtype)
+        return kind_ok and (width is None or info.shape[1] == width)
+
+    if sig.method_name == CLASSIFY_METHOD and has("classes", "string") and has("scores", "float"):
+        width = outs["classes"].shape[1]  # type: ignore[index]
+        if width is not None and outs["scores"].shape[1] == width:  # type: ignore[index]
+            return OutputView(("classes", "scores"), "scores")
+    if has("classes", "string", 1) and has("class_ids", "int", 1) and has("probabilities", "float"):
+        return OutputView(("class_ids", "classes", "probabilities"), "class_ids")
+    if sig.method_name == REGRESS_METHOD and has("outputs", "float", 1):
+        return OutputView(("outputs",), "value")
+    if has("predictions", "float", 1) and "probabilities" not in outs:
+        return OutputView(("predictions",), "value")
+    return OutputView(tuple(sorted(outs)))
 
 
 def _umask() -> int:
@@ -46,6 +128,10 @@ class AtomicFile:
             os.close(fd)
         self.tmp = Path(tmp)
 
+    def open(self) -> BinaryIO:
+        """The temporary file, open for writing bytes."""
+        return open(self.tmp, "wb")  # noqa: SIM115 - closed by the writer's finish
+
     def commit(self) -> None:
         os.replace(self.tmp, self.path)
 
@@ -53,12 +139,69 @@ class AtomicFile:
         self.tmp.unlink(missing_ok=True)
 
 
+#: the output path that means standard output, as for most command-line tools.
+STDOUT = "-"
+
+
+def is_stdout(path: Path | str) -> bool:
+    """Whether ``path`` is ``-``, standard output."""
+    return str(path) == STDOUT
+
+
+class _Borrowed(io.RawIOBase):
+    """Standard output lent to a writer: its ``close`` flushes and leaves the stream open."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.stream.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.stream.flush()
+        super().close()
+
+
+class StdoutFile:
+    """Standard output where an ``AtomicFile`` would be: rows go out as they are written."""
+
+    path = Path(STDOUT)
+
+    def open(self) -> BinaryIO:
+        return _Borrowed(sys.stdout.buffer)  # type: ignore[return-value]
+
+    def commit(self) -> None:
+        sys.stdout.flush()
+
+    def abort(self) -> None:
+        sys.stdout.flush()
+
+
 class Writer:
-    """Base of the output writers: ``write`` chunks in order, then ``close`` (or ``abort``)."""
+    """Base of the output writers: ``write`` chunks in order, then ``close`` (or ``abort``).
+
+    The path ``-`` is standard output (JSONL and CSV only).
+    """
 
     def __init__(self, path: Path) -> None:
-        self.file = AtomicFile(path)
+        self.file: AtomicFile | StdoutFile = StdoutFile() if is_stdout(path) else AtomicFile(path)
         self.rows = 0
+
+    @property
+    def tmp(self) -> Path:
+        """The temporary file of a writer that writes by path (not to standard output)."""
+        if not isinstance(self.file, AtomicFile):
+            raise InputError(f"{type(self).__name__} cannot write to standard output")
+        return self.file.tmp
 
     def write(
         self,
@@ -103,7 +246,15 @@ def make_writer(
 
 
 def format_for(path: Path, fmt: str | None) -> str:
-    """The output format: ``fmt`` if given, else from the suffix of ``path``."""
+    """The output format: ``fmt`` if given, else from the suffix of ``path`` (``-``: jsonl).
+
+    Raises:
+        InputError: no format and an unknown suffix, or a binary format to standard output.
+    """
+    if is_stdout(path):
+        if fmt not in (None, "jsonl", "csv"):
+            raise InputError(f"{fmt} output cannot go to standard output ('-'): give a file name")
+        return fmt or "jsonl"
     if fmt is not None:
         return fmt
     guess = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet",
@@ -130,9 +281,19 @@ def _text(value: Any) -> Any:
 
 
 def _json_values(array: Array) -> list[Any]:
-    rows: list[Any] = array.tolist()
     if array.dtype == object:
-        return [_decode_nested(row) for row in rows]
+        # Class names repeat on every row: each distinct value is decoded once.
+        flat = array.reshape(-1).tolist()
+        texts: dict[Any, Any] = {}
+        try:
+            decoded = [texts[v] if v in texts else texts.setdefault(v, _text(v)) for v in flat]
+        except TypeError:  # an unhashable value (a list in an object array)
+            return [_decode_nested(row) for row in array.tolist()]
+        out = np.empty(len(decoded), dtype=object)
+        out[:] = decoded
+        values: list[Any] = out.reshape(array.shape).tolist()
+        return values
+    rows: list[Any] = array.tolist()
     return rows
 
 
@@ -160,11 +321,16 @@ def _missing_sentinel() -> Any:
 
 
 class JsonlWriter(Writer):
-    """One JSON object per row: pass-through columns, then outputs (per-row shapes kept)."""
+    """One JSON object per row: pass-through columns, then outputs (per-row shapes kept).
+
+    Rows are encoded by orjson (in C, about as fast as the Arrow CSV writer); a chunk holding
+    a value orjson writes differently from ``json`` (NaN or an infinity, which orjson writes as
+    null) or cannot write is encoded by ``json``, so the file says the same either way.
+    """
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+        self.stream: BinaryIO = self.file.open()
 
     def write(
         self,
@@ -172,19 +338,132 @@ class JsonlWriter(Writer):
         outputs: Mapping[str, Array],
         inputs: Mapping[str, Any] | None = None,
     ) -> None:
-        columns = {k: _keep_values(v) for k, v in keep.items()}
-        columns.update({k: _json_values(v) for k, v in outputs.items()})
-        names = list(columns)
-        dumps = json.dumps
-        lines = [
-            dumps(dict(zip(names, values)), ensure_ascii=False) for values in zip(*columns.values())
-        ]
-        if lines:
-            self.stream.write("\n".join(lines) + "\n")
-        self.rows += len(lines)
+        columns: dict[str, Any] = {k: _keep_values(v) for k, v in keep.items()}
+        columns.update({k: _fast_values(v) for k, v in outputs.items()})
+        rows = len(next(iter(outputs.values()))) if outputs else len(next(iter(columns.values()), []))
+        data = None if _non_finite(outputs) else _orjson_lines(columns, rows)
+        if data is None:
+            columns.update({k: _json_values(v) for k, v in outputs.items()})
+            names = list(columns)
+            text = "".join(
+                json.dumps(dict(zip(names, values)), ensure_ascii=False, separators=(",", ":")) + "\n"
+                for values in zip(*columns.values())
+            )
+            data = text.encode("utf-8")
+        self.stream.write(data)
+        self.rows += rows
 
     def finish(self) -> None:
         self.stream.close()
+
+
+class _Same:
+    """An output whose rows are all the same (a classifier's ``all_classes``): encoded once."""
+
+    def __init__(self, row: Any) -> None:
+        self.row = row
+
+
+class _OneEach:
+    """The values of a [batch, 1] output, one per row: written as one-element lists."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+
+
+def _fast_values(array: Array) -> Any:
+    """An output as ``_orjson_lines`` takes it: numbers stay an array (no Python object per
+    value), text is decoded, and rows that are all the same are one ``_Same``."""
+    if array.ndim >= 2 and array.shape[0] > 1 and bool((array == array[:1]).all()):
+        return _Same(_json_values(array[:1])[0] if array.dtype == object else array[0])
+    if array.dtype == object and array.ndim == 2 and array.shape[1] == 1:
+        return _OneEach(_json_values(array.reshape(-1)))  # a class per row: [batch, 1]
+    return _json_values(array) if array.dtype == object else array
+
+
+def _non_finite(outputs: Mapping[str, Array]) -> bool:
+    return any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in outputs.values())
+
+
+#: where one element of an indented JSON list ends and the next begins (deeper levels are
+#: indented further), and the indentation inside an element. A JSON string never holds a raw
+#: newline, so neither pattern can match inside a string.
+_TOP_LEVEL = re.compile(rb",\n  (?! )")
+_INDENT = re.compile(rb"\n +")
+
+
+def _orjson_lines(columns: Mapping[str, Any], rows: int) -> bytes | None:
+    """The rows of ``columns`` as JSON lines; None when a value needs ``json`` (see JsonlWriter).
+
+    Each column is encoded by one orjson call (one call per value costs more than the
+    encoding itself) and cut into its rows' texts; a row is then one ``%`` of a template
+    holding the keys and the values that are the same on every row.
+    """
+    import orjson
+
+    if rows == 0:
+        return b""
+    template: list[bytes] = []
+    per_row: list[list[bytes]] = []
+    for position, (name, values) in enumerate(columns.items()):
+        encoded = _orjson_values(orjson, values)
+        if encoded is None:
+            return None
+        texts, around = encoded
+        key = (b"{" if position == 0 else b",") + orjson.dumps(name) + b":"
+        if isinstance(texts, bytes):  # the same text on every row
+            template.append(_literal(key + around[0] + texts + around[1]))
+            continue
+        if len(texts) != rows:
+            return None
+        template += [_literal(key + around[0]), b"%b", _literal(around[1])]
+        per_row.append(texts)
+    line = b"".join(template) + b"}\n"
+    if not per_row:
+        return (line % ()) * rows
+    return b"".join([line % values for values in zip(*per_row)])
+
+
+def _literal(text: bytes) -> bytes:
+    """``text`` as a literal part of a ``%`` template."""
+    return text.replace(b"%", b"%%")
+
+
+#: bytes written before and after each row's text (the brackets split off a 2-D array's rows).
+_NOTHING = (b"", b"")
+_BRACKETS = (b"[", b"]")
+
+
+def _orjson_values(orjson: Any, values: Any) -> tuple[Any, tuple[bytes, bytes]] | None:
+    """The JSON text of each row of ``values`` (a list, a ``_Same`` or a numeric array: a
+    float32 is written as its shortest text, as the CSV writer writes it), or one text for a
+    ``_Same``, and what goes around each text."""
+    try:
+        if isinstance(values, _Same):
+            return orjson.dumps(values.row, option=orjson.OPT_SERIALIZE_NUMPY), _NOTHING
+        if isinstance(values, _OneEach):
+            texts = _orjson_values(orjson, values.values)
+            return None if texts is None else (texts[0], _BRACKETS)
+        if isinstance(values, np.ndarray) and values.ndim <= 2 and values.size:
+            # Numbers hold no comma or bracket: the compact text splits where rows meet.
+            text: bytes = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)
+            if values.ndim == 1:
+                return text[1:-1].split(b","), _NOTHING
+            return text[2:-2].split(b"],["), _BRACKETS
+        text = orjson.dumps(values, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    except TypeError:  # a value orjson does not write (a Decimal, an int beyond 64 bits)
+        return None
+    if not (text.startswith(b"[\n  ") and text.endswith(b"\n]")):
+        return None
+    body = text[4:-2]
+    if b"\n    " not in body:  # scalars: no element spans lines
+        return _TOP_LEVEL.split(body), _NOTHING
+    if b"\n      " not in body:  # a list of scalars per row, the usual [batch, k] output
+        flat = body.replace(b"[\n    ", b"[").replace(b",\n    ", b",").replace(b"\n  ]", b"]")
+        flat = flat.replace(b"{\n    ", b"{").replace(b"\n  }", b"}")
+        return flat.split(b",\n  "), _NOTHING
+    # One newline between elements, none inside them, then one split.
+    return _INDENT.sub(b"", _TOP_LEVEL.sub(b"\n", body)).split(b"\n"), _NOTHING
 
 
 # -- Arrow based (CSV, Parquet) -----------------------------------------------------------------
@@ -294,7 +573,7 @@ class CsvWriter(_ArrowWriter):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.stream: BinaryIO = open(self.file.tmp, "wb")  # noqa: SIM115
+        self.stream: BinaryIO = self.file.open()
 
     def _open(self, schema: Any) -> Any:
         import pyarrow.csv as pacsv
@@ -314,7 +593,7 @@ class ParquetWriter(_ArrowWriter):
     def _open(self, schema: Any) -> Any:
         import pyarrow.parquet as pq
 
-        return pq.ParquetWriter(str(self.file.tmp), schema)
+        return pq.ParquetWriter(str(self.tmp), schema)
 
     def _conform(self, table: Any) -> Any:
         # A Parquet file has one schema: the first chunk's.
@@ -327,10 +606,6 @@ class ParquetWriter(_ArrowWriter):
 
 
 # -- TFRecord of PredictionLog ----------------------------------------------------------------
-
-
-CLASSIFY_METHOD = "tensorflow/serving/classify"
-REGRESS_METHOD = "tensorflow/serving/regress"
 
 
 class PredictionLogWriter(Writer):
@@ -351,7 +626,7 @@ class PredictionLogWriter(Writer):
         self.signature = signature
         self.model_name = model_name
         self.method = method
-        self.writer = self.tf.io.TFRecordWriter(str(self.file.tmp))
+        self.writer = self.tf.io.TFRecordWriter(str(self.tmp))
 
     def write(
         self,

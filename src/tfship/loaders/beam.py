@@ -23,7 +23,7 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
     """A Beam ``ModelHandler`` on ``LocalModel``: records in, output dicts out.
 
     Each element is a record (a dict of feature or input name -> value, converted and checked
-    as ``LocalModel.predict`` does) or a serialized ``tf.Example``.
+    as ``LocalModel.predict`` does, ``ignore_unknown`` included) or a serialized ``tf.Example``.
 
     ``RunInference`` shares the loaded model within a worker process, so each process loads
     the export once; batches hold at most ``batch_size`` rows. A batch the model refuses is
@@ -35,7 +35,13 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
     """
 
     def __init__(
-        self, path: str, signature: str | None, outputs: list[str] | None, batch_size: int | None = None
+        self,
+        path: str,
+        signature: str | None,
+        outputs: list[str] | None,
+        batch_size: int | None = None,
+        *,
+        ignore_unknown: bool = False,
     ) -> None:
         # Beam's batches are at most the job's batch size; RunInference shares the loaded
         # model within a worker process, so each process loads it once.
@@ -43,6 +49,7 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         self.path = path
         self.signature = signature
         self.outputs = outputs
+        self.ignore_unknown = ignore_unknown
 
     def load_model(self) -> Any:
         from tfship.loaders._model import load
@@ -68,7 +75,9 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
     def _outputs(self, model: Any, adapter: Any, rows: Sequence[Any], keys: list[str]) -> dict[str, Any]:
         if all(_converted(row) for row in rows):  # rows tfship predict's pipeline typed already
             return run_rows(adapter, rows, keys)
-        result: dict[str, Any] = model.predict(list(rows), signature=adapter.sig.key, outputs=keys)
+        result: dict[str, Any] = model.predict(
+            list(rows), signature=adapter.sig.key, outputs=keys, ignore_unknown=self.ignore_unknown
+        )
         return result
 
     def _one(self, model: Any, adapter: Any, row: dict[str, Any], keys: list[str]) -> Any:
