@@ -32,7 +32,7 @@ def test_regression_predictions_come_back_in_label_units(tmp_path: Path) -> None
     result = CliRunner().invoke(cli, [
         "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),
         "--model-dir", str(tmp_path / "m"), "--model", "linear", "--max-steps", "150",
-        "--learning-rate", "0.1", "--export", "final", "--json",
+        "--learning-rate", "0.1", "--export", "best,final", "--json",
     ])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -52,6 +52,10 @@ def test_regression_predictions_come_back_in_label_units(tmp_path: Path) -> None
     std = schema.label.scale[1]
     assert metrics["loss_standardized"] == pytest.approx(metrics["loss"] / std**2, rel=1e-2)
     assert metrics["average_loss_standardized"] == pytest.approx(metrics["loss"] / std**2, rel=1e-2)
+    # the best export is chosen by rmse, which ranks as the standardised loss does, in label units
+    record = json.loads((tmp_path / "m" / "export" / "best" / "tfship-best.json").read_text())
+    assert (record["metric"], record["mode"]) == ("rmse", "min")
+    assert record["value"] == pytest.approx(record["metrics"]["rmse"])
 
 
 def test_label_scaling_can_be_turned_off(tmp_path: Path) -> None:

@@ -169,14 +169,19 @@ def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -
     tmp.replace(model_dir / TRAINER_FILE)
 
 
-def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
+def _make_exporters(schema: Schema, run: RunOptions, model: ModelOptions) -> list[Any]:
     from tfship.exporters import standard_exporters
 
+    metric = run.best_metric
+    if metric == "loss" and schema.label.kind == "regression" and schema.label.scale and model.label_scaling:
+        # The Head's loss is on the standardised label; rmse ranks the exports the same way and
+        # its decisions read in the label's units, like the summary.
+        metric = "rmse"
     exporters: list[Any] = standard_exporters(
         schema,
         run.exports,
         receiver=run.receiver,
-        metric=run.best_metric,
+        metric=metric,
         mode=run.best_mode,
         keep_latest=run.keep_latest,
     )
@@ -271,7 +276,7 @@ class _Job:
             return self._nothing_to_do(step)
         before = list_exports(self.model_dir)
         # Everything that can refuse the inputs does so before the first write.
-        train_spec, exporters = self._train_spec(None, {}), _make_exporters(self.schema, self.run)
+        train_spec, exporters = self._train_spec(None, {}), _make_exporters(self.schema, self.run, self.model)
         eval_spec = self._eval_spec(exporters)
         fresh = not self.model_dir.exists()
         try:
@@ -316,7 +321,7 @@ class _Job:
         estimator_obj = self._estimator()
         seen: dict[str, int] = {}
         evaluated: dict[str, Any] = {}
-        exporters = _make_exporters(self.schema, self.run) if task.task_type == "evaluator" else []
+        exporters = _make_exporters(self.schema, self.run, self.model) if task.task_type == "evaluator" else []
         shard = None
         if task.replica_index is not None:
             shard = Shard(task.replica_index, task.num_replicas)
@@ -359,7 +364,7 @@ class _Job:
         if self.run.exports and not task.has_evaluator:
             # Exporters run only where evaluation runs: without an evaluator, the chief
             # publishes the final export itself, and it alone.
-            final = _make_exporters(self.schema, replace(self.run, exports=("final",)))
+            final = _make_exporters(self.schema, replace(self.run, exports=("final",)), self.model)
             self._final_exports(estimator_obj, final)
             others = [k for k in self.run.exports if k != "final"]
             if others:
