@@ -321,7 +321,8 @@ class _Job:
         estimator_obj = self._estimator()
         seen: dict[str, int] = {}
         evaluated: dict[str, Any] = {}
-        exporters = _make_exporters(self.schema, self.run, self.model) if task.task_type == "evaluator" else []
+        evaluator = task.task_type == "evaluator"
+        exporters = _make_exporters(self.schema, self.run, self.model) if evaluator else []
         shard = None
         if task.replica_index is not None:
             shard = Shard(task.replica_index, task.num_replicas)
