@@ -223,39 +223,35 @@ def build_model_fn(schema: Schema, config: ModelOptions, seed: int | None = None
             regularization_losses=model.losses or None,
         )
         if mode == est.ModeKeys.EVAL and schema.label.kind == "regression":
-            spec = spec._replace(eval_metric_ops={**spec.eval_metric_ops,
-                                                  **_unit_metrics(labels, spec.predictions)})
+            scaled = schema.label.scale is not None and config.label_scaling
+            spec = _evaluated_in_label_units(spec, labels, scaled)
         return spec
 
     return model_fn
 
 
-def _unit_metrics(labels: Any, predictions: Any) -> dict[str, Any]:
-    """RMSE and MAE in the label's units (the Head's loss may be on the standardised label)."""
+def _evaluated_in_label_units(spec: Any, labels: Any, scaled: bool) -> Any:
+    """An evaluation spec whose metrics speak in the label's units, whatever the Head learned.
+
+    Adds ``rmse`` and ``mae``. A label learned standardised has the Head's ``loss`` and
+    ``average_loss`` on the standardised label: those are kept as ``loss_standardized`` and
+    ``average_loss_standardized``, and ``loss`` (the mean of the evaluation batches' losses,
+    as Estimator computes it from ``spec.loss``) and ``average_loss`` become the mean squared
+    error in the label's units. So the summary, the exporters' decisions and records, and
+    ``inspect versions`` all read in one unit; the ranking of models is the same.
+    """
     v1 = tf().compat.v1
     t = tf()
-    predicted = t.reshape(predictions["predictions"], [-1])
+    predicted = t.reshape(spec.predictions["predictions"], [-1])
     actual = t.reshape(t.cast(labels, predicted.dtype), [-1])
-    return {
+    metrics = {
+        **spec.eval_metric_ops,
         "rmse": v1.metrics.root_mean_squared_error(actual, predicted),
         "mae": v1.metrics.mean_absolute_error(actual, predicted),
     }
-
-
-def summary_metrics(label: Label, config: ModelOptions, metrics: Mapping[str, float]) -> dict[str, float]:
-    """Evaluation metrics as a summary shows them: a regression's losses in the label's units.
-
-    A regression label learned standardised has its Head's ``loss`` and ``average_loss`` on
-    the standardised label; they are kept as ``loss_standardized`` and
-    ``average_loss_standardized``, and ``loss``/``average_loss`` become the mean squared error
-    in the label's units, like ``rmse`` and ``mae``.
-    """
-    out = dict(metrics)
-    scaled = label.kind == "regression" and label.scale is not None and config.label_scaling
-    if not scaled or "rmse" not in out:
-        return out
-    for key in ("loss", "average_loss"):
-        if key in out:
-            out[f"{key}_standardized"] = out[key]
-            out[key] = out["rmse"] ** 2
-    return out
+    if not scaled:
+        return spec._replace(eval_metric_ops=metrics)
+    metrics["loss_standardized"] = v1.metrics.mean(spec.loss)
+    metrics["average_loss_standardized"] = metrics.pop("average_loss")
+    metrics["average_loss"] = v1.metrics.mean_squared_error(actual, predicted)
+    return spec._replace(loss=t.reduce_mean(t.square(predicted - actual)), eval_metric_ops=metrics)

@@ -28,7 +28,7 @@ from tfship.trainer._cluster import (
     write_note,
 )
 from tfship.trainer._input import InputOptions, build_input_fn
-from tfship.trainer._model import ModelOptions, build_model_fn, summary_metrics
+from tfship.trainer._model import ModelOptions, build_model_fn
 
 logger = logging.getLogger(__name__)
 
@@ -169,19 +169,14 @@ def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -
     tmp.replace(model_dir / TRAINER_FILE)
 
 
-def _make_exporters(schema: Schema, run: RunOptions, model: ModelOptions) -> list[Any]:
+def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
     from tfship.exporters import standard_exporters
 
-    metric = run.best_metric
-    if metric == "loss" and schema.label.kind == "regression" and schema.label.scale and model.label_scaling:
-        # The Head's loss is on the standardised label; rmse ranks the exports the same way and
-        # its decisions read in the label's units, like the summary.
-        metric = "rmse"
     exporters: list[Any] = standard_exporters(
         schema,
         run.exports,
         receiver=run.receiver,
-        metric=metric,
+        metric=run.best_metric,
         mode=run.best_mode,
         keep_latest=run.keep_latest,
     )
@@ -276,7 +271,7 @@ class _Job:
             return self._nothing_to_do(step)
         before = list_exports(self.model_dir)
         # Everything that can refuse the inputs does so before the first write.
-        train_spec, exporters = self._train_spec(None, {}), _make_exporters(self.schema, self.run, self.model)
+        train_spec, exporters = self._train_spec(None, {}), _make_exporters(self.schema, self.run)
         eval_spec = self._eval_spec(exporters)
         fresh = not self.model_dir.exists()
         try:
@@ -322,7 +317,7 @@ class _Job:
         seen: dict[str, int] = {}
         evaluated: dict[str, Any] = {}
         evaluator = task.task_type == "evaluator"
-        exporters = _make_exporters(self.schema, self.run, self.model) if evaluator else []
+        exporters = _make_exporters(self.schema, self.run) if evaluator else []
         shard = None
         if task.replica_index is not None:
             shard = Shard(task.replica_index, task.num_replicas)
@@ -365,7 +360,7 @@ class _Job:
         if self.run.exports and not task.has_evaluator:
             # Exporters run only where evaluation runs: without an evaluator, the chief
             # publishes the final export itself, and it alone.
-            final = _make_exporters(self.schema, replace(self.run, exports=("final",)), self.model)
+            final = _make_exporters(self.schema, replace(self.run, exports=("final",)))
             self._final_exports(estimator_obj, final)
             others = [k for k in self.run.exports if k != "final"]
             if others:
@@ -445,7 +440,7 @@ class _Job:
         measured = {k: float(v) for k, v in metrics.items() if k != "global_step"}
         return TrainResult(
             model_dir=str(self.model_dir),
-            metrics=summary_metrics(self.schema.label, self.model, measured),
+            metrics=measured,
             global_step=int(metrics.get("global_step", 0)),
             checkpoint=estimator_obj.latest_checkpoint(),
             exports=list_exports(self.model_dir),
