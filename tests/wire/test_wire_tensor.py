@@ -195,8 +195,8 @@ def _response(outputs: dict[str, Any]) -> Any:
     resp.model_spec.name = "m"
     resp.model_spec.version.value = 7
     resp.model_spec.signature_name = "serving_default"
-    for key, proto in outputs.items():
-        resp.outputs[key].CopyFrom(proto)
+    for key, proto in outputs.items():  # TensorFlow's TensorProto or tfship's: by their bytes
+        resp.outputs[key].ParseFromString(proto.SerializeToString())
     return resp
 
 
