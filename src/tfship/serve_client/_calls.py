@@ -15,6 +15,7 @@ import numpy as np
 
 from tfship._wire import DEFAULT_SIGNATURE, encode_tensor, protos
 from tfship._wire._inputs import InputCheckError, check_inputs, shape_text
+from tfship._wire._messages import is_message, ours
 from tfship.errors import InputError
 from tfship.serve_client._errors import (
     DeadlineExceededError,
@@ -320,10 +321,11 @@ def reload_request(config: Any) -> Any:
     """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
     pb = protos()
     request = pb.model_management_pb2.ReloadConfigRequest()
-    if isinstance(config, pb.model_server_config_pb2.ModelServerConfig):
-        request.config.CopyFrom(config)
-    elif isinstance(config, pb.model_server_config_pb2.ModelConfigList):
-        request.config.model_config_list.CopyFrom(config)
+    # tfship's classes, or TF Serving's own (taken by their bytes)
+    if is_message(config, "tensorflow.serving.ModelServerConfig"):
+        request.config.CopyFrom(ours(config))
+    elif is_message(config, "tensorflow.serving.ModelConfigList"):
+        request.config.model_config_list.CopyFrom(ours(config))
     else:
         from google.protobuf import json_format
 
