@@ -589,7 +589,7 @@ def test_tfships_client_talks_to_a_server_on_tf_servings_own_servicers(tf: Any) 
     )
     from tensorflow_serving.config import model_server_config_pb2
 
-    from tfship.serve_client import ServingClient
+    from tfship.serve_client import InvalidInputError, ServingClient
 
     reloaded: list[list[str]] = []
 
@@ -651,6 +651,13 @@ def test_tfships_client_talks_to_a_server_on_tf_servings_own_servicers(tf: Any) 
             assert list(client.metadata("m").signatures["serving_default"].inputs) == ["x"]
             assert [(s.version, s.state) for s in client.status("m")] == [(3, "AVAILABLE")]
             assert client.classify("m", [{"island": "Dream"}]).classes == [[("Dream", 0.75)]]
+            # a tf.train.Example of TensorFlow's class crosses by its bytes; another message is
+            # refused, never read as an Example
+            example = tf.train.Example()
+            example.features.feature["island"].bytes_list.value.append(b"Torgersen")
+            assert client.classify("m", [example]).classes == [[("Torgersen", 0.75)]]
+            with pytest.raises(InvalidInputError, match="got a tensorflow.TensorProto message"):
+                client.classify("m", [tf.make_tensor_proto(1.0)])
             # a config of TF Serving's own class crosses by its bytes
             config = model_server_config_pb2.ModelServerConfig()
             config.model_config_list.config.add(name="penguins", base_path="/models/penguins")

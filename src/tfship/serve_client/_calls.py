@@ -201,15 +201,16 @@ def _example(record: Any, schema: Any, where: str) -> Any:
     from google.protobuf.message import DecodeError
 
     example_cls = protos().example_pb2.Example
-    if isinstance(record, example_cls):
-        return record
+    if is_message(record, "tensorflow.Example"):  # tfship's, or a tf.train.Example by its bytes
+        return ours(record)
     if isinstance(record, (bytes, bytearray)):
         try:
             return example_cls.FromString(bytes(record))
         except DecodeError:
             raise ValueError("the bytes are not a serialized tf.train.Example") from None
-    if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
-        return example_cls.FromString(record.SerializeToString())
+    if hasattr(record, "SerializeToString"):  # another message would parse as an Example silently
+        kind = getattr(getattr(record, "DESCRIPTOR", None), "full_name", type(record).__name__)
+        raise TypeError(f"a record must be a dict or tf.train.Example, got a {kind} message")
     if not isinstance(record, Mapping):
         raise TypeError(f"a record must be a dict or tf.train.Example, got {type(record).__name__}")
     if schema is not None:
