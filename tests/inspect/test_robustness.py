@@ -77,6 +77,21 @@ def test_warmup_round_trip(payloads: list[bytes]) -> None:
         ]
 
 
+def test_a_warmup_request_that_is_not_a_prediction_log_is_refused_writing_nothing(
+    tmp_path: pathlib.Path,
+) -> None:
+    from tensorflow_serving.apis import predict_pb2
+
+    path = tmp_path / "tf_serving_warmup_requests"
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "m"
+    with pytest.raises(InputError, match=r"request 1 is a tensorflow\.serving\.PredictRequest, not a"):
+        write_warmup(path, [*_logs([b"x"]), request])
+    assert not path.exists()
+    with pytest.raises(InputError, match="request 0 is a dict"):
+        write_warmup(path, [{"x": 1}])
+
+
 @settings(deadline=None)
 @given(st.binary(min_size=1, max_size=100), st.data())
 def test_warmup_corruption_is_named(payload: bytes, data: st.DataObject) -> None:

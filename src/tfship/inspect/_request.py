@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, read_record_file, write_record_file
-from tfship._wire._messages import protos
+from tfship._wire._messages import is_message, protos
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -343,15 +343,26 @@ def write_warmup(path: str | os.PathLike[str], requests: Iterable[ExampleRequest
     Returns:
         How many records were written.
 
+    Raises:
+        InputError: a request is neither (a bare ``PredictRequest`` would be written as a record
+            TF Serving cannot read); nothing is written then.
+
     Example:
         >>> req = example_request(read_saved_model("m/1"))  # doctest: +SKIP
         >>> write_warmup("m/1/assets.extra/tf_serving_warmup_requests", [req])  # doctest: +SKIP
         1
     """
-    records = (
-        r.warmup_record() if isinstance(r, ExampleRequest) else bytes(r.SerializeToString())
-        for r in requests
-    )
+    records: list[bytes] = []
+    for index, r in enumerate(requests):
+        if isinstance(r, ExampleRequest):
+            records.append(r.warmup_record())
+        elif is_message(r, "tensorflow.serving.PredictionLog"):  # tfship's class or TF Serving's
+            records.append(bytes(r.SerializeToString()))
+        else:
+            kind = getattr(getattr(r, "DESCRIPTOR", None), "full_name", type(r).__name__)
+            raise InputError(
+                f"warmup request {index} is a {kind}, not a PredictionLog or ExampleRequest"
+            )
     return write_record_file(path, records)
 
 
