@@ -118,6 +118,7 @@ def _reference_class(name: str) -> Any:
 
 _STRING, _BOOL, _MESSAGE, _REPEATED_INT64 = 9, 8, 11, -3
 _INT64_VALUE, _BOOL_VALUE = ".google.protobuf.Int64Value", ".google.protobuf.BoolValue"
+# ssl_config.proto, monitoring_config.proto and session_bundle_config.proto of TF Serving 2.15.1
 _REFERENCE: dict[str, list[tuple[str, list[tuple[str, int, int, str | None]]]]] = {
     "SSLConfig": [
         ("SSLConfig", [("server_key", 1, _STRING, None), ("server_cert", 2, _STRING, None),
@@ -127,7 +128,7 @@ _REFERENCE: dict[str, list[tuple[str, list[tuple[str, int, int, str | None]]]]] 
         ("PrometheusConfig", [("enable", 1, _BOOL, None), ("path", 2, _STRING, None)]),
         ("MonitoringConfig", [("prometheus_config", 1, _MESSAGE, "PrometheusConfig")]),
     ],
-    # ssl_config.proto, monitoring_config.proto, session_bundle_config.proto of TF Serving 2.15.1
+    # session_bundle_config.proto of TF Serving 2.15.1
     "BatchingParameters": [
         ("BatchingParameters", [
             ("max_batch_size", 1, _MESSAGE, _INT64_VALUE),
