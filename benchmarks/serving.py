@@ -255,11 +255,13 @@ def server_rates(
 
 
 def big_request() -> Any:
-    from tfship._wire import encode_tensor, protos
+    from tensorflow_serving.apis import predict_pb2  # the official stubs take their own class
 
-    request = protos().predict_pb2.PredictRequest()
+    from tfship._wire import encode_tensor
+
+    request = predict_pb2.PredictRequest()
     request.model_spec.name, request.model_spec.signature_name = "bench", "big"
-    request.inputs["x"].CopyFrom(encode_tensor(np.ones([1, 16], np.float32)))
+    request.inputs["x"].ParseFromString(encode_tensor(np.ones([1, 16], np.float32)).SerializeToString())
     return request
 
 

@@ -65,10 +65,12 @@ def float_response(shape: tuple[int, ...], seed: int = 0) -> bytes:
 
 
 def bench_decode(tf: Any) -> list[tuple[str, float, float]]:
-    from tfship._wire import decode_predict_response, protos
+    from tensorflow_serving.apis import predict_pb2
+
+    from tfship._wire import decode_predict_response
 
     data = float_response((1000, 1000))
-    cls = protos().predict_pb2.PredictResponse
+    cls = predict_pb2.PredictResponse  # the official path: TF Serving's class, tf.make_ndarray
     ours = decode_predict_response(data).outputs["y"]
     theirs = tf.make_ndarray(cls.FromString(data).outputs["y"])
     assert np.array_equal(ours, theirs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,37 @@ def test_cli_help_does_not_import_tensorflow(args: list[str]) -> None:
 def test_probe_can_see_tensorflow() -> None:
     # The probe itself must be able to fail: importing tfship._tf.tf() does import TensorFlow.
     assert _imports_tensorflow("from tfship._tf import tf; tf()")
+
+
+LOADED = (
+    "import sys; {body}; "
+    "print(sorted(m for m in ('tensorflow', 'tensorflow_serving') if m in sys.modules))"
+)
+
+
+def _loaded(body: str) -> str:
+    code = LOADED.format(body=body)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_messages_of_every_kind_load_neither_tensorflow_nor_tf_serving(tmp_path: Path) -> None:
+    # The one door: requests, configs, warmup logs and SavedModels, all without TF's packages;
+    # a model config file is read with tfship's classes.
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "m" base_path: "/models/m" } }\n')
+    body = (
+        f"from tfship.server import read_config_file; read_config_file({str(config)!r}); "
+        "from tfship._wire import protos, encode_tensor; pb = protos(); "
+        "r = pb.predict_pb2.PredictRequest(); r.inputs['x'].CopyFrom(encode_tensor([1.0])); "
+        "pb.prediction_log_pb2.PredictionLog(predict_log={'request': r}).SerializeToString(); "
+        "pb.model_server_config_pb2.ModelServerConfig(); pb.saved_model_pb2.SavedModel(); "
+        "pb.get_model_status_pb2.ModelVersionStatus.AVAILABLE; "
+        "from tfship.serve_client import ServingClient; "
+        "ServingClient('127.0.0.1:1').close()"
+    )
+    assert _loaded(body) == "[]"
+
+
+def test_the_loaded_probe_can_see_tf_serving() -> None:
+    assert _loaded("import tensorflow_serving.apis.predict_pb2") == "['tensorflow', 'tensorflow_serving']"

@@ -6,6 +6,7 @@ set before the first import; the Python side logs through absl and ``tf.get_logg
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import re
@@ -57,6 +58,36 @@ def tf() -> Any:
         _quiet_absl()
     _tensorflow = tensorflow
     return tensorflow
+
+
+def tf_module(name: str) -> Any:
+    """A module of TensorFlow's own (``tensorflow.python.client.pywrap_tf_session``), imported
+    after :func:`tf` so it is quiet; no other module of tfship imports TensorFlow's modules.
+
+    Example:
+        >>> tf_module("tensorflow.core.protobuf.config_pb2").CallableOptions().fetch
+        []
+    """
+    if name.split(".")[0] != "tensorflow":
+        raise ValueError(f"not a module of TensorFlow: {name!r}")
+    tf()
+    return importlib.import_module(name)
+
+
+def tf_message(message: Any) -> Any:
+    """``message`` (one of tfship's classes) as TensorFlow's own class of the same full name,
+    by its bytes: what a TensorFlow function that checks the class (``tf.make_ndarray``) takes.
+
+    Example:
+        >>> from tfship._wire import encode_tensor
+        >>> tf().make_ndarray(tf_message(encode_tensor([1.5])))
+        array([1.5], dtype=float32)
+    """
+    tf()
+    from google.protobuf import descriptor_pool, message_factory
+
+    descriptor = descriptor_pool.Default().FindMessageTypeByName(message.DESCRIPTOR.full_name)
+    return message_factory.GetMessageClass(descriptor).FromString(message.SerializeToString())
 
 
 def require_tensorflow(what: str) -> None:

@@ -166,14 +166,17 @@ def test_reading_does_not_import_tensorflow(exports: dict[str, pathlib.Path]) ->
     assert out.stdout.strip() == "False"
 
 
-def test_proto_classes_are_tensorflows(exports: dict[str, pathlib.Path]) -> None:
-    # Read first, then import TensorFlow for real: same message classes, working TensorFlow.
+def test_proto_classes_are_tfships_and_coexist_with_tensorflow(exports: dict[str, pathlib.Path]) -> None:
+    # Read first, then import TensorFlow for real: tfship's own classes, the same bytes as
+    # TensorFlow's, and a TensorFlow that still loads the export.
     code = (
         "from tfship.inspect import read_saved_model\n"
         f"info = read_saved_model({str(exports['keras'])!r})\n"
         "import tensorflow as tf\n"
         "from tensorflow.core.protobuf import saved_model_pb2\n"
-        "assert type(info.proto) is saved_model_pb2.SavedModel\n"
+        "assert type(info.proto) is not saved_model_pb2.SavedModel\n"
+        "theirs = saved_model_pb2.SavedModel.FromString(info.proto.SerializeToString())\n"
+        "assert theirs == saved_model_pb2.SavedModel.FromString(info.file.read_bytes())\n"
         f"assert list(tf.saved_model.load({str(exports['keras'])!r}).signatures)\n"
         "print('ok')"
     )

@@ -71,7 +71,25 @@ def test_warmup_round_trip(payloads: list[bytes]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "tf_serving_warmup_requests"
         assert write_warmup(path, logs) == len(logs)
-        assert read_warmup(path) == logs
+        # TF Serving's classes written, tfship's read back: the same records, byte for byte
+        assert [log.SerializeToString() for log in read_warmup(path)] == [
+            log.SerializeToString() for log in logs
+        ]
+
+
+def test_a_warmup_request_that_is_not_a_prediction_log_is_refused_writing_nothing(
+    tmp_path: pathlib.Path,
+) -> None:
+    from tensorflow_serving.apis import predict_pb2
+
+    path = tmp_path / "tf_serving_warmup_requests"
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "m"
+    with pytest.raises(InputError, match=r"request 1 is a tensorflow\.serving\.PredictRequest, not a"):
+        write_warmup(path, [*_logs([b"x"]), request])
+    assert not path.exists()
+    with pytest.raises(InputError, match="request 0 is a dict"):
+        write_warmup(path, [{"x": 1}])
 
 
 @settings(deadline=None)

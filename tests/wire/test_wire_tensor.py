@@ -195,8 +195,8 @@ def _response(outputs: dict[str, Any]) -> Any:
     resp.model_spec.name = "m"
     resp.model_spec.version.value = 7
     resp.model_spec.signature_name = "serving_default"
-    for key, proto in outputs.items():
-        resp.outputs[key].CopyFrom(proto)
+    for key, proto in outputs.items():  # TensorFlow's TensorProto or tfship's: by their bytes
+        resp.outputs[key].ParseFromString(proto.SerializeToString())
     return resp
 
 
@@ -240,3 +240,17 @@ def test_truncated_response_is_malformed() -> None:
     data = _response({"y": encode_tensor([1.0, 2.0])}).SerializeToString()
     with pytest.raises(TensorDecodeError):
         decode_predict_response(data[:-3])
+
+
+def test_a_tensorflow_tensor_proto_is_taken_by_its_bytes(tf: Any) -> None:
+    # tf.make_tensor_proto gives TensorFlow's class; a request of tfship's classes takes it
+    # only as tfship's class of the same bytes.
+    theirs = tf.make_tensor_proto(np.arange(6, dtype=np.float32).reshape(2, 3))
+    encoded = encode_tensor(theirs)
+    assert type(encoded) is protos().tensor_pb2.TensorProto
+    assert encoded.SerializeToString() == theirs.SerializeToString()
+    request = protos().predict_pb2.PredictRequest()
+    request.inputs["x"].CopyFrom(encoded)
+    np.testing.assert_array_equal(decode_tensor(request.inputs["x"]), tf.make_ndarray(theirs))
+    mine = encode_tensor([1.0])
+    assert encode_tensor(mine) is mine

@@ -64,6 +64,7 @@ from tfship._wire._json import (
     tensor_to_json,
     text_or_b64,
 )
+from tfship._wire._messages import protos
 from tfship._wire._tensor import (
     DecodedPredict,
     TensorDecodeError,
@@ -73,7 +74,6 @@ from tfship._wire._tensor import (
     encode_tensor,
     encode_tensor_field,
     enum_of_array,
-    protos,
     tensor_numpy_dtype,
 )
 from tfship._wire._tfrecord import (

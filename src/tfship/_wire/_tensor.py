@@ -13,8 +13,8 @@ the wire (little-endian fixed-width values, or base-128 varints), so :func:`deco
 step, and :func:`encode_tensor_field` writes an output the same way, byte for byte what
 ``Tensor::AsProtoField`` and protobuf's serializer produce.
 
-The protobuf classes are TensorFlow's and TF Serving's own generated ones, loaded through
-:mod:`tfship._protos` without importing TensorFlow.
+The protobuf classes are tfship's own (:func:`tfship._wire._messages.protos`); a
+``TensorProto`` of TensorFlow's class is taken by its bytes.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ import struct
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from tfship._protos import proto_module
 from tfship._wire._formats import DATATYPES, DT_STRING, ENUM_OF_NUMPY, dtype_name
+from tfship._wire._messages import is_message, ours, protos
 
 __all__ = [
     "DecodedPredict",
@@ -42,49 +41,12 @@ __all__ = [
     "encode_tensor",
     "encode_tensor_field",
     "enum_of_array",
-    "protos",
     "tensor_numpy_dtype",
 ]
 
 
 class TensorDecodeError(ValueError):
     """Raised when a ``TensorProto`` cannot be turned into an array (TF's FromProto fails)."""
-
-
-_PROTO_MODULES = {
-    "example_pb2": "tensorflow.core.example.example_pb2",
-    "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
-    "tensor_shape_pb2": "tensorflow.core.framework.tensor_shape_pb2",
-    "types_pb2": "tensorflow.core.framework.types_pb2",
-    "meta_graph_pb2": "tensorflow.core.protobuf.meta_graph_pb2",
-    "classification_pb2": "tensorflow_serving.apis.classification_pb2",
-    "get_model_metadata_pb2": "tensorflow_serving.apis.get_model_metadata_pb2",
-    "get_model_status_pb2": "tensorflow_serving.apis.get_model_status_pb2",
-    "inference_pb2": "tensorflow_serving.apis.inference_pb2",
-    "input_pb2": "tensorflow_serving.apis.input_pb2",
-    "model_management_pb2": "tensorflow_serving.apis.model_management_pb2",
-    "model_pb2": "tensorflow_serving.apis.model_pb2",
-    "predict_pb2": "tensorflow_serving.apis.predict_pb2",
-    "prediction_log_pb2": "tensorflow_serving.apis.prediction_log_pb2",
-    "regression_pb2": "tensorflow_serving.apis.regression_pb2",
-    "model_server_config_pb2": "tensorflow_serving.config.model_server_config_pb2",
-    "prediction_service_pb2_grpc": "tensorflow_serving.apis.prediction_service_pb2_grpc",
-    "model_service_pb2_grpc": "tensorflow_serving.apis.model_service_pb2_grpc",
-}
-
-
-@functools.lru_cache(maxsize=1)
-def protos() -> Any:
-    """A namespace of TF's and TF Serving's generated protobuf modules and gRPC stubs.
-
-    They are TensorFlow's own classes, loaded without importing TensorFlow.
-
-    Example:
-        >>> pb = protos()
-        >>> pb.tensor_pb2.TensorProto().dtype
-        0
-    """
-    return SimpleNamespace(**{key: proto_module(name) for key, name in _PROTO_MODULES.items()})
 
 
 def _bfloat16() -> np.dtype[Any]:
@@ -159,8 +121,8 @@ def encode_tensor(value: Any, dtype: Any = None) -> Any:
         (1, [1, 2], 8)
     """
     pb = protos()
-    if isinstance(value, pb.tensor_pb2.TensorProto):
-        return value
+    if is_message(value, "tensorflow.TensorProto"):  # tfship's, or TensorFlow's by its bytes
+        return ours(value)
     enum = None if dtype is None else _enum_of(dtype)
     if isinstance(value, list) and value and enum in (None, DT_STRING):
         encoded = _encode_flat_str(value)

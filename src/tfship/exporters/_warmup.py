@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from tfship import _protos
-from tfship._tf import tf, tf_error_cause
+from tfship._tf import tf, tf_error_cause, tf_message
 from tfship._wire import MAX_WARMUP_RECORDS
+from tfship._wire._messages import is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
 
 logger = logging.getLogger("tfship.exporters")
@@ -100,7 +100,7 @@ def example_logs(path: Path, tags: str = "serve") -> dict[str, Any]:
             request: ExampleRequest = example_request(info, signature=key, tags=tags)
         except ModelInputError:
             continue
-        log = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2").PredictionLog()
+        log = protos().prediction_log_pb2.PredictionLog()
         log.ParseFromString(request.warmup_record())
         logs[key] = log
     return logs
@@ -118,37 +118,31 @@ def _feeds(i: int, kind: str, request: Any, sig: Any) -> dict[str, Any]:
             f"warmup record {i}: inputs {sorted(request.inputs)} do not match the signature's "
             f"{sorted(sig.inputs)} (missing {missing}, unknown {extra})"
         )
-    make = tf().make_ndarray
-    return {sig.inputs[k].name: make(v) for k, v in request.inputs.items()}
+    make = tf().make_ndarray  # TensorFlow's function takes TensorFlow's class: crossed by bytes
+    return {sig.inputs[k].name: make(tf_message(v)) for k, v in request.inputs.items()}
 
 
 def _example_log(method: str, key: str, example: Any) -> Any:
-    from tensorflow_serving.apis import (
-        classification_pb2,
-        input_pb2,
-        model_pb2,
-        prediction_log_pb2,
-        regression_pb2,
-    )
-
-    spec = model_pb2.ModelSpec(signature_name=key)
-    inp = input_pb2.Input(example_list=input_pb2.ExampleList(examples=[example]))
+    pb = protos()
+    spec = pb.model_pb2.ModelSpec(signature_name=key)
+    # a tf.train.Example of TensorFlow's class, taken by its bytes
+    inp = pb.input_pb2.Input(example_list=pb.input_pb2.ExampleList(examples=[ours(example)]))
+    log_pb2 = pb.prediction_log_pb2
     if method == "classify":
-        req = classification_pb2.ClassificationRequest(model_spec=spec, input=inp)
-        return prediction_log_pb2.PredictionLog(classify_log=prediction_log_pb2.ClassifyLog(request=req))
-    rreq = regression_pb2.RegressionRequest(model_spec=spec, input=inp)
-    return prediction_log_pb2.PredictionLog(regress_log=prediction_log_pb2.RegressLog(request=rreq))
+        req = pb.classification_pb2.ClassificationRequest(model_spec=spec, input=inp)
+        return log_pb2.PredictionLog(classify_log=log_pb2.ClassifyLog(request=req))
+    rreq = pb.regression_pb2.RegressionRequest(model_spec=spec, input=inp)
+    return log_pb2.PredictionLog(regress_log=log_pb2.RegressLog(request=rreq))
 
 
 def _predict_log(key: str, sig: Any, record: Any, receiver: Any) -> Any:
-    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
-
+    pb = protos()
     t = tf()
-    req = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(signature_name=key))
+    req = pb.predict_pb2.PredictRequest(model_spec=pb.model_pb2.ModelSpec(signature_name=key))
     string_inputs = [k for k, v in sig.inputs.items() if v.dtype == t.string.as_datatype_enum]
     if len(sig.inputs) == 1 and string_inputs and _is_example_input(sig, receiver):
         example = _to_example(record, receiver).SerializeToString()
-        req.inputs[string_inputs[0]].CopyFrom(t.make_tensor_proto([example], dtype=t.string))
+        req.inputs[string_inputs[0]].CopyFrom(ours(t.make_tensor_proto([example], dtype=t.string)))
     else:
         values = _to_dict(record, receiver)
         for name, info in sig.inputs.items():
@@ -159,8 +153,8 @@ def _predict_log(key: str, sig: Any, record: Any, receiver: Any) -> Any:
                     "or 'both' to warm up with tf.Examples"
                 )
             array = _dense_value(name, info, values, receiver)
-            req.inputs[name].CopyFrom(t.make_tensor_proto(array))
-    return prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=req))
+            req.inputs[name].CopyFrom(ours(t.make_tensor_proto(array)))
+    return pb.prediction_log_pb2.PredictionLog(predict_log=pb.prediction_log_pb2.PredictLog(request=req))
 
 
 def _is_example_input(sig: Any, receiver: Any) -> bool:
@@ -204,7 +198,7 @@ def _default_of(name: str, receiver: Any) -> Any:
 
 def _to_example(record: Any, receiver: Any) -> Any:
     t = tf()
-    if isinstance(record, t.train.Example):
+    if is_message(record, "tensorflow.Example"):  # TensorFlow's class or tfship's
         return record
     if isinstance(record, bytes):
         return t.train.Example.FromString(record)
@@ -222,7 +216,7 @@ def _to_dict(record: Any, receiver: Any) -> dict[str, Any]:
     t = tf()
     if isinstance(record, bytes):
         record = t.train.Example.FromString(record)
-    if isinstance(record, t.train.Example):
+    if is_message(record, "tensorflow.Example"):
         return example_to_dict(record)
     if not isinstance(record, Mapping):
         raise TypeError(

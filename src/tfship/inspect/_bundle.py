@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from tfship import _protos
 from tfship._wire import masked_crc
+from tfship._wire._messages import protos
 
 INDEX_FILE = "variables.index"
 _MAGIC = 0xDB4775248B80FB57
@@ -132,7 +132,7 @@ def read_bundle(index: pathlib.Path) -> tuple[int, list[BundleTensor]]:
     Raises:
         BundleError: the index is not a table, or has no header, or an entry is not a proto.
     """
-    pb2 = _protos.proto_module("tensorflow.core.protobuf.tensor_bundle_pb2")
+    pb2 = protos().tensor_bundle_pb2
     shards: int | None = None
     tensors: list[BundleTensor] = []
     for key, value in read_table(index):

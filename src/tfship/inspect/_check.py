@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship import _protos
 from tfship._wire import (
     CLASSIFY_METHOD,
     MAX_WARMUP_RECORDS,
@@ -23,6 +22,7 @@ from tfship._wire import (
     read_records,
     version_number,
 )
+from tfship._wire._messages import protos
 from tfship.errors import InputError, VerdictError
 from tfship.inspect._bundle import variables_problems
 from tfship.inspect._describe import assets, variables
@@ -327,7 +327,7 @@ def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) ->
             "no warmup file (assets.extra/tf_serving_warmup_requests): the first requests will be slow",
         )
         return
-    log_pb2 = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2")
+    log_pb2 = protos().prediction_log_pb2
     problems: list[str] = []
     count = 0
     try:

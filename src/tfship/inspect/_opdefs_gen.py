@@ -14,19 +14,19 @@ from tfship.inspect._opdefs import HOLDS, SCHEMA, SCHEMA_VERSION, render_table
 
 def table_from_tensorflow() -> dict[str, Any]:
     """The table's content from the installed TensorFlow's op registry (imports TensorFlow)."""
-    from tfship._tf import tf
+    from tfship._tf import tf, tf_module
+    from tfship._wire._messages import message_class
 
     version = tf().__version__
-    from tensorflow.core.framework import op_def_pb2
-    from tensorflow.python.client import pywrap_tf_session as c_api
+    c_api = tf_module("tensorflow.python.client.pywrap_tf_session")
 
     buffer = c_api.TF_GetAllOpList()
     try:
-        op_list = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buffer))
+        op_list = message_class("tensorflow.OpList").FromString(c_api.TF_GetBuffer(buffer))
     finally:
         c_api.TF_DeleteBuffer(buffer)
     # read after the op list: importing it must not change what counts as registered
-    from tensorflow.compiler.tf2xla.python import xla
+    xla = tf_module("tensorflow.compiler.tf2xla.python.xla")
 
     return {
         "schema": SCHEMA,

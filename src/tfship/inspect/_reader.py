@@ -13,8 +13,8 @@ import pathlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tfship import _protos
 from tfship._wire import DEFAULT_SIGNATURE, version_dirs
+from tfship._wire._messages import descriptor_pool, protos
 from tfship.errors import ModelError, SignatureNotFoundError
 from tfship.inspect._featurespec import recover_feature_spec
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -271,13 +271,15 @@ def read_saved_model(path: str | os.PathLike[str]) -> SavedModelInfo:
         'tensorflow/serving/predict'
     """
     file = find_saved_model_file(path)
-    proto = _protos.saved_model_pb2().SavedModel()
+    proto = protos().saved_model_pb2.SavedModel()
     data = file.read_bytes()
     try:
         if file.name == SAVED_MODEL_PB:
             proto.ParseFromString(data)
         else:
-            _protos.text_format().Merge(data.decode("utf-8"), proto)
+            from google.protobuf import text_format
+
+            text_format.Merge(data.decode("utf-8"), proto, descriptor_pool=descriptor_pool())
     except Exception as exc:  # DecodeError, ParseError, UnicodeDecodeError: all mean corrupt
         raise ModelError(
             f"cannot parse {str(file)!r}: the file is corrupt or not a SavedModel ({exc})",

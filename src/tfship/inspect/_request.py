@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfship import _protos
 from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, read_record_file, write_record_file
+from tfship._wire._messages import is_message, protos
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -100,8 +100,7 @@ class ExampleRequest:
 
     def warmup_record(self) -> bytes:
         """This request as one serialized ``PredictionLog`` (a warmup record)."""
-        log = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2")
-        record = log.PredictionLog()
+        record = protos().prediction_log_pb2.PredictionLog()
         getattr(record, f"{self.verb}_log").request.CopyFrom(self.grpc)
         return bytes(record.SerializeToString())
 
@@ -169,8 +168,7 @@ def _coerce(entry: FeatureSpecEntry, row: list[Any]) -> list[Any]:
 
 
 def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:
-    example_pb2 = _protos.proto_module("tensorflow.core.example.example_pb2")
-    example = example_pb2.Example()
+    example = protos().example_pb2.Example()
     for name, entry in spec.items():
         feature = example.features.feature[name]
         row = _feature_values(entry, values)
@@ -203,8 +201,7 @@ def _row_value(tensor: TensorInfo, values: Mapping[str, Any]) -> Any:
 
 
 def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> Any:
-    tensor_pb2 = _protos.proto_module("tensorflow.core.framework.tensor_pb2")
-    proto = tensor_pb2.TensorProto(dtype=tensor.proto.dtype)
+    proto = protos().tensor_pb2.TensorProto(dtype=tensor.proto.dtype)
     shape = [len(rows), *_dims(rows[0])]
     for d in shape:
         proto.tensor_shape.dim.add(size=d)
@@ -239,8 +236,7 @@ def _predict(
     sig: SignatureInfo, model: str, batch: int, values: Mapping[str, Any]
 ) -> tuple[dict[str, Any], Any]:
     _check_dense(sig)
-    predict_pb2 = _protos.proto_module("tensorflow_serving.apis.predict_pb2")
-    request = predict_pb2.PredictRequest()
+    request = protos().predict_pb2.PredictRequest()
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key
     spec = sig.feature_spec
@@ -268,9 +264,9 @@ def _classify_or_regress(
             f"signature {sig.key!r} ({sig.method_name}) takes serialized tf.Examples but its "
             "feature spec could not be recovered from the graph; no example request can be built",
         )
-    module = "classification_pb2" if sig.method_name == CLASSIFY_METHOD else "regression_pb2"
-    pb2 = _protos.proto_module(f"tensorflow_serving.apis.{module}")
-    request = pb2.ClassificationRequest() if sig.method_name == CLASSIFY_METHOD else pb2.RegressionRequest()
+    pb = protos()
+    request = (pb.classification_pb2.ClassificationRequest() if sig.method_name == CLASSIFY_METHOD
+               else pb.regression_pb2.RegressionRequest())
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key
     for _ in range(batch):
@@ -347,15 +343,26 @@ def write_warmup(path: str | os.PathLike[str], requests: Iterable[ExampleRequest
     Returns:
         How many records were written.
 
+    Raises:
+        InputError: a request is neither (a bare ``PredictRequest`` would be written as a record
+            TF Serving cannot read); nothing is written then.
+
     Example:
         >>> req = example_request(read_saved_model("m/1"))  # doctest: +SKIP
         >>> write_warmup("m/1/assets.extra/tf_serving_warmup_requests", [req])  # doctest: +SKIP
         1
     """
-    records = (
-        r.warmup_record() if isinstance(r, ExampleRequest) else bytes(r.SerializeToString())
-        for r in requests
-    )
+    records: list[bytes] = []
+    for index, r in enumerate(requests):
+        if isinstance(r, ExampleRequest):
+            records.append(r.warmup_record())
+        elif is_message(r, "tensorflow.serving.PredictionLog"):  # tfship's class or TF Serving's
+            records.append(bytes(r.SerializeToString()))
+        else:
+            kind = getattr(getattr(r, "DESCRIPTOR", None), "full_name", type(r).__name__)
+            raise InputError(
+                f"warmup request {index} is a {kind}, not a PredictionLog or ExampleRequest"
+            )
     return write_record_file(path, records)
 
 
@@ -369,7 +376,7 @@ def read_warmup(path: str | os.PathLike[str]) -> list[Any]:
         >>> [log.WhichOneof("log_type") for log in read_warmup(path)]  # doctest: +SKIP
         ['predict_log']
     """
-    log_cls = _protos.proto_module("tensorflow_serving.apis.prediction_log_pb2").PredictionLog
+    log_cls = protos().prediction_log_pb2.PredictionLog
     logs = []
     for index, record in enumerate(read_record_file(path)):
         log = log_cls()

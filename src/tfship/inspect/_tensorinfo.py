@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship import _protos
 from tfship._wire import datatype
+from tfship._wire._messages import protos
 
 
 def dtype_name(enum_value: int) -> str:
@@ -29,7 +29,7 @@ def dtype_name(enum_value: int) -> str:
 def enum_name(enum_value: int) -> str:
     """Return the ``DataType`` enum name (``DT_FLOAT``) of a value, as saved_model_cli prints it."""
     try:
-        return str(_protos.types_pb2().DataType.Name(enum_value))
+        return str(protos().types_pb2.DataType.Name(enum_value))
     except ValueError:
         return f"DT_UNKNOWN_{enum_value}"
 

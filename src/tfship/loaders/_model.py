@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from tfship._protos import proto_module
 from tfship._wire import METADATA_FILE, version_dirs
 from tfship._wire._inputs import InputCheckError, check_inputs
 from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
@@ -281,7 +280,9 @@ class LocalModel:
                 # A callable made from CallableOptions feeds straight into the C++ session: no
                 # per-call bookkeeping and, like TF Serving, no Python-side check of feed
                 # shapes against placeholder shapes (the graph's ops judge the shapes).
-                config_pb2 = proto_module("tensorflow.core.protobuf.config_pb2")
+                from tfship._tf import tf_module
+
+                config_pb2 = tf_module("tensorflow.core.protobuf.config_pb2")
                 options = config_pb2.CallableOptions(feed=list(feeds), fetch=list(fetches))
                 runner = self._session._make_callable_from_options(options)
                 self._callables[key] = runner

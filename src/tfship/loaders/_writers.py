@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship._wire import CLASSIFY_METHOD, REGRESS_METHOD
+from tfship._wire._messages import ours, protos
 from tfship.errors import InputError
 
 if TYPE_CHECKING:
@@ -660,8 +661,7 @@ class PredictionLogWriter(Writer):
         return request, response
 
     def _classify_logs(self, examples: Array, outputs: Mapping[str, Array]) -> list[Any]:
-        from tensorflow_serving.apis import classification_pb2
-
+        classification_pb2 = protos().classification_pb2
         n = len(examples)
         labels = _per_row(outputs.get("classes"), n)
         scores = _per_row(outputs.get("scores"), n)
@@ -683,8 +683,7 @@ class PredictionLogWriter(Writer):
         return logs
 
     def _regress_logs(self, examples: Array, values: Array) -> list[Any]:
-        from tensorflow_serving.apis import regression_pb2
-
+        regression_pb2 = protos().regression_pb2
         flat = values.reshape(len(examples), -1)
         logs = []
         for i, data in enumerate(examples):
@@ -699,9 +698,11 @@ class PredictionLogWriter(Writer):
     def _predict_logs(
         self, rows: int, outputs: Mapping[str, Array], inputs: Mapping[str, Any]
     ) -> list[Any]:
-        from tensorflow_serving.apis import predict_pb2
+        predict_pb2 = protos().predict_pb2
 
-        make = self.tf.make_tensor_proto
+        def make(array: Array) -> Any:  # TensorFlow's TensorProto, taken by its bytes
+            return ours(self.tf.make_tensor_proto(array))
+
         logs = []
         for i in range(rows):
             request, response = self._pair(predict_pb2.PredictRequest, predict_pb2.PredictResponse)
@@ -721,9 +722,7 @@ class PredictionLogWriter(Writer):
 
 def _prediction_log(kind: str, request: Any, response: Any) -> Any:
     """A ``PredictionLog`` whose ``kind`` (``classify_log``, ...) holds request and response."""
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    log = prediction_log_pb2.PredictionLog()
+    log = protos().prediction_log_pb2.PredictionLog()
     entry = getattr(log, kind)
     entry.request.CopyFrom(request)
     entry.response.CopyFrom(response)

@@ -15,6 +15,7 @@ import numpy as np
 
 from tfship._wire import DEFAULT_SIGNATURE, encode_tensor, protos
 from tfship._wire._inputs import InputCheckError, check_inputs, shape_text
+from tfship._wire._messages import is_message, ours
 from tfship.errors import InputError
 from tfship.serve_client._errors import (
     DeadlineExceededError,
@@ -200,15 +201,16 @@ def _example(record: Any, schema: Any, where: str) -> Any:
     from google.protobuf.message import DecodeError
 
     example_cls = protos().example_pb2.Example
-    if isinstance(record, example_cls):
-        return record
+    if is_message(record, "tensorflow.Example"):  # tfship's, or a tf.train.Example by its bytes
+        return ours(record)
     if isinstance(record, (bytes, bytearray)):
         try:
             return example_cls.FromString(bytes(record))
         except DecodeError:
             raise ValueError("the bytes are not a serialized tf.train.Example") from None
-    if hasattr(record, "SerializeToString"):  # an Example from another protobuf copy
-        return example_cls.FromString(record.SerializeToString())
+    if hasattr(record, "SerializeToString"):  # another message would parse as an Example silently
+        kind = getattr(getattr(record, "DESCRIPTOR", None), "full_name", type(record).__name__)
+        raise TypeError(f"a record must be a dict or tf.train.Example, got a {kind} message")
     if not isinstance(record, Mapping):
         raise TypeError(f"a record must be a dict or tf.train.Example, got {type(record).__name__}")
     if schema is not None:
@@ -320,10 +322,11 @@ def reload_request(config: Any) -> Any:
     """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
     pb = protos()
     request = pb.model_management_pb2.ReloadConfigRequest()
-    if isinstance(config, pb.model_server_config_pb2.ModelServerConfig):
-        request.config.CopyFrom(config)
-    elif isinstance(config, pb.model_server_config_pb2.ModelConfigList):
-        request.config.model_config_list.CopyFrom(config)
+    # tfship's classes, or TF Serving's own (taken by their bytes)
+    if is_message(config, "tensorflow.serving.ModelServerConfig"):
+        request.config.CopyFrom(ours(config))
+    elif is_message(config, "tensorflow.serving.ModelConfigList"):
+        request.config.model_config_list.CopyFrom(ours(config))
     else:
         from google.protobuf import json_format
 

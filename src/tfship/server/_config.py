@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfship._wire import _messages
+from tfship._wire._messages import protos
 from tfship.server._status import ServerConfigError
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
@@ -152,9 +154,7 @@ def read_config_file(path: str | os.PathLike[str]) -> list[ModelConfig]:
         >>> options = ServerOptions(model_config_file="/srv/models.config", model_config_poll_seconds=5)
         >>> ModelServer(models, options).start()  # doctest: +SKIP
     """
-    from tensorflow_serving.config import model_server_config_pb2
-
-    config = model_server_config_pb2.ModelServerConfig()
+    config = protos().model_server_config_pb2.ModelServerConfig()
     parse_text_file(path, config)
     if config.WhichOneof("config") != "model_config_list":
         raise ServerConfigError(f"{path}: expected a model_config_list {{ config {{ ... }} }}")
@@ -172,7 +172,8 @@ def parse_text_file(path: str | os.PathLike[str], message: Any) -> None:
 
     text = _read_text(Path(path))
     try:
-        text_format.Parse(text, message)
+        # the pool resolves an Any written by its type URL (custom_model_config)
+        text_format.Parse(text, message, descriptor_pool=_messages.descriptor_pool())
     except text_format.ParseError as exc:
         where = f"{exc.GetLine()}:{exc.GetColumn()}: " if exc.GetLine() is not None else ""
         detail = re.sub(r"^\d+:\d+ : ", "", str(exc))
@@ -205,65 +206,6 @@ class SslConfig:
     server_cert: str
     custom_ca: str = ""
     client_verify: bool = False
-
-
-def _message_class(name: str) -> Any:
-    """A proto3 message class of TF Serving's package whose generated module is not shipped.
-
-    ``_MESSAGES`` lists each message's fields (name, type, message type) in number order.
-    tensorflow-serving-api lacks ``ssl_config_pb2`` and ``monitoring_config_pb2``, so the
-    same messages are built here and files are read with protobuf's text format rules.
-    """
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    proto = descriptor_pb2.FileDescriptorProto(
-        name=f"tfship_{name.lower()}.proto", package="tensorflow.serving", syntax="proto3"
-    )
-    from google.protobuf import wrappers_pb2
-
-    optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-    repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-    proto.dependency.append("google/protobuf/wrappers.proto")
-    for message_name, message_fields in _MESSAGES[name]:
-        message = proto.message_type.add(name=message_name)
-        for field_name, number, kind, type_name in message_fields:
-            label = repeated if kind == _REPEATED_INT64 else optional
-            kind = 3 if kind == _REPEATED_INT64 else kind
-            entry = message.field.add(name=field_name, number=number, type=kind, label=label)
-            if type_name:
-                entry.type_name = type_name if "." in type_name else f".tensorflow.serving.{type_name}"
-    pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(wrappers_pb2.DESCRIPTOR.serialized_pb)
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.serving.{name}"))
-
-
-_STRING, _BOOL, _MESSAGE, _REPEATED_INT64 = 9, 8, 11, -3
-_INT64_VALUE, _BOOL_VALUE = ".google.protobuf.Int64Value", ".google.protobuf.BoolValue"
-_MESSAGES: dict[str, list[tuple[str, list[tuple[str, int, int, str | None]]]]] = {
-    "SSLConfig": [
-        ("SSLConfig", [("server_key", 1, _STRING, None), ("server_cert", 2, _STRING, None),
-                       ("custom_ca", 3, _STRING, None), ("client_verify", 4, _BOOL, None)]),
-    ],
-    "MonitoringConfig": [
-        ("PrometheusConfig", [("enable", 1, _BOOL, None), ("path", 2, _STRING, None)]),
-        ("MonitoringConfig", [("prometheus_config", 1, _MESSAGE, "PrometheusConfig")]),
-    ],
-    # session_bundle_config.proto of TF Serving 2.15.1
-    "BatchingParameters": [
-        ("BatchingParameters", [
-            ("max_batch_size", 1, _MESSAGE, _INT64_VALUE),
-            ("batch_timeout_micros", 2, _MESSAGE, _INT64_VALUE),
-            ("max_enqueued_batches", 3, _MESSAGE, _INT64_VALUE),
-            ("num_batch_threads", 4, _MESSAGE, _INT64_VALUE),
-            ("thread_pool_name", 5, _MESSAGE, ".google.protobuf.StringValue"),
-            ("allowed_batch_sizes", 6, _REPEATED_INT64, None),
-            ("pad_variable_length_inputs", 7, _BOOL, None),
-            ("enable_large_batch_splitting", 8, _MESSAGE, _BOOL_VALUE),
-            ("max_execution_batch_size", 9, _MESSAGE, _INT64_VALUE),
-        ]),
-    ],
-}
 
 
 def read_batching_parameters(path: str | os.PathLike[str], defaults: Any) -> Any:
@@ -307,14 +249,9 @@ def parse_grpc_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
 
 
 def message_class(name: str) -> Any:
-    """``SSLConfig`` or ``MonitoringConfig`` (TF Serving's messages), built once."""
-    cls = _CLASSES.get(name)
-    if cls is None:
-        cls = _CLASSES[name] = _message_class(name)
-    return cls
-
-
-_CLASSES: dict[str, Any] = {}
+    """A message class of TF Serving's package: ``SSLConfig``, ``MonitoringConfig``,
+    ``BatchingParameters`` (tensorflow-serving-api ships none of them)."""
+    return _messages.message_class(f"tensorflow.serving.{name}")
 
 
 def read_ssl_config(path: str | os.PathLike[str]) -> SslConfig:

@@ -29,27 +29,9 @@ from tfship._wire import (
     enum_of_array,
 )
 from tfship._wire import tf_dtype_name as dtype_name
+from tfship._wire._messages import protos
 from tfship.server._manager import ModelManager, Servable
 from tfship.server._status import RpcError, invalid, status_fields
-
-
-def _apis() -> Any:
-    # The generated protos import TensorFlow; load them only when a server runs.
-    from tensorflow_serving import apis
-    from tensorflow_serving.apis import (
-        classification_pb2,
-        get_model_metadata_pb2,
-        get_model_status_pb2,
-        inference_pb2,
-        model_management_pb2,
-        model_pb2,
-        predict_pb2,
-        regression_pb2,
-    )
-
-    del classification_pb2, get_model_metadata_pb2, get_model_status_pb2, model_pb2
-    del inference_pb2, model_management_pb2, predict_pb2, regression_pb2
-    return apis
 
 
 def fill_model_spec(
@@ -98,7 +80,7 @@ class ServingCore:
     # Predict ---------------------------------------------------------------------------------
     def predict(self, request: Any) -> Any:
         """PredictionService.Predict, as a ``PredictResponse`` message."""
-        return _apis().predict_pb2.PredictResponse.FromString(self.predict_bytes(request))
+        return protos().predict_pb2.PredictResponse.FromString(self.predict_bytes(request))
 
     def predict_bytes(self, request: Any) -> bytes:
         """PredictionService.Predict, as the serialized ``PredictResponse`` sent on the wire."""
@@ -108,12 +90,12 @@ class ServingCore:
     def predict_on(self, servable: Servable, request: Any) -> Any:
         """Predict against one loaded version (also used by warmup)."""
         data = self.predict_bytes_on(servable, request)
-        return _apis().predict_pb2.PredictResponse.FromString(data)
+        return protos().predict_pb2.PredictResponse.FromString(data)
 
     def predict_bytes_on(self, servable: Servable, request: Any) -> bytes:
         """Predict against one loaded version; outputs go straight to their wire bytes."""
         key, outputs = self.predict_outputs(servable, request)
-        spec = _apis().model_pb2.ModelSpec()
+        spec = protos().model_pb2.ModelSpec()
         fill_model_spec(spec, request.model_spec.name, key, servable.version)
         return encode_predict_response(outputs, spec.SerializeToString())
 
@@ -160,7 +142,7 @@ class ServingCore:
         key, values, rows = self._run_examples(
             servable, request, CLASSIFY_METHOD, classification_outputs
         )
-        response = _apis().classification_pb2.ClassificationResponse()
+        response = protos().classification_pb2.ClassificationResponse()
         fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
         fill_classifications(response.result, values, rows)
         return response
@@ -172,7 +154,7 @@ class ServingCore:
     def regress_on(self, servable: Servable, request: Any) -> Any:
         """Regress against one loaded version."""
         key, values, rows = self._run_examples(servable, request, REGRESS_METHOD, regression_outputs)
-        response = _apis().regression_pb2.RegressionResponse()
+        response = protos().regression_pb2.RegressionResponse()
         fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
         fill_regressions(response.result, values["outputs"], rows)
         return response
@@ -209,7 +191,7 @@ class ServingCore:
     # MultiInference --------------------------------------------------------------------------
     def multi_inference(self, request: Any) -> Any:
         """PredictionService.MultiInference."""
-        apis = _apis()
+        apis = protos()
         spec = request.tasks[0].model_spec if request.tasks else apis.model_pb2.ModelSpec()
         with self.manager.servable(spec) as servable:
             return self.multi_inference_on(servable, request)
@@ -230,7 +212,7 @@ class ServingCore:
             for alias in aliases
         }
         by_tensor = _run_tensors(servable, feeds, fetches)
-        response = _apis().inference_pb2.MultiInferenceResponse()
+        response = protos().inference_pb2.MultiInferenceResponse()
         for task, (_, signature, aliases) in zip(request.tasks, plans):
             values = {alias: by_tensor[signature.outputs[alias].name] for alias in aliases}
             result = response.results.add()
@@ -279,7 +261,7 @@ class ServingCore:
     # GetModelMetadata ------------------------------------------------------------------------
     def get_model_metadata(self, request: Any) -> Any:
         """PredictionService.GetModelMetadata: every SignatureDef of the serve MetaGraph."""
-        apis = _apis()
+        apis = protos()
         _require_model_spec(request)
         if not request.metadata_field:
             raise invalid("GetModelMetadataRequest must specify at least one metadata_field")
@@ -298,7 +280,7 @@ class ServingCore:
     # ModelService ----------------------------------------------------------------------------
     def get_model_status(self, request: Any) -> Any:
         """ModelService.GetModelStatus: last state of each version, newest first."""
-        apis = _apis()
+        apis = protos()
         _require_model_spec(request)
         spec = request.model_spec
         version = int(spec.version.value) if spec.HasField("version") else None
@@ -318,7 +300,7 @@ class ServingCore:
         from tfship.server._config import from_config_list
         from tfship.server._status import ServerConfigError
 
-        response = _apis().model_management_pb2.ReloadConfigResponse()
+        response = protos().model_management_pb2.ReloadConfigResponse()
         error: RpcError | None = None
         if request.config.WhichOneof("config") != "model_config_list":
             error = invalid(

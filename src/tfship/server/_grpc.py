@@ -1,4 +1,5 @@
-"""The gRPC face of the local server: TF Serving's two services on the official stubs."""
+"""The gRPC face of the local server: TF Serving's two services as generic handlers on tfship's
+message classes, at TF Serving's method paths (``/tensorflow.serving.ModelService/GetModelStatus``)."""
 
 from __future__ import annotations
 
@@ -80,22 +81,18 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
             handle, request_deserializer=request_cls.FromString, response_serializer=serializer
         )
 
-    def serialize(message: Any) -> bytes:
-        data: bytes = message.SerializeToString()
-        return data
-
     handlers = {
         # The response is already its wire bytes: serializing is the identity.
         "Predict": unary(core.predict_bytes, pb.predict_pb2.PredictRequest, _identity, "Predict"),
         "Classify": unary(
-            core.classify, pb.classification_pb2.ClassificationRequest, serialize, "Classify"
+            core.classify, pb.classification_pb2.ClassificationRequest, _serialize, "Classify"
         ),
-        "Regress": unary(core.regress, pb.regression_pb2.RegressionRequest, serialize, "Regress"),
+        "Regress": unary(core.regress, pb.regression_pb2.RegressionRequest, _serialize, "Regress"),
         "MultiInference": unary(
-            core.multi_inference, pb.inference_pb2.MultiInferenceRequest, serialize
+            core.multi_inference, pb.inference_pb2.MultiInferenceRequest, _serialize
         ),
         "GetModelMetadata": unary(
-            core.get_model_metadata, pb.get_model_metadata_pb2.GetModelMetadataRequest, serialize
+            core.get_model_metadata, pb.get_model_metadata_pb2.GetModelMetadataRequest, _serialize
         ),
     }
     return grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", handlers)
@@ -106,20 +103,37 @@ def _model_name(request: Any) -> str:
     return name
 
 
-def _model_service(core: ServingCore) -> Any:
-    from tensorflow_serving.apis import model_service_pb2_grpc
+def _serialize(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
 
-    class ModelService(model_service_pb2_grpc.ModelServiceServicer):  # type: ignore[misc]
-        def GetModelStatus(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
-            return _answer(context, lambda: core.get_model_status(request))
 
-        def HandleReloadConfigRequest(self, request: Any, context: Any) -> Any:  # noqa: N802
-            response, error = core.reload_config(request)
-            if error is not None:
-                context.abort(error.code, error.wire_message())
-            return response
+def _model_handler(core: ServingCore) -> Any:
+    """ModelService as a generic handler: model status and config reloads."""
+    pb = protos()
 
-    return ModelService()
+    def status(request: Any, context: Any) -> Any:
+        return _answer(context, lambda: core.get_model_status(request))
+
+    def reload(request: Any, context: Any) -> Any:
+        response, error = core.reload_config(request)
+        if error is not None:
+            context.abort(error.code, error.wire_message())
+        return response
+
+    handlers = {
+        "GetModelStatus": grpc.unary_unary_rpc_method_handler(
+            status,
+            request_deserializer=pb.get_model_status_pb2.GetModelStatusRequest.FromString,
+            response_serializer=_serialize,
+        ),
+        "HandleReloadConfigRequest": grpc.unary_unary_rpc_method_handler(
+            reload,
+            request_deserializer=pb.model_management_pb2.ReloadConfigRequest.FromString,
+            response_serializer=_serialize,
+        ),
+    }
+    return grpc.method_handlers_generic_handler("tensorflow.serving.ModelService", handlers)
 
 
 def start_grpc(
@@ -143,8 +157,6 @@ def start_grpc(
     Raises:
         LocalServerError: when the address cannot be bound.
     """
-    from tensorflow_serving.apis import model_service_pb2_grpc
-
     options = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
@@ -156,8 +168,7 @@ def start_grpc(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfship-grpc"),
         options=options,
     )
-    server.add_generic_rpc_handlers((_prediction_handler(core, metrics),))
-    model_service_pb2_grpc.add_ModelServiceServicer_to_server(_model_service(core), server)
+    server.add_generic_rpc_handlers((_prediction_handler(core, metrics), _model_handler(core)))
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = _bind(server, target, tls)
     if socket_path is not None:

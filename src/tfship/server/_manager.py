@@ -151,9 +151,10 @@ def _explained(model: Any, exc: Exception) -> Exception:
 def read_serve_meta_graph(path: str) -> Any:
     """The MetaGraphDef tagged exactly {"serve"} of the SavedModel at ``path``."""
     from google.protobuf import text_format
-    from tensorflow.core.protobuf import saved_model_pb2
 
-    saved_model = saved_model_pb2.SavedModel()
+    from tfship._wire._messages import descriptor_pool, protos
+
+    saved_model = protos().saved_model_pb2.SavedModel()
     pb, pbtxt = os.path.join(path, "saved_model.pb"), os.path.join(path, "saved_model.pbtxt")
     if os.path.exists(pb):
         from google.protobuf.message import DecodeError
@@ -167,7 +168,7 @@ def read_serve_meta_graph(path: str) -> Any:
                 ) from None
     elif os.path.exists(pbtxt):
         with open(pbtxt, encoding="utf-8") as handle:
-            text_format.Parse(handle.read(), saved_model)
+            text_format.Parse(handle.read(), saved_model, descriptor_pool=descriptor_pool())
     else:
         raise RpcError(
             grpc.StatusCode.NOT_FOUND,

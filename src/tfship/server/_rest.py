@@ -58,6 +58,7 @@ from tfship._wire import (
     regression_json,
     signature_name_of,
 )
+from tfship._wire._messages import protos
 from tfship.server._core import ServingCore
 from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid
@@ -87,9 +88,7 @@ def _infos(signature: Any) -> dict[str, int]:
 
 def predict_request_from_json(body: bytes, spec_fill: Any, core: ServingCore) -> tuple[Any, str]:
     """Build a PredictRequest from a REST body; returns it and the format ("row"/"columnar")."""
-    from tensorflow_serving.apis import predict_pb2
-
-    request = predict_pb2.PredictRequest()
+    request = protos().predict_pb2.PredictRequest()
     spec_fill(request.model_spec)
     doc = parse_json(body)
     name = signature_name_of(doc)
@@ -224,39 +223,35 @@ class RestApi:
         raise invalid(f"Malformed request: {method} {path}")
 
     def _run(self, verb: str, fill: Any, body: bytes) -> str:
-        from tensorflow_serving.apis import classification_pb2, regression_pb2
-
+        pb = protos()
         if verb == "predict":
             request, form = predict_request_from_json(body, fill, self.core)
             outputs = self._timed(lambda: self.core.predict(request).outputs)
             return predict_response_json(outputs, form)
         if verb == "classify":
-            creq = classification_pb2.ClassificationRequest()
+            creq = pb.classification_pb2.ClassificationRequest()
             fill(creq.model_spec)
             examples_request_from_json(body, creq)
             return classification_response_json(self._timed(lambda: self.core.classify(creq).result))
-        rreq = regression_pb2.RegressionRequest()
+        rreq = pb.regression_pb2.RegressionRequest()
         fill(rreq.model_spec)
         examples_request_from_json(body, rreq)
         return regression_response_json(self._timed(lambda: self.core.regress(rreq).result))
 
     def _status(self, name: str, version: str | None) -> str:
-        from tensorflow_serving.apis import get_model_status_pb2
-
-        request = get_model_status_pb2.GetModelStatusRequest()
+        request = protos().get_model_status_pb2.GetModelStatusRequest()
         request.model_spec.name = name
         if version is not None:
             request.model_spec.version.value = _version_number(version)
         return _proto_json(self.core.get_model_status(request))
 
     def _metadata(self, fill: Any) -> str:
-        from tensorflow_serving.apis import get_model_metadata_pb2
-
-        request = get_model_metadata_pb2.GetModelMetadataRequest()
+        metadata_pb2 = protos().get_model_metadata_pb2
+        request = metadata_pb2.GetModelMetadataRequest()
         fill(request.model_spec)
         request.metadata_field.append("signature_def")
         response = self.core.get_model_metadata(request)
-        signature_map = get_model_metadata_pb2.SignatureDefMap()
+        signature_map = metadata_pb2.SignatureDefMap()
         response.metadata["signature_def"].Unpack(signature_map)
         return (
             '{\n"model_spec":' + _proto_json(response.model_spec) + ',\n"metadata": {'

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE
+from tfship._wire._messages import protos
 from tfship.server._status import RpcError, invalid
 
 logger = logging.getLogger(__name__)
@@ -70,9 +71,8 @@ def _records(path: str) -> Any:
 
 def _parse(record: bytes, path: str) -> Any:
     from google.protobuf.message import DecodeError
-    from tensorflow_serving.apis import prediction_log_pb2
 
-    log = prediction_log_pb2.PredictionLog()
+    log = protos().prediction_log_pb2.PredictionLog()
     try:
         log.ParseFromString(record)
     except DecodeError as exc:
