@@ -90,7 +90,7 @@ def test_predict_with_the_schema_leaves_the_label_out_of_a_raw_signature(
     remote = np.array(json.loads(sent.stdout)["outputs"]["probabilities"])
     local = tmp_path / "local.jsonl"
     ran = CliRunner().invoke(cli, ["predict", str(export), "-i", str(rows), "-o", str(local),
-                                   "-s", "raw:predict"])
+                                   "-s", "raw:predict", "--outputs", "probabilities"])
     assert ran.exit_code == 0, ran.output
     here = [json.loads(line)["probabilities"] for line in local.read_text().splitlines()]
     assert remote.shape == (3, 3)
