@@ -20,7 +20,7 @@ Usage: ``python benchmarks/loaders.py [--rows N] [--rss-rows N] [--workdir DIR] 
 The default row count keeps ``make bench`` short; ``--rows 1000000`` is the claim,
 ``--rss-rows 10000000`` adds the peak-RSS run on ten million rows; ``--quick`` times the output
 formats only, on 50,000 rows; ``--short`` runs every row on 3,000 rows (the peak-RSS run on
-4,000) of a dnn trained for 20 steps.
+4,000) of a dnn trained for 20 steps, and judges no target.
 """
 
 from __future__ import annotations
@@ -106,14 +106,14 @@ def time_formats(export: Path, csv_path: Path, workdir: Path) -> dict[str, tuple
     return results
 
 
-def print_formats(results: dict[str, tuple[float, int]]) -> None:
+def print_formats(results: dict[str, tuple[float, int]], judge: bool = True) -> None:
     print(f"{'output format':<32}{'rows':>11}{'seconds':>10}{'rows/s':>12}{'x CSV':>8}{'target':>8}")
     for name, (seconds, rows) in results.items():
         label = name.split(" ", 1)[1]
         csv_seconds, csv_rows = results[f"csv {label}"]
         ratio = (rows / seconds) / (csv_rows / csv_seconds)
         target = ">=0.7" if name.startswith("jsonl") else ""
-        mark = (" ok" if ratio >= 0.7 else " MISS") if target else ""
+        mark = (" ok" if ratio >= 0.7 else " MISS") if target and judge else ""
         print(f"{name:<32}{rows:>11,}{seconds:>10.2f}{rows / seconds:>12,.0f}{ratio:>8.2f}{target:>8}{mark}")
 
 
@@ -245,7 +245,7 @@ def main() -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         schema, model_dir, export, csv_path = setup(workdir, args.rows, args.steps)
         if args.quick:
-            print_formats(time_formats(export, csv_path, workdir))
+            print_formats(time_formats(export, csv_path, workdir), judge=not args.short)
             return
         big = synthetic_csv(schema, args.rss_rows, workdir) if args.rss_rows else None
         print(f"export {export}, {args.rows:,} rows of {len(schema.features)} features, "
@@ -276,12 +276,12 @@ def main() -> None:
         rate = rows / seconds
         ratio = ours_rate / rate
         target = f">={targets[name]:g}" if name in targets else ""
-        mark = "" if name not in targets else (" ok" if ratio >= targets[name] else " MISS")
+        mark = "" if name not in targets or args.short else (" ok" if ratio >= targets[name] else " MISS")
         print(f"{name:<48}{rows:>11,}{seconds:>10.2f}{rate:>12,.0f}{ratio:>10.2f}{target:>8}{mark}")
     print(f"tfship predict as a command on {args.rows:,} rows: {cmd_seconds:.2f} s wall "
           f"(import + load + job), peak RSS {cmd_rss:,.0f} MB")
     print(f"the same command writing JSONL: {jsonl_seconds:.2f} s wall, peak RSS {jsonl_rss:,.0f} MB")
-    print_formats(formats)
+    print_formats(formats, judge=not args.short)
     if big is not None:
         print(f"tfship predict as a command on {args.rss_rows:,} rows: {big_seconds:.2f} s wall, "
               f"peak RSS {big_rss:,.0f} MB")

@@ -56,7 +56,7 @@ ROWS: dict[str, list[str]] = {
     "loaders.py": [
         rf"^tfship predict \(CSV->CSV\) +3,000 +{NUMBER} +{NUMBER} +1\.00 *$",
         *(
-            rf"^{path} +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +>={target} (ok|MISS)$"
+            rf"^{path} +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +>={target}$"
             for path, target in (
                 (r"estimator\.predict \(tf\.data CSV\)", "2"),
                 (r"user loop \(pandas \+ Example \+ TF2 signature\)", "5"),
