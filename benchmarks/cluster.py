@@ -14,7 +14,10 @@ updates) times the batch size over the time between the first and the last step 
 start-up is left out; start-up (launch to the chief's first step line) is shown on its own. On a
 2-core machine the cluster tasks share the same cores: the ratios are informative, not a target.
 
-Usage: ``python benchmarks/cluster.py [--steps N] [--batch-size N] [--workers N] [--workdir DIR]``
+Usage: ``python benchmarks/cluster.py [--steps N] [--batch-size N] [--workers N] [--workdir DIR]
+[--short]``; ``--short`` trains 40 steps per run and, unless ``--workers`` is given, only the
+smallest cluster (``workers=0,ps=1``), so that every path runs in a short time (the numbers then
+say little).
 """
 
 from __future__ import annotations
@@ -82,12 +85,20 @@ def measure(label: str, replicas: int, extra: list[str], common: list[str], batc
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--steps", type=int, default=None, help="training steps per run (default 1500)")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--workers", type=int, default=1, help="largest number of workers beside the chief")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="largest number of workers beside the chief (default 1; 0 with --short)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--short", action="store_true", help="40 steps per run: every path, little time")
     opts = parser.parse_args()
-    workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="tfship-bench-cluster-"))
+    if opts.steps is None:
+        opts.steps = 40 if opts.short else 1500
+    if opts.workers is None:
+        opts.workers = 0 if opts.short else 1
+    # removed when the process ends, even on sys.exit; a --workdir is kept
+    scratch = tempfile.TemporaryDirectory(prefix="tfship-bench-cluster-")
+    workdir = opts.workdir or Path(scratch.name)
     schema, train_csv, eval_csv = setup(workdir)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     env.pop("TF_CONFIG", None)

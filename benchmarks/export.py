@@ -5,7 +5,8 @@ Trains one small canned classifier, then exports its checkpoint repeatedly with
 (same receiver), without and with verification (load back, check signatures, replay warmup).
 Prints the median times and the ratios to tf.estimator, all measured in this one run.
 
-Usage: python benchmarks/export.py [--repeats N]
+Usage: python benchmarks/export.py [--repeats N] [--short] (``--short``: one timed run of each
+case, 10 warmup records instead of 100)
 """
 
 from __future__ import annotations
@@ -75,8 +76,12 @@ def _interleaved_medians(cases: list[tuple[str, Callable[[], Any]]], repeats: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs of each case (default 7)")
+    parser.add_argument("--short", action="store_true", help="one timed run per case, 10 warmup records")
     args = parser.parse_args()
+    if args.repeats is None:
+        args.repeats = 1 if args.short else 7
+    records = 10 if args.short else 100
     from tfship.exporters import export_model, parsing_receiver
 
     est_mod = estimator()
@@ -89,7 +94,7 @@ def main() -> None:
         ckpt = est.latest_checkpoint()
         theirs_fn = est_mod.export.build_parsing_serving_input_receiver_fn(_spec())
         ours = parsing_receiver(_spec())
-        warmup = _examples(100)
+        warmup = _examples(records)
         n = {"i": 0}
 
         def base(name: str) -> str:
@@ -111,7 +116,7 @@ def main() -> None:
                 lambda: export_model(est, base("v"), ours, checkpoint_path=ckpt),
             ),
             (
-                "tfship export_model, verified + 100 warmup",
+                f"tfship export_model, verified + {records} warmup",
                 lambda: export_model(est, base("w"), ours, checkpoint_path=ckpt, warmup=warmup),
             ),
         ]

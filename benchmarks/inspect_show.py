@@ -4,8 +4,9 @@ Both run as fresh subprocesses on the same exports, interleaved, several times e
 gives the median of each and their ratio (tfship / saved_model_cli; below 1.0 is faster). The
 outputs are compared too (ops sets normalised), so a fast wrong answer cannot win.
 
-Usage: ``python benchmarks/inspect_show.py [--reps N] [EXPORT_DIR ...]`` (default: builds one export
-of each kind in a temporary directory).
+Usage: ``python benchmarks/inspect_show.py [--reps N] [--short] [EXPORT_DIR ...]`` (default: builds
+one export of each kind in a temporary directory; ``--short``: one run of each command, on two of
+the kinds, an Estimator's export and a TF2 module's).
 """
 
 from __future__ import annotations
@@ -33,25 +34,31 @@ def _timed(cmd: list[str]) -> tuple[float, str]:
     return time.perf_counter() - start, done.stdout
 
 
-def _build(root: pathlib.Path) -> dict[str, pathlib.Path]:
+KINDS = ("linear_parsing", "custom_sparse", "multi_tag", "tf2_module", "keras")
+SHORT_KINDS = ("linear_parsing", "tf2_module")
+
+
+def _build(root: pathlib.Path, kinds: tuple[str, ...]) -> dict[str, pathlib.Path]:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "inspect"))
     import inspect_exports
 
-    kinds = ("linear_parsing", "custom_sparse", "multi_tag", "tf2_module", "keras")
     return {kind: inspect_exports.BUILDERS[kind](root) for kind in kinds}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("exports", nargs="*", type=pathlib.Path)
-    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=None, help="runs of each command (default 5)")
+    parser.add_argument("--short", action="store_true", help="one run of each command, two exports")
     args = parser.parse_args()
+    if args.reps is None:
+        args.reps = 1 if args.short else 5
     with tempfile.TemporaryDirectory() as tmp:
         if args.exports:
             exports = {p.parent.name or str(p): p for p in args.exports}
         else:
             print("building exports ...", file=sys.stderr)
-            exports = _build(pathlib.Path(tmp))
+            exports = _build(pathlib.Path(tmp), SHORT_KINDS if args.short else KINDS)
         rows = []
         for name, path in exports.items():
             ours_cmd = [str(BIN / "tfship"), "inspect", "show", str(path), "--all"]

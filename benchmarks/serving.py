@@ -14,7 +14,8 @@ One run measures:
 
 It prints each with its ratio (targets: large output at most 2x in-process, 8 clients at least
 0.5x in-process, keep-alive REST at least 0.5x gRPC with a p50 under 5 ms).
-Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only]``.
+Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only] [--short]``; ``--short`` measures
+0.2 s each with 8 clients only, to see that every path runs (no targets).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 CLIENTS = (1, 8, 32)
+SHORT_CLIENTS = (8,)
 
 
 def export_model(base: Path) -> Path:
@@ -104,14 +106,16 @@ def rate(clients: int, seconds: float, make_call: Callable[[], Callable[[], None
     return sum(counts) / (time.perf_counter() - began)
 
 
-def local_rates(version_dir: Path, seconds: float) -> tuple[dict[int, float], float]:
+def local_rates(
+    version_dir: Path, seconds: float, clients: tuple[int, ...]
+) -> tuple[dict[int, float], float]:
     """In-process requests/s per client count, and the median time of the large-output call."""
     from tfship.loaders import load
 
     model = load(version_dir)
     x = np.ones([1, 16], np.float32)
     try:
-        rates = {n: rate(n, seconds, lambda: lambda: model.run({"x": x})) for n in CLIENTS}
+        rates = {n: rate(n, seconds, lambda: lambda: model.run({"x": x})) for n in clients}
         big = median_seconds(lambda: model.run({"x": x}, signature="big"), 20)
         return rates, big
     finally:
@@ -191,7 +195,9 @@ def serve_constant_reply(kind: str) -> None:
     server.wait_for_termination()
 
 
-def transport_floor(seconds: float) -> tuple[dict[int, float], dict[str, float]]:
+def transport_floor(
+    seconds: float, clients: tuple[int, ...]
+) -> tuple[dict[int, float], dict[str, float]]:
     """Both measurements against servers (own processes) that only return a reply's bytes."""
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
@@ -215,7 +221,7 @@ def transport_floor(seconds: float) -> tuple[dict[int, float], dict[str, float]]
                 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
                 return lambda: stub.Predict(request, timeout=30)
 
-            results.append({n: rate(n, seconds, make_call) for n in CLIENTS})
+            results.append({n: rate(n, seconds, make_call) for n in clients})
         finally:
             process.terminate()
             process.wait(timeout=60)
@@ -223,7 +229,7 @@ def transport_floor(seconds: float) -> tuple[dict[int, float], dict[str, float]]
 
 
 def server_rates(
-    base: Path, batching: bool, seconds: float
+    base: Path, batching: bool, seconds: float, clients: tuple[int, ...]
 ) -> tuple[dict[int, float], dict[str, float]]:
     """Requests/s over gRPC per client count, and the large-output call's median times."""
     import grpc
@@ -245,7 +251,7 @@ def server_rates(
         return lambda: stub.Predict(request, timeout=30)
 
     try:
-        rates = {n: rate(n, seconds, make_call) for n in CLIENTS}
+        rates = {n: rate(n, seconds, make_call) for n in clients}
         return rates, big_call_times(address, big_request())
     finally:
         for channel in channels:
@@ -317,7 +323,7 @@ def p50_ms(call: Callable[[], None], count: int) -> float:
     return median_seconds(call, count) * 1000.0
 
 
-def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
+def rest_rates(base: Path, seconds: float, clients: tuple[int, ...]) -> dict[str, Any]:
     """gRPC and keep-alive REST against one server: requests/s per client count, p50 latency."""
     process, info = start_server(base, rest=True)
     address, url = info["grpc"], info["rest"]
@@ -334,7 +340,7 @@ def rest_rates(base: Path, seconds: float) -> dict[str, Any]:
     try:
         openers = (("grpc", lambda: grpc_call(address)), ("rest", lambda: rest_call(url)),
                    ("client", lambda: client_call(url)))
-        rates = {kind: {n: rate(n, seconds, maker(opener)) for n in CLIENTS} for kind, opener in openers}
+        rates = {kind: {n: rate(n, seconds, maker(opener)) for n in clients} for kind, opener in openers}
         latency = {kind: p50_ms(maker(opener)(), 200) for kind, opener in openers}
         return {"rates": rates, "p50": latency}
     finally:
@@ -350,7 +356,7 @@ def print_rest(result: dict[str, Any]) -> None:
     print("ServingClient = tfship's client on its REST transport (pooled keep-alive connections)")
     print(f"{'clients':>7} | {'gRPC req/s':>10} | {'REST req/s':>10} | {'REST/gRPC':>9} | "
           f"{'ServingClient REST':>18} | {'/gRPC':>6}")
-    for n in CLIENTS:
+    for n in rates["grpc"]:
         print(f"{n:>7} | {rates['grpc'][n]:>10.0f} | {rates['rest'][n]:>10.0f} | "
               f"{rates['rest'][n] / rates['grpc'][n]:>8.2f}x | {rates['client'][n]:>18.0f} | "
               f"{rates['client'][n] / rates['grpc'][n]:>5.2f}x")
@@ -361,10 +367,15 @@ def print_rest(result: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="per measurement (default 2; 0.2 with --short)")
     parser.add_argument("--constant-reply-server", choices=("small", "big"), help=argparse.SUPPRESS)
     parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
+    parser.add_argument("--short", action="store_true",
+                        help="0.2 s per measurement, 8 clients only: every path, no targets")
     args = parser.parse_args()
+    seconds = args.seconds if args.seconds is not None else 0.2 if args.short else 2.0
+    clients = SHORT_CLIENTS if args.short else CLIENTS
     if args.constant_reply_server:
         serve_constant_reply(args.constant_reply_server)
         return
@@ -372,14 +383,14 @@ def main() -> None:
         base = Path(tmp) / "bench"
         base.mkdir()
         version_dir = export_model(base)
-        rest = rest_rates(base, args.seconds)
+        rest = rest_rates(base, seconds, clients)
         if args.rest_only:
             print_rest(rest)
             return
-        local, local_big = local_rates(version_dir, args.seconds)
-        plain, plain_big = server_rates(base, False, args.seconds)
-        batched, _ = server_rates(base, True, args.seconds)
-        floor_rates, floor = transport_floor(args.seconds)
+        local, local_big = local_rates(version_dir, seconds, clients)
+        plain, plain_big = server_rates(base, False, seconds, clients)
+        batched, _ = server_rates(base, True, seconds, clients)
+        floor_rates, floor = transport_floor(seconds, clients)
     print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
     print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
     for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):
@@ -392,7 +403,7 @@ def main() -> None:
     print("the floor is a gRPC server (same stack) that returns a constant reply")
     print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19} | "
           f"{'gRPC floor':>19}")
-    for n in CLIENTS:
+    for n in clients:
         cells = [f"{r[n]:>9.0f} ({r[n] / local[n]:>5.2f}x)" for r in (plain, batched, floor_rates)]
         print(f"{n:>7} | {local[n]:>10.0f} | " + " | ".join(cells))
     print()

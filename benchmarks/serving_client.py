@@ -19,7 +19,8 @@ Measured in one run, best of several repeats, and printed as a table of ratios:
 The baseline column is the official path (rows 1-3), the per-call connection (row 4) or plain
 httpx (row 5).
 
-Run: python benchmarks/serving_client.py [--quick] (--quick: fewer repeats, rows 4-5 only)
+Run: python benchmarks/serving_client.py [--quick] [--short] (--quick: fewer repeats, rows 4-5
+only; --short: every row, two repeats of each measurement, to see that each path runs)
 """
 
 from __future__ import annotations
@@ -37,8 +38,14 @@ for _name in ("grpc_proxy", "http_proxy", "https_proxy", "GRPC_PROXY", "HTTP_PRO
     os.environ.pop(_name, None)  # loopback only
 
 
+# --short caps the repeats of every measurement: each row still runs, in little time.
+MAX_REPEATS: int | None = None
+
+
 def best_ms(func: Callable[[], Any], repeats: int = 15) -> float:
     """Best wall time of ``func`` in milliseconds (after one warm-up call)."""
+    if MAX_REPEATS is not None:
+        repeats = min(repeats, MAX_REPEATS)
     func()
     best = float("inf")
     for _ in range(repeats):
@@ -350,7 +357,12 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats; the REST rows only")
-    quick = parser.parse_args().quick
+    parser.add_argument("--short", action="store_true", help="every row, two repeats each (no targets)")
+    args = parser.parse_args()
+    quick = args.quick
+    if args.short:
+        global MAX_REPEATS
+        MAX_REPEATS = 2
     rows: list[tuple[str, float, float]] = []
     if not quick:
         from tfship._tf import tf as import_tf

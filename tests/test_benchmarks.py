@@ -1,0 +1,130 @@
+"""Every script in ``benchmarks/`` runs to the end in its ``--short`` mode and prints its ratios.
+
+``make bench`` measures at full size; ``--short`` runs every path of a script on small sizes with
+few repeats and judges no target, so a change that breaks a benchmark fails here. A script added to
+``benchmarks/`` is picked up by itself: it must accept ``--short``, exit 0 and print at least one
+ratio written as ``1.23x``; the scripts below also name the rows they must print.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
+RATIO = re.compile(r"\b\d+\.\d+x\b")
+NUMBER = r"[\d,.]+"
+
+# Per script, one pattern per line it must print: each row it claims, with its figures.
+ROWS: dict[str, list[str]] = {
+    "cli.py": [
+        rf"^tfship --help +{NUMBER} +{NUMBER} +1\.0x +no$",
+        *(
+            rf"^tfship {command} +{NUMBER} +{NUMBER} +{NUMBER}x +no$"
+            for command in (
+                r"inspect show EXPORT", r"client status \(gRPC\)", r"client status \(REST\)",
+                r"client predict \(gRPC\)",
+            )
+        ),
+        r"^target: client status over gRPC < 1 s: not judged \(--short\)",
+    ],
+    "cluster.py": [
+        r"^training throughput, 40 steps of 64 examples",
+        rf"^one process +1 +{NUMBER} +1\.00x",
+        rf"^--local-cluster workers=0,ps=1 +1 +{NUMBER} +{NUMBER}x",
+    ],
+    "export.py": [
+        rf"^tf\.estimator export_saved_model +{NUMBER} +1\.00x$",
+        rf"^tfship export_model, no verification +{NUMBER} +{NUMBER}x$",
+        rf"^tfship export_model, verified +{NUMBER} +{NUMBER}x$",
+        rf"^tfship export_model, verified \+ 10 warmup +{NUMBER} +{NUMBER}x$",
+    ],
+    "inspect_show.py": [
+        *(
+            rf"^{kind} +{NUMBER} +{NUMBER} +\d+\.\d{{3}}  True$"
+            for kind in ("linear_parsing", "tf2_module", "all")
+        ),
+    ],
+    "loaders.py": [
+        rf"^tfship predict \(CSV->CSV\) +3,000 +{NUMBER} +{NUMBER} +1\.00 *$",
+        *(
+            rf"^{path} +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +>={target}$"
+            for path, target in (
+                (r"estimator\.predict \(tf\.data CSV\)", "2"),
+                (r"user loop \(pandas \+ Example \+ TF2 signature\)", "5"),
+                (r"model alone \(serialized batches in memory\)", "0.5"),
+            )
+        ),
+        rf"^tfship predict as a command on 3,000 rows: {NUMBER} s wall .*peak RSS {NUMBER} MB$",
+        rf"^the same command writing JSONL: {NUMBER} s wall, peak RSS {NUMBER} MB$",
+        *(
+            rf"^{fmt} \({outputs}\) +3,000 +{NUMBER} +{NUMBER} +{NUMBER}"
+            for fmt in ("csv", "jsonl", "parquet")
+            for outputs in ("default outputs", "all outputs")
+        ),
+        rf"^tfship predict as a command on 4,000 rows: {NUMBER} s wall, peak RSS {NUMBER} MB$",
+    ],
+    "protos.py": [
+        rf"^tensorflow\.SavedModel +\d+ +{NUMBER} +{NUMBER} +{NUMBER}  True$",
+        rf"^tensorflow\.serving\.PredictResponse +\d+ +{NUMBER} +{NUMBER} +{NUMBER}  True$",
+    ],
+    "serving.py": [
+        rf"^  LocalModel\.run \(in process\) +{NUMBER} ms$",
+        *(
+            rf"^  gRPC {where}, {what} +{NUMBER} ms \( *{NUMBER}x\)$"
+            for where in ("server", r"floor \(constant reply\)")
+            for what in ("official stub, reply parsed", "reply bytes only")
+        ),
+        rf"^ +8 \| +{NUMBER} \|( +{NUMBER} \( *{NUMBER}x\) \|){{2}} +{NUMBER} \( *{NUMBER}x\)$",
+        rf"^ +8 \| +{NUMBER} \| +{NUMBER} \| +{NUMBER}x \| +{NUMBER} \| +{NUMBER}x$",
+        rf"^p50 latency over one connection, http\.client: REST {NUMBER} ms, gRPC {NUMBER} ms",
+        rf"^p50 latency over one connection, ServingClient: REST {NUMBER} ms, gRPC {NUMBER} ms",
+    ],
+    "serving_client.py": [
+        *(
+            rf"^{case} +{NUMBER} +{NUMBER} +{NUMBER}x  "
+            for case in (
+                r"decode 1M floats \(float_val\)", "encode 64x1000 Python floats",
+                r"encode 10k Python strings \(100 B\)", "Predict round trip, 1024x1024 f32 out",
+                "REST Predict batch 1, kept-alive vs a connection per call",
+                "HTTPS Predict batch 1, kept-alive vs a connection per call",
+                "REST/httpx Predict batch 1, tfship vs plain httpx",
+                "REST/httpx Predict batch 1024, tfship vs plain httpx",
+            )
+        ),
+    ],
+}
+
+
+def _run_short(script: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    # this checkout's sources first, also for the commands the scripts start
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.run(
+        [sys.executable, str(script), "--short"], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[script.name for script in SCRIPTS])
+def test_short_run_prints_every_ratio(script: Path) -> None:
+    done = _run_short(script)
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    lines = done.stdout.splitlines()
+    # a script without rows of its own here (a new one) prints at least one ratio such as 1.23x
+    patterns = ROWS.get(script.name, [RATIO.pattern])
+    missing = [pattern for pattern in patterns if not any(re.search(pattern, line) for line in lines)]
+    assert not missing, f"no line matches {missing}\n{done.stdout}"
+
+
+def test_every_script_with_rows_exists() -> None:
+    # the rows above belong to scripts that exist: a rename must move its rows too
+    assert set(ROWS) <= {script.name for script in SCRIPTS}
