@@ -28,7 +28,9 @@ th { background: #f3f3f3; } .notes { color: #555; font-size: 0.9em; }
 
 def _svg(figure: Any) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    # no metadata block: the page carries the time once, and nothing names other documents
+    empty = {"Creator": None, "Date": None, "Format": None, "Type": None}
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata=empty)
     text = buffer.getvalue()
     return text[text.index("<svg"):]  # drop the XML prologue and doctype: it is inline
 

@@ -57,9 +57,12 @@ class ServedModel:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=env, start_new_session=True,
         )
-        self._stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._stderr_reader.start()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._drain_stderr, daemon=True),
+            threading.Thread(target=self._read_stdout, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
 
     def _read_stdout(self) -> None:
         assert self.process is not None and self.process.stdout is not None
@@ -85,6 +88,9 @@ class ServedModel:
             raise LoadFailure(self._death())
         info = json.loads(line)
         self.address = str(info["grpc"])
+        if self.name not in {m["name"] for m in info["models"] if m["available_versions"]}:
+            self.stop()
+            raise LoadFailure(f"the server started without an available version of {self.name}")
         self.load_seconds = time.perf_counter() - self._started
 
     def _death(self) -> str:
@@ -93,7 +99,7 @@ class ServedModel:
             self.process.wait(timeout=_STOP_SECONDS)
         except subprocess.TimeoutExpired:
             self.stop()
-        self._stderr_reader.join(timeout=_STOP_SECONDS)
+        self._close_pipes()
         code = self.process.returncode
         errors = [line for line in self._stderr if line.startswith("Error:")]
         if errors:
@@ -115,11 +121,21 @@ class ServedModel:
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL); calling it again does nothing."""
         process = self.process
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        assert self.process is not None
+        for reader in self._readers:  # they end at the pipes' EOF, once the process is gone
+            reader.join(timeout=_STOP_SECONDS)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
