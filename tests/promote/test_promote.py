@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
-from tfship.inspect import content_hash
+from tfship.inspect import content_hash, example_request, read_saved_model, write_warmup
 from tfship.promote import PromoteOptions, Threshold, promote, rollback
 from tfship.serve_client import ServingClient
 
@@ -225,3 +225,29 @@ def test_bad_inputs_are_refused_with_one_line(modules, tmp_path: Path) -> None:
     code, _, err = _run(str(modules["same"]))
     assert code == 2 and "give CANDIDATE and --to BASE_PATH" in err
     assert _versions(base) == ["1"]
+
+
+def test_a_tfrecord_of_prediction_logs_is_replayed_and_the_warmup_file_counted(
+    modules, tmp_path: Path
+) -> None:
+    base = base_with(tmp_path, modules["baseline"])
+    info = read_saved_model(modules["baseline"])
+    requests = [example_request(info, batch=2, values={"x": [0.5, -1.0, 2.0, 0.0]}) for _ in range(3)]
+    logs = tmp_path / "requests.tfrecord"
+    write_warmup(logs, requests)
+    candidate = Path(shutil.copytree(modules["baseline"], tmp_path / "candidate"))
+    write_warmup(candidate / "assets.extra" / "tf_serving_warmup_requests", requests[:2])
+    code, out, err = _run(str(candidate), "--to", str(base), "--requests", str(logs), "--dry-run", *FAST)
+    assert code == 0, out + err
+    serves = _lines(out)["serves"]
+    assert "(2 warmup record(s) replayed)" in serves and f"answered 3/3 requests from {logs}" in serves
+    assert "6 rows: agreement 100.00%" in _lines(out)["same answers"]
+
+
+def test_fields_the_signature_does_not_take_are_named_in_a_note(modules, tmp_path: Path) -> None:
+    base = base_with(tmp_path, modules["baseline"])
+    records = tmp_path / "records.jsonl"
+    records.write_text('{"x": [1, 2, 3, 4], "id": 7}\n{"x": [0, 1, 0, 1], "id": 8}\n')
+    decision = promote(modules["same"], base, PromoteOptions(requests=records, latency_calls=5, dry_run=True))
+    assert decision.promoted
+    assert decision.checks[2].notes == ["fields the signature does not take were ignored: id"]

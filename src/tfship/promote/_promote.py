@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tfship._wire import METADATA_FILE
+from tfship._wire import METADATA_FILE, WARMUP_FILE
 from tfship.errors import InputError, ModelError, TfshipError, VerdictError
 from tfship.inspect import (
     SavedModelInfo,
@@ -26,6 +26,7 @@ from tfship.inspect import (
     diff_saved_models,
     example_request,
     read_saved_model,
+    read_warmup,
 )
 from tfship.promote._checks import (
     FAIL,
@@ -327,13 +328,19 @@ class _Run:
                 self.candidate_answers.append(None)
                 errors.append(str(exc))
         answered = len(replay.requests) - len(errors)
-        summary = (f"loaded in {server.load_seconds:.1f} s (warmup replayed), "
+        summary = (f"loaded in {server.load_seconds:.1f} s ({self._warmup_text()}), "
                    f"answered {answered}/{len(replay.requests)} requests from {replay.source}")
         if errors:
             summary += f"; first error: {errors[0]}"
         numbers = {"load_seconds": server.load_seconds, "requests": len(replay.requests),
                    "answered": answered, "source": replay.source}
         return Check("serves", FAIL if errors else PASS, summary, numbers, list(replay.notes))
+
+    def _warmup_text(self) -> str:
+        path = self.candidate / WARMUP_FILE
+        if not path.is_file():
+            return "no warmup file"
+        return f"{len(read_warmup(path))} warmup record(s) replayed"
 
     # -- 4. same answers
     def same(self, replay: RequestSet | None) -> Check:

@@ -22,7 +22,7 @@ table { border-collapse: collapse; margin: 1em 0; }
 td, th { border: 1px solid #ccc; padding: 0.35em 0.7em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } .notes { color: #555; font-size: 0.9em; }
 .plots { display: flex; flex-wrap: wrap; gap: 1em; }
-.plot { border: 1px solid #ddd; padding: 0.5em; } .plot svg { width: 420px; height: auto; }
+.plot { border: 1px solid #ddd; padding: 0.5em; } .plot svg { width: 380px; height: auto; }
 """
 
 
@@ -37,7 +37,7 @@ def _svg(figure: Any) -> str:
 
 def _latency_plot(plt: Any, latencies: dict[int, dict[str, list[float]]]) -> Any:
     sizes = sorted(latencies)
-    figure, axes = plt.subplots(figsize=(5.5, 3.6))
+    figure, axes = plt.subplots(figsize=(4.4, 3.6))
     data, labels, positions = [], [], []
     for index, size in enumerate(sizes):
         for offset, model in ((-0.18, "baseline"), (0.18, "candidate")):
@@ -49,13 +49,13 @@ def _latency_plot(plt: Any, latencies: dict[int, dict[str, list[float]]]) -> Any
         patch.set_facecolor("#9ecae1" if label == "baseline" else "#fdae6b")
     axes.set_xticks(range(len(sizes)), [f"batch {s}" for s in sizes])
     axes.set_ylabel("latency (ms)")
-    axes.set_title("Latency: baseline (blue) vs candidate (orange)")
+    axes.set_title("Latency: baseline (blue), candidate (orange)", fontsize=10)
     return figure
 
 
 def _scores_plot(plt: Any, decision: Decision) -> Any:
     samples = decision.samples
-    figure, axes = plt.subplots(figsize=(4.2, 3.8))
+    figure, axes = plt.subplots(figsize=(4.0, 3.6))
     axes.scatter(samples.baseline_scores, samples.candidate_scores, s=6, alpha=0.5, color="#3182bd")
     low = min([*samples.baseline_scores, *samples.candidate_scores])
     high = max([*samples.baseline_scores, *samples.candidate_scores])
@@ -67,7 +67,7 @@ def _scores_plot(plt: Any, decision: Decision) -> Any:
 
 
 def _agreement_plot(plt: Any, agreement: dict[str, float]) -> Any:
-    figure, axes = plt.subplots(figsize=(4.2, 3.0))
+    figure, axes = plt.subplots(figsize=(4.0, 3.6))
     names = sorted(agreement)
     values = [agreement[n] * 100.0 for n in names]
     axes.barh(names, values, color=["#31a354" if v >= 99.0 else "#e6550d" for v in values])
