@@ -251,3 +251,7 @@ def test_fields_the_signature_does_not_take_are_named_in_a_note(modules, tmp_pat
     decision = promote(modules["same"], base, PromoteOptions(requests=records, latency_calls=5, dry_run=True))
     assert decision.promoted
     assert decision.checks[2].notes == ["fields the signature does not take were ignored: id"]
+    args = ["--requests", str(records), "--dry-run", *FAST]
+    code, out, err = _run(str(modules["same"]), "--to", str(base), *args)
+    assert code == 0, out + err
+    assert "\n              note: fields the signature does not take were ignored: id\n" in out

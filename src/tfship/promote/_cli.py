@@ -109,7 +109,7 @@ def promote(
             latency_calls=options["latency_calls"], max_latency_ratio=options["max_latency_ratio"],
             max_load_seconds=options["max_load_seconds"], dry_run=dry_run,
         )
-        on_check = None if as_json else (lambda check: click.echo(check.line()))
+        on_check = None if as_json else _print_check
         try:
             decision = run_promote(candidate, base_path, opts, on_check=on_check)
         except MetricNotMeasuredError as exc:
@@ -120,9 +120,20 @@ def promote(
             write_report(decision, report_path)
     if as_json:
         echo_json(decision.to_dict())
-    elif decision.promoted:
-        for check in decision.checks if decision.action == "rollback" else []:
-            click.echo(check.line())
+        if not decision.promoted:
+            raise PromotionRefusedError(decision.verdict_line())
+        return
+    for check in decision.checks if decision.action == "rollback" else []:
+        _print_check(check)
+    for note in decision.notes:
+        click.echo(f"note: {note}")
+    if decision.promoted:
         click.echo(decision.verdict_line())
     if not decision.promoted:
         raise PromotionRefusedError(decision.verdict_line())
+
+
+def _print_check(check: Any) -> None:
+    click.echo(check.line())
+    for note in check.notes:
+        click.echo(f"{'':14}note: {note}")
