@@ -113,9 +113,12 @@ def test_a_worse_trained_model_is_refused_by_change_on_eval_data(tiny_model, tmp
     base = base_with(tmp_path, tiny_model.export("final"))
     options = PromoteOptions(
         eval_file=tiny_model.eval_csv, changes=(Threshold.parse("accuracy>=-0.01"),),
-        min_agreement=0.0, max_diff=1.0, latency_calls=10,
+        requests=tiny_model.eval_csv, min_agreement=0.0, max_diff=1.0, latency_calls=10,
     )
     decision = promote(candidate, base, options)
+    # a Classify signature tiles every class name in "classes": agreement is of the class picked
+    outputs = {o["output"]: o for o in decision.checks[3].numbers["outputs"]}
+    assert outputs["classes"]["agreement"] == outputs["scores"]["agreement"] < 1.0
     good = decision.checks[4]
     assert good.name == "as good" and good.verdict == "fail", good.summary
     assert "not met: change accuracy>=-0.01" in good.summary

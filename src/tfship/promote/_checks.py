@@ -142,6 +142,19 @@ def compare_output(name: str, base: Any, cand: Any) -> OutputComparison:
     )
 
 
+def compare_classes(base: Mapping[str, Any], cand: Mapping[str, Any]) -> OutputComparison | None:
+    """Agreement of the class each model picks, when its outputs carry classes and scores side
+    by side (a Classify signature tiles every class name in ``classes``: those always agree)."""
+    classes, scores = base.get("classes"), base.get("scores")
+    if classes is None or scores is None or classes.shape != scores.shape or classes.ndim != 2:
+        return None
+    if cand.get("classes") is None or cand.get("scores") is None or cand["scores"].shape != scores.shape:
+        return None
+    picked_b, picked_c = predicted_classes(base), predicted_classes(cand)
+    agreement = float(np.mean(picked_b == picked_c)) if len(picked_b) else 1.0
+    return OutputComparison("classes", len(picked_b), agreement, None, None, None)
+
+
 def same_answers(
     comparisons: Sequence[OutputComparison], *, min_agreement: float, max_diff: float
 ) -> Check:
@@ -228,7 +241,7 @@ def as_good(
 def eval_metrics(outputs: Mapping[str, Any], labels: Sequence[Any]) -> dict[str, float]:
     """Metrics of one model's outputs against labels: ``accuracy`` for a classifier (the class
     of the highest score, or its ``classes`` output), ``mean_absolute_error`` for a regressor."""
-    predicted = _predicted_classes(outputs)
+    predicted = predicted_classes(outputs)
     if predicted is not None:
         truth = np.array([_text(v) for v in labels], dtype=object)
         return {"accuracy": float(np.mean(predicted == truth))}
@@ -251,7 +264,9 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _predicted_classes(outputs: Mapping[str, Any]) -> Any:
+def predicted_classes(outputs: Mapping[str, Any]) -> Any:
+    """Each row's class: the ``classes`` entry of the highest score, or the one ``classes``
+    column, or the index of the highest score; ``None`` when the outputs name no class."""
     classes = outputs.get("classes")
     scores = outputs.get("scores", outputs.get("probabilities"))
     if classes is not None and scores is not None and classes.shape == scores.shape and classes.ndim == 2:

@@ -36,6 +36,7 @@ from tfship.promote._checks import (
     Threshold,
     as_fast,
     as_good,
+    compare_classes,
     compare_output,
     eval_metrics,
     same_answers,
@@ -365,6 +366,9 @@ class _Run:
         if not pairs:
             return Check("same answers", FAIL, "no output in common to compare")
         comparisons = [_compare(name, b, c) for name, (b, c) in pairs.items()]
+        picked = _picked_classes(pairs)
+        if picked is not None:
+            comparisons = [picked if c.output == "classes" else c for c in comparisons]
         self._keep_scores(pairs, comparisons)
         return same_answers(
             comparisons, min_agreement=self.options.min_agreement, max_diff=self.options.max_diff
@@ -453,6 +457,15 @@ class _Run:
             client.close()
         for server in self.servers.values():
             server.stop()
+
+
+def _picked_classes(pairs: dict[str, tuple[list[Any], list[Any]]]) -> OutputComparison | None:
+    try:
+        joined = {k: (np.concatenate(b), np.concatenate(c)) for k, (b, c) in pairs.items()
+                  if k in ("classes", "scores")}
+    except ValueError:  # shapes that differ between requests: no class matrix to pick from
+        return None
+    return compare_classes({k: v[0] for k, v in joined.items()}, {k: v[1] for k, v in joined.items()})
 
 
 def _compare(name: str, base: list[Any], cand: list[Any]) -> OutputComparison:
