@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
+from tfship.errors import InputError
 from tfship.inspect import content_hash, example_request, read_saved_model, write_warmup
 from tfship.promote import PromoteOptions, Threshold, promote, rollback
 from tfship.serve_client import ServingClient
@@ -150,7 +151,7 @@ def test_a_hang_past_max_load_seconds_is_stopped(modules, tmp_path: Path) -> Non
     base = base_with(tmp_path, modules["baseline"])
     decision = promote(modules["same"], base, PromoteOptions(max_load_seconds=0.01, latency_calls=5))
     serves = decision.checks[2]
-    assert serves.verdict == "fail" and serves.summary == "did not load: did not load within 0.01 s; stopped"
+    assert serves.verdict == "fail" and serves.summary == "did not load: still loading after 0.01 s; stopped"
 
 
 def test_killing_promote_while_publishing_leaves_no_partial_version(modules, tmp_path: Path) -> None:
@@ -196,16 +197,18 @@ def test_rollback_republishes_the_previous_version_with_a_record(modules, tmp_pa
     assert content_hash(base / "3") == content_hash(base / "1")
     record = json.loads((base / "3.promotion.json").read_text())
     assert record["action"] == "rollback" and record["checks"][0]["numbers"] == {"from": 2, "restores": 1}
-    # rolling back again restores the version before, not the copy just made
-    again = rollback(base)
-    assert again.version == 4 and content_hash(base / "4") == content_hash(base / "2")
+    # rolling back again never brings back what was rolled back from (2), nor the served model (1)
+    with pytest.raises(InputError, match="nothing to roll back to"):
+        rollback(base)
+    assert _versions(base) == ["1", "2", "3"]
 
 
 def test_rollback_with_nothing_to_go_back_to_is_refused(modules, tmp_path: Path) -> None:
     base = base_with(tmp_path, modules["baseline"])
     code, out, err = _run("--rollback", str(base))
     assert code == 2
-    assert err.strip() == f"Error: {base}: no older version differs from version 1; nothing to roll back to"
+    assert err.strip() == (f"Error: {base}: no older version differs from version 1 and from what was "
+                           "rolled back; nothing to roll back to")
 
 
 def test_an_empty_base_path_has_no_baseline(modules, tmp_path: Path) -> None:

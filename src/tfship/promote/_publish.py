@@ -128,11 +128,25 @@ def publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int,
     return number, final
 
 
+def _rolled_back_from(base: Path, numbers: list[int]) -> set[int]:
+    found = set()
+    for number in numbers:
+        record = read_record(base, number) or {}
+        if record.get("action") == "rollback":
+            for check in record.get("checks", []):
+                rolled = check.get("numbers", {}).get("from")
+                if isinstance(rolled, int):
+                    found.add(rolled)
+    return found
+
+
 def previous_version(base: Path) -> tuple[int, int]:
-    """The newest version and the one to restore: the newest older one with other contents.
+    """The newest version and the one to restore: the newest older one whose contents differ
+    from the newest's and from every version a rollback replaced (so rolling back twice goes
+    further back, never to what was rolled back from).
 
     Raises:
-        InputError: fewer than two different versions to choose from.
+        InputError: no older version qualifies.
     """
     from tfship.inspect import content_hash
 
@@ -140,8 +154,12 @@ def previous_version(base: Path) -> tuple[int, int]:
     if not numbers:
         raise InputError(f"{base}: no versions to roll back")
     newest = numbers[-1]
-    served = content_hash(base / str(newest))
+    hashes = {n: content_hash(base / str(n)) for n in numbers}
+    refused = {hashes[newest]} | {hashes[n] for n in _rolled_back_from(base, numbers) if n in hashes}
     for number in reversed(numbers[:-1]):
-        if content_hash(base / str(number)) != served:
+        if hashes[number] not in refused:
             return newest, number
-    raise InputError(f"{base}: no older version differs from version {newest}; nothing to roll back to")
+    raise InputError(
+        f"{base}: no older version differs from version {newest} and from what was rolled back; "
+        "nothing to roll back to"
+    )

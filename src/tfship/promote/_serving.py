@@ -83,7 +83,7 @@ class ServedModel:
             line = self._lines.get(timeout=remaining)
         except queue.Empty:
             self.stop()
-            raise LoadFailure(f"did not load within {max_seconds:g} s; stopped") from None
+            raise LoadFailure(f"still loading after {max_seconds:g} s; stopped") from None
         if not line:
             raise LoadFailure(self._death())
         info = json.loads(line)
