@@ -22,7 +22,7 @@ table { border-collapse: collapse; margin: 1em 0; }
 td, th { border: 1px solid #ccc; padding: 0.35em 0.7em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } .notes { color: #555; font-size: 0.9em; }
 .plots { display: flex; flex-wrap: wrap; gap: 1em; }
-.plot { border: 1px solid #ddd; padding: 0.5em; } .plot svg { width: 380px; height: auto; }
+.plot { border: 1px solid #ddd; padding: 0.5em; } .plot svg { width: 340px; height: auto; }
 """
 
 
