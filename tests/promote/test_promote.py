@@ -261,3 +261,44 @@ def test_fields_the_signature_does_not_take_are_named_in_a_note(modules, tmp_pat
     code, out, err = _run(str(modules["same"]), "--to", str(base), *args)
     assert code == 0, out + err
     assert "\n              note: fields the signature does not take were ignored: id\n" in out
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; only its parent has yet to collect it
+
+
+def test_killing_promote_while_it_serves_leaves_no_server_running(modules, tmp_path: Path) -> None:
+    base = base_with(tmp_path, modules["baseline"])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "promote", str(modules["slower"]), "--to", str(base),
+         "--latency-calls", "2000", "--batch", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("same answers"):  # both servers are up and timing has begun
+            break
+    servers = _children(process.pid)
+    assert len(servers) == 2, servers
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in servers):
+        assert time.monotonic() < deadline, "a tfship serve outlived the promote that started it"
+        time.sleep(0.1)

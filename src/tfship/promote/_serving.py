@@ -22,6 +22,17 @@ from typing import Any
 _STOP_SECONDS = 10.0
 
 
+def _die_with_parent() -> None:
+    # Runs in the child before exec: on Linux the kernel sends it SIGTERM when the deciding
+    # process dies, even by SIGKILL, so a killed promote leaves no server behind.
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 class LoadFailure(Exception):
     """The served process did not come up: the reason in one line."""
 
@@ -55,7 +66,7 @@ class ServedModel:
             [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(self.base),
              "--model-name", self.name, "--port", "0", "--poll-seconds", "0", "--json"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=env, start_new_session=True,
+            text=True, env=env, start_new_session=True, preexec_fn=_die_with_parent,
         )
         self._readers = [
             threading.Thread(target=self._drain_stderr, daemon=True),
