@@ -37,7 +37,8 @@ def report(modules: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("report")
     base = base_with(tmp, modules["baseline"])
     options = PromoteOptions(
-        requests=modules["requests"], max_diff=1.0, min_agreement=0.0, latency_calls=20, dry_run=True
+        requests=modules["requests"], max_diff=1.0, min_agreement=0.0, latency_calls=20,
+        max_latency_ratio=3.0, dry_run=True,
     )
     decision = promote(modules["differs"], base, options)
     return write_report(decision, tmp / "report.html")
