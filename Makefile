@@ -10,7 +10,7 @@ BASE_PYTHON := $(shell for p in $(CANDIDATES); do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,9) <= sys.version_info[:2] <= (3,11))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench lint clean fixtures-newtf protos opdefs
+.PHONY: demo test bench lint browser clean fixtures-newtf protos opdefs
 .DEFAULT_GOAL := demo
 
 $(PY):
@@ -33,7 +33,11 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 
-test: lint
+# tests/promote renders the promotion report in a real headless Chromium, from Debian's packages
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: lint browser
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 bench: $(VENV)/.installed-dev

@@ -13,7 +13,7 @@ import pytest
 
 PACKAGES = [
     "tfship", "tfship.errors", "tfship.schema", "tfship.data", "tfship.trainer", "tfship.exporters",
-    "tfship.inspect", "tfship.loaders", "tfship.serve_client", "tfship.server",
+    "tfship.inspect", "tfship.loaders", "tfship.serve_client", "tfship.server", "tfship.promote",
 ]
 
 

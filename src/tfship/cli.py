@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "bench": "tfship.loaders._cli:bench",
     "serve": "tfship.server._cli:serve",
     "client": "tfship.serve_client._cli:client",
+    "promote": "tfship.promote._cli:promote",
     "demo": "tfship._demo:demo",
 }
 
@@ -51,6 +52,7 @@ SHORT_HELP: dict[str, str] = {
     "bench": "Time MODEL: load, first call, and p50/p99 latency and rows/s per batch size.",
     "serve": "Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.",
     "client": "Call a TF Serving server: status, metadata, predict, classify, regress, wait.",
+    "promote": "Check CANDIDATE against the version served from --to, then publish it there.",
     "demo": "Run the whole life of a model on the bundled penguins, command by command.",
 }
 

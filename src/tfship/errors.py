@@ -13,6 +13,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   │   ├── schema.MissingColumnError     a data file lacks a column of the schema
     │   │   └── loaders.TooManyRejectsError   a batch job rejected more rows than --max-rejects
     │   ├── server.ServerConfigError      a server flag or model_config_list is invalid
+    │   ├── promote.MetricNotMeasuredError  a threshold names a metric that was not measured
     │   └── trainer.ClusterConfigError    TF_CONFIG is invalid or names a setup TF 2.15 refuses
     ├── ModelError (2)                      a SavedModel or checkpoint is missing, corrupt or unusable
     │   ├── SignatureNotFoundError (2)      a signature or tag-set is not in the SavedModel
@@ -34,7 +35,8 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     └── VerdictError (3)                    an operation ran and its verdict is "no"
         ├── inspect.BreakingChangeError     diff found a breaking change
         ├── inspect.CheckFailedError        check found the export not ready to serve
-        └── inspect.DenylistedOpError       scan found a denylisted op
+        ├── inspect.DenylistedOpError       scan found a denylisted op
+        └── promote.PromotionRefusedError   a candidate failed a check of promote
 
 The classes named with a package live in that package and are exported from it; each says
 when it is raised.

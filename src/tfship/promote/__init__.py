@@ -1,0 +1,43 @@
+"""``tfship promote``: the gate between a fresh export and the directory TF Serving watches.
+
+``promote`` checks a candidate against the version served now (ready, compatible, serves,
+same answers, as good, as fast), each model served by ``tfship serve`` in a process of its
+own, and publishes it as the next version only when every check passes, so TF Serving never
+sees half of it. ``rollback`` republishes the previous version. ``render_report`` draws a
+``Decision`` as one self-contained HTML page. Importing this package does not import
+TensorFlow.
+
+Example:
+    >>> from tfship.promote import PromoteOptions, promote
+    >>> decision = promote("model/export/latest/17", "serving/penguins",
+    ...                    PromoteOptions(dry_run=True))  # doctest: +SKIP
+    >>> decision.promoted  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+from tfship.promote._checks import Check, MetricNotMeasuredError, Threshold
+from tfship.promote._promote import (
+    CHECKS,
+    Decision,
+    PromoteOptions,
+    PromotionRefusedError,
+    promote,
+    rollback,
+)
+from tfship.promote._report import render_report, write_report
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "Decision",
+    "MetricNotMeasuredError",
+    "PromoteOptions",
+    "PromotionRefusedError",
+    "Threshold",
+    "promote",
+    "render_report",
+    "rollback",
+    "write_report",
+]

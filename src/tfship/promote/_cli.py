@@ -1,0 +1,139 @@
+"""``tfship promote``: check a candidate against the served version, then publish it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tfship._output import echo_json
+
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+_POSITIVE = click.FloatRange(min=0, min_open=True)
+_THRESHOLD_FLAGS = {"value": "--threshold", "change": "--change"}
+
+
+def _thresholds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Any, ...]:
+    from tfship.promote import Threshold
+
+    try:
+        return tuple(Threshold.parse(v) for v in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _batches(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of batch sizes") from None
+    if not sizes or any(size < 1 for size in sizes):
+        raise click.BadParameter(f"{value!r}: batch sizes must be at least 1")
+    return sizes
+
+
+@click.command("promote")
+@click.argument("candidate", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--to", "base_path", type=click.Path(path_type=Path),
+              help="The base path TF Serving watches; the candidate is published there.")
+@click.option("--rollback", "rollback_path", type=click.Path(path_type=Path),
+              help="Republish the version before the newest of this base path as the newest.")
+@click.option("--baseline", type=click.Path(file_okay=False, path_type=Path),
+              help="Compare with this SavedModel instead of the newest version of --to.")
+@click.option("--requests", type=_EXISTING_FILE,
+              help="Requests to replay: records (.jsonl/.json/.csv) or a TFRecord of PredictionLog.")
+@click.option("-n", "--count", default=100, show_default=True, type=click.IntRange(1),
+              help="How many requests to replay (the defaults' request, without --requests).")
+@click.option("--signature", help="Signature the records are sent to (default serving_default).")
+@click.option("--eval", "eval_file", type=_EXISTING_FILE,
+              help="Labelled records both models are evaluated on.")
+@click.option("--label", help="The label field of --eval records (default: the export's schema).")
+@click.option("--min-agreement", default=0.99, show_default=True, type=click.FloatRange(0, 1),
+              help="Least share of rows whose class both models agree on.")
+@click.option("--max-diff", default=0.05, show_default=True, type=click.FloatRange(0),
+              help="Largest absolute difference of a score allowed.")
+@click.option("--threshold", "thresholds", multiple=True, callback=_thresholds,
+              help="A value threshold on the candidate, e.g. accuracy>=0.9 (repeatable).")
+@click.option("--change", "changes", multiple=True, callback=_thresholds,
+              help="A change threshold against the baseline, e.g. accuracy>=-0.01 (repeatable).")
+@click.option("--batch", "batches", default="1,32", show_default=True, callback=_batches,
+              help="Batch sizes timed.")
+@click.option("--latency-calls", default=60, show_default=True, type=click.IntRange(1),
+              help="Timed calls per model and batch size.")
+@click.option("--max-latency-ratio", default=1.25, show_default=True, type=_POSITIVE,
+              help="Largest candidate/baseline ratio of median latency allowed.")
+@click.option("--max-load-seconds", default=120.0, show_default=True, type=_POSITIVE,
+              help="How long a model may take to load and replay its warmup.")
+@click.option("--dry-run", is_flag=True, help="Decide, publish nothing.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the decision as one self-contained HTML page.")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as one JSON line.")
+def promote(
+    candidate: Path | None, base_path: Path | None, rollback_path: Path | None,
+    report_path: Path | None, as_json: bool, dry_run: bool, **options: Any,
+) -> None:
+    """Check CANDIDATE against the version served from --to, then publish it there.
+
+    The checks, in order, all run even after a failure: ready (inspect check --run),
+    compatible (inspect diff, as a client sees it), serves (loaded by tfship serve in its own
+    process, warmup replayed, N requests answered), same answers (against the baseline),
+    as good (--eval data or the exporters' metrics, --threshold and --change) and as fast
+    (p50/p99 at --batch, interleaved). When every check passes the candidate is copied into
+    the base path, fsynced and renamed to the next version, with a decision record beside it.
+    Exit codes: 0 promoted (or would be), 3 refused, 2 bad input, 1 failed to run.
+
+    \b
+    Example:
+      tfship promote model/export/latest/1700000300 --to serving/penguins
+      tfship promote --rollback serving/penguins
+    """
+    from tfship.promote import MetricNotMeasuredError, PromoteOptions, PromotionRefusedError
+    from tfship.promote import promote as run_promote
+    from tfship.promote import rollback as run_rollback
+
+    if rollback_path is not None:
+        if candidate is not None or base_path is not None:
+            raise click.UsageError("--rollback BASE_PATH takes no CANDIDATE and no --to")
+        decision = run_rollback(rollback_path, dry_run=dry_run)
+    else:
+        if candidate is None or base_path is None:
+            raise click.UsageError("give CANDIDATE and --to BASE_PATH (or --rollback BASE_PATH)")
+        if report_path is not None and not report_path.parent.is_dir():
+            raise click.BadParameter(f"{report_path.parent}: no such directory", param_hint="--report")
+        opts = PromoteOptions(
+            baseline=options["baseline"], requests=options["requests"], count=options["count"],
+            signature=options["signature"], eval_file=options["eval_file"], label=options["label"],
+            min_agreement=options["min_agreement"], max_diff=options["max_diff"],
+            thresholds=options["thresholds"], changes=options["changes"], batches=options["batches"],
+            latency_calls=options["latency_calls"], max_latency_ratio=options["max_latency_ratio"],
+            max_load_seconds=options["max_load_seconds"], dry_run=dry_run,
+        )
+        on_check = None if as_json else _print_check
+        try:
+            decision = run_promote(candidate, base_path, opts, on_check=on_check)
+        except MetricNotMeasuredError as exc:
+            raise MetricNotMeasuredError(f"{_THRESHOLD_FLAGS[exc.kind]} {exc}", kind=exc.kind) from None
+        if report_path is not None:
+            from tfship.promote import write_report
+
+            write_report(decision, report_path)
+    if as_json:
+        echo_json(decision.to_dict())
+        if not decision.promoted:
+            raise PromotionRefusedError(decision.verdict_line())
+        return
+    for check in decision.checks if decision.action == "rollback" else []:
+        _print_check(check)
+    for note in decision.notes:
+        click.echo(f"note: {note}")
+    if decision.promoted:
+        click.echo(decision.verdict_line())
+    if not decision.promoted:
+        raise PromotionRefusedError(decision.verdict_line())
+
+
+def _print_check(check: Any) -> None:
+    click.echo(check.line())
+    for note in check.notes:
+        click.echo(f"{'':14}note: {note}")
