@@ -64,10 +64,15 @@ def _print_summary(summary: JobSummary, as_json: bool) -> None:
 )
 @click.option(
     "--runner",
-    type=click.Choice(["local", "beam"]),
+    type=click.Choice(["local", "beam", "spark"]),
     default="local",
     show_default=True,
-    help="Run in this process, or as an Apache Beam pipeline.",
+    help="Run in this process, as an Apache Beam pipeline, or on Apache Spark.",
+)
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master URL for --runner spark (default: local[*]; e.g. spark://host:7077).",
 )
 @click.option(
     "--beam-option",
@@ -100,6 +105,7 @@ def predict(
     rejects: Path | None,
     max_rejects: int | None,
     runner: str,
+    master: str | None,
     beam_options: tuple[str, ...],
     na_values: str | None,
     na_strings: bool,
@@ -131,7 +137,14 @@ def predict(
         na_values=None if na_values is None else [v.strip() for v in na_values.split(",") if v.strip()],
         na_strings=na_strings,
     )
+    if master is not None and runner != "spark":
+        raise click.UsageError("--master is for --runner spark")
+
     def job() -> JobSummary:
+        if runner == "spark":
+            from tfship.loaders._spark import DEFAULT_MASTER, run_spark_job
+
+            return run_spark_job(model, spec, master or DEFAULT_MASTER, echo_reject=_echo_reject)
         if runner == "beam":
             from tfship.loaders._beam import run_beam_job
 
