@@ -282,6 +282,9 @@ def run_spark_job(
 ) -> SparkJobSummary:
     """Run ``spec`` on Spark; the same outputs, rejects and summary as the local runner.
 
+    The active ``SparkSession`` is used when there is one (and left running); otherwise one
+    is started on ``master`` and stopped at the end.
+
     Raises:
         InputError: an input is missing or lacks a required column (checked before Spark
             starts); pyspark is not installed.
@@ -299,13 +302,19 @@ def run_spark_job(
     files = expand_inputs(spec.inputs)
     fmt = format_for(spec.output, spec.fmt)
     plan, names = _plan(model_path, spec, files, fmt)
-    session = start_session(master)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()  # a caller's session is used, and left running
+    session = active or start_session(master)
     started = time.perf_counter()
     try:
         results = _collect(session, plan, files)
     finally:
-        session.stop()
-    summary = SparkJobSummary(output=str(spec.output), files=len(files), master=master)
+        if active is None:
+            session.stop()
+    summary = SparkJobSummary(
+        output=str(spec.output), files=len(files), master=session.sparkContext.master
+    )
     summary.rejects = str(spec.rejects) if spec.rejects else None
     chunks: list[tuple[Any, Scored]] = []
     workers: dict[int, int] = {}
