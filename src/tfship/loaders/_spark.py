@@ -313,7 +313,7 @@ def run_spark_job(
         if active is None:
             session.stop()
     summary = SparkJobSummary(
-        output=str(spec.output), files=len(files), master=session.sparkContext.master
+        output=str(spec.output), files=len(files), master=str(session.sparkContext.master)
     )
     summary.rejects = str(spec.rejects) if spec.rejects else None
     chunks: list[tuple[Any, Scored]] = []
