@@ -15,6 +15,7 @@ driver receives each part once, so no row is lost or written twice.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -28,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from tfship._tf import is_verbose
 from tfship.errors import InputError, TfshipError
@@ -65,7 +66,9 @@ class Scorer:
         self.adapter = self.model.adapter(signature)
 
 
-_SCORERS: dict[tuple[str, str | None, int | None], Scorer] = {}
+_Key = tuple[str, Optional[str], Optional[int]]
+_SCORERS: dict[_Key, Scorer] = {}
+_LOADS: collections.Counter[_Key] = collections.Counter()
 
 
 def scorer(export_dir: str, signature: str | None, threads: int | None = None) -> Scorer:
@@ -74,13 +77,9 @@ def scorer(export_dir: str, signature: str | None, threads: int | None = None) -
     found = _SCORERS.get(key)
     if found is None:
         found = _SCORERS[key] = Scorer(export_dir, signature, threads)
+        _LOADS[key] += 1
         log.debug("spark: loaded %s in process %d", export_dir, os.getpid())
     return found
-
-
-def process_loads() -> int:
-    """How many models this process has loaded."""
-    return len(_SCORERS)
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def score_parts(plan: Plan, parts: Iterator[Part]) -> Iterator[tuple[str, Any, A
             if number % part.parts == part.part:
                 chunk = _named(chunk, part.source)
                 yield "chunk", (part.index, number), score(preparer.prepare(chunk), runner, plan.want_inputs)
-    yield "worker", os.getpid(), process_loads()
+    yield "worker", os.getpid(), _LOADS[(plan.export_dir, plan.signature, plan.threads)]
 
 
 def _named(chunk: Chunk, source: str) -> Chunk:
@@ -145,6 +144,7 @@ class SparkJobSummary(JobSummary):
     """
 
     master: str = ""
+    tasks: int = 0
     model_loads: int = 0
     python_workers: int = 0
 
@@ -152,6 +152,7 @@ class SparkJobSummary(JobSummary):
         found = super().to_dict()
         found["spark"] = {
             "master": self.master,
+            "tasks": self.tasks,
             "model_loads": self.model_loads,
             "python_workers": self.python_workers,
         }
@@ -308,12 +309,12 @@ def run_spark_job(
     session = active or start_session(master)
     started = time.perf_counter()
     try:
-        results = _collect(session, plan, files)
+        results, tasks = _collect(session, plan, files)
     finally:
         if active is None:
             session.stop()
     summary = SparkJobSummary(
-        output=str(spec.output), files=len(files), master=str(session.sparkContext.master)
+        output=str(spec.output), files=len(files), master=str(session.sparkContext.master), tasks=tasks
     )
     summary.rejects = str(spec.rejects) if spec.rejects else None
     chunks: list[tuple[Any, Scored]] = []
@@ -361,7 +362,7 @@ def _plan(model_path: Path, spec: JobSpec, files: Sequence[Path], fmt: str) -> t
     return plan, names
 
 
-def _collect(session: Any, plan: Plan, files: Sequence[Path]) -> list[Any]:
+def _collect(session: Any, plan: Plan, files: Sequence[Path]) -> tuple[list[Any], int]:
     context = session.sparkContext
     count = max(1, int(context.defaultParallelism))
     parts = [
@@ -374,7 +375,7 @@ def _collect(session: Any, plan: Plan, files: Sequence[Path]) -> list[Any]:
         results: list[Any] = rdd.collect()
     except Exception as exc:  # noqa: BLE001 - Py4J and pyspark errors carry the worker's one
         raise translate(exc) from None
-    return results
+    return results, len(parts)
 
 
 def _write(
