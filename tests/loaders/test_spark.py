@@ -126,6 +126,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.executor.memory", "1g")
             .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.task.maxFailures", "2")  # a lost worker is retried; a bad file fails fast
             .getOrCreate()
         )
         yield found
@@ -244,6 +245,36 @@ def test_a_dataframe_without_a_required_feature_is_refused(cluster: Cluster, tin
     df = cluster.session.createDataFrame(pd.read_csv(tiny_model.eval_csv).head(3).drop(columns=["island"]))
     with pytest.raises(tfship.errors.InputError, match="the DataFrame has no column 'island'"):
         predict(df, tiny_model.export())
+
+
+def test_a_dataframe_of_one_row_is_scored(cluster: Cluster, tiny_model: Any) -> None:
+    # a batch of one is where hand-written predict_batch_udf functions used to fail
+    frame = pd.read_csv(tiny_model.eval_csv).dropna().head(1)
+    rows = predict(cluster.session.createDataFrame(frame), tiny_model.export(), outputs=["scores"]).collect()
+    assert len(rows) == 1 and rows[0]["reject"] is None and len(rows[0]["scores"]) == 3
+
+
+def test_a_failed_task_is_one_line_and_writes_nothing(
+    cluster: Cluster, estimator_exports: EstimatorExports, tmp_path: Path
+) -> None:
+    source = write_input("tfrecord", tmp_path, make_rows(12, seed=43))
+    source.write_bytes(source.read_bytes()[:-7])  # the last record is cut short
+    out = tmp_path / "o.csv"
+    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), str(source), "-o",
+                                      str(out), "--runner", "spark", "--master", cluster.url])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {source}: corrupt TFRecord after record ")
+    assert not out.exists()
+
+
+def test_an_unknown_master_is_refused_before_anything_starts(tiny_model: Any, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["predict", str(tiny_model.export()), str(tiny_model.eval_csv),
+                                      "-o", str(tmp_path / "o.csv"), "--runner", "spark", "--master", "foo"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: Spark master 'foo': expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL"
+    )
 
 
 def test_master_without_the_spark_runner_is_a_usage_error(tiny_model: Any, tmp_path: Path) -> None:

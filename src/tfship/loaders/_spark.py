@@ -222,8 +222,10 @@ def start_session(master: str) -> Any:
             session = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - pyspark raises its own types for a dead JVM
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        cause = _jvm_exception(jvm_log)
         where = f" (its log: {jvm_log})" if jvm_log else ""
-        raise TfshipError(f"Spark could not start on {master!r} with {java}: {first}{where}") from exc
+        reason = cause or first
+        raise TfshipError(f"Spark could not start on {master!r} with {java}: {reason}{where}") from exc
     session.sparkContext.setLogLevel("ERROR" if not is_verbose() else "INFO")
     return session
 
@@ -239,16 +241,41 @@ def _jvm_stderr() -> Iterator[str | None]:
         yield None
         return
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    path = Path(tempfile.gettempdir()) / f"tfship-spark-{os.getpid()}.log"
+    path = Path(tempfile.gettempdir()) / "tfship-spark.log"  # the last run's, overwritten
     sys.stderr.flush()
     saved = os.dup(2)
-    with open(path, "ab") as log_file:
+    with open(path, "wb") as log_file:
         os.dup2(log_file.fileno(), 2)
         try:
             yield str(path)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+def _jvm_exception(log_path: str | None) -> str | None:
+    """The message of the first exception the JVM wrote to its log, if any."""
+    if not log_path or not os.path.exists(log_path):
+        return None
+    with open(log_path, encoding="utf-8", errors="replace") as log_file:
+        for line in log_file:
+            if line.startswith("Exception in thread") or line.startswith("Error:"):
+                return line.split(": ", 1)[-1].strip()
+    return None
+
+
+_MASTER = re.compile(
+    r"^(local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[[\d,\s]+\]|(spark|k8s|mesos)://\S+|yarn)$"
+)
+
+
+def check_master(master: str) -> None:
+    """Refuse a master URL Spark does not know, before anything starts."""
+    if not _MASTER.match(master):
+        raise InputError(
+            f"Spark master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
+            "yarn or k8s://URL"
+        )
 
 
 _PY_ERROR = re.compile(r"^((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)): (.*)$", re.M)
@@ -298,6 +325,7 @@ def run_spark_job(
     """
     if spec.batch_size < 1:
         raise InputError(f"batch size must be at least 1, got {spec.batch_size}")
+    check_master(master)
     _pyspark()
     check_java()
     files = expand_inputs(spec.inputs)
