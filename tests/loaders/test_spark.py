@@ -301,6 +301,23 @@ def test_no_java_is_one_line(tiny_model: Any, tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_a_java_older_than_17_is_one_line(
+    tiny_model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    java = tmp_path / "jdk8" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text('#!/bin/sh\necho \'openjdk version "1.8.0_392"\' >&2\n')
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(java.parents[1]))
+    result = CliRunner().invoke(cli, ["predict", str(tiny_model.export()), str(tiny_model.eval_csv),
+                                      "-o", str(tmp_path / "o.csv"), "--runner", "spark"])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: Spark needs Java 17 or newer; {java} is Java 8: install a newer JDK "
+        "(e.g. openjdk-17-jre-headless) and point JAVA_HOME at it"
+    )
+
+
 def _cpu_seconds(process: subprocess.Popen[bytes]) -> float:
     """CPU time of the Python processes under one Spark worker (pyspark's daemon makes its
     own process group, so they are found by parent, not by group)."""

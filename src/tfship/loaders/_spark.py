@@ -169,7 +169,28 @@ def check_java() -> str:
             f"Spark needs Java 17 or newer and found none ({where}); install a JDK "
             "(e.g. openjdk-17-jre-headless) or set JAVA_HOME"
         )
+    major = _java_major(java)
+    if major is not None and major < 17:
+        raise TfshipError(
+            f"Spark needs Java 17 or newer; {java} is Java {major}: install a newer JDK "
+            "(e.g. openjdk-17-jre-headless) and point JAVA_HOME at it"
+        )
     return java
+
+
+def _java_major(java: str) -> int | None:
+    """The major version ``java -version`` reports (8 for "1.8.0_392"), None when unreadable."""
+    import subprocess
+
+    try:
+        shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
+    if found is None:
+        return None
+    first = int(found.group(1))
+    return int(found.group(2) or 0) if first == 1 else first
 
 
 def _pyspark() -> Any:
