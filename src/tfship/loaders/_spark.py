@@ -235,9 +235,9 @@ def start_session(master: str) -> Any:
     if not is_verbose():
         config = Path(tempfile.gettempdir()) / "tfship-spark-log4j2.properties"
         config.write_text(_QUIET_LOG4J)
+        # The driver's JVM only: executors log to their own files on their own machines.
         options = f"-Dlog4j2.configurationFile=file:{config}"
         builder = builder.config("spark.driver.extraJavaOptions", options)
-        builder = builder.config("spark.executor.extraJavaOptions", options)
     try:
         with _jvm_stderr() as jvm_log:
             session = builder.getOrCreate()
