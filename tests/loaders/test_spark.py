@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyspark  # the spark extra, which make test installs
 import pytest
 from click.testing import CliRunner
 
@@ -33,7 +34,6 @@ from tfship.cli import cli
 from tfship.loaders import JobSpec, load
 from tfship.loaders.spark import predict, run_job
 
-pyspark = pytest.importorskip("pyspark")
 pytestmark = [
     pytest.mark.slow,
     # pyspark's collect leaves its local socket for the garbage collector to close
