@@ -16,6 +16,7 @@ driver receives each part once, so no row is lost or written twice.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -335,8 +336,8 @@ def run_spark_job(
     is started on ``master`` and stopped at the end.
 
     Raises:
-        InputError: an input is missing or lacks a required column (checked before Spark
-            starts); pyspark is not installed.
+        InputError: an input is missing or lacks a required column (checked while Spark
+            starts, before any task); pyspark is not installed.
         TfshipError: no Java, Spark did not start, or the job failed.
         TooManyRejectsError: as the local runner.
 
@@ -351,11 +352,14 @@ def run_spark_job(
     check_java()
     files = expand_inputs(spec.inputs)
     fmt = format_for(spec.output, spec.fmt)
-    plan, names = _plan(model_path, spec, files, fmt)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()  # a caller's session is used, and left running
-    session = active or start_session(master)
+    if active is not None:
+        plan, names = _plan(model_path, spec, files, fmt)
+        session = active
+    else:
+        plan, names, session = _plan_while_starting(model_path, spec, files, fmt, master)
     started = time.perf_counter()
     try:
         results, tasks = _collect(session, plan, files)
@@ -380,6 +384,21 @@ def run_spark_job(
     log.debug("spark: %d model load(s) in %d Python worker(s)", summary.model_loads, len(workers))
     _check_rejects(spec, summary)
     return summary
+
+
+def _plan_while_starting(
+    model_path: Path, spec: JobSpec, files: Sequence[Path], fmt: str, master: str
+) -> tuple[Plan, dict[str, str], Any]:
+    """``_plan`` here while Spark's JVM starts in a thread: the two take seconds each."""
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tfship-spark") as pool:
+        starting = pool.submit(start_session, master)
+        try:
+            plan, names = _plan(model_path, spec, files, fmt)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                starting.result().stop()
+            raise
+        return plan, names, starting.result()
 
 
 def _plan(model_path: Path, spec: JobSpec, files: Sequence[Path], fmt: str) -> tuple[Plan, dict[str, str]]:
