@@ -23,7 +23,7 @@ $(VENV)/.installed-run: pyproject.toml | $(PY)
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,beam]'
+	$(PY) -m pip install --quiet -e '.[dev,beam,spark]'
 	@touch $@ $(VENV)/.installed-run
 
 demo: $(VENV)/.installed-run

@@ -5,7 +5,8 @@ exact call TF Serving makes; ``LocalModel.predict`` accepts records, columns, Da
 ``tf.train.Example`` s, checks them against the signature and casts only when nothing is lost.
 ``run_job`` is ``tfship predict``: files in, predictions out, bad rows to the rejects.
 Importing this package does not import TensorFlow. ``tfship.loaders.beam.LocalModelHandler`` is
-Apache Beam's ``ModelHandler`` on ``LocalModel`` (it needs the ``beam`` extra).
+Apache Beam's ``ModelHandler`` on ``LocalModel`` (it needs the ``beam`` extra);
+``tfship.loaders.spark.predict`` scores a Spark DataFrame (the ``spark`` extra).
 
 Example:
     >>> from tfship.loaders import load

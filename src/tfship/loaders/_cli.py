@@ -78,10 +78,15 @@ def _print_summary(summary: JobSummary, as_json: bool, err: bool) -> None:
 )
 @click.option(
     "--runner",
-    type=click.Choice(["local", "beam"]),
+    type=click.Choice(["local", "beam", "spark"]),
     default="local",
     show_default=True,
-    help="Run in this process, or as an Apache Beam pipeline.",
+    help="Run in this process, as an Apache Beam pipeline, or on Apache Spark.",
+)
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master URL for --runner spark (default: local[*]; e.g. spark://host:7077).",
 )
 @click.option(
     "--beam-option",
@@ -127,6 +132,7 @@ def predict(
     rejects: Path | None,
     max_rejects: int | None,
     runner: str,
+    master: str | None,
     beam_options: tuple[str, ...],
     na_values: str | None,
     na_strings: bool,
@@ -162,8 +168,14 @@ def predict(
         fill_missing_columns=fill_missing_columns,
         ignore_unknown=ignore_unknown,
     )
+    if master is not None and runner != "spark":
+        raise click.UsageError("--master is for --runner spark")
 
     def job() -> JobSummary:
+        if runner == "spark":
+            from tfship.loaders._spark import DEFAULT_MASTER, run_spark_job
+
+            return run_spark_job(model, spec, master or DEFAULT_MASTER, echo_reject=_echo_reject)
         if runner == "beam":
             from tfship.loaders._beam import run_beam_job
 

@@ -501,7 +501,7 @@ def run_job(
     runner = BatchRunner(adapter, view.keys, spec.batch_size)
     try:
         for prepared in background(prepared_chunks()):
-            _handle(prepared, runner, view, writer, rejects, summary, echo_reject, fmt == "tfrecord")
+            emit(score(prepared, runner, fmt == "tfrecord"), view, writer, rejects, summary, echo_reject)
             show.update(summary.rows_in)
         writer.close()
         if rejects is not None:
@@ -517,28 +517,54 @@ def run_job(
     return summary
 
 
-def _handle(
-    prepared: Prepared,
-    runner: BatchRunner,
-    view: OutputView,
-    writer: BackgroundWriter,
-    rejects: RejectsWriter | None,
-    summary: JobSummary,
-    echo_reject: Callable[[Reject], None] | None,
-    want_inputs: bool,
-) -> None:
-    summary.rows_in += prepared.rows_in
+@dataclass
+class Scored:
+    """A prepared chunk after the model: what the writer and the rejects receive, in order.
+
+    Built where the model runs (this process, or a Spark executor) and handed to ``emit``
+    where the files are written; it pickles.
+    """
+
+    rows_in: int
+    keep: dict[str, Any]
+    outputs: dict[str, Array]
+    inputs: dict[str, Any] | None
+    predicted: int
+    rejects: list[Reject]
+
+
+def score(prepared: Prepared, runner: BatchRunner, want_inputs: bool) -> Scored:
+    """Run a prepared chunk; rows the model refuses join the chunk's rejects, sorted by line."""
     all_rejects = list(prepared.rejects)
+    outputs: dict[str, Array] = {}
+    keep: dict[str, Any] = {}
+    inputs: dict[str, Any] | None = None
+    predicted = 0
     if prepared.rows:
         outputs, good, bad = runner.run(prepared)
         for row, reason in bad:
             all_rejects.append(Reject(prepared.source, int(prepared.lines[row]), reason))
         keep = prepared.keep if good.all() else _take_keep(prepared.keep, good)
         inputs = _request_inputs(runner.adapter, prepared, good) if want_inputs else None
-        if outputs:
-            writer.write(keep, view.columns(outputs), inputs)
-        summary.predicted += int(good.sum())
-    for reject in sorted(all_rejects, key=lambda r: r.line):
+        predicted = int(good.sum())
+    all_rejects.sort(key=lambda r: r.line)
+    return Scored(prepared.rows_in, keep, outputs, inputs, predicted, all_rejects)
+
+
+def emit(
+    scored: Scored,
+    view: OutputView,
+    writer: Writer | BackgroundWriter,
+    rejects: RejectsWriter | None,
+    summary: JobSummary,
+    echo_reject: Callable[[Reject], None] | None,
+) -> None:
+    """Write one scored chunk (its outputs as ``view`` shows them) and count it into ``summary``."""
+    summary.rows_in += scored.rows_in
+    if scored.outputs:
+        writer.write(scored.keep, view.columns(scored.outputs), scored.inputs)
+    summary.predicted += scored.predicted
+    for reject in scored.rejects:
         summary.rejected += 1
         if len(summary.first_rejects) < 5:
             summary.first_rejects.append(reject)
