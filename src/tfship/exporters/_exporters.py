@@ -94,12 +94,12 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
         self,
         name: str,
         serving_input_receiver_fn: Any,
-        assets_extra: Mapping[str, str | os.PathLike[str]] | None,
-        as_text: bool,
+        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
+        as_text: bool = False,
         *,
-        warmup: Iterable[Any] | None,
-        verify: bool,
-        version_by: str,
+        warmup: Iterable[Any] | None = None,
+        verify: bool = True,
+        version_by: str = "time",
     ) -> None:
         cls = self.public_name()
         if not isinstance(name, str) or not name.strip():
@@ -312,28 +312,7 @@ class FinalExporter(_TfshipExporter):
         '.../export/final/1795236337'
     """
 
-    kind = "final"
-
-    def __init__(
-        self,
-        name: str,
-        serving_input_receiver_fn: Any,
-        assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
-        as_text: bool = False,
-        *,
-        warmup: Iterable[Any] | None = None,
-        verify: bool = True,
-        version_by: str = "time",
-    ) -> None:
-        super().__init__(
-            name,
-            serving_input_receiver_fn,
-            assets_extra,
-            as_text,
-            warmup=warmup,
-            verify=verify,
-            version_by=version_by,
-        )
+    kind = "final"  # tf.estimator.FinalExporter's arguments are those of the base class
 
     def export(
         self,
