@@ -13,7 +13,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -499,18 +499,8 @@ def run_job(
                 yield preparer.prepare(chunk)
 
     runner = BatchRunner(adapter, view.keys, spec.batch_size)
-    try:
-        for prepared in background(prepared_chunks()):
-            emit(score(prepared, runner, fmt == "tfrecord"), view, writer, rejects, summary, echo_reject)
-            show.update(summary.rows_in)
-        writer.close()
-        if rejects is not None:
-            rejects.close()
-    except BaseException:
-        writer.abort()
-        if rejects is not None:
-            rejects.abort()
-        raise
+    scored = (score(prepared, runner, fmt == "tfrecord") for prepared in background(prepared_chunks()))
+    emit_all(scored, view, writer, rejects, summary, echo_reject, lambda: show.update(summary.rows_in))
     summary.seconds = time.perf_counter() - started
     show.update(summary.rows_in, final=True)
     _check_rejects(spec, summary)
@@ -549,6 +539,31 @@ def score(prepared: Prepared, runner: BatchRunner, want_inputs: bool) -> Scored:
         predicted = int(good.sum())
     all_rejects.sort(key=lambda r: r.line)
     return Scored(prepared.rows_in, keep, outputs, inputs, predicted, all_rejects)
+
+
+def emit_all(
+    chunks: Iterable[Scored],
+    view: OutputView,
+    writer: Writer | BackgroundWriter,
+    rejects: RejectsWriter | None,
+    summary: JobSummary,
+    echo_reject: Callable[[Reject], None] | None,
+    after_each: Callable[[], None] | None = None,
+) -> None:
+    """``emit`` every scored chunk, in order, then close the writers; abort both on failure."""
+    try:
+        for scored in chunks:
+            emit(scored, view, writer, rejects, summary, echo_reject)
+            if after_each is not None:
+                after_each()
+        writer.close()
+        if rejects is not None:
+            rejects.close()
+    except BaseException:
+        writer.abort()
+        if rejects is not None:
+            rejects.abort()
+        raise
 
 
 def emit(

@@ -41,7 +41,7 @@ from tfship.loaders._job import (
     JobSummary,
     Scored,
     _check_rejects,
-    emit,
+    emit_all,
     score,
 )
 from tfship.loaders._readers import Chunk, Reject, expand_inputs, read_chunks
@@ -467,14 +467,4 @@ def _write(
 ) -> None:
     writer = make_writer(fmt, spec.output, **names)
     rejects = RejectsWriter(spec.rejects) if spec.rejects else None
-    try:
-        for _, scored in chunks:
-            emit(scored, view, writer, rejects, summary, echo_reject)
-        writer.close()
-        if rejects is not None:
-            rejects.close()
-    except BaseException:
-        writer.abort()
-        if rejects is not None:
-            rejects.abort()
-        raise
+    emit_all((scored for _, scored in chunks), view, writer, rejects, summary, echo_reject)
