@@ -19,11 +19,11 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-run: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e '.[tf]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,beam]'
+	$(PY) -m pip install --quiet -e '.[tf,dev,beam]'
 	@touch $@ $(VENV)/.installed-run
 
 demo: $(VENV)/.installed-run

@@ -52,8 +52,17 @@ SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its 
 
 
 def penguins_csv() -> Path:
-    """Path of the Palmer penguins CSV shipped by the ``palmerpenguins`` package (344 rows)."""
-    import palmerpenguins
+    """Path of the Palmer penguins CSV shipped by the ``palmerpenguins`` package (344 rows).
+
+    Raises:
+        ExtraNotInstalledError: ``palmerpenguins`` (installed by the ``tf`` extra) is missing.
+    """
+    try:
+        import palmerpenguins
+    except ImportError as exc:
+        from tfship._tf import missing_extra
+
+        raise missing_extra("the penguins data set", "palmerpenguins") from exc
 
     return Path(palmerpenguins.__file__).parent / "data" / "penguins.csv"
 
