@@ -72,9 +72,10 @@ def penguins_split(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
 
     The split is by row position, so it is the same on every machine and every run.
     """
+    source = penguins_csv()  # before anything is written: it may need the tf extra
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with penguins_csv().open(newline="") as fh:
+    with source.open(newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader)
         rows = list(reader)
