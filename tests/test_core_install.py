@@ -142,6 +142,20 @@ def test_the_other_extra_needs_fail_in_one_line(core: Path, tmp_path: Path) -> N
     assert not (tmp_path / "data").exists()  # nothing was written
 
 
+def test_schema_and_synthetic_data_need_no_extra(core: Path, tiny_model: Any, tmp_path: Path) -> None:
+    infer = ["schema", "infer", str(tiny_model.train_csv), "--label", "species"]
+    done = run(core, *infer, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(full(*infer).stdout)
+    out = tmp_path / "synth.csv"
+    synth = ["data", "synth", "--schema", str(tiny_model.schema_path), "--rows", "5", "-o", str(out)]
+    done = run(core, *synth, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{out}\n", "")
+    theirs = out.read_text()
+    assert full(*synth).exit_code == 0
+    assert theirs == out.read_text()  # the same rows from the same seed
+
+
 @pytest.mark.parametrize("package", ["trainer", "exporters", "loaders", "server"])
 def test_importing_a_package_needing_the_extra_says_so(core: Path, tmp_path: Path, package: str) -> None:
     code = (
