@@ -14,6 +14,7 @@ import csv
 import hashlib
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -241,3 +242,16 @@ def test_the_client_calls_a_real_server_as_the_full_install_does(
     done = run(core, *missing, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (full(*missing).exit_code, "")
     assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_the_install_benchmark_measures_both_installs(tmp_path: Path) -> None:
+    core_venv("6")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "install.py"), "--short"],
+                          capture_output=True, text=True, env=clean_env(), cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith(f"core (Python {NEWEST})") and lines[2].startswith("full (this venv)")
+    sizes = [float(line.split()[-4]) for line in lines[1:3]]
+    ratio = float(lines[3].split()[4])
+    assert 0 < ratio == pytest.approx(sizes[0] / sizes[1], abs=1e-3)
+    assert lines[3].endswith("(target <= 0.1: met)") and ratio <= 0.1
