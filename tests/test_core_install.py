@@ -111,6 +111,25 @@ def test_the_core_has_no_tensorflow(core: Path, tmp_path: Path) -> None:
     assert tried.stderr.splitlines()[-1] == "ModuleNotFoundError: No module named 'tensorflow'"
 
 
+BFLOAT16 = """
+import numpy as np
+from tfship.serve_client import decode_tensor, encode_tensor
+import ml_dtypes
+sent = encode_tensor(np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16))
+back = decode_tensor(sent)
+theirs = type(sent)(dtype=14, half_val=[16320, 49152])  # as TF Serving writes it: 16-bit patterns
+theirs.tensor_shape.dim.add(size=2)
+print(sent.dtype, back.dtype, back.tolist(), decode_tensor(theirs).tolist())
+"""
+
+
+def test_the_core_decodes_bfloat16_tensors(core: Path, tmp_path: Path) -> None:
+    done = subprocess.run([str(core / "bin" / "python"), "-c", BFLOAT16], capture_output=True, text=True,
+                          env=clean_env(), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "14 bfloat16 [1.5, -2.0] [1.5, -2.0]\n"
+
+
 def test_help_lists_every_command(core: Path, tmp_path: Path) -> None:
     done = run(core, "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
