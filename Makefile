@@ -36,9 +36,9 @@ lint: $(VENV)/.installed-dev
 test: lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
-# The core install alone (`pip install .`, no TensorFlow) on Python 3.13, else 3.12, once with
-# protobuf 6.x and once with 3.20.x, against exports and a server of the full install; part of
-# `make test`. The venvs are .venv-core-py3.1x-install-protobuf*.
+# The core install alone (`pip install .`, no TensorFlow) on Python 3.13, else 3.12, else .venv's,
+# once with protobuf 6.x and once with 3.20.x, against exports and a server of the full install;
+# part of `make test`. The venvs are .venv-core-py3.1x-install-protobuf*.
 test-core: $(VENV)/.installed-dev
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/test_core_install.py
 

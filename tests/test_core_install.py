@@ -1,7 +1,7 @@
 """``pip install <checkout>`` and nothing else: the core, without TensorFlow.
 
 The core is installed, as a user installs it, into a venv of its own on the newest Python here
-(3.13, else 3.12), once with protobuf's newest 6.x and once with 3.20.x; no TensorFlow, Keras,
+(3.13, else 3.12, else this one), once with protobuf's newest 6.x and once with 3.20.x; no TensorFlow, Keras,
 JAX or TF Serving package is importable there. Its ``tfship`` then inspects real exports and
 calls a real server (``tfship serve``'s ``ModelServer``, run by this, the full, install) over
 gRPC and REST; each answer must equal the full install's own for the same command. What needs
@@ -23,13 +23,13 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
-from venvs import ROOT, clean_env, interpreters
+from venvs import ROOT, THIS, clean_env, interpreters
 
 pytestmark = pytest.mark.slow
 
 PROTOBUFS = {"6": "protobuf>=6,<7", "3.20": "protobuf==3.20.3"}
 PYTHONS = interpreters(("3.12", "3.13"))
-NEWEST = next((minor for minor in ("3.13", "3.12") if minor in PYTHONS), None)
+NEWEST = next(minor for minor in ("3.13", "3.12", THIS) if minor in PYTHONS)
 EXTRA_LINE = "needs the 'tf' extra (TensorFlow is not installed): pip install \"tfship[tf]\""
 
 
@@ -44,7 +44,6 @@ def _source_stamp(requirements: list[str]) -> str:
 
 def core_venv(protobuf: str) -> Path:
     """A venv holding ``pip install <checkout> <protobuf>``, reinstalled when the sources change."""
-    assert NEWEST is not None
     command, env = PYTHONS[NEWEST]
     venv = ROOT / f".venv-core-py{NEWEST}-install-protobuf{protobuf}"
     python = venv / "bin" / "python"
@@ -90,10 +89,6 @@ print(json.dumps({
     "importable": [name for name in names if importlib.util.find_spec(name) is not None],
 }))
 """
-
-
-def test_a_core_python_is_found() -> None:
-    assert NEWEST is not None, "neither Python 3.13 nor 3.12 is installed (on PATH or by pyenv)"
 
 
 def test_the_core_has_no_tensorflow(core: Path, tmp_path: Path) -> None:
