@@ -26,6 +26,7 @@ _EXTRA_MODULES = {
     "tensorflow_estimator": "tensorflow-estimator",
     "pandas": "pandas",
     "pyarrow": "pyarrow",
+    "prometheus_client": "prometheus-client",
 }
 
 _verbose = False

@@ -113,7 +113,7 @@ class ModelInputError(ModelError):
 
 class ExtraNotInstalledError(TfshipError, ImportError):
     """Raised when a command or package needs what the ``tf`` extra installs (TensorFlow, the
-    Estimator, Beam, pandas) and it is missing; the one-line message names the pip command.
+    Estimator, pandas, pyarrow) and it is missing; the one-line message names the pip command.
     Also an ``ImportError``, which is what importing ``tfship.trainer`` without it raises.
     """
 
