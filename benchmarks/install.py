@@ -27,7 +27,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from venvs import clean_env, interpreters  # noqa: E402  (the one place that finds other Pythons)
+from venvs import clean_env, interpreters, package_copy  # noqa: E402  (the one place that finds other Pythons)
 
 TARGET_RATIO = 0.1
 
@@ -79,8 +79,9 @@ def main() -> None:
         this = "{}.{}".format(*sys.version_info[:2])
         with tempfile.TemporaryDirectory(prefix="tfship-install-") as tmp:
             core, full = pathlib.Path(tmp) / "core", pathlib.Path(tmp) / "full"
-            core_s = install(*pythons[newest], core, str(ROOT))
-            full_s = install(*pythons[this], full, f"{ROOT}[tf]")
+            checkout = package_copy(pathlib.Path(tmp))
+            core_s = install(*pythons[newest], core, str(checkout))
+            full_s = install(*pythons[this], full, f"{checkout}[tf]")
             rows = [(f"core (Python {newest})", site_packages_bytes(core), core_s),
                     (f"full, [tf] (Python {this})", site_packages_bytes(full), full_s)]
     print(f"{'install':<28} {'size':>12}  time")

@@ -15,6 +15,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
-from venvs import ROOT, THIS, clean_env, interpreters
+from venvs import ROOT, THIS, clean_env, interpreters, package_copy
 
 pytestmark = pytest.mark.slow
 
@@ -54,9 +55,11 @@ def core_venv(protobuf: str) -> Path:
     if not python.is_file():
         subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    for args in ([str(ROOT), PROTOBUFS[protobuf]], ["--force-reinstall", "--no-deps", str(ROOT)]):
-        done = subprocess.run(pip + args, env=clean_env(), capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr
+    with tempfile.TemporaryDirectory() as tmp:
+        checkout = package_copy(Path(tmp))
+        for args in ([str(checkout), PROTOBUFS[protobuf]], ["--force-reinstall", "--no-deps", str(checkout)]):
+            done = subprocess.run(pip + args, env=clean_env(), capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr
     stamp.write_text(wanted)
     return venv
 

@@ -48,6 +48,18 @@ def interpreters(minors: tuple[str, ...] = ("3.9", "3.12", "3.13")) -> dict[str,
     return found
 
 
+def package_copy(into: Path) -> Path:
+    """The checkout's package files (sources, ``pyproject.toml``, README) copied under ``into``,
+    for ``pip install``: building there leaves nothing in the checkout, and a ``build/`` left in
+    the checkout never adds stale modules to the install."""
+    checkout = into / "tfship"
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "src", checkout / "src", ignore=skip)
+    for path in [ROOT / "pyproject.toml", ROOT / "README.md", *ROOT.glob("LICEN[CS]E*")]:
+        shutil.copy(path, checkout)
+    return checkout
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without ``PYTHON*`` variables (``PYTHONPATH=src`` would put
     the checkout before a venv's own packages) and without proxies, plus ``extra``."""
