@@ -10,7 +10,7 @@ BASE_PYTHON := $(shell for p in $(CANDIDATES); do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,9) <= sys.version_info[:2] <= (3,11))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench lint browser clean fixtures-newtf protos opdefs
+.PHONY: demo test test-core bench lint browser clean fixtures-newtf protos opdefs
 .DEFAULT_GOAL := demo
 
 $(PY):
@@ -19,11 +19,11 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-run: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e '.[tf]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,beam,spark]'
+	$(PY) -m pip install --quiet -e '.[tf,dev,beam,spark]'
 	@touch $@ $(VENV)/.installed-run
 
 demo: $(VENV)/.installed-run
@@ -39,6 +39,12 @@ browser:
 
 test: lint browser
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+# The core install alone (`pip install .`, no TensorFlow) on Python 3.13, else 3.12, else .venv's,
+# once with protobuf 6.x and once with 3.20.x, against exports and a server of the full install;
+# part of `make test`. The venvs are .venv-core-py3.1x-install-protobuf*.
+test-core: $(VENV)/.installed-dev
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/test_core_install.py
 
 bench: $(VENV)/.installed-dev
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -7,16 +7,28 @@ set before the first import; the Python side logs through absl and ``tf.get_logg
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import re
 import warnings
 from typing import Any
 
-from tfship.errors import TfshipError
+from tfship.errors import ExtraNotInstalledError, TfshipError
 
-#: What to install for the commands that load or run a model.
-TENSORFLOW_REQUIREMENT = "tensorflow==2.15.1"
+#: The extra of the package that installs what runs a model (TensorFlow and the Estimator,
+#: pinned), and the command that installs it.
+EXTRA = "tf"
+INSTALL_EXTRA = 'pip install "tfship[tf]"'
+# top-level module -> what the user knows it as; the packages the extra adds to the core
+_EXTRA_MODULES = {
+    "tensorflow": "TensorFlow",
+    "tensorflow_estimator": "tensorflow-estimator",
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "prometheus_client": "prometheus-client",
+    "matplotlib": "matplotlib",
+}
 
 _verbose = False
 _tensorflow: Any = None  # the module once imported and quietened; tf() is on hot paths
@@ -49,7 +61,12 @@ def tf() -> Any:
         return _tensorflow
     if not _verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow
+    try:
+        import tensorflow
+    except ImportError as exc:
+        if exc.name == "tensorflow":
+            raise missing_extra("loading or running a model", "TensorFlow") from exc
+        raise
 
     if not _verbose:
         if tensorflow.get_logger().level == logging.NOTSET:  # a program's own choice stays
@@ -94,19 +111,45 @@ def require_tensorflow(what: str) -> None:
     """Import TensorFlow now, or raise one line saying ``what`` needs it and what to install.
 
     Raises:
-        TfshipError: TensorFlow is not installed, or fails to import.
+        ExtraNotInstalledError: TensorFlow is not installed.
+        TfshipError: TensorFlow is installed but fails to import.
 
     Example:
         >>> require_tensorflow("--run")  # with TensorFlow installed: nothing to say
     """
     try:
         tf()
+    except ExtraNotInstalledError as exc:
+        raise missing_extra(what, "TensorFlow") from exc
     except ImportError as exc:
-        if exc.name == "tensorflow":
-            raise TfshipError(
-                f"{what} needs TensorFlow, which is not installed: pip install {TENSORFLOW_REQUIREMENT}"
-            ) from exc
         raise TfshipError(f"{what} needs TensorFlow, which fails to import: {exc}") from exc
+
+
+def require_extra(what: str) -> None:
+    """Raise one line naming the extra and its pip command when ``what`` (a package of tfship,
+    a command) needs what the ``tf`` extra installs and some of it is missing. Nothing is
+    imported: the packages are only looked up.
+
+    Raises:
+        ExtraNotInstalledError: a package of the extra is not installed.
+
+    Example:
+        >>> require_extra("tfship.trainer")  # with the extra installed: nothing to say
+    """
+    for module, known_as in _EXTRA_MODULES.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent that fails, a module without a spec
+            found = False
+        if not found:
+            raise missing_extra(what, known_as)
+
+
+def missing_extra(what: str, known_as: str) -> ExtraNotInstalledError:
+    """The error saying ``what`` needs the extra because ``known_as`` is not installed."""
+    return ExtraNotInstalledError(
+        f"{what} needs the {EXTRA!r} extra ({known_as} is not installed): {INSTALL_EXTRA}"
+    )
 
 
 def estimator() -> Any:

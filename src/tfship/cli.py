@@ -16,7 +16,7 @@ import click
 
 from tfship import __version__
 from tfship._interrupt import interrupted, recording_interrupts
-from tfship._tf import set_verbose
+from tfship._tf import require_extra, set_verbose
 from tfship.errors import TfshipError
 
 _CHATTY_LIBRARIES = ("httpx", "httpcore")
@@ -37,6 +37,11 @@ COMMANDS: dict[str, str] = {
     "promote": "tfship.promote._cli:promote",
     "demo": "tfship._demo:demo",
 }
+
+
+# The verbs that load, train or run a model: without the ``tf`` extra they fail in one line
+# naming it (the core install has schema, data synth, inspect and client).
+NEEDS_EXTRA = frozenset({"train", "cluster", "export", "predict", "bench", "serve", "demo", "promote"})
 
 
 # verb -> the first sentence of its help, which ``tfship --help`` lists without importing the
@@ -73,6 +78,8 @@ class TfshipGroup(click.Group):
         target = COMMANDS.get(cmd_name)
         if target is None:
             return None
+        if cmd_name in NEEDS_EXTRA:
+            require_extra(f"tfship {cmd_name}")
         module_name, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command

@@ -52,8 +52,17 @@ SYNTH_BLOCK_ROWS = 50_000  # rows generated at once by synthesize(): bounds its 
 
 
 def penguins_csv() -> Path:
-    """Path of the Palmer penguins CSV shipped by the ``palmerpenguins`` package (344 rows)."""
-    import palmerpenguins
+    """Path of the Palmer penguins CSV shipped by the ``palmerpenguins`` package (344 rows).
+
+    Raises:
+        ExtraNotInstalledError: ``palmerpenguins`` (installed by the ``tf`` extra) is missing.
+    """
+    try:
+        import palmerpenguins
+    except ImportError as exc:
+        from tfship._tf import missing_extra
+
+        raise missing_extra("the penguins data set", "palmerpenguins") from exc
 
     return Path(palmerpenguins.__file__).parent / "data" / "penguins.csv"
 
@@ -63,9 +72,10 @@ def penguins_split(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
 
     The split is by row position, so it is the same on every machine and every run.
     """
+    source = penguins_csv()  # before anything is written: it may need the tf extra
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with penguins_csv().open(newline="") as fh:
+    with source.open(newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader)
         rows = list(reader)

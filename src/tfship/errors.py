@@ -19,6 +19,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   ├── SignatureNotFoundError (2)      a signature or tag-set is not in the SavedModel
     │   ├── ModelInputError (2)             inputs given to a model do not match its signature
     │   └── exporters.CheckpointNotFoundError  no checkpoint to export
+    ├── ExtraNotInstalledError (1)          a command or package needs the [tf] extra (also an ImportError)
     ├── TrainError (1)                      training or evaluation failed
     │   └── trainer.ClusterError            a cluster task failed, or a peer never answered
     ├── ExportError (1)                     an export failed; nothing was published
@@ -47,6 +48,7 @@ from __future__ import annotations
 __all__ = [
     "DataError",
     "ExportError",
+    "ExtraNotInstalledError",
     "InputError",
     "ModelError",
     "ModelInputError",
@@ -109,6 +111,13 @@ class SignatureNotFoundError(ModelError):
 
 class ModelInputError(ModelError):
     """Raised when inputs given to a model do not match its signature (name, dtype, rank)."""
+
+
+class ExtraNotInstalledError(TfshipError, ImportError):
+    """Raised when a command or package needs what the ``tf`` extra installs (TensorFlow, the
+    Estimator, pandas, pyarrow) and it is missing; the one-line message names the pip command.
+    Also an ``ImportError``, which is what importing ``tfship.trainer`` without it raises.
+    """
 
 
 class TrainError(TfshipError):

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tfship._wire import protos
+from venvs import ROOT, THIS, interpreters
 
-ROOT = Path(__file__).resolve().parents[2]
 # the case -> (what pip installs, the version it must report)
 PROTOBUFS = {"3.20": ("protobuf==3.20.3", "3.20.3"), "5": ("protobuf>=5,<6", "5."),
              "6": ("protobuf>=6,<7", "6.")}
-THIS = "{}.{}".format(*sys.version_info[:2])
 # Python 3.9 runs protobuf 3.20 on its C++ backend (a wheel with the extension); newer Pythons run
 # 3.20 in pure Python and 4.21 and later on upb.
 CASES = [("3.9", "3.20"), (THIS, "3.20"), (THIS, "5"), (THIS, "6"), ("3.12", "6"), ("3.13", "3.20"),
@@ -88,36 +84,7 @@ def _reference_request() -> bytes:
     return bytes(request.SerializeToString(deterministic=True))
 
 
-def _runs(command: list[str], env: dict[str, str] | None = None) -> bool:
-    try:
-        done = subprocess.run(command + ["-c", "pass"], env=env, capture_output=True, timeout=60)
-        return done.returncode == 0
-    except OSError:
-        return False
-
-
-def _interpreters() -> dict[str, tuple[list[str], dict[str, str]]]:
-    """This Python, and Pythons 3.9, 3.12 and 3.13 where they are installed (on PATH or by pyenv)."""
-    found = {THIS: ([sys.executable], dict(os.environ))}
-    pyenv = shutil.which("pyenv")
-    bare = ""
-    if pyenv:
-        bare = subprocess.run([pyenv, "versions", "--bare"], capture_output=True, text=True).stdout
-    for minor in ("3.9", "3.12", "3.13"):
-        if minor in found:
-            continue
-        if shutil.which(f"python{minor}") and _runs([f"python{minor}"]):
-            found[minor] = ([f"python{minor}"], dict(os.environ))
-            continue
-        versions = [v for v in bare.split() if re.fullmatch(rf"{re.escape(minor)}\.\d+", v)]
-        if versions:
-            env = dict(os.environ, PYENV_VERSION=versions[-1])
-            if _runs([f"python{minor}"], env):
-                found[minor] = ([f"python{minor}"], env)
-    return found
-
-
-INTERPRETERS = _interpreters()
+INTERPRETERS = interpreters()
 
 
 def _venv(python: str, protobuf: str) -> Path:

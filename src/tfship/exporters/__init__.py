@@ -15,6 +15,10 @@ Example:
 
 from __future__ import annotations
 
+from tfship._tf import require_extra
+
+require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
+
 from typing import TYPE_CHECKING, Any
 
 from tfship.exporters._errors import CheckpointNotFoundError, MetricNotFoundError, VerificationError

@@ -17,6 +17,10 @@ Example:
 
 from __future__ import annotations
 
+from tfship._tf import require_extra
+
+require_extra(__name__)  # it serves models: one line naming the tf extra when it is missing
+
 from tfship.promote._checks import Check, MetricNotMeasuredError, Threshold
 from tfship.promote._promote import (
     CHECKS,

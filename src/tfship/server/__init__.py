@@ -17,6 +17,10 @@ Example:
 
 from __future__ import annotations
 
+from tfship._tf import require_extra
+
+require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
+
 from tfship.server._config import ModelConfig, SslConfig, VersionPolicy, read_config_file
 from tfship.server._manager import StateEvent
 from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
