@@ -235,6 +235,10 @@ def test_bad_inputs_are_refused_with_one_line(modules, tmp_path: Path) -> None:
     assert code == 2 and "'accuracy' is not METRIC>=VALUE" in err
     code, _, err = _run(str(modules["same"]))
     assert code == 2 and "give CANDIDATE and --to BASE_PATH" in err
+    records = tmp_path / "records.jsonl"
+    records.write_text('{"x": [1, 2, 3, 4]}\n{"x": [0, "one", 0, 1]}\n')
+    code, _, err = _run(str(modules["same"]), "--to", str(base), "--requests", str(records), *FAST)
+    assert code == 2 and err.startswith(f"Error: {records}:2: "), err
     assert _versions(base) == ["1"]
 
 

@@ -133,12 +133,15 @@ def from_records(
     for index, record in enumerate(records):
         if label is not None:
             if record.get(label) is None:
-                raise InputError(f"{source}: record {index} has no label {label!r}")
+                raise InputError(f"{_place(source, index)}: no label {label!r}")
             labels.append(record[label])
         values = {k: v for k, v in record.items() if k in names and v is not None}
         ignored.update(k for k in record if k not in names and k != label)
         filled += sum(1 for k in names if k not in values)
-        built = example_request(info, signature=sig.key, values=values)
+        try:
+            built = example_request(info, signature=sig.key, values=values)
+        except (InputError, ValueError, TypeError) as exc:
+            raise InputError(f"{_place(source, index)}: {exc}") from None
         requests.append(request_of(built.verb, built.grpc, info))
     notes = []
     if ignored:
@@ -146,6 +149,17 @@ def from_records(
     if filled:
         notes.append(f"{filled} missing value(s) took the signature's defaults")
     return RequestSet(requests, source, notes, labels if label is not None else None)
+
+
+def _place(source: str, index: int) -> str:
+    """Where record ``index`` of a records file is: its line in a CSV (after the header) or a
+    JSONL file, its position in a JSON list."""
+    suffix = Path(source).suffix.lower()
+    if suffix == ".csv":
+        return f"{source}:{index + 2}"
+    if suffix == ".jsonl":
+        return f"{source}:{index + 1}"
+    return f"{source}: record {index}"
 
 
 def from_defaults(info: SavedModelInfo, count: int) -> RequestSet:
