@@ -110,3 +110,22 @@ def test_the_library_says_in_one_line_which_signatures_can_classify(client: Any,
                 "Classify model 'm': signature 'regress' is a tensorflow/serving/predict signature "
                 "that cannot classify; signatures that can: classify (the server said: "
             )
+
+
+def test_a_whole_number_for_a_float_feature_is_named_with_the_fix(tiny_model: Any) -> None:
+    # A JSON 40 for a float feature of a parsing signature: TF Serving refuses the Example;
+    # the error says which feature, what was sent, and what to write instead.
+    from tfship.server import ModelServer, ServerOptions
+    from tfship.serve_client import InvalidInputError, ServingClient
+
+    record = {"island": "Biscoe", "bill_length_mm": 40, "bill_depth_mm": 18.0, "flipper_length_mm": 190,
+              "body_mass_g": 3800, "sex": "male", "year": 2008}
+    export = tiny_model.export("best")
+    with ModelServer.from_base_path(export.parent, "penguins", options=ServerOptions(port=0)) as server, \
+            ServingClient(server.address) as client:
+        with pytest.raises(InvalidInputError) as caught:
+            client.classify("penguins", [record])
+        fixed = client.classify("penguins", [{**record, "bill_length_mm": 40.0}])
+    assert ("example 0: feature 'bill_length_mm' was sent as int64 but the model reads it as float: "
+            "a whole number in JSON is an int64 list; write it with a decimal point (1.0)") in str(caught.value)
+    assert len(fixed.classes) == 1

@@ -299,13 +299,32 @@ _TLS_CAUSES = [
 ]
 
 
+# TensorFlow's words when a tf.Example feature's list is of another kind than the model parses.
+_EXAMPLE_KIND = re.compile(
+    r"Key: (?P<key>[^,]+), Index: (?P<index>\d+)\.\s+Data types don't match\. "
+    r"Data type: (?P<sent>\w+) but expected type: (?P<wanted>\w+)"
+)
+_KIND_HINTS = {
+    ("int64", "float"): "a whole number in JSON is an int64 list; write it with a decimal point "
+                        "(1.0), or convert the records by the model's schema",
+    ("float", "int64"): "write whole numbers for it",
+}
+
+
 def _cause(cls: type[ServingCallError], details: str) -> str:
-    """The server's message; for a TLS failure, first the cause in words, then gRPC's text."""
+    """The server's message; for a TLS failure or a feature of the wrong kind, first the cause
+    in words, then the server's text."""
     if cls is TlsError:
         for pattern, cause in _TLS_CAUSES:
             if pattern.search(details):
                 return f"TLS handshake failed: {cause} ({details})"
         return f"TLS handshake failed ({details})"
+    kind = _EXAMPLE_KIND.search(details)
+    if kind is not None:
+        sent, wanted = kind["sent"], kind["wanted"]
+        hint = _KIND_HINTS.get((sent, wanted), f"send it as a {wanted} list")
+        return (f"example {kind['index']}: feature {kind['key']!r} was sent as {sent} but the model "
+                f"reads it as {wanted}: {hint} ({details})")
     return details or "no message"
 
 
