@@ -115,8 +115,8 @@ def test_the_library_says_in_one_line_which_signatures_can_classify(client: Any,
 def test_a_whole_number_for_a_float_feature_is_named_with_the_fix(tiny_model: Any) -> None:
     # A JSON 40 for a float feature of a parsing signature: TF Serving refuses the Example;
     # the error says which feature, what was sent, and what to write instead.
-    from tfship.server import ModelServer, ServerOptions
     from tfship.serve_client import InvalidInputError, ServingClient
+    from tfship.server import ModelServer, ServerOptions
 
     record = {"island": "Biscoe", "bill_length_mm": 40, "bill_depth_mm": 18.0, "flipper_length_mm": 190,
               "body_mass_g": 3800, "sex": "male", "year": 2008}
