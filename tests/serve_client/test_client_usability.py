@@ -126,6 +126,7 @@ def test_a_whole_number_for_a_float_feature_is_named_with_the_fix(tiny_model: An
         with pytest.raises(InvalidInputError) as caught:
             client.classify("penguins", [record])
         fixed = client.classify("penguins", [{**record, "bill_length_mm": 40.0}])
+    said = str(caught.value)
     assert ("example 0: feature 'bill_length_mm' was sent as int64 but the model reads it as float: "
-            "a whole number in JSON is an int64 list; write it with a decimal point (1.0)") in str(caught.value)
+            "a whole number in JSON is an int64 list; write it with a decimal point (1.0)") in said
     assert len(fixed.classes) == 1
