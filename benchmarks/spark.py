@@ -126,7 +126,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000, help="rows of the synthetic CSV")
     parser.add_argument("--steps", type=int, default=200, help="training steps of the dnn")
     parser.add_argument("--workdir", type=Path, default=None, help="keep and reuse files here")
+    parser.add_argument("--short", action="store_true",
+                        help="2,000 rows and 20 steps: every path runs, no target judged")
     args = parser.parse_args()
+    if args.short:
+        args.rows, args.steps = 2_000, 20
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from tfship.loaders._spark import start_session
 
@@ -162,7 +166,8 @@ def main() -> None:
         rate = rows / seconds
         ratio = ours_rate / rate
         target = f">={targets[name]:g}" if name in targets else ""
-        mark = "" if name not in targets else (" ok" if ratio >= targets[name] else " MISS")
+        judged = name in targets and not args.short
+        mark = "" if not judged else (" ok" if ratio >= targets[name] else " MISS")
         print(f"{name:<46}{rows:>10,}{seconds:>10.2f}{rate:>11,.0f}{ratio:>9.2f}{target:>8}{mark}")
     print("(spark x = the Spark runner's rows/s / that path's rows/s; one run, same file, same "
           "2 cores)")

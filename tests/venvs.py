@@ -5,11 +5,13 @@ clean``) so that only their first run downloads packages.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,3 +69,38 @@ def clean_env(**extra: str) -> dict[str, str]:
            if not key.startswith("PYTHON") and "proxy" not in key.lower()}
     env.update(extra)
     return env
+
+
+PROTOBUFS = {"6": "protobuf>=6,<7", "3.20": "protobuf==3.20.3"}
+PYTHONS = interpreters(("3.12", "3.13"))
+NEWEST = next(minor for minor in ("3.13", "3.12", THIS) if minor in PYTHONS)
+
+
+def _source_stamp(requirements: list[str]) -> str:
+    """What the venv holds: the requirements and a hash of the package's sources."""
+    digest = hashlib.sha256()
+    for path in sorted([ROOT / "pyproject.toml", *(ROOT / "src").rglob("*")]):
+        if path.is_file() and "__pycache__" not in path.parts and ".egg-info" not in str(path):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return " ".join([*requirements, digest.hexdigest()])
+
+
+def core_venv(protobuf: str) -> Path:
+    """A venv holding ``pip install <checkout> <protobuf>``, reinstalled when the sources change."""
+    command, env = PYTHONS[NEWEST]
+    venv = ROOT / f".venv-core-py{NEWEST}-install-protobuf{protobuf}"
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    wanted = _source_stamp([PROTOBUFS[protobuf]])
+    if stamp.is_file() and stamp.read_text() == wanted:
+        return venv
+    if not python.is_file():
+        subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    with tempfile.TemporaryDirectory() as tmp:
+        checkout = package_copy(Path(tmp))
+        for args in ([str(checkout), PROTOBUFS[protobuf]], ["--force-reinstall", "--no-deps", str(checkout)]):
+            done = subprocess.run(pip + args, env=clean_env(), capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr
+    stamp.write_text(wanted)
+    return venv

@@ -308,7 +308,7 @@ def test_killing_promote_while_it_serves_leaves_no_server_running(modules, tmp_p
     assert len(servers) == 2, servers
     process.send_signal(signal.SIGKILL)
     process.communicate()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a server stops gracefully; allow for a loaded machine
     while any(_running(pid) for pid in servers):
         assert time.monotonic() < deadline, "a tfship serve outlived the promote that started it"
         time.sleep(0.1)

@@ -17,9 +17,9 @@ Example:
 
 from __future__ import annotations
 
-from tfship._tf import require_extra
+from tfship._tf import require_extra as _require_extra
 
-require_extra(__name__)  # it serves models: one line naming the tf extra when it is missing
+_require_extra(__name__)  # it serves models: one line naming the tf extra when it is missing
 
 from tfship.promote._checks import Check, MetricNotMeasuredError, Threshold
 from tfship.promote._promote import (

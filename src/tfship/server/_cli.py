@@ -263,6 +263,7 @@ def _exit_now_if_program() -> None:
     The server has stopped and unloaded every model, so nothing is left to finish; the
     interpreter's own teardown of TensorFlow's modules would still take about a second.
     """
+    import contextlib
     import os
     import sys
 
@@ -271,9 +272,12 @@ def _exit_now_if_program() -> None:
     from tfship.cli import main as entry_point
 
     if (spec is not None and spec.name == "tfship.__main__") or getattr(main, "main", None) is entry_point:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        logging.shutdown()
+        # A reader that went away (a parent killed) leaves broken pipes: exit all the same.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        with contextlib.suppress(OSError, ValueError):
+            logging.shutdown()
         os._exit(0)
 
 

@@ -16,9 +16,9 @@ Example:
 
 from __future__ import annotations
 
-from tfship._tf import require_extra
+from tfship._tf import require_extra as _require_extra
 
-require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
+_require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
 
 from tfship.trainer._cluster import (
     ClusterConfigError,
