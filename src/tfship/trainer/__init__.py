@@ -16,9 +16,9 @@ Example:
 
 from __future__ import annotations
 
-from tfship._tf import require_extra
+from tfship._tf import require_extra as _require_extra
 
-require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
+_require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
 
 from tfship.trainer._cluster import (
     ClusterConfigError,
@@ -36,6 +36,7 @@ from tfship.trainer._launch import ClusterRun, LocalCluster, run_local_cluster
 from tfship.trainer._model import MODEL_KINDS, ModelOptions, build_head, build_keras_model, build_model_fn
 from tfship.trainer._train import (
     EXPORT_KINDS,
+    TRAINER_FILE,
     RunOptions,
     TrainResult,
     build_estimator,
@@ -55,6 +56,7 @@ __all__ = [
     "ModelOptions",
     "RunOptions",
     "Shard",
+    "TRAINER_FILE",
     "TrainResult",
     "Watchdog",
     "build_columns",
