@@ -99,8 +99,7 @@ def export(
         raise click.UsageError("--checkpoint and --best-by are exclusive: choose one")
     if not model_dir.is_dir():
         raise InputError(f"--model-dir {model_dir}: no such model directory")
-    from tfship.trainer import read_trainer_file
-    from tfship.trainer._train import TRAINER_FILE
+    from tfship.trainer import TRAINER_FILE, read_trainer_file
 
     if read_trainer_file(model_dir) is None:
         raise InputError(
@@ -108,9 +107,7 @@ def export(
             "trained by tfship train; for an Estimator with your own model_fn, export from Python "
             "with tfship.exporters.export_model(estimator, out, receiver) or the exporters"
         )
-    from tfship.exporters._events import best_checkpoint
-    from tfship.exporters._export import export_model
-    from tfship.exporters._receivers import build_receiver
+    from tfship.exporters import best_checkpoint, build_receiver, export_model
     from tfship.schema import Schema
     from tfship.trainer import build_estimator
 
@@ -154,8 +151,7 @@ def _evaluation_of(
     estimator: Any, model_dir: Path, checkpoint: str | None, eval_name: str | None
 ) -> dict[str, Any] | None:
     # Record the metrics of the exported checkpoint when it was evaluated; none is fine.
-    from tfship.exporters._events import read_eval_history
-    from tfship.exporters._export import checkpoint_step, resolve_checkpoint
+    from tfship.exporters import checkpoint_step, read_eval_history, resolve_checkpoint
 
     step = checkpoint_step(resolve_checkpoint(estimator, checkpoint))
     try:
@@ -191,7 +187,7 @@ def read_warmup_records(path: Path, schema: Any = None) -> list[Any]:
             not fit the schema.
     """
     from tfship._wire import MAX_WARMUP_RECORDS
-    from tfship.loaders._readers import read_records
+    from tfship.loaders import read_records
 
     if not path.is_file():
         raise InputError(f"warmup file {path} does not exist")

@@ -6,7 +6,8 @@ import tfship.trainer as trainer
 
 PUBLIC = {
     "EXPORT_KINDS", "MODEL_KINDS", "ClusterConfigError", "ClusterError", "ClusterRun", "ClusterTask",
-    "InputOptions", "LocalCluster", "ModelOptions", "RunOptions", "Shard", "TrainResult", "Watchdog",
+    "InputOptions", "LocalCluster", "ModelOptions", "RunOptions", "Shard", "TRAINER_FILE", "TrainResult",
+    "Watchdog",
     "build_columns",
     "build_estimator", "build_keras_model", "build_head", "build_input_fn", "build_model_fn",
     "make_tf_config",

@@ -44,6 +44,7 @@ from tfship._wire._formats import (
     version_dirs,
     version_number,
 )
+from tfship._wire._inputs import InputCheckError, cast_array, check_inputs, shape_text
 from tfship._wire._json import (
     JsonError,
     answer_from_json,
@@ -64,7 +65,7 @@ from tfship._wire._json import (
     tensor_to_json,
     text_or_b64,
 )
-from tfship._wire._messages import protos
+from tfship._wire._messages import descriptor_pool, is_message, message_class, ours, protos
 from tfship._wire._tensor import (
     DecodedPredict,
     TensorDecodeError,
@@ -97,6 +98,7 @@ __all__ = [
     "DecodedPredict",
     "ENUM_OF_NUMPY",
     "HTTP_OF_CODE",
+    "InputCheckError",
     "JsonError",
     "MAX_WARMUP_RECORDS",
     "METADATA_FILE",
@@ -108,11 +110,14 @@ __all__ = [
     "WARMUP_NAME",
     "answer_from_json",
     "b64_json",
+    "cast_array",
+    "check_inputs",
     "classification_json",
     "crc32c",
     "datatype",
     "decode_predict_response",
     "decode_tensor",
+    "descriptor_pool",
     "dtype_enum_name",
     "dtype_name",
     "encode_predict_response",
@@ -127,9 +132,12 @@ __all__ = [
     "format_decimal",
     "graph_name",
     "http_status",
+    "is_message",
     "json_string",
     "masked_crc",
+    "message_class",
     "numpy_dtype",
+    "ours",
     "parse_json",
     "predict_inputs_from_json",
     "predict_json",
@@ -137,6 +145,7 @@ __all__ = [
     "read_record_file",
     "read_records",
     "regression_json",
+    "shape_text",
     "signature_name_of",
     "tensor_from_json",
     "tensor_numpy_dtype",

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from tfship.exporters._errors import CheckpointNotFoundError, MetricNotFoundError, VerificationError
 from tfship.exporters._events import EvalRecord, best_checkpoint, read_eval_history, resolve_mode
-from tfship.exporters._export import ExportResult, export_model, verify_export
+from tfship.exporters._export import (
+    ExportResult,
+    check_runs,
+    checkpoint_step,
+    export_model,
+    resolve_checkpoint,
+    verify_export,
+)
 from tfship.exporters._publish import Version, published_versions
 from tfship.exporters._receivers import (
     Receiver,
@@ -69,11 +76,14 @@ __all__ = [
     "best_checkpoint",
     "both_receiver",
     "build_receiver",
+    "check_runs",
+    "checkpoint_step",
     "export_model",
     "parsing_receiver",
     "published_versions",
     "raw_receiver",
     "read_eval_history",
+    "resolve_checkpoint",
     "resolve_mode",
     "run_final_exports",
     "standard_exporters",

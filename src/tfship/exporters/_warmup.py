@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from tfship._tf import tf, tf_error_cause, tf_message
-from tfship._wire import MAX_WARMUP_RECORDS
-from tfship._wire._messages import is_message, ours, protos
+from tfship._wire import MAX_WARMUP_RECORDS, is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
 
 logger = logging.getLogger("tfship.exporters")
@@ -88,8 +87,7 @@ def example_logs(path: Path, tags: str = "serve") -> dict[str, Any]:
     feature has none), raw inputs take zeros of their dtype and shape. Signatures TF Serving's
     APIs cannot call (sparse inputs) are left out.
     """
-    from tfship.inspect import example_request, read_saved_model
-    from tfship.inspect._request import ExampleRequest
+    from tfship.inspect import ExampleRequest, example_request, read_saved_model
 
     info = read_saved_model(path)
     logs: dict[str, Any] = {}

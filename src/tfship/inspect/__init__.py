@@ -18,11 +18,14 @@ from tfship.inspect._check import (
     Finding,
     check_saved_model,
     content_hash,
+    describe_newer_ops,
+    newer_op_problems,
 )
 from tfship.inspect._describe import describe
 from tfship.inspect._diff import BreakingChangeError, Change, DiffReport, diff_saved_models
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._request import ExampleRequest, example_request, read_warmup, write_warmup
+from tfship.inspect._restore import REMEDY, unrestored_variables
 from tfship.inspect._scan import DEFAULT_DENYLIST, DenylistedOpError, scan_saved_model
 from tfship.inspect._show import render_show
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -40,6 +43,7 @@ __all__ = [
     "FeatureSpecEntry",
     "Finding",
     "MetaGraphInfo",
+    "REMEDY",
     "SavedModelInfo",
     "SignatureInfo",
     "TensorInfo",
@@ -48,12 +52,15 @@ __all__ = [
     "check_saved_model",
     "content_hash",
     "describe",
+    "describe_newer_ops",
     "diff_saved_models",
     "example_request",
     "list_versions",
+    "newer_op_problems",
     "read_saved_model",
     "read_warmup",
     "render_show",
     "scan_saved_model",
+    "unrestored_variables",
     "write_warmup",
 ]

@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from tfship._wire import masked_crc
-from tfship._wire._messages import protos
+from tfship._wire import masked_crc, protos
 
 INDEX_FILE = "variables.index"
 _MAGIC = 0xDB4775248B80FB57

@@ -19,10 +19,10 @@ from tfship._wire import (
     PREDICT_METHOD,
     REGRESS_METHOD,
     WARMUP_FILE,
+    protos,
     read_records,
     version_number,
 )
-from tfship._wire._messages import protos
 from tfship.errors import InputError, VerdictError
 from tfship.inspect._bundle import variables_problems
 from tfship.inspect._describe import assets, variables

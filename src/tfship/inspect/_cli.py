@@ -249,7 +249,7 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
     path = _served_version(path, "checking")
     report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
     if run:
-        from tfship.exporters._export import check_runs
+        from tfship.exporters import check_runs
 
         for key, cause in check_runs(path).items():
             if cause is None:

@@ -15,7 +15,7 @@ from tfship.inspect._opdefs import HOLDS, SCHEMA, SCHEMA_VERSION, render_table
 def table_from_tensorflow() -> dict[str, Any]:
     """The table's content from the installed TensorFlow's op registry (imports TensorFlow)."""
     from tfship._tf import tf, tf_module
-    from tfship._wire._messages import message_class
+    from tfship._wire import message_class
 
     version = tf().__version__
     c_api = tf_module("tensorflow.python.client.pywrap_tf_session")

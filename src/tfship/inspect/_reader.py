@@ -13,8 +13,7 @@ import pathlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tfship._wire import DEFAULT_SIGNATURE, version_dirs
-from tfship._wire._messages import descriptor_pool, protos
+from tfship._wire import DEFAULT_SIGNATURE, descriptor_pool, protos, version_dirs
 from tfship.errors import ModelError, SignatureNotFoundError
 from tfship.inspect._featurespec import recover_feature_spec
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo

@@ -18,8 +18,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfship._wire import CLASSIFY_METHOD, DATATYPES, METHOD_KINDS, read_record_file, write_record_file
-from tfship._wire._messages import is_message, protos
+from tfship._wire import (
+    CLASSIFY_METHOD,
+    DATATYPES,
+    METHOD_KINDS,
+    is_message,
+    protos,
+    read_record_file,
+    write_record_file,
+)
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo

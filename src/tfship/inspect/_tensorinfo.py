@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship._wire import datatype
-from tfship._wire._messages import protos
+from tfship._wire import datatype, protos
 
 
 def dtype_name(enum_value: int) -> str:

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from tfship._wire import METADATA_FILE, version_dirs
-from tfship._wire._inputs import InputCheckError, check_inputs
+from tfship._wire import METADATA_FILE, InputCheckError, check_inputs, version_dirs
 from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
 
 Array = npt.NDArray[Any]
@@ -453,8 +452,7 @@ def _open(
     export_dir: Path, meta_graph: MetaGraphInfo, tags: tuple[str, ...], threads: int | None, loader: str
 ) -> Any:
     """A TF1 session or, for an export a session cannot run (or when asked), TF2's loader."""
-    from tfship.inspect._check import describe_newer_ops, newer_op_problems
-    from tfship.inspect._restore import unrestored_variables
+    from tfship.inspect import describe_newer_ops, newer_op_problems, unrestored_variables
 
     if loader == "session":  # exactly as TF Serving runs it, whatever the export
         return _open_session(export_dir, tags, threads)

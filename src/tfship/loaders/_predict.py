@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from tfship._wire._inputs import InputCheckError, cast_array, shape_text
+from tfship._wire import InputCheckError, cast_array, shape_text
 from tfship.errors import ModelInputError
 from tfship.schema import coerce_value
 

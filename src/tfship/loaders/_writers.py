@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from tfship._wire import CLASSIFY_METHOD, REGRESS_METHOD
-from tfship._wire._messages import ours, protos
+from tfship._wire import CLASSIFY_METHOD, REGRESS_METHOD, ours, protos
 from tfship.errors import InputError
 
 if TYPE_CHECKING:

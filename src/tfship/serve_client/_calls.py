@@ -13,9 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from tfship._wire import DEFAULT_SIGNATURE, encode_tensor, protos
-from tfship._wire._inputs import InputCheckError, check_inputs, shape_text
-from tfship._wire._messages import is_message, ours
+from tfship._wire import (
+    DEFAULT_SIGNATURE,
+    InputCheckError,
+    check_inputs,
+    encode_tensor,
+    is_message,
+    ours,
+    protos,
+    shape_text,
+)
 from tfship.errors import InputError
 from tfship.serve_client._errors import (
     DeadlineExceededError,

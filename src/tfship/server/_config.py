@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfship._wire import _messages
-from tfship._wire._messages import protos
+from tfship._wire import descriptor_pool, protos
+from tfship._wire import message_class as wire_message_class
 from tfship.server._status import ServerConfigError
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
@@ -173,7 +173,7 @@ def parse_text_file(path: str | os.PathLike[str], message: Any) -> None:
     text = _read_text(Path(path))
     try:
         # the pool resolves an Any written by its type URL (custom_model_config)
-        text_format.Parse(text, message, descriptor_pool=_messages.descriptor_pool())
+        text_format.Parse(text, message, descriptor_pool=descriptor_pool())
     except text_format.ParseError as exc:
         where = f"{exc.GetLine()}:{exc.GetColumn()}: " if exc.GetLine() is not None else ""
         detail = re.sub(r"^\d+:\d+ : ", "", str(exc))
@@ -251,7 +251,7 @@ def parse_grpc_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
 def message_class(name: str) -> Any:
     """A message class of TF Serving's package: ``SSLConfig``, ``MonitoringConfig``,
     ``BatchingParameters`` (tensorflow-serving-api ships none of them)."""
-    return _messages.message_class(f"tensorflow.serving.{name}")
+    return wire_message_class(f"tensorflow.serving.{name}")
 
 
 def read_ssl_config(path: str | os.PathLike[str]) -> SslConfig:

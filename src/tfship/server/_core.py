@@ -27,9 +27,9 @@ from tfship._wire import (
     dtype_enum_name,
     encode_predict_response,
     enum_of_array,
+    protos,
 )
 from tfship._wire import tf_dtype_name as dtype_name
-from tfship._wire._messages import protos
 from tfship.server._manager import ModelManager, Servable
 from tfship.server._status import RpcError, invalid, status_fields
 

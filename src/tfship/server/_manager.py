@@ -135,7 +135,7 @@ def _explained(model: Any, exc: Exception) -> Exception:
     """A failed run of an export whose signatures read variables its restore step never writes
     fails as in TF Serving (same code), but with the cause and the remedy in one line."""
     from tfship._tf import tf_error_cause
-    from tfship.inspect._restore import REMEDY, unrestored_variables
+    from tfship.inspect import REMEDY, unrestored_variables
     from tfship.server._status import RpcError, from_exception
 
     status = from_exception(exc)
@@ -152,7 +152,7 @@ def read_serve_meta_graph(path: str) -> Any:
     """The MetaGraphDef tagged exactly {"serve"} of the SavedModel at ``path``."""
     from google.protobuf import text_format
 
-    from tfship._wire._messages import descriptor_pool, protos
+    from tfship._wire import descriptor_pool, protos
 
     saved_model = protos().saved_model_pb2.SavedModel()
     pb, pbtxt = os.path.join(path, "saved_model.pb"), os.path.join(path, "saved_model.pbtxt")

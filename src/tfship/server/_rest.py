@@ -55,10 +55,10 @@ from tfship._wire import (
     parse_json,
     predict_inputs_from_json,
     predict_json,
+    protos,
     regression_json,
     signature_name_of,
 )
-from tfship._wire._messages import protos
 from tfship.server._core import ServingCore
 from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid

@@ -13,8 +13,7 @@ from typing import Any
 
 import grpc
 
-from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE
-from tfship._wire._messages import protos
+from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE, protos
 from tfship.server._status import RpcError, invalid
 
 logger = logging.getLogger(__name__)

@@ -36,6 +36,7 @@ from tfship.trainer._launch import ClusterRun, LocalCluster, run_local_cluster
 from tfship.trainer._model import MODEL_KINDS, ModelOptions, build_head, build_keras_model, build_model_fn
 from tfship.trainer._train import (
     EXPORT_KINDS,
+    TRAINER_FILE,
     RunOptions,
     TrainResult,
     build_estimator,
@@ -55,6 +56,7 @@ __all__ = [
     "ModelOptions",
     "RunOptions",
     "Shard",
+    "TRAINER_FILE",
     "TrainResult",
     "Watchdog",
     "build_columns",

@@ -78,7 +78,7 @@ class RowCheck:
 
 def schema_fields(schema: Schema) -> dict[str, Any]:
     """The schema's features and label as the loaders' conversion sees them."""
-    from tfship.loaders._predict import Field
+    from tfship.loaders import Field
 
     out = {}
     for f in schema.features:
@@ -123,8 +123,7 @@ def check_csv_rows(
         MissingColumnError: a file's header lacks a column of the schema (one with a default
             is allowed with ``fill_missing_columns``).
     """
-    from tfship.loaders._convert import check_columns, convert_chunk
-    from tfship.loaders._readers import columns_of, read_chunks
+    from tfship.loaders import check_columns, columns_of, convert_chunk, read_chunks
 
     fields = schema_fields(schema)
     result = RowCheck(list(files))
