@@ -49,7 +49,7 @@ from tfship.promote._requests import (
     batched,
     from_records,
     load_requests,
-    read_record_file,
+    read_table_records,
     request_of,
 )
 from tfship.promote._serving import LoadFailure, ServedModel
@@ -406,7 +406,7 @@ class _Run:
         if label is None:
             raise InputError("the label of the eval records is not known: the exports record no schema")
         assert self.info is not None
-        records = read_record_file(options.eval_file)
+        records = read_table_records(options.eval_file)
         evals = from_records(records, self.info, signature=options.signature,
                              source=str(options.eval_file), label=label)
         assert evals.labels is not None

@@ -86,7 +86,7 @@ def from_logs(path: Path, info: SavedModelInfo) -> RequestSet:
     return RequestSet(requests, str(path), notes)
 
 
-def read_record_file(path: Path) -> list[dict[str, Any]]:
+def read_table_records(path: Path) -> list[dict[str, Any]]:
     """Records of a ``.jsonl``, ``.json`` (a list) or ``.csv`` file; missing cells are ``None``."""
     import pandas as pd
 
@@ -183,7 +183,7 @@ def load_requests(
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix in _RECORD_SUFFIXES:
-        records = read_record_file(path)
+        records = read_table_records(path)
         chosen = from_records(records, info, signature=signature, source=str(path))
     elif suffix in _TFRECORD_SUFFIXES or path.name.endswith("warmup_requests"):
         chosen = from_logs(path, info)
