@@ -1,0 +1,11 @@
+"""Records: the data a user hands tfship, one row at a time, and what it becomes.
+
+The one home of fields and missing values, the streaming readers of record files (CSV, JSON
+Lines, Parquet, TFRecord of ``tf.train.Example``), the conversion of a chunk of rows to typed
+columns, and the one builder of ``tf.train.Example`` from a record, fed by interchangeable
+typing rules. It needs neither TensorFlow nor pandas.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
