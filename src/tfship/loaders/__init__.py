@@ -23,11 +23,9 @@ _require_extra(__name__)  # one line naming the tf extra, before a submodule fai
 from tfship.loaders._convert import check_columns, convert_chunk
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, run_job
 from tfship.loaders._model import LocalModel, load
-from tfship.loaders._predict import Field
 from tfship.loaders._readers import columns_of, read_chunks, read_records
 
 __all__ = [
-    "Field",
     "JobSpec",
     "JobSummary",
     "LocalModel",

@@ -30,7 +30,7 @@ from tfship.loaders._job import (
     check_unknown_columns,
     output_name,
 )
-from tfship.loaders._predict import Field, object_array
+from tfship.loaders._predict import object_array
 from tfship.loaders._readers import Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import (
     OutputView,
@@ -40,6 +40,7 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
+from tfship.records import Field
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ def read_rows(
 
 
 def _is_sentinel(value: Any) -> bool:
-    from tfship.loaders._predict import _MISSING
+    from tfship.records import MISSING as _MISSING
 
     return value is _MISSING
 

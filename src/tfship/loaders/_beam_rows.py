@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from tfship.loaders._convert import _sparse
-from tfship.loaders._predict import Column, object_array
+from tfship.loaders._predict import object_array
+from tfship.records import Column
 
 NAMESPACE = "tfship"
 ERROR_KEY = "__tfship_error__"

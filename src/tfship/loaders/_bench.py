@@ -11,8 +11,9 @@ import numpy as np
 
 from tfship.errors import InputError
 from tfship.loaders._convert import convert_chunk, select_rows, slice_rows
-from tfship.loaders._predict import Column, Field, SignatureAdapter, SparseColumn, coo_from_lengths
+from tfship.loaders._predict import SignatureAdapter, coo_from_lengths
 from tfship.loaders._readers import expand_inputs, read_chunks
+from tfship.records import Column, Field, SparseColumn
 
 
 @dataclass

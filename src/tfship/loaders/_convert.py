@@ -23,14 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tfship.loaders._predict import (
-    _MISSING,
-    Column,
-    Field,
-    SparseColumn,
-    coo_from_lengths,
-    empty_sparse,
-)
+from tfship.loaders._predict import coo_from_lengths, empty_sparse
+from tfship.records import MISSING as _MISSING
+from tfship.records import Column, Field, SparseColumn
 from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, MissingColumnError, field_values, overflows
 
 log = logging.getLogger(__name__)
@@ -81,11 +76,13 @@ def check_columns(
     if required or not fill_missing_columns:
         ordered = required + [n for n in missing if n not in required]
         unused = [c for c in columns if c not in fields]
-        raise MissingColumnError(source, ordered, list(columns), fillable=not required, where=where,
-                                 candidates=unused)
+        raise MissingColumnError(
+            source, ordered, list(columns), fillable=not required, where=where, candidates=unused
+        )
     if warn:
-        log.warning("%s: no column %s: every row takes the feature's default", source,
-                    ", ".join(map(repr, missing)))
+        log.warning(
+            "%s: no column %s: every row takes the feature's default", source, ", ".join(map(repr, missing))
+        )
     return missing
 
 
@@ -109,8 +106,7 @@ def convert_chunk(
         MissingColumnError: a field has no column in ``raw`` (named with ``source``).
     """
     if rows:
-        check_columns(fields, raw, source, fill_missing_columns=fill_missing_columns, warn=False,
-                      where=where)
+        check_columns(fields, raw, source, fill_missing_columns=fill_missing_columns, warn=False, where=where)
     out = Converted({})
     for name, fld in fields.items():
         column = raw.get(name)
@@ -180,9 +176,7 @@ def convert_value(fld: Field, value: Any, csv: CsvMissing | None = None) -> list
     return field_values(fld.name, fld.dtype, None if fld.sparse else fld.shape or (), default, value, csv)
 
 
-def _from_python(
-    fld: Field, values: list[Any], out: Converted, csv: CsvMissing | None = None
-) -> Column:
+def _from_python(fld: Field, values: list[Any], out: Converted, csv: CsvMissing | None = None) -> Column:
     per_row: list[list[Any]] = []
     for row, value in enumerate(values):
         try:
@@ -327,9 +321,7 @@ def _fill_missing(fld: Field, values: Array, missing: Array, out: Converted) -> 
     return values
 
 
-def _fixed_lists(
-    fld: Field, lengths: Array, flat: Array, missing: Array, rows: int, out: Converted
-) -> Array:
+def _fixed_lists(fld: Field, lengths: Array, flat: Array, missing: Array, rows: int, out: Converted) -> Array:
     shape = tuple(d or 1 for d in fld.shape or ())
     size = math.prod(shape)
     result = _placeholder(fld, rows).reshape(rows, size)

@@ -23,7 +23,6 @@ import numpy.typing as npt
 
 from tfship.errors import DataError, InputError, ModelInputError
 from tfship.loaders._convert import check_columns, convert_chunk, select_rows, slice_rows
-from tfship.loaders._predict import Column
 from tfship.loaders._readers import (
     Chunk,
     Reject,
@@ -42,6 +41,7 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
+from tfship.records import Column
 from tfship.schema import CsvMissing
 
 if TYPE_CHECKING:

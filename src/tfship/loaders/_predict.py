@@ -13,15 +13,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from tfship._wire import InputCheckError, cast_array, shape_text
 from tfship.errors import ModelInputError
+from tfship.records import MISSING as _MISSING
+from tfship.records import Column, Field, SparseColumn
 from tfship.schema import coerce_value
 
 Array = npt.NDArray[Any]
@@ -57,49 +58,6 @@ class _Model(Protocol):
         fetch_infos: Sequence[TensorInfo],
         fetch_keys: Sequence[str],
     ) -> dict[str, Array]: ...
-
-
-
-class SparseColumn(NamedTuple):
-    """A sparse column in COO form: ``indices`` [n, rank] int64, ``values``, ``dense_shape``."""
-
-    indices: Array
-    values: Array
-    dense_shape: Array
-
-    @property
-    def rows(self) -> int:
-        return int(self.dense_shape[0])
-
-
-Column = Array | SparseColumn
-
-
-@dataclass(frozen=True)
-class Field:
-    """One name a user writes: a ``tf.Example`` feature of a parsing signature, or an input.
-
-    ``shape`` is the shape of one row (``None`` entries are free dimensions, a ``None`` shape
-    any rank); ``sparse`` fields take a variable number of values per row.
-    """
-
-    name: str
-    dtype: str
-    shape: tuple[int | None, ...] | None
-    sparse: bool = False
-    default: Array | None = None
-
-    @property
-    def required(self) -> bool:
-        """Whether a record must give this field (dense and without a default)."""
-        return not self.sparse and self.default is None
-
-    def describe(self) -> str:
-        """``float32 [2]``, ``string, variable length``: what the field expects, for messages."""
-        if self.sparse:
-            return f"{self.dtype}, variable length"
-        shape = "any shape" if self.shape is None else shape_text(self.shape)
-        return f"{self.dtype} {shape} per row"
 
 
 class SignatureAdapter:
@@ -182,18 +140,12 @@ class SignatureAdapter:
         return _records_to_columns(records)
 
     # -- runs ------------------------------------------------------------------------------
-    def run_examples(
-        self, serialized: Array, outputs: Sequence[str] | None
-    ) -> dict[str, Array]:
+    def run_examples(self, serialized: Array, outputs: Sequence[str] | None) -> dict[str, Array]:
         """Run a parsing signature on serialized ``tf.Example`` s."""
         assert self.example_key is not None
-        return self.model.run(
-            {self.example_key: serialized}, signature=self.sig.key, outputs=outputs
-        )
+        return self.model.run({self.example_key: serialized}, signature=self.sig.key, outputs=outputs)
 
-    def run_columns(
-        self, columns: Mapping[str, Column], outputs: Sequence[str] | None
-    ) -> dict[str, Array]:
+    def run_columns(self, columns: Mapping[str, Column], outputs: Sequence[str] | None) -> dict[str, Array]:
         """Run on typed columns (as returned by :meth:`typed_columns`)."""
         keys = self.model.output_keys(self.sig.key, outputs)
         infos = [self.sig.outputs[k] for k in keys]
@@ -212,9 +164,7 @@ class SignatureAdapter:
             return self.model.run_tensors(names, values, infos, keys)
         return self.run_examples(self.serialize(columns), keys)
 
-    def _parsed_feed_lists(
-        self, columns: Mapping[str, Column]
-    ) -> tuple[list[str], list[Array]]:
+    def _parsed_feed_lists(self, columns: Mapping[str, Column]) -> tuple[list[str], list[Array]]:
         names: list[str] = []
         values: list[Array] = []
         for name, entry in self._spec.items():
@@ -234,22 +184,17 @@ class SignatureAdapter:
 
         train = tf().train
         rows = _row_count(columns, self.where)
-        per_row: dict[str, list[Any]] = {
-            name: _split_rows(col, rows) for name, col in columns.items()
-        }
+        per_row: dict[str, list[Any]] = {name: _split_rows(col, rows) for name, col in columns.items()}
         out = np.empty(rows, dtype=object)
         for i in range(rows):
             feats = {
-                name: _feature(train, self.fields[name].dtype, values[i])
-                for name, values in per_row.items()
+                name: _feature(train, self.fields[name].dtype, values[i]) for name, values in per_row.items()
             }
             out[i] = train.Example(features=train.Features(feature=feats)).SerializeToString()
         return out
 
     # -- checks and casts -------------------------------------------------------------------
-    def typed_columns(
-        self, columns: Mapping[str, Any], ignore_unknown: bool = False
-    ) -> dict[str, Column]:
+    def typed_columns(self, columns: Mapping[str, Any], ignore_unknown: bool = False) -> dict[str, Column]:
         """Check names, fill defaults, cast safely; one array or sparse column per field.
 
         A name the signature does not take is an error, or with ``ignore_unknown`` left out
@@ -437,9 +382,6 @@ def _frame_column(values: Array) -> Any:
     return values
 
 
-_MISSING = object()
-
-
 def _records_to_columns(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     names: dict[str, None] = {}
     for record in records:
@@ -569,8 +511,7 @@ def _to_array(fld: Field, value: Any, where: str) -> Array:
 
 def _ragged_error(fld: Field, where: str) -> ModelInputError:
     return ModelInputError(
-        f"{where} input {fld.name!r}: expected {fld.describe()}, "
-        "got rows of different lengths"
+        f"{where} input {fld.name!r}: expected {fld.describe()}, got rows of different lengths"
     )
 
 
@@ -578,9 +519,7 @@ def _fit_rank(fld: Field, arr: Array, where: str) -> Array:
     if fld.shape is None:
         return arr
     row_shape = arr.shape[1:]
-    if len(row_shape) == len(fld.shape) and all(
-        w is None or w == g for w, g in zip(fld.shape, row_shape)
-    ):
+    if len(row_shape) == len(fld.shape) and all(w is None or w == g for w, g in zip(fld.shape, row_shape)):
         return arr
     # One value per row for a [1] (or [1, 1]) feature: the canned numeric_column's default shape.
     known = [d for d in fld.shape if d is not None]
@@ -623,8 +562,7 @@ def _check_strings(fld: Field, arr: Array, where: str) -> Array:
                 flat = np.array([str(x) if isinstance(x, (int, np.integer)) else x for x in flat])
                 return flat.astype(object).reshape(arr.shape)
             raise ModelInputError(
-                f"{where} input {fld.name!r}: expected strings, got {type(v).__name__} "
-                f"{v!r} at position {i}"
+                f"{where} input {fld.name!r}: expected strings, got {type(v).__name__} {v!r} at position {i}"
             )
     return arr
 

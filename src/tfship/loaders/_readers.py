@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship.errors import DataError, InputError
-from tfship.loaders._predict import _MISSING
+from tfship.records import MISSING as _MISSING
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
     CsvMissing,
     Schema,

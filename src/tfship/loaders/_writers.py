@@ -312,7 +312,7 @@ def _keep_values(column: Any) -> list[Any]:
 
 
 def _missing_sentinel() -> Any:
-    from tfship.loaders._predict import _MISSING
+    from tfship.records import MISSING as _MISSING
 
     return _MISSING
 

@@ -8,4 +8,6 @@ typing rules. It needs neither TensorFlow nor pandas.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from tfship.records._fields import MISSING, Column, Field, SparseColumn
+
+__all__ = ["MISSING", "Column", "Field", "SparseColumn"]

@@ -78,7 +78,7 @@ class RowCheck:
 
 def schema_fields(schema: Schema) -> dict[str, Any]:
     """The schema's features and label as the loaders' conversion sees them."""
-    from tfship.loaders import Field
+    from tfship.records import Field
 
     out = {}
     for f in schema.features:
