@@ -5,7 +5,9 @@ Each RPC is written once as a *flow*: a generator that builds the request, yield
 in) and returns the typed result. Validation against the served signature, the signatures cache and
 its refetch after a rejected call, and waiting for a model all live in these flows.
 ``ServingClient`` runs them with blocking sends and ``time.sleep``; ``AsyncServingClient``
-with ``await``: the only code the two clients do not share is how they wait.
+with ``await``: the only code the two clients do not share is how they wait. Both hand a flow
+the user's arguments as one frozen call object (``PredictCall``, ``ExamplesCall``,
+``MultiInferenceCall``), so a new option is one field, not a new position in two call sites.
 """
 
 from __future__ import annotations
