@@ -14,9 +14,9 @@ import os
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfship.errors import DataError, InputError
 from tfship.schema import (
@@ -28,6 +28,9 @@ from tfship.schema import (
     did_you_mean,
     read_csv_header,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesize"]
 
@@ -85,7 +88,7 @@ def penguins_split(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
     return train, evaluation
 
 
-def _write_csv(path: Path, header: Sequence[str], rows: Any) -> None:
+def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
@@ -406,7 +409,7 @@ def synthesize(
     return out
 
 
-def _synth_chunk(schema: Schema, n: int, rng: Any) -> Iterator[tuple[Any, ...]]:
+def _synth_chunk(schema: Schema, n: int, rng: np.random.Generator) -> Iterator[tuple[Any, ...]]:
     import numpy as np
 
     score = rng.normal(0.0, 0.5, n)
@@ -419,7 +422,7 @@ def _synth_chunk(schema: Schema, n: int, rng: Any) -> Iterator[tuple[Any, ...]]:
     return zip(*(np.asarray(c).tolist() for c in columns))
 
 
-def _synth_feature(f: Feature, n: int, rng: Any) -> tuple[Any, Any]:
+def _synth_feature(f: Feature, n: int, rng: np.random.Generator) -> tuple[Any, Any]:
     import numpy as np
 
     use = f.use

@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,10 @@ from tfship.exporters._publish import (
 from tfship.exporters._signatures import SignatureReport, build_signatures
 from tfship.exporters._warmup import build_warmup_logs, example_logs, replay
 from tfship.inspect import write_warmup
+
+# What an export runs to build its serving inputs: a ``Receiver`` or any
+# ``serving_input_receiver_fn`` (it returns a ``ServingInputReceiver``).
+ReceiverFn = Callable[[], Any]
 
 logger = logging.getLogger("tfship.exporters")
 VERSION_BY = ("time", "step")
@@ -91,7 +95,7 @@ class ExportResult:
 def export_model(
     estimator: Any,
     export_dir_base: str | os.PathLike[str],
-    receiver: Any,
+    receiver: ReceiverFn,
     *,
     checkpoint_path: str | None = None,
     version: int | None = None,
@@ -187,7 +191,7 @@ def export_model(
 def _write(
     est: Any,
     staging: Path,
-    receiver: Any,
+    receiver: ReceiverFn,
     ckpt: str,
     step: int | None,
     number: int,
@@ -215,7 +219,7 @@ def _write(
 
 
 def _build_saved_model(
-    est: Any, staging: Path, receiver: Any, ckpt: str, as_text: bool
+    est: Any, staging: Path, receiver: ReceiverFn, ckpt: str, as_text: bool
 ) -> tuple[dict[str, Any], SignatureReport]:
     t = tf()
     v1 = t.compat.v1
@@ -411,7 +415,7 @@ def _choose_version(base: Path, version: int | None, version_by: str, step: int 
 
 def _metadata(
     est: Any,
-    receiver: Any,
+    receiver: ReceiverFn,
     ckpt: str,
     step: int | None,
     number: int,

@@ -24,7 +24,13 @@ from tfship._tf import estimator
 from tfship.errors import TrainError
 from tfship.exporters._errors import MetricNotFoundError
 from tfship.exporters._events import fmt, resolve_mode
-from tfship.exporters._export import ExportResult, checkpoint_step, export_model, resolve_checkpoint
+from tfship.exporters._export import (
+    ExportResult,
+    ReceiverFn,
+    checkpoint_step,
+    export_model,
+    resolve_checkpoint,
+)
 from tfship.exporters._publish import (
     Version,
     published_versions,
@@ -93,7 +99,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
     def __init__(
         self,
         name: str,
-        serving_input_receiver_fn: Any,
+        serving_input_receiver_fn: ReceiverFn | None,
         assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
         as_text: bool = False,
         *,
@@ -138,7 +144,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
         return self._name
 
     @property
-    def receiver(self) -> Any:
+    def receiver(self) -> ReceiverFn:
         """The ``serving_input_receiver_fn`` the exporter builds its exports with."""
         return self._receiver
 
@@ -253,7 +259,7 @@ class LatestExporter(_TfshipExporter):
     def __init__(
         self,
         name: str,
-        serving_input_receiver_fn: Any,
+        serving_input_receiver_fn: ReceiverFn | None,
         assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,
         as_text: bool = False,
         exports_to_keep: int | None = 5,
@@ -403,7 +409,7 @@ class BestExporter(_TfshipExporter):
     def __init__(
         self,
         name: str = "best_exporter",
-        serving_input_receiver_fn: Any = None,
+        serving_input_receiver_fn: ReceiverFn | None = None,
         event_file_pattern: str | None = DEFAULT_EVENT_FILE_PATTERN,
         compare_fn: Callable[..., bool] | None = None,
         assets_extra: Mapping[str, str | os.PathLike[str]] | None = None,

@@ -20,6 +20,7 @@ from typing import Any
 
 from tfship._tf import estimator, tf
 from tfship._wire import graph_name
+from tfship.schema import Schema
 
 KINDS = ("parsing", "raw", "both")
 DEFAULT_RECEIVER_KEY = "examples"
@@ -56,7 +57,7 @@ class Receiver:
     default_batch_size: int | None = None
     default: str = "parsing"
     alternative_name: str | None = None
-    schema: Any = field(default=None, compare=False)
+    schema: Schema | None = field(default=None, compare=False)
 
     def __call__(self) -> Any:
         """Create the serving inputs in the current graph; returns a ``ServingInputReceiver``."""
@@ -218,10 +219,10 @@ def build_receiver(source: Any, kind: str, **options: Any) -> Receiver:
     )
 
 
-def normalize_source(source: Any) -> tuple[dict[str, Any] | None, dict[str, Any], Any]:
+def normalize_source(source: Any) -> tuple[dict[str, Any] | None, dict[str, Any], Schema | None]:
     """Return ``(parse_spec or None, tensor_specs, schema or None)`` for any accepted source."""
     t = tf()
-    if hasattr(source, "parse_spec") and hasattr(source, "tensor_specs"):
+    if isinstance(source, Schema):
         return dict(source.parse_spec()), dict(source.tensor_specs()), source
     if isinstance(source, (list, tuple)):
         spec = dict(t.feature_column.make_parse_example_spec(list(source)))

@@ -12,11 +12,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from tfship._output import echo_json
+
+if TYPE_CHECKING:
+    from tfship.inspect import SavedModelInfo
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -126,7 +129,7 @@ def show(
     sys.stdout.flush()
 
 
-def _only_tag_set(info: Any) -> str:
+def _only_tag_set(info: SavedModelInfo) -> str:
     """The tag-set of a SavedModel's only MetaGraph, said on stderr; refused when there are more."""
     from tfship.errors import InputError
     from tfship.inspect._reader import format_tags
@@ -141,7 +144,7 @@ def _only_tag_set(info: Any) -> str:
     return ",".join(tags)
 
 
-def _filtered_description(info: Any, tag_set: str | None, signature: str | None) -> Any:
+def _filtered_description(info: SavedModelInfo, tag_set: str | None, signature: str | None) -> dict[str, Any]:
     from tfship.inspect._describe import describe, meta_graph_dict
 
     doc = describe(info)

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tfship._output import echo_json
+
+if TYPE_CHECKING:
+    from tfship.promote import Check, Threshold
 
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _POSITIVE = click.FloatRange(min=0, min_open=True)
 _THRESHOLD_FLAGS = {"value": "--threshold", "change": "--change"}
 
 
-def _thresholds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Any, ...]:
+def _thresholds(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[Threshold, ...]:
     from tfship.promote import Threshold
 
     try:
@@ -133,7 +138,7 @@ def promote(
         raise PromotionRefusedError(decision.verdict_line())
 
 
-def _print_check(check: Any) -> None:
+def _print_check(check: Check) -> None:
     click.echo(check.line())
     for note in check.notes:
         click.echo(f"{'':14}note: {note}")

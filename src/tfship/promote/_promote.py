@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from tfship.promote._requests import (
     request_of,
 )
 from tfship.promote._serving import LoadFailure, ServedModel
+
+if TYPE_CHECKING:
+    from tfship.serve_client import ServingClient
 
 CHECKS = ("ready", "compatible", "serves", "same answers", "as good", "as fast")
 _EVAL_CHUNK = 64
@@ -231,7 +234,7 @@ class _Run:
         self.info: SavedModelInfo | None = None
         self.baseline_info: SavedModelInfo | None = None
         self.servers: dict[str, ServedModel] = {}
-        self.clients: dict[str, Any] = {}
+        self.clients: dict[str, ServingClient] = {}
         self.candidate_answers: list[dict[str, Any] | None] = []
 
     def timed(self, name: str, action: Callable[[], Check]) -> None:

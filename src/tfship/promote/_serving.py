@@ -17,7 +17,10 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tfship.serve_client import ServingClient
 
 _STOP_SECONDS = 10.0
 
@@ -122,7 +125,7 @@ class ServedModel:
         last = [line for line in self._stderr if line.strip()][-1:] or [f"exit code {code}"]
         return f"the serving process exited: {last[0]}"
 
-    def client(self, timeout: float) -> Any:
+    def client(self, timeout: float) -> ServingClient:
         """A ``ServingClient`` on this server."""
         from tfship.serve_client import ServingClient
 

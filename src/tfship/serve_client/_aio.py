@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfship.serve_client._base import BaseClient, Flow, Send, Sleep, T
+from tfship.serve_client._base import (
+    BaseClient,
+    ExamplesCall,
+    Flow,
+    ModelRef,
+    MultiInferenceCall,
+    PredictCall,
+    Send,
+    Sleep,
+    T,
+)
 from tfship.serve_client._batching import AsyncMicroBatcher, BatchingOptions
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, names_valid_keywords
+from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, Timeout, names_valid_keywords
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -24,6 +34,9 @@ from tfship.serve_client._results import (
     VersionStatus,
 )
 from tfship.serve_client._transports import AsyncTransport, transport_for
+
+if TYPE_CHECKING:
+    from tfship.schema import Schema
 
 __all__ = ["AsyncServingClient"]
 
@@ -147,23 +160,19 @@ class AsyncServingClient(BaseClient):
         version: int | None = None,
         label: str | None = None,
         output_filter: Sequence[str] | None = None,
-        timeout: Any = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> PredictResult:
         """Like :meth:`ServingClient.predict` (merged with concurrent calls under ``batching``)."""
-        call = {
-            "signature": signature,
-            "version": version,
-            "label": label,
-            "output_filter": output_filter,
-            "timeout": timeout,
-        }
+        call = PredictCall(
+            model, inputs, signature=signature, version=version, label=label,
+            output_filter=output_filter, timeout=timeout,
+        )
         if self._batcher is not None:
-            batched: PredictResult = await self._batcher.submit(model, inputs, **call)
-            return batched
-        return await self._predict_now(model, inputs, **call)
+            return await self._batcher.submit(call)
+        return await self._predict_now(call)
 
-    async def _predict_now(self, model: str, inputs: Any, **call: Any) -> PredictResult:
-        return await self._run(self._predict_flow(model, inputs, **call))
+    async def _predict_now(self, call: PredictCall) -> PredictResult:
+        return await self._run(self._predict_flow(call))
 
     @names_valid_keywords
     async def classify(
@@ -175,12 +184,17 @@ class AsyncServingClient(BaseClient):
         signature: str | None = None,
         version: int | None = None,
         label: str | None = None,
-        schema: Any = None,
-        timeout: Any = DEFAULT,
+        schema: Schema | None = None,
+        timeout: Timeout = DEFAULT,
     ) -> ClassifyResult:
         """Like :meth:`ServingClient.classify`."""
         return await self._run(
-            self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
+            self._classify_flow(
+                ExamplesCall(
+                    model, examples, context=context, signature=signature, version=version,
+                    label=label, schema=schema, timeout=timeout,
+                )
+            )
         )
 
     @names_valid_keywords
@@ -193,12 +207,17 @@ class AsyncServingClient(BaseClient):
         signature: str | None = None,
         version: int | None = None,
         label: str | None = None,
-        schema: Any = None,
-        timeout: Any = DEFAULT,
+        schema: Schema | None = None,
+        timeout: Timeout = DEFAULT,
     ) -> RegressResult:
         """Like :meth:`ServingClient.regress`."""
         return await self._run(
-            self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
+            self._regress_flow(
+                ExamplesCall(
+                    model, examples, context=context, signature=signature, version=version,
+                    label=label, schema=schema, timeout=timeout,
+                )
+            )
         )
 
     @names_valid_keywords
@@ -211,12 +230,17 @@ class AsyncServingClient(BaseClient):
         context: Any = None,
         version: int | None = None,
         label: str | None = None,
-        schema: Any = None,
-        timeout: Any = DEFAULT,
+        schema: Schema | None = None,
+        timeout: Timeout = DEFAULT,
     ) -> MultiInferenceResult:
         """Like :meth:`ServingClient.multi_inference`."""
         return await self._run(
-            self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
+            self._multi_inference_flow(
+                MultiInferenceCall(
+                    model, examples, tasks, context=context, version=version, label=label,
+                    schema=schema, timeout=timeout,
+                )
+            )
         )
 
     @names_valid_keywords
@@ -226,10 +250,10 @@ class AsyncServingClient(BaseClient):
         *,
         version: int | None = None,
         label: str | None = None,
-        timeout: Any = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> ModelMetadata:
         """Like :meth:`ServingClient.metadata`."""
-        return await self._run(self._metadata_flow(model, version, label, self._deadline(timeout)))
+        return await self._run(self._metadata_flow(ModelRef(model, version, label), self._deadline(timeout)))
 
     @names_valid_keywords
     async def status(
@@ -238,7 +262,7 @@ class AsyncServingClient(BaseClient):
         *,
         version: int | None = None,
         labels: Sequence[str] = (),
-        timeout: Any = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> list[VersionStatus]:
         """Like :meth:`ServingClient.status`."""
         return await self._run(self._status_flow(model, version, self._deadline(timeout), labels))
@@ -255,6 +279,6 @@ class AsyncServingClient(BaseClient):
         """Like :meth:`ServingClient.wait_until_available`."""
         return await self._run(self._wait_flow(model, version, timeout, poll))
 
-    async def reload_config(self, config: Any, *, timeout: Any = DEFAULT) -> None:
+    async def reload_config(self, config: Any, *, timeout: Timeout = DEFAULT) -> None:
         """Like :meth:`ServingClient.reload_config`."""
         await self._run(self._reload_flow(config, timeout))

@@ -5,7 +5,9 @@ Each RPC is written once as a *flow*: a generator that builds the request, yield
 in) and returns the typed result. Validation against the served signature, the signatures cache and
 its refetch after a rejected call, and waiting for a model all live in these flows.
 ``ServingClient`` runs them with blocking sends and ``time.sleep``; ``AsyncServingClient``
-with ``await``: the only code the two clients do not share is how they wait.
+with ``await``: the only code the two clients do not share is how they wait. Both hand a flow
+the user's arguments as one frozen call object (``PredictCall``, ``ExamplesCall``,
+``MultiInferenceCall``), so a new option is one field, not a new position in two call sites.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union
 
 import numpy as np
 
@@ -42,7 +44,7 @@ from tfship.serve_client._errors import (
     UnimplementedError,
     renamed_for_call,
 )
-from tfship.serve_client._options import RetryPolicy, RetryState, deadline_for
+from tfship.serve_client._options import DEFAULT, RetryPolicy, RetryState, Timeout, deadline_for
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -59,9 +61,25 @@ from tfship.serve_client._results import (
     status_list,
     wrong_kind_of_signature,
 )
-from tfship.serve_client._transports import Call
+from tfship.serve_client._transports import AsyncTransport, Call, Transport
 
-__all__ = ["BaseClient", "Flow", "KnownSignatures", "MetadataCache", "Send", "Sleep", "run_flow"]
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo
+    from tfship.schema import Schema
+
+__all__ = [
+    "BaseClient",
+    "ExamplesCall",
+    "Flow",
+    "KnownSignatures",
+    "MetadataCache",
+    "ModelRef",
+    "MultiInferenceCall",
+    "PredictCall",
+    "Send",
+    "Sleep",
+    "run_flow",
+]
 
 T = TypeVar("T")
 _METADATA_TTL = 60.0
@@ -75,7 +93,6 @@ _REFETCH_AFTER = (
 )
 # Client-side rejections that a newer signature may accept: checked again after one refetch.
 _STALE_SIGNATURE = (InvalidInputError, ServingSignatureNotFoundError)
-_CacheKey = tuple[str, Union[int, None], Union[str, None]]
 
 
 @dataclass(frozen=True)
@@ -97,11 +114,85 @@ class Send:
     deadline: float | None
 
 
+class ModelRef(NamedTuple):
+    """The model a call names, and which of its versions: a number, a label, or neither (the
+    latest). The key of the signatures cache."""
+
+    model: str
+    version: int | None = None
+    label: str | None = None
+
+    @property
+    def asked(self) -> int | str | None:
+        """The version or label the call names, for error messages."""
+        return self.version if self.version is not None else self.label
+
+
+# The call objects: one method call's arguments as the user gave them, built by the sync and
+# the async client alike and taken whole by a flow (no order of positional arguments to keep).
+
+
+@dataclass(frozen=True, slots=True)
+class PredictCall:
+    """The arguments of one ``predict``. ``inputs`` is what the user gave (a mapping of names
+    to arrays, lists or scalars, one bare array, a DataFrame)."""
+
+    model: str
+    inputs: Any
+    signature: str | None = None
+    version: int | None = None
+    label: str | None = None
+    output_filter: Sequence[str] | None = None
+    timeout: Timeout = DEFAULT
+
+    @property
+    def ref(self) -> ModelRef:
+        return ModelRef(self.model, self.version, self.label)
+
+
+@dataclass(frozen=True, slots=True)
+class ExamplesCall:
+    """The arguments of one ``classify`` or ``regress``: records (dicts or ``tf.train.Example``),
+    an optional ``context`` record merged into each, and a ``schema`` to convert dicts with."""
+
+    model: str
+    examples: Iterable[Any]
+    context: Any = None
+    signature: str | None = None
+    version: int | None = None
+    label: str | None = None
+    schema: Schema | None = None
+    timeout: Timeout = DEFAULT
+
+    @property
+    def ref(self) -> ModelRef:
+        return ModelRef(self.model, self.version, self.label)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiInferenceCall:
+    """The arguments of one ``multi_inference``: the records of :class:`ExamplesCall` and the
+    ``(signature, "classify" | "regress")`` tasks to answer on them, in order."""
+
+    model: str
+    examples: Iterable[Any]
+    tasks: Sequence[tuple[str, str]]
+    context: Any = None
+    version: int | None = None
+    label: str | None = None
+    schema: Schema | None = None
+    timeout: Timeout = DEFAULT
+
+    @property
+    def ref(self) -> ModelRef:
+        return ModelRef(self.model, self.version, self.label)
+
+
 class KnownSignatures(NamedTuple):
     """The signatures a call validates against: the version they came from (None: not
     reported) and whether this call fetched them (``fresh``) or found them cached."""
 
-    signatures: dict[str, Any]
+    signatures: dict[str, SignatureInfo]
     version: int | None
     fresh: bool
 
@@ -115,16 +206,16 @@ class MetadataCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._items: dict[_CacheKey, tuple[float, KnownSignatures]] = {}
+        self._items: dict[ModelRef, tuple[float, KnownSignatures]] = {}
 
-    def get(self, key: _CacheKey) -> KnownSignatures | None:
+    def get(self, key: ModelRef) -> KnownSignatures | None:
         with self._lock:
             item = self._items.get(key)
         if item is None or time.monotonic() - item[0] > _METADATA_TTL:
             return None
         return item[1]._replace(fresh=False)
 
-    def put(self, key: _CacheKey, value: KnownSignatures) -> None:
+    def put(self, key: ModelRef, value: KnownSignatures) -> None:
         with self._lock:
             self._items[key] = (time.monotonic(), value)
 
@@ -139,9 +230,11 @@ class BaseClient:
     """Options, the signatures cache and the flow of every RPC; a client adds a transport and
     the way it runs flows (``_run``)."""
 
+    transport: Transport | AsyncTransport
+
     def __init__(
         self,
-        transport: Any,
+        transport: Transport | AsyncTransport,
         *,
         timeout: float | None,
         retries: int | RetryPolicy | None,
@@ -172,20 +265,13 @@ class BaseClient:
         self._check_open()
         return RetryState(self.retry_policy, step.deadline, self._rng, step.call.context)
 
-    def _deadline(self, timeout: Any) -> float | None:
+    def _deadline(self, timeout: Timeout) -> float | None:
         """The deadline of a call that starts now (``timeout=DEFAULT``: the client's)."""
         return deadline_for(timeout, self.timeout)
 
     # -- signatures, for validation (and for REST's output dtypes)
     def _signatures_flow(
-        self,
-        model: str,
-        version: int | None,
-        label: str | None,
-        deadline: float | None,
-        method: str,
-        *,
-        refresh: bool = False,
+        self, ref: ModelRef, deadline: float | None, method: str, *, refresh: bool = False
     ) -> Flow[KnownSignatures | None]:
         """The signatures ``method`` validates against: cached, or fetched (``refresh``: always).
 
@@ -193,18 +279,17 @@ class BaseClient:
         """
         if not (self.validate or self.transport.needs_signature):
             return None
-        key = (model, version, label)
-        cached = None if refresh else self._metadata.get(key)
+        cached = None if refresh else self._metadata.get(ref)
         if cached is not None:
             return cached
         try:
-            meta = yield from self._metadata_flow(model, version, label, deadline)
+            meta = yield from self._metadata_flow(ref, deadline)
         except UnimplementedError:
             return None  # a server without metadata: validation is best effort
         except ServingCallError as exc:
             raise renamed_for_call(exc, method, "its signature could not be fetched") from exc
         known = KnownSignatures(meta.signatures, meta.model_spec.version, fresh=True)
-        self._metadata.put(key, known)
+        self._metadata.put(ref, known)
         return known
 
     def _forget_if_outlived(self, model: str, known: KnownSignatures | None, answered: int | None) -> None:
@@ -214,139 +299,104 @@ class BaseClient:
             self._metadata.drop(model)
 
     # -- the RPCs
-    def _predict_flow(
-        self,
-        model: str,
-        inputs: Any,
-        *,
-        signature: str | None,
-        version: int | None,
-        label: str | None,
-        output_filter: Sequence[str] | None,
-        timeout: Any,
-    ) -> Flow[PredictResult]:
-        deadline = self._deadline(timeout)
-        known = yield from self._signatures_flow(model, version, label, deadline, "Predict")
-        call: dict[str, Any] = {
-            "signature": signature, "version": version, "label": label, "output_filter": output_filter
-        }
+    def _predict_flow(self, call: PredictCall) -> Flow[PredictResult]:
+        deadline = self._deadline(call.timeout)
+        known = yield from self._signatures_flow(call.ref, deadline, "Predict")
         try:
-            sig, request, arrays = self._predict_call(model, inputs, known, **call)
+            sent = self._predict_call(call, known)
         except _STALE_SIGNATURE:
             if known is None or known.fresh:
                 raise
             # Refused by a cached signature: a newer version may take these inputs. Ask once.
-            known = yield from self._signatures_flow(model, version, label, deadline, "Predict", refresh=True)
-            sig, request, arrays = self._predict_call(model, inputs, known, **call)
-        sent = Call("Predict", request, model, _asked(version, label), sig, arrays)
+            known = yield from self._signatures_flow(call.ref, deadline, "Predict", refresh=True)
+            sent = self._predict_call(call, known)
         try:
             answer = yield Send(sent, deadline)
         except _REFETCH_AFTER:
-            self._metadata.drop(model)
+            self._metadata.drop(call.model)
             raise
         result = predict_result(answer)
-        self._forget_if_outlived(model, known, result.model_spec.version)
+        self._forget_if_outlived(call.model, known, result.model_spec.version)
         return result
 
-    def _predict_call(
-        self,
-        model: str,
-        inputs: Any,
-        known: KnownSignatures | None,
-        *,
-        signature: str | None,
-        version: int | None,
-        label: str | None,
-        output_filter: Sequence[str] | None,
-    ) -> tuple[Any, Any, Any]:
-        """(the signature checked against, the PredictRequest, the inputs as arrays when the
-        transport takes them and the request does not hold them); raises what the check refuses."""
-        sig = pick_signature(None if known is None else known.signatures, signature, model)
+    def _predict_call(self, call: PredictCall, known: KnownSignatures | None) -> Call:
+        """The Predict to send: its request, the signature checked against and the inputs as
+        arrays when the transport takes them (the request then holds none); raises what the
+        check refuses."""
+        sig = pick_signature(None if known is None else known.signatures, call.signature, call.model)
         encoded = predict_inputs(
-            inputs,
+            call.inputs,
             sig,
-            model,
-            signature,
+            call.model,
+            call.signature,
             cast=self.cast,
-            output_filter=output_filter,
+            output_filter=call.output_filter,
             validate=self.validate,
-            as_arrays=getattr(self.transport, "takes_arrays", False),
+            as_arrays=self.transport.takes_arrays,
         )
         request = predict_request(
-            model, encoded, signature=signature, version=version, label=label, output_filter=output_filter
+            call.model,
+            encoded,
+            signature=call.signature,
+            version=call.version,
+            label=call.label,
+            output_filter=call.output_filter,
         )
         arrays = encoded if any(isinstance(a, np.ndarray) for a in encoded.values()) else None
-        return sig, request, arrays
+        return Call("Predict", request, call.model, call.ref.asked, sig, arrays)
 
-    def _examples_flow(
-        self,
-        method: str,
-        model: str,
-        examples: Iterable[Any],
-        context: Any,
-        signature: str | None,
-        version: int | None,
-        label: str | None,
-        schema: Any,
-        timeout: Any,
-    ) -> Flow[Any]:
+    def _examples_flow(self, method: str, call: ExamplesCall) -> Flow[Any]:
         """Classify or Regress (``method``): the response message.
 
         A refusal by a signature of another kind (Classify on a regression signature) is told
         in one line naming the signatures that can answer, instead of the server's text (which
         may carry the whole SignatureDef).
         """
+        model = call.model
         try:
-            request = examples_request(method, model, examples, context, signature, version, label, schema)
+            request = examples_request(
+                method, model, call.examples, call.context, call.signature, call.version, call.label,
+                call.schema,
+            )
         except InvalidInputError as exc:  # a bad record: say which call and model it was for
             raise InvalidInputError(f"{method} model {model!r}: {exc}", model=model) from exc.__cause__
-        deadline = self._deadline(timeout)
+        deadline = self._deadline(call.timeout)
         try:
-            response = yield Send(Call(method, request, model, _asked(version, label)), deadline)
+            response = yield Send(Call(method, request, model, call.ref.asked), deadline)
         except InvalidInputError as exc:
             try:
-                meta = yield from self._metadata_flow(model, version, label, deadline)
+                meta = yield from self._metadata_flow(call.ref, deadline)
             except ServingCallError:
                 raise exc from None  # the metadata is a courtesy here: keep the server's error
-            better = wrong_kind_of_signature(exc, method, model, signature, meta.signatures)
+            better = wrong_kind_of_signature(exc, method, model, call.signature, meta.signatures)
             if better is None:
                 raise
             raise better from exc
         return response
 
-    def _classify_flow(self, *args: Any) -> Flow[ClassifyResult]:
-        """Classify; arguments as ``_examples_flow`` after the method."""
-        response = yield from self._examples_flow("Classify", *args)
+    def _classify_flow(self, call: ExamplesCall) -> Flow[ClassifyResult]:
+        response = yield from self._examples_flow("Classify", call)
         return classify_result(response.result, response.model_spec, response)
 
-    def _regress_flow(self, *args: Any) -> Flow[RegressResult]:
-        """Regress; arguments as ``_examples_flow`` after the method."""
-        response = yield from self._examples_flow("Regress", *args)
+    def _regress_flow(self, call: ExamplesCall) -> Flow[RegressResult]:
+        response = yield from self._examples_flow("Regress", call)
         return regress_result(response.result, response.model_spec, response)
 
-    def _multi_inference_flow(
-        self,
-        model: str,
-        examples: Iterable[Any],
-        tasks: Sequence[tuple[str, str]],
-        context: Any,
-        version: int | None,
-        label: str | None,
-        schema: Any,
-        timeout: Any,
-    ) -> Flow[MultiInferenceResult]:
+    def _multi_inference_flow(self, call: MultiInferenceCall) -> Flow[MultiInferenceResult]:
         request = multi_inference_request(
-            model, examples_input(examples, context, schema), tasks, version=version, label=label
+            call.model,
+            examples_input(call.examples, call.context, call.schema),
+            call.tasks,
+            version=call.version,
+            label=call.label,
         )
-        deadline = self._deadline(timeout)
-        response = yield Send(Call("MultiInference", request, model, _asked(version, label)), deadline)
+        deadline = self._deadline(call.timeout)
+        response = yield Send(Call("MultiInference", request, call.model, call.ref.asked), deadline)
         return multi_inference_result(response)
 
-    def _metadata_flow(
-        self, model: str, version: int | None, label: str | None, deadline: float | None
-    ) -> Flow[ModelMetadata]:
-        request = metadata_request(model, version=version, label=label)
-        response = yield Send(Call("GetModelMetadata", request, model, _asked(version, label)), deadline)
+    def _metadata_flow(self, ref: ModelRef, deadline: float | None) -> Flow[ModelMetadata]:
+        request = metadata_request(ref.model, version=ref.version, label=ref.label)
+        response = yield Send(Call("GetModelMetadata", request, ref.model, ref.asked), deadline)
         return metadata_result(response)
 
     def _status_flow(
@@ -361,7 +411,7 @@ class BaseClient:
         found = status_list(response)
         named: dict[int, list[str]] = {}
         for label in labels:
-            meta = yield from self._metadata_flow(model, None, label, deadline)
+            meta = yield from self._metadata_flow(ModelRef(model, None, label), deadline)
             if meta.model_spec.version is not None:
                 named.setdefault(meta.model_spec.version, []).append(label)
         return [replace(s, labels=tuple(named.get(s.version, ()))) for s in found]
@@ -380,16 +430,11 @@ class BaseClient:
                 return ready
             yield Sleep(poll)
 
-    def _reload_flow(self, config: Any, timeout: Any) -> Flow[None]:
+    def _reload_flow(self, config: Any, timeout: Timeout) -> Flow[None]:
         deadline = self._deadline(timeout)
         response = yield Send(Call("HandleReloadConfigRequest", reload_request(config)), deadline)
         check_reload(response)
         self._metadata.drop()
-
-
-def _asked(version: int | None, label: str | None) -> int | str | None:
-    """The version or label a call names, for error messages."""
-    return version if version is not None else label
 
 
 def run_flow(flow: Flow[T], send: Callable[[Send], Any], sleep: Callable[[float], None]) -> T:

@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tfship.serve_client._base import PredictCall
+    from tfship.serve_client._results import PredictResult
 
 __all__ = ["AsyncMicroBatcher", "BatchingOptions", "MicroBatcher"]
 
@@ -43,12 +47,16 @@ class BatchingOptions:
             raise ValueError(f"batch_timeout_s must be >= 0, got {self.batch_timeout_s}")
 
 
+# A batch's key: the calls that may share a request (see ``_key``).
+_Key = tuple[Any, ...]
+
+
 @dataclass
 class _Pending:
     inputs: Mapping[str, Any]
     rows: int
     done: threading.Event = field(default_factory=threading.Event)
-    result: Any = None
+    result: PredictResult | None = None
     error: BaseException | None = None
 
 
@@ -62,21 +70,22 @@ class _Queue:
 class MicroBatcher:
     """Merge concurrent predict calls (used by ``ServingClient``; see :class:`BatchingOptions`)."""
 
-    def __init__(self, run: Callable[..., Any], config: BatchingOptions) -> None:
+    def __init__(self, run: Callable[[PredictCall], PredictResult], config: BatchingOptions) -> None:
         self._run = run
         self._config = config
         self._lock = threading.Lock()
-        self._queues: dict[tuple[Any, ...], _Queue] = {}
+        self._queues: dict[_Key, _Queue] = {}
 
     def close(self) -> None:
         """Nothing to release: callers always flush their own batches."""
 
-    def submit(self, model: str, inputs: Any, **call: Any) -> Any:
+    def submit(self, call: PredictCall) -> PredictResult:
         """Queue one predict call, or run it alone when its inputs cannot be batched."""
+        inputs = call.inputs
         rows = _rows(inputs)
         if rows is None or rows >= self._config.max_batch_size:
-            return self._run(model, inputs, **call)
-        key = _key(model, inputs, call)
+            return self._run(call)
+        key = _key(call)
         pending = _Pending(inputs, rows)
         with self._lock:
             queue = self._queues.get(key)
@@ -96,18 +105,20 @@ class MicroBatcher:
             with self._lock:
                 if self._queues.get(key) is queue:
                     del self._queues[key]
-            self._flush(model, queue.items, call)
+            self._flush(call, queue.items)
         pending.done.wait()
         if pending.error is not None:
             raise pending.error
+        assert pending.result is not None
         return pending.result
 
-    def _flush(self, model: str, items: list[_Pending], call: Mapping[str, Any]) -> None:
+    def _flush(self, call: PredictCall, items: list[_Pending]) -> None:
+        """Send the batch as one call with the leader's options (every call in it shares them)."""
         try:
             if len(items) == 1:
-                items[0].result = self._run(model, items[0].inputs, **call)
+                items[0].result = self._run(replace(call, inputs=items[0].inputs))
             else:
-                combined = self._run(model, _merge([p.inputs for p in items]), **call)
+                combined = self._run(replace(call, inputs=_merge([p.inputs for p in items])))
                 for item, result in zip(items, _split(combined, [p.rows for p in items])):
                     item.result = result
         except BaseException as exc:  # every waiting caller gets the failure
@@ -135,21 +146,22 @@ def _rows(inputs: Any) -> int | None:
     return sizes.pop() if len(sizes) == 1 else None
 
 
-def _key(model: str, inputs: Mapping[str, Any], call: Mapping[str, Any]) -> tuple[Any, ...]:
+def _key(call: PredictCall) -> _Key:
+    """What calls must share to be one request: everything but the rows of their inputs."""
     def describe(value: Any) -> tuple[Any, ...]:
         if isinstance(value, np.ndarray):
             return ("array", value.dtype.str, value.shape[1:])
         return ("list",)
 
-    output_filter = call.get("output_filter")
+    output_filter = call.output_filter
     return (
-        model,
-        call.get("signature"),
-        call.get("version"),
-        call.get("label"),
+        call.model,
+        call.signature,
+        call.version,
+        call.label,
         None if output_filter is None else tuple(output_filter),
-        call.get("timeout"),
-        tuple(sorted((k, describe(v)) for k, v in inputs.items())),
+        call.timeout,
+        tuple(sorted((k, describe(v)) for k, v in call.inputs.items())),
     )
 
 
@@ -162,7 +174,7 @@ def _concat(parts: Sequence[Any]) -> Any:
     return np.concatenate([np.asarray(p) for p in parts], axis=0)
 
 
-def _split(combined: Any, rows: Sequence[int]) -> list[Any]:
+def _split(combined: PredictResult, rows: Sequence[int]) -> list[PredictResult]:
     """One PredictResult per caller: its rows of every output."""
     from tfship.serve_client._errors import MalformedResponseError
     from tfship.serve_client._results import PredictResult
@@ -190,7 +202,7 @@ def _merge(inputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 @dataclass
 class _AsyncQueue:
-    items: list[tuple[Mapping[str, Any], int, asyncio.Future[Any]]] = field(default_factory=list)
+    items: list[tuple[Mapping[str, Any], int, asyncio.Future[PredictResult]]] = field(default_factory=list)
     rows: int = 0
     full: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -198,17 +210,20 @@ class _AsyncQueue:
 class AsyncMicroBatcher:
     """The asyncio twin of :class:`MicroBatcher` (used by ``AsyncServingClient``)."""
 
-    def __init__(self, run: Callable[..., Awaitable[Any]], config: BatchingOptions) -> None:
+    def __init__(
+        self, run: Callable[[PredictCall], Awaitable[PredictResult]], config: BatchingOptions
+    ) -> None:
         self._run = run
         self._config = config
-        self._queues: dict[tuple[Any, ...], _AsyncQueue] = {}
+        self._queues: dict[_Key, _AsyncQueue] = {}
 
-    async def submit(self, model: str, inputs: Any, **call: Any) -> Any:
+    async def submit(self, call: PredictCall) -> PredictResult:
         """Queue one predict call, or run it alone when its inputs cannot be batched."""
+        inputs = call.inputs
         rows = _rows(inputs)
         if rows is None or rows >= self._config.max_batch_size:
-            return await self._run(model, inputs, **call)
-        key = _key(model, inputs, call)
+            return await self._run(call)
+        key = _key(call)
         queue = self._queues.get(key)
         if queue is not None and queue.rows + rows > self._config.max_batch_size:
             queue.full.set()
@@ -217,7 +232,7 @@ class AsyncMicroBatcher:
         leader = queue is None
         if queue is None:
             queue = self._queues[key] = _AsyncQueue()
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[PredictResult] = asyncio.get_running_loop().create_future()
         queue.items.append((inputs, rows, future))
         queue.rows += rows
         if queue.rows >= self._config.max_batch_size:
@@ -229,17 +244,17 @@ class AsyncMicroBatcher:
                 pass
             if self._queues.get(key) is queue:
                 del self._queues[key]
-            await self._flush(model, queue, call)
+            await self._flush(call, queue)
         return await future
 
-    async def _flush(self, model: str, queue: _AsyncQueue, call: Mapping[str, Any]) -> None:
+    async def _flush(self, call: PredictCall, queue: _AsyncQueue) -> None:
         futures = [future for _, _, future in queue.items]
         try:
             if len(queue.items) == 1:
-                results = [await self._run(model, queue.items[0][0], **call)]
+                results = [await self._run(replace(call, inputs=queue.items[0][0]))]
             else:
                 merged = _merge([inputs for inputs, _, _ in queue.items])
-                combined = await self._run(model, merged, **call)
+                combined = await self._run(replace(call, inputs=merged))
                 results = _split(combined, [rows for _, rows, _ in queue.items])
         except Exception as exc:  # every waiting caller gets the failure
             for future in futures:

@@ -12,9 +12,19 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tfship.serve_client._base import BaseClient, Flow, Send, T, run_flow
+from tfship.serve_client._base import (
+    BaseClient,
+    ExamplesCall,
+    Flow,
+    ModelRef,
+    MultiInferenceCall,
+    PredictCall,
+    Send,
+    T,
+    run_flow,
+)
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, names_valid_keywords
+from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, Timeout, names_valid_keywords
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -26,6 +36,7 @@ from tfship.serve_client._results import (
 from tfship.serve_client._transports import RestTransport, Transport, transport_for
 
 if TYPE_CHECKING:
+    from tfship.schema import Schema
     from tfship.serve_client._batching import BatchingOptions, MicroBatcher
 
 __all__ = ["RestServingClient", "ServingClient"]
@@ -137,7 +148,7 @@ class ServingClient(BaseClient):
         version: int | None = None,
         label: str | None = None,
         output_filter: Sequence[str] | None = None,
-        timeout: Any = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> PredictResult:
         """Run a signature on inputs and return its outputs as numpy arrays.
 
@@ -163,20 +174,16 @@ class ServingClient(BaseClient):
         Example:
             >>> client.predict("iris", {"x": [[5.1, 3.5, 1.4, 0.2]]}).outputs  # doctest: +SKIP
         """
-        call = {
-            "signature": signature,
-            "version": version,
-            "label": label,
-            "output_filter": output_filter,
-            "timeout": timeout,
-        }
+        call = PredictCall(
+            model, inputs, signature=signature, version=version, label=label,
+            output_filter=output_filter, timeout=timeout,
+        )
         if self._batcher is not None:
-            batched: PredictResult = self._batcher.submit(model, inputs, **call)
-            return batched
-        return self._predict_now(model, inputs, **call)
+            return self._batcher.submit(call)
+        return self._predict_now(call)
 
-    def _predict_now(self, model: str, inputs: Any, **call: Any) -> PredictResult:
-        return self._run(self._predict_flow(model, inputs, **call))
+    def _predict_now(self, call: PredictCall) -> PredictResult:
+        return self._run(self._predict_flow(call))
 
     @names_valid_keywords
     def classify(
@@ -188,8 +195,8 @@ class ServingClient(BaseClient):
         signature: str | None = None,
         version: int | None = None,
         label: str | None = None,
-        schema: Any = None,
-        timeout: Any = DEFAULT,
+        schema: Schema | None = None,
+        timeout: Timeout = DEFAULT,
     ) -> ClassifyResult:
         """Classify records (dicts or ``tf.train.Example``) with a classification signature.
 
@@ -200,7 +207,12 @@ class ServingClient(BaseClient):
             >>> client.classify("penguins", [{"island": "Dream"}]).classes[0]  # doctest: +SKIP
         """
         return self._run(
-            self._classify_flow(model, examples, context, signature, version, label, schema, timeout)
+            self._classify_flow(
+                ExamplesCall(
+                    model, examples, context=context, signature=signature, version=version,
+                    label=label, schema=schema, timeout=timeout,
+                )
+            )
         )
 
     @names_valid_keywords
@@ -213,8 +225,8 @@ class ServingClient(BaseClient):
         signature: str | None = None,
         version: int | None = None,
         label: str | None = None,
-        schema: Any = None,
-        timeout: Any = DEFAULT,
+        schema: Schema | None = None,
+        timeout: Timeout = DEFAULT,
     ) -> RegressResult:
         """Regress records (dicts or ``tf.train.Example``) with a regression signature.
 
@@ -223,7 +235,12 @@ class ServingClient(BaseClient):
             array([0.5], dtype=float32)
         """
         return self._run(
-            self._regress_flow(model, examples, context, signature, version, label, schema, timeout)
+            self._regress_flow(
+                ExamplesCall(
+                    model, examples, context=context, signature=signature, version=version,
+                    label=label, schema=schema, timeout=timeout,
+                )
+            )
         )
 
     @names_valid_keywords
@@ -236,8 +253,8 @@ class ServingClient(BaseClient):
         context: Any = None,
         version: int | None = None,
         label: str | None = None,
-        schema: Any = None,
-        timeout: Any = DEFAULT,
+        schema: Schema | None = None,
+        timeout: Timeout = DEFAULT,
     ) -> MultiInferenceResult:
         """Run several classify/regress signatures on the same examples in one call (not over REST).
 
@@ -248,7 +265,12 @@ class ServingClient(BaseClient):
             >>> client.multi_inference("m", rows, [("classification", "classify")])  # doctest: +SKIP
         """
         return self._run(
-            self._multi_inference_flow(model, examples, tasks, context, version, label, schema, timeout)
+            self._multi_inference_flow(
+                MultiInferenceCall(
+                    model, examples, tasks, context=context, version=version, label=label,
+                    schema=schema, timeout=timeout,
+                )
+            )
         )
 
     @names_valid_keywords
@@ -258,7 +280,7 @@ class ServingClient(BaseClient):
         *,
         version: int | None = None,
         label: str | None = None,
-        timeout: Any = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> ModelMetadata:
         """The served model's signatures, as ``tfship.inspect.SignatureInfo`` objects.
 
@@ -269,7 +291,7 @@ class ServingClient(BaseClient):
             >>> sorted(client.metadata("iris").signatures)  # doctest: +SKIP
             ['serving_default']
         """
-        return self._run(self._metadata_flow(model, version, label, self._deadline(timeout)))
+        return self._run(self._metadata_flow(ModelRef(model, version, label), self._deadline(timeout)))
 
     @names_valid_keywords
     def status(
@@ -278,7 +300,7 @@ class ServingClient(BaseClient):
         *,
         version: int | None = None,
         labels: Sequence[str] = (),
-        timeout: Any = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> list[VersionStatus]:
         """The state of each version of the model the server tracks, newest first.
 
@@ -312,7 +334,7 @@ class ServingClient(BaseClient):
         """
         return self._run(self._wait_flow(model, version, timeout, poll))
 
-    def reload_config(self, config: Any, *, timeout: Any = DEFAULT) -> None:
+    def reload_config(self, config: Any, *, timeout: Timeout = DEFAULT) -> None:
         """Replace the server's model list (``HandleReloadConfigRequest``; not over REST).
 
         Args:

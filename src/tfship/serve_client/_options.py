@@ -15,8 +15,9 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, Union, cast
 
 from tfship.serve_client._errors import (
     DeadlineExceededError,
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_RETRIES",
     "RetryPolicy",
     "RetryState",
+    "Timeout",
     "TlsConfig",
     "deadline_for",
     "names_valid_keywords",
@@ -66,15 +68,21 @@ logger = logging.getLogger("tfship.serve_client")
 _NEVER_RETRY = frozenset({"INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION"})
 
 
-class _Default:
-    """Sentinel type of :data:`DEFAULT`: "use the client's timeout"."""
+class _Default(Enum):
+    """Sentinel type of :data:`DEFAULT`: "use the client's timeout" (an enum of one member, so
+    ``timeout is DEFAULT`` narrows a :data:`Timeout` for the type checker)."""
+
+    DEFAULT = "DEFAULT"
 
     def __repr__(self) -> str:
         return "DEFAULT"
 
 
-DEFAULT: Any = _Default()
+DEFAULT: Final = _Default.DEFAULT
 """Per-call ``timeout=DEFAULT`` means the client's timeout; ``None`` means no deadline."""
+
+Timeout = Union[float, None, _Default]
+"""A call's ``timeout=``: seconds, ``None`` (no deadline) or :data:`DEFAULT` (the client's)."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,7 @@ def pem(value: bytes | str | Path | None) -> bytes | None:
     return Path(value).read_bytes()
 
 
-def deadline_for(timeout: Any, default: float | None) -> float | None:
+def deadline_for(timeout: Timeout, default: float | None) -> float | None:
     """The monotonic deadline of a call given ``timeout=`` (``DEFAULT``: the client's)."""
     budget = default if timeout is DEFAULT else timeout
     return None if budget is None else time.monotonic() + budget

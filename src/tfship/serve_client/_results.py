@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tfship._wire import DEFAULT_SIGNATURE, TensorDecodeError, decode_predict_response, protos
 from tfship.serve_client._errors import (
@@ -20,6 +21,9 @@ from tfship.serve_client._errors import (
     error_from_status,
     import_grpc,
 )
+
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo
 
 _STATE_NAMES = {0: "UNKNOWN", 10: "START", 20: "LOADING", 30: "AVAILABLE", 40: "UNLOADING", 50: "END"}
 
@@ -103,7 +107,7 @@ class ClassifyResult:
     raw: Any = field(repr=False)
 
     @property
-    def labels(self) -> np.ndarray[Any, Any]:
+    def labels(self) -> NDArray[np.object_]:
         """Labels as an object array ``[examples, classes]`` of str."""
         out = np.empty((len(self.classes), _width(self.classes)), dtype=object)
         for i, row in enumerate(self.classes):
@@ -111,7 +115,7 @@ class ClassifyResult:
         return out
 
     @property
-    def scores(self) -> np.ndarray[Any, Any]:
+    def scores(self) -> NDArray[np.float32]:
         """Scores as float32 ``[examples, classes]``."""
         out = np.zeros((len(self.classes), _width(self.classes)), dtype=np.float32)
         for i, row in enumerate(self.classes):
@@ -120,13 +124,14 @@ class ClassifyResult:
 
     def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
         """``"scores"`` or ``"classes"`` (the labels) as an array; other names raise KeyError."""
-        table = {"classes": lambda: self.labels, "scores": lambda: self.scores}
-        if name not in table:
-            raise KeyError(f"no output named {name!r}; outputs are: classes, scores")
-        return table[name]()
+        if name == "classes":
+            return self.labels
+        if name == "scores":
+            return self.scores
+        raise KeyError(f"no output named {name!r}; outputs are: classes, scores")
 
 
-def _width(rows: list[list[Any]]) -> int:
+def _width(rows: list[list[tuple[str, float]]]) -> int:
     return max((len(row) for row in rows), default=0)
 
 
@@ -139,7 +144,7 @@ class RegressResult:
         array([0.5], dtype=float32)
     """
 
-    values: np.ndarray[Any, Any]
+    values: NDArray[np.float32]
     model_spec: ModelSpec
     raw: Any = field(repr=False)
 
@@ -190,10 +195,10 @@ class ModelMetadata:
     """
 
     model_spec: ModelSpec
-    signatures: dict[str, Any]
+    signatures: dict[str, SignatureInfo]
     raw: Any = field(repr=False)
 
-    def signature(self, key: str | None = None) -> Any:
+    def signature(self, key: str | None = None) -> SignatureInfo:
         """One signature (``None`` = serving_default); an unknown key lists the keys."""
         key = key or DEFAULT_SIGNATURE
         if key not in self.signatures:
@@ -206,21 +211,21 @@ class ModelMetadata:
         return self.signatures[key]
 
 
-def _public_keys(signatures: Mapping[str, Any]) -> list[str]:
+def _public_keys(signatures: Mapping[str, object]) -> list[str]:
     return sorted(k for k in signatures if not k.startswith("__"))
 
 
 # ------------------------------------------------------------- answers to results
 
 
-def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, Any]:
+def signature_infos(signature_def_map: Mapping[str, Any]) -> dict[str, SignatureInfo]:
     """Signatures of a ``SignatureDefMap`` as ``tfship.inspect.SignatureInfo`` objects."""
     from tfship.inspect import MetaGraphInfo
 
     meta_graph = protos().meta_graph_pb2.MetaGraphDef()
     for key, sig in signature_def_map.items():
         meta_graph.signature_def[key].CopyFrom(sig)
-    signatures: dict[str, Any] = MetaGraphInfo(meta_graph).signatures
+    signatures: dict[str, SignatureInfo] = MetaGraphInfo(meta_graph).signatures
     return signatures
 
 
@@ -317,7 +322,7 @@ _METHOD_NAMES = {"Classify": "tensorflow/serving/classify", "Regress": "tensorfl
 _ANSWER_KEYS = {"Classify": {"classes", "scores"}, "Regress": {"outputs"}}
 
 
-def can_answer(sig: Any, method: str) -> bool:
+def can_answer(sig: SignatureInfo, method: str) -> bool:
     """Whether TF Serving can run Classify or Regress (``method``) on a signature: one of that
     method, or (the method name is not checked by default) one input and the outputs it reads."""
     if sig.method_name == _METHOD_NAMES[method]:
@@ -326,7 +331,11 @@ def can_answer(sig: Any, method: str) -> bool:
 
 
 def wrong_kind_of_signature(
-    exc: ServingCallError, method: str, model: str, signature: str | None, signatures: Mapping[str, Any]
+    exc: ServingCallError,
+    method: str,
+    model: str,
+    signature: str | None,
+    signatures: Mapping[str, SignatureInfo],
 ) -> InvalidInputError | None:
     """One line for a Classify/Regress (``method``) refused because the signature cannot answer
     it, naming the signatures that can; None when that is not why it was refused.

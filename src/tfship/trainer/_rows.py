@@ -15,16 +15,19 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tfship.errors import DataError
 from tfship.schema import CsvMissing, Schema
+
+if TYPE_CHECKING:
+    from tfship.records import Field
 
 _CHUNK_ROWS = 65536
 
@@ -76,7 +79,7 @@ class RowCheck:
                         f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}")
 
 
-def schema_fields(schema: Schema) -> dict[str, Any]:
+def schema_fields(schema: Schema) -> dict[str, Field]:
     """The schema's features and label as the loaders' conversion sees them."""
     from tfship.records import Field
 
@@ -152,7 +155,7 @@ def check_csv_rows(
 @contextmanager
 def checked_files(
     schema: Schema, files: Sequence[str], *, max_bad_rows: int, rejects: Path | None,
-    echo: Any = None, fill_missing_columns: bool = False,
+    echo: Callable[[str], object] | None = None, fill_missing_columns: bool = False,
     sets: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> Iterator[list[str]]:
     """The files to train on once their rows are checked, for as long as training runs.

@@ -12,7 +12,7 @@ in the client.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from tfship.serve_client._transports._base import (
     AsyncTransport,
@@ -41,6 +41,34 @@ __all__ = [
 ]
 
 
+@overload
+def transport_for(
+    target: str | None,
+    *,
+    asynchronous: Literal[False],
+    tls: Any,
+    headers: Mapping[str, str] | None,
+    max_message_bytes: int,
+    options: Sequence[tuple[str, Any]],
+    keepalive: float | None,
+    max_connections: int,
+) -> Transport: ...
+
+
+@overload
+def transport_for(
+    target: str | None,
+    *,
+    asynchronous: Literal[True],
+    tls: Any,
+    headers: Mapping[str, str] | None,
+    max_message_bytes: int,
+    options: Sequence[tuple[str, Any]],
+    keepalive: float | None,
+    max_connections: int,
+) -> AsyncTransport: ...
+
+
 def transport_for(
     target: str | None,
     *,
@@ -51,7 +79,7 @@ def transport_for(
     options: Sequence[tuple[str, Any]],
     keepalive: float | None,
     max_connections: int,
-) -> Any:
+) -> Transport | AsyncTransport:
     """The transport a client's target names: ``http(s)://`` is REST, anything else gRPC."""
     if not target:
         raise ValueError("give a target (host:port, unix:PATH or http://host:port) or transport=")

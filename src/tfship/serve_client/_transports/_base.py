@@ -10,6 +10,7 @@ code (REST: from the HTTP status TF Serving maps it to).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -35,8 +36,8 @@ class Call:
     request: Any
     model: str | None = None
     version: int | str | None = None
-    signature: Any = None
-    inputs: Any = None
+    signature: Any = None  # a tfship.inspect.SignatureInfo, or None
+    inputs: Mapping[str, Any] | None = None
 
     @property
     def context(self) -> dict[str, Any]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, Union, cast
 
 from tfship.serve_client._errors import error_from_status
 from tfship.serve_client._transports._base import Call
 
-__all__ = ["AsyncInProcessTransport", "InProcessTransport"]
+__all__ = ["AsyncInProcessTransport", "InProcessCore", "InProcessServer", "InProcessTransport"]
 
 # Method -> the ServingCore method that answers it.
 _CORE_METHODS = {
@@ -28,11 +28,44 @@ _CORE_METHODS = {
 }
 
 
-def _core_of(server: Any) -> Any:
+class StatusError(Protocol):
+    """A failure the core reports as a status (its ``RpcError``): the code and TF Serving's text."""
+
+    @property
+    def code(self) -> Any: ...  # a StatusCode-like enum member: its ``.name`` is the code
+
+    def wire_message(self) -> str: ...
+
+
+class InProcessCore(Protocol):
+    """What the transport needs of ``tfship.server``'s ``ServingCore``: one method per RPC,
+    taking and returning TF Serving's messages. (Named here, not imported: the client stays
+    below the server.)"""
+
+    def predict(self, request: Any) -> Any: ...
+    def classify(self, request: Any) -> Any: ...
+    def regress(self, request: Any) -> Any: ...
+    def multi_inference(self, request: Any) -> Any: ...
+    def get_model_metadata(self, request: Any) -> Any: ...
+    def get_model_status(self, request: Any) -> Any: ...
+    def reload_config(self, request: Any) -> tuple[Any, StatusError | None]: ...
+
+
+class InProcessServer(Protocol):
+    """A started ``tfship.server.ModelServer``, as far as the transport cares: its core."""
+
+    @property
+    def core(self) -> InProcessCore: ...
+
+
+Served = Union[InProcessServer, InProcessCore]
+
+
+def _core_of(server: Served) -> InProcessCore:
     """The ``ServingCore`` of a started ``ModelServer``, or ``server`` itself when it is one."""
     if all(hasattr(server, name) for name in _CORE_METHODS.values()):
-        return server
-    core = getattr(server, "core", None)
+        return cast(InProcessCore, server)
+    core: InProcessCore | None = getattr(server, "core", None)
     if core is None:
         raise TypeError(
             f"expected a started tfship.server.ModelServer or its ServingCore, got {server!r}"
@@ -58,7 +91,7 @@ class InProcessTransport:
     needs_signature = False
     takes_arrays = False
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Served) -> None:
         self.core = _core_of(server)
 
     def __repr__(self) -> str:
@@ -82,7 +115,7 @@ class AsyncInProcessTransport:
     needs_signature = False
     takes_arrays = False
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Served) -> None:
         self._sync = InProcessTransport(server)
 
     def __repr__(self) -> str:
