@@ -43,7 +43,7 @@ def write_records(stream: BinaryIO, records: Iterable[bytes]) -> int:
     return count
 
 
-def read_records(stream: BinaryIO, *, where: str = "TFRecord file") -> Iterator[bytes]:
+def read_tfrecords(stream: BinaryIO, *, where: str = "TFRecord file") -> Iterator[bytes]:
     """Yield the records of a TFRecord stream, checking lengths and CRCs.
 
     Raises:
@@ -91,7 +91,7 @@ def write_record_file(path: str | os.PathLike[str], records: Iterable[bytes]) ->
     return count
 
 
-def read_record_file(path: str | os.PathLike[str]) -> list[bytes]:
+def read_tfrecord_file(path: str | os.PathLike[str]) -> list[bytes]:
     """The records of a TFRecord file; ``InputError`` names the file and the bad record."""
     with open(path, "rb") as stream:
-        return list(read_records(stream, where=os.fspath(path)))
+        return list(read_tfrecords(stream, where=os.fspath(path)))

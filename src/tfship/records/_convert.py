@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tfship.loaders._predict import coo_from_lengths, empty_sparse
-from tfship.records import MISSING as _MISSING
-from tfship.records import Column, Field, SparseColumn
+from tfship.records._fields import MISSING as _MISSING
+from tfship.records._fields import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
 from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, MissingColumnError, field_values, overflows
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import numpy.typing as npt
 
 from tfship._wire import shape_text
@@ -60,3 +61,37 @@ class Field:
             return f"{self.dtype}, variable length"
         shape = "any shape" if self.shape is None else shape_text(self.shape)
         return f"{self.dtype} {shape} per row"
+
+
+def coo_from_lengths(lengths: Array, values: Array) -> SparseColumn:
+    """The [rows, longest row] COO column of row lengths and their concatenated values.
+
+    Example:
+        >>> column = coo_from_lengths(np.array([2, 0, 1]), np.array([1.0, 2.0, 3.0]))
+        >>> column.indices.tolist(), column.dense_shape.tolist()
+        ([[0, 0], [0, 1], [2, 0]], [3, 2])
+    """
+    rows = lengths.size
+    row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    positions = np.arange(values.size, dtype=np.int64) - np.repeat(starts, lengths)
+    width = int(lengths.max()) if rows else 0
+    return SparseColumn(
+        np.stack([row_ids, positions], axis=1).reshape(-1, 2),
+        values,
+        np.array([rows, width], np.int64),
+    )
+
+
+def empty_sparse(field: Field, rows: int) -> SparseColumn:
+    """A sparse column of ``field``'s dtype with ``rows`` empty rows.
+
+    Example:
+        >>> empty_sparse(Field("tags", "string", None, sparse=True), 2).dense_shape.tolist()
+        [2, 0]
+    """
+    return SparseColumn(
+        np.zeros((0, 2), np.int64),
+        np.zeros(0, dtype=object if field.dtype == "string" else np.dtype(field.dtype)),
+        np.array([rows, 0], np.int64),
+    )

@@ -123,7 +123,7 @@ def check_csv_rows(
         MissingColumnError: a file's header lacks a column of the schema (one with a default
             is allowed with ``fill_missing_columns``).
     """
-    from tfship.loaders import check_columns, columns_of, convert_chunk, read_chunks
+    from tfship.records import check_columns, columns_of, convert_chunk, read_chunks
 
     fields = schema_fields(schema)
     result = RowCheck(list(files))
