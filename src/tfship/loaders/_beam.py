@@ -30,7 +30,6 @@ from tfship.loaders._job import (
     output_name,
 )
 from tfship.loaders._predict import object_array
-from tfship.records import Reject, convert_value, expand_inputs, read_chunks
 from tfship.loaders._writers import (
     OutputView,
     RejectsWriter,
@@ -39,7 +38,7 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
-from tfship.records import Field
+from tfship.records import Field, Reject, convert_value, expand_inputs, read_chunks
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)

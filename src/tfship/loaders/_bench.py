@@ -11,8 +11,17 @@ import numpy as np
 
 from tfship.errors import InputError
 from tfship.loaders._predict import SignatureAdapter
-from tfship.records import convert_chunk, coo_from_lengths, expand_inputs, read_chunks, select_rows, slice_rows
-from tfship.records import Column, Field, SparseColumn
+from tfship.records import (
+    Column,
+    Field,
+    SparseColumn,
+    convert_chunk,
+    coo_from_lengths,
+    expand_inputs,
+    read_chunks,
+    select_rows,
+    slice_rows,
+)
 
 
 @dataclass

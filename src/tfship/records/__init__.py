@@ -37,10 +37,10 @@ from tfship.records._readers import (
 )
 
 __all__ = [
-    "MISSING",
     "Chunk",
     "Column",
     "Field",
+    "MISSING",
     "Reject",
     "SparseColumn",
     "check_columns",
