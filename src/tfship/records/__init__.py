@@ -22,6 +22,7 @@ from tfship.records._fields import (
     SparseColumn,
     coo_from_lengths,
     empty_sparse,
+    schema_fields,
 )
 from tfship.records._readers import (
     Chunk,
@@ -55,6 +56,7 @@ __all__ = [
     "format_of",
     "read_chunks",
     "read_records",
+    "schema_fields",
     "select_rows",
     "slice_rows",
     "type_csv_records",

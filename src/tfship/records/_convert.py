@@ -65,8 +65,15 @@ def check_columns(
         MissingColumnError: names the first missing field, the nearest column name and the file.
 
     Example:
-        >>> check_columns(fields, ["Age", "name"], "people.csv")  # doctest: +SKIP
-        MissingColumnError: people.csv: no column 'age' (did you mean 'Age'?); ...
+        >>> import numpy as np
+        >>> age = Field("age", "int64", (), default=np.asarray(0))
+        >>> check_columns({"age": age}, ["name"], "people.csv", fill_missing_columns=True, warn=False)
+        ['age']
+        >>> try:
+        ...     check_columns({"age": Field("age", "int64", ())}, ["Age"], "a.csv")
+        ... except MissingColumnError as exc:
+        ...     print(exc)
+        a.csv: no column 'age' (did you mean 'Age'?), required by the schema (no default); the file has: Age
     """
     missing = [name for name in fields if name not in columns]
     if not missing:

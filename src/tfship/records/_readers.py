@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from tfship.errors import DataError, InputError
 from tfship.records._fields import MISSING as _MISSING
-from tfship.records._fields import Field
+from tfship.records._fields import Field, schema_fields
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
     CsvMissing,
     Schema,
@@ -212,7 +212,7 @@ def read_records(
             break
     records, places = records[:limit], places[:limit]
     if is_csv:
-        known = dict(_schema_fields(schema) if schema is not None else {}, **(fields or {}))
+        known = dict(schema_fields(schema) if schema is not None else {}, **(fields or {}))
         records = type_csv_records(records, known, places=places)
     if schema is not None:
         for place, record in zip(places, records):
@@ -277,12 +277,6 @@ def _typed_cell(fld: Field, text: str, rule: CsvMissing) -> Any:
     shape = None if fld.sparse else fld.shape
     values = field_values(fld.name, fld.dtype, shape, None, text, rule)
     return values[0] if shape == () else values
-
-
-def _schema_fields(schema: Schema) -> dict[str, Field]:
-    fields = {f.name: Field(f.name, f.dtype, f.shape, sparse=f.shape is None) for f in schema.features}
-    fields[schema.label.name] = Field(schema.label.name, schema.label.dtype, ())
-    return fields
 
 
 #: the value list of a ``tf.train.Feature`` that holds each dtype.
