@@ -401,7 +401,8 @@ def _columns(values: Any, where: str) -> Any:
             if list(record) != keys and set(record) != set(keys):
                 raise InputError(
                     f"{where}: record {number} has fields {sorted(record)}; "
-                    f"expected the same fields as record 1: {sorted(keys)}"
+                    f"expected the same fields as record 1: {sorted(keys)} (a missing value "
+                    "leaves its field out: --schema FILE fills it with the schema's default)"
                 )
         return {key: [record[key] for record in values] for key in keys}
     return values
