@@ -16,6 +16,7 @@ import glob
 import io
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -602,10 +603,14 @@ def _tfrecord(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[
     with _open_binary(path) as stream:
         records = read_tfrecords(stream, where=str(path))
         while True:
+            batch: list[bytes] = []
             try:
-                batch = list(islice(records, chunk_rows))
+                batch.extend(islice(records, chunk_rows))
             except InputError as exc:  # a truncated or corrupt record: the file is damaged
-                raise DataError(f"corrupt TFRecord: {exc}") from None
+                what = re.sub(r"^record \d+ ", "", str(exc).removeprefix(f"{path}: "))
+                raise DataError(
+                    f"{path}: corrupt TFRecord after record {start + len(batch)}: the next record {what}"
+                ) from None
             if not batch:
                 return
             serialized = np.empty(len(batch), dtype=object)
