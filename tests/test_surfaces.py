@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 PACKAGES = [
-    "tfship", "tfship.errors", "tfship.schema", "tfship.data", "tfship.trainer", "tfship.exporters",
+    "tfship", "tfship.errors", "tfship.schema", "tfship.data", "tfship.records", "tfship.trainer",
+    "tfship.exporters",
     "tfship.inspect", "tfship.loaders", "tfship.serve_client", "tfship.server", "tfship.promote",
 ]
 

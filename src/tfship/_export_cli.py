@@ -179,15 +179,17 @@ def _echo_result(result: Any) -> None:
 
 
 def read_warmup_records(path: Path, schema: Any = None) -> list[Any]:
-    """Records for warmup requests from a JSONL, CSV, Parquet or TFRecord (of tf.Example) file,
-    each checked against ``schema`` when given (a bad one is named by file and record).
+    """Records for warmup requests from a JSONL, JSON, CSV, Parquet or TFRecord (of tf.Example)
+    file, read by ``tfship.records.read_records`` as every command reads records (CSV cells
+    typed by ``schema`` when given) and each checked against ``schema`` (a bad one is named by
+    file and record).
 
     Raises:
         InputError: the file is missing, empty, or not one of these formats, or a record does
             not fit the schema.
     """
     from tfship._wire import MAX_WARMUP_RECORDS
-    from tfship.loaders import read_records
+    from tfship.records import read_records
 
     if not path.is_file():
         raise InputError(f"warmup file {path} does not exist")

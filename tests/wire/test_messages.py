@@ -471,7 +471,7 @@ def test_real_saved_models_parse_and_write_back_identical_bytes(official: Any, t
 def test_warmup_records_of_an_export_read_with_tfships_classes(
     official: Any, tiny_model: Any, tmp_path: Path
 ) -> None:
-    from tfship._wire import read_record_file
+    from tfship._wire import read_tfrecord_file
     from tfship.inspect import example_request, read_saved_model, write_warmup
 
     info = read_saved_model(tiny_model.export("best"))
@@ -481,7 +481,7 @@ def test_warmup_records_of_an_export_read_with_tfships_classes(
     assert write_warmup(warmup, requests) == len(signatures) > 1
     theirs_cls = _official_class(official, "tensorflow.serving.PredictionLog")
     kinds = set()
-    for record in read_record_file(warmup):
+    for record in read_tfrecord_file(warmup):
         ours = message_class("tensorflow.serving.PredictionLog").FromString(record)
         kinds.add(ours.WhichOneof("log_type"))
         assert ours.WhichOneof("log_type") == theirs_cls.FromString(record).WhichOneof("log_type")

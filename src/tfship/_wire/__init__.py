@@ -80,8 +80,8 @@ from tfship._wire._tensor import (
 from tfship._wire._tfrecord import (
     crc32c,
     masked_crc,
-    read_record_file,
-    read_records,
+    read_tfrecord_file,
+    read_tfrecords,
     write_record_file,
     write_records,
 )
@@ -142,8 +142,8 @@ __all__ = [
     "predict_inputs_from_json",
     "predict_json",
     "protos",
-    "read_record_file",
-    "read_records",
+    "read_tfrecord_file",
+    "read_tfrecords",
     "regression_json",
     "shape_text",
     "signature_name_of",

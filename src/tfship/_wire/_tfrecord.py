@@ -43,32 +43,63 @@ def write_records(stream: BinaryIO, records: Iterable[bytes]) -> int:
     return count
 
 
-def read_records(stream: BinaryIO, *, where: str = "TFRecord file") -> Iterator[bytes]:
+#: bytes read from the stream at once: records are cut from a buffer, not read one by one.
+_BLOCK_BYTES = 1 << 20
+_HEADER = struct.Struct("<QI")
+_FOOTER = struct.Struct("<I")
+
+
+def read_tfrecords(stream: BinaryIO, *, where: str = "TFRecord file") -> Iterator[bytes]:
     """Yield the records of a TFRecord stream, checking lengths and CRCs.
 
     Raises:
         InputError: the stream is truncated or a CRC does not match (names the record).
+
+    Example:
+        >>> import io
+        >>> buffer = io.BytesIO()
+        >>> write_records(buffer, [b"a", b"bc"])
+        2
+        >>> list(read_tfrecords(io.BytesIO(buffer.getvalue())))
+        [b'a', b'bc']
     """
-    index = 0
+    buffer, pos, index = b"", 0, 0
     while True:
-        header = stream.read(12)
-        if not header:
-            return
-        if len(header) < 12:
-            raise InputError(f"{where}: record {index} is truncated (header of {len(header)} bytes)")
-        (length,) = struct.unpack("<Q", header[:8])
-        if struct.unpack("<I", header[8:])[0] != masked_crc(header[:8]):
+        if len(buffer) - pos < 12:
+            buffer, pos = _fill(stream, buffer[pos:], 12), 0
+            if not buffer:
+                return
+            if len(buffer) < 12:
+                raise InputError(f"{where}: record {index} is truncated (header of {len(buffer)} bytes)")
+        length, crc = _HEADER.unpack_from(buffer, pos)
+        if crc != masked_crc(buffer[pos : pos + 8]):
             raise InputError(
                 f"{where}: record {index} has a corrupt length (CRC mismatch); expected a TFRecord file"
             )
-        body = stream.read(length + 4)
-        if len(body) < length + 4:
-            raise InputError(f"{where}: record {index} is truncated: expected {length} bytes")
-        data = body[:length]
-        if struct.unpack("<I", body[length:])[0] != masked_crc(data):
+        end = pos + 12 + length + 4
+        if end > len(buffer):
+            buffer, end, pos = _fill(stream, buffer[pos:], end - pos), end - pos, 0
+            if len(buffer) < end:
+                raise InputError(f"{where}: record {index} is truncated: expected {length} bytes")
+        data = buffer[pos + 12 : end - 4]
+        if _FOOTER.unpack_from(buffer, end - 4)[0] != masked_crc(data):
             raise InputError(f"{where}: record {index} is corrupt (data CRC mismatch)")
         yield data
+        pos = end
         index += 1
+
+
+def _fill(stream: BinaryIO, buffer: bytes, need: int) -> bytes:
+    """``buffer`` and what follows it in ``stream``: at least ``need`` bytes unless it ends."""
+    parts = [buffer]
+    size = len(buffer)
+    while size < need:
+        more = stream.read(max(_BLOCK_BYTES, need - size))
+        if not more:
+            break
+        parts.append(more)
+        size += len(more)
+    return b"".join(parts)
 
 
 def write_record_file(path: str | os.PathLike[str], records: Iterable[bytes]) -> int:
@@ -91,7 +122,7 @@ def write_record_file(path: str | os.PathLike[str], records: Iterable[bytes]) ->
     return count
 
 
-def read_record_file(path: str | os.PathLike[str]) -> list[bytes]:
+def read_tfrecord_file(path: str | os.PathLike[str]) -> list[bytes]:
     """The records of a TFRecord file; ``InputError`` names the file and the bad record."""
     with open(path, "rb") as stream:
-        return list(read_records(stream, where=os.fspath(path)))
+        return list(read_tfrecords(stream, where=os.fspath(path)))

@@ -20,7 +20,7 @@ from tfship._wire import (
     REGRESS_METHOD,
     WARMUP_FILE,
     protos,
-    read_records,
+    read_tfrecords,
     version_number,
 )
 from tfship.errors import InputError, VerdictError
@@ -332,7 +332,7 @@ def _check_warmup(report: CheckReport, path: pathlib.Path, mg: MetaGraphInfo) ->
     count = 0
     try:
         with file.open("rb") as stream:
-            for count, record in enumerate(read_records(stream, where=str(WARMUP_FILE)), 1):
+            for count, record in enumerate(read_tfrecords(stream, where=str(WARMUP_FILE)), 1):
                 log = log_pb2.PredictionLog()
                 try:
                     log.ParseFromString(record)

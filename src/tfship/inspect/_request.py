@@ -24,7 +24,7 @@ from tfship._wire import (
     METHOD_KINDS,
     is_message,
     protos,
-    read_record_file,
+    read_tfrecord_file,
     write_record_file,
 )
 from tfship.errors import InputError, ModelInputError
@@ -385,7 +385,7 @@ def read_warmup(path: str | os.PathLike[str]) -> list[Any]:
     """
     log_cls = protos().prediction_log_pb2.PredictionLog
     logs = []
-    for index, record in enumerate(read_record_file(path)):
+    for index, record in enumerate(read_tfrecord_file(path)):
         log = log_cls()
         try:
             log.ParseFromString(record)

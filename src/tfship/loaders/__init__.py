@@ -20,21 +20,14 @@ from tfship._tf import require_extra as _require_extra
 
 _require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
 
-from tfship.loaders._convert import check_columns, convert_chunk
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, run_job
 from tfship.loaders._model import LocalModel, load
-from tfship.loaders._readers import columns_of, read_chunks, read_records
 
 __all__ = [
     "JobSpec",
     "JobSummary",
     "LocalModel",
     "TooManyRejectsError",
-    "check_columns",
-    "columns_of",
-    "convert_chunk",
     "load",
-    "read_chunks",
-    "read_records",
     "run_job",
 ]

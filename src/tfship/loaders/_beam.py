@@ -22,7 +22,6 @@ from tfship.errors import InputError
 from tfship.loaders._beam_rows import ERROR_KEY as _ERROR_KEY
 from tfship.loaders._beam_rows import NAMESPACE as _NAMESPACE
 from tfship.loaders._beam_rows import counter as _counter
-from tfship.loaders._convert import convert_value
 from tfship.loaders._job import (
     JobSpec,
     JobSummary,
@@ -31,7 +30,6 @@ from tfship.loaders._job import (
     output_name,
 )
 from tfship.loaders._predict import object_array
-from tfship.loaders._readers import Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import (
     OutputView,
     RejectsWriter,
@@ -40,7 +38,7 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
-from tfship.records import Field
+from tfship.records import Field, Reject, convert_value, expand_inputs, read_chunks
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
@@ -152,7 +150,7 @@ def convert_row(
 
     key, row = element
     if "serialized" in row:
-        from tfship.loaders._readers import example_columns
+        from tfship.records import example_columns
 
         names = list(keep) if parsing else sorted(set(fields) | set(keep))
         found = example_columns(object_array([row["serialized"]]), names)

@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from tfship.loaders._convert import _sparse
 from tfship.loaders._predict import object_array
-from tfship.records import Column
+from tfship.records import Column, coo_from_lengths
 
 NAMESPACE = "tfship"
 ERROR_KEY = "__tfship_error__"
@@ -46,7 +45,7 @@ def run_rows(adapter: Any, rows: Sequence[dict[str, Any]], keys: list[str]) -> d
         if fld.sparse:
             lengths = np.asarray([len(v) for v in values], dtype=np.int64)
             flat = np.asarray([x for v in values for x in v], dtype=dtype)
-            columns[name] = _sparse(fld, lengths, flat)
+            columns[name] = coo_from_lengths(lengths, flat)
         else:
             shape = tuple(d or 1 for d in fld.shape or ())
             columns[name] = np.asarray(values, dtype=dtype).reshape((len(rows), *shape))

@@ -10,10 +10,18 @@ from typing import Any
 import numpy as np
 
 from tfship.errors import InputError
-from tfship.loaders._convert import convert_chunk, select_rows, slice_rows
-from tfship.loaders._predict import SignatureAdapter, coo_from_lengths
-from tfship.loaders._readers import expand_inputs, read_chunks
-from tfship.records import Column, Field, SparseColumn
+from tfship.loaders._predict import SignatureAdapter
+from tfship.records import (
+    Column,
+    Field,
+    SparseColumn,
+    convert_chunk,
+    coo_from_lengths,
+    expand_inputs,
+    read_chunks,
+    select_rows,
+    slice_rows,
+)
 
 
 @dataclass
@@ -193,7 +201,7 @@ def _file_columns(adapter: SignatureAdapter, pattern: str, rows: int) -> dict[st
 
 
 def _from_examples(adapter: SignatureAdapter, examples: np.ndarray) -> dict[str, Column]:  # type: ignore[type-arg]
-    from tfship.loaders._readers import example_columns
+    from tfship.records import example_columns
 
     raw = example_columns(examples, list(adapter.fields))
     return convert_chunk(adapter.fields, raw, len(examples)).columns

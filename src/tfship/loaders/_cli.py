@@ -8,8 +8,8 @@ import click
 
 from tfship._output import echo_json, json_text
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
-from tfship.loaders._readers import Reject
 from tfship.loaders._writers import is_stdout
+from tfship.records import Reject
 from tfship.schema import MissingColumnError
 
 

@@ -22,16 +22,6 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship.errors import DataError, InputError, ModelInputError
-from tfship.loaders._convert import check_columns, convert_chunk, select_rows, slice_rows
-from tfship.loaders._readers import (
-    Chunk,
-    Reject,
-    columns_of,
-    example_columns,
-    expand_inputs,
-    format_of,
-    read_chunks,
-)
 from tfship.loaders._writers import (
     OutputView,
     RejectsWriter,
@@ -41,7 +31,20 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
-from tfship.records import Column
+from tfship.records import (
+    Chunk,
+    Column,
+    Reject,
+    check_columns,
+    columns_of,
+    convert_chunk,
+    example_columns,
+    expand_inputs,
+    format_of,
+    read_chunks,
+    select_rows,
+    slice_rows,
+)
 from tfship.schema import CsvMissing
 
 if TYPE_CHECKING:

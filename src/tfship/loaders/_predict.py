@@ -22,7 +22,7 @@ import numpy.typing as npt
 from tfship._wire import InputCheckError, cast_array, shape_text
 from tfship.errors import ModelInputError
 from tfship.records import MISSING as _MISSING
-from tfship.records import Column, Field, SparseColumn
+from tfship.records import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
 from tfship.schema import coerce_value
 
 Array = npt.NDArray[Any]
@@ -601,15 +601,6 @@ def _triple(value: Any) -> tuple[Any, Any, Any]:
     return value.indices, value.values, value.dense_shape
 
 
-def empty_sparse(fld: Field, rows: int) -> SparseColumn:
-    """A sparse column with ``rows`` empty rows."""
-    return SparseColumn(
-        np.zeros((0, 2), np.int64),
-        np.zeros(0, dtype=_np_dtype(fld.dtype)),
-        np.array([rows, 0], np.int64),
-    )
-
-
 def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn:
     """A sparse column from lists of values per row, or from an (indices, values, shape) triple."""
     if isinstance(value, (str, bytes)):  # iterating it would make one row per character
@@ -651,20 +642,6 @@ def sparse_from_lengths(fld: Field, lengths: Array, flat: Any, where: str) -> Sp
     else:
         values = safe_cast(fld, _to_array(fld, flat, where), where).reshape(-1)
     return coo_from_lengths(lengths, values)
-
-
-def coo_from_lengths(lengths: Array, values: Array) -> SparseColumn:
-    """The [rows, longest row] COO column of row lengths and their concatenated values."""
-    rows = lengths.size
-    row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
-    starts = np.cumsum(lengths) - lengths
-    positions = np.arange(values.size, dtype=np.int64) - np.repeat(starts, lengths)
-    width = int(lengths.max()) if rows else 0
-    return SparseColumn(
-        np.stack([row_ids, positions], axis=1).reshape(-1, 2),
-        values,
-        np.array([rows, width], np.int64),
-    )
 
 
 def _as_numpy(value: Any) -> Any:

@@ -44,8 +44,8 @@ from tfship.loaders._job import (
     emit_all,
     score,
 )
-from tfship.loaders._readers import Chunk, Reject, expand_inputs, read_chunks
 from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
+from tfship.records import Chunk, Reject, expand_inputs, read_chunks
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)

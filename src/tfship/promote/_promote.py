@@ -49,10 +49,11 @@ from tfship.promote._requests import (
     batched,
     from_records,
     load_requests,
-    read_table_records,
     request_of,
+    signature_fields,
 )
 from tfship.promote._serving import LoadFailure, ServedModel
+from tfship.records import read_records
 
 if TYPE_CHECKING:
     from tfship.serve_client import ServingClient
@@ -409,7 +410,7 @@ class _Run:
         if label is None:
             raise InputError("the label of the eval records is not known: the exports record no schema")
         assert self.info is not None
-        records = read_table_records(options.eval_file)
+        records = read_records(options.eval_file, fields=signature_fields(self.info, options.signature))
         evals = from_records(records, self.info, signature=options.signature,
                              source=str(options.eval_file), label=label)
         assert evals.labels is not None

@@ -7,7 +7,6 @@ Serving runs for those APIs too. So baseline and candidate get byte-identical ca
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 
 from tfship.errors import InputError
 from tfship.inspect import SavedModelInfo, example_request, read_warmup
+from tfship.records import Field, read_records
 
 _TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".log")
 _RECORD_SUFFIXES = (".jsonl", ".json", ".csv")
@@ -86,30 +86,20 @@ def from_logs(path: Path, info: SavedModelInfo) -> RequestSet:
     return RequestSet(requests, str(path), notes)
 
 
-def read_table_records(path: Path) -> list[dict[str, Any]]:
-    """Records of a ``.jsonl``, ``.json`` (a list) or ``.csv`` file; missing cells are ``None``."""
-    import pandas as pd
-
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            frame = pd.read_csv(path)
-        elif suffix == ".jsonl":
-            frame = pd.read_json(path, lines=True)
-        else:
-            frame = pd.read_json(path)
-    except ValueError as exc:
-        raise InputError(f"{path}: not readable as {suffix[1:]} records: {exc}") from None
-    records: list[dict[str, Any]] = frame.to_dict("records")
-    return [{k: None if _is_nan(v) else _plain(v) for k, v in r.items()} for r in records]
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
+def signature_fields(info: SavedModelInfo, signature: str | None) -> dict[str, Field]:
+    """The fields a signature takes, by name: a parsing signature's ``tf.Example`` features, or
+    a raw one's inputs (one value per row for an input of shape ``[batch]``)."""
+    sig = info.meta_graph("serve").signature(signature)
+    if sig.feature_spec is not None:
+        return {
+            name: Field(name, entry.dtype, tuple(entry.shape) if entry.kind == "fixed" else None,
+                        sparse=entry.kind != "fixed")
+            for name, entry in sig.feature_spec.items()
+        }
+    return {
+        name: Field(name, tensor.dtype, None if tensor.shape is None else tuple(tensor.shape[1:]))
+        for name, tensor in sig.inputs.items()
+    }
 
 
 def from_records(
@@ -183,7 +173,8 @@ def load_requests(
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix in _RECORD_SUFFIXES:
-        records = read_table_records(path)
+        # the signature's types decide what a CSV cell is; other columns (a label) are inferred
+        records = read_records(path, fields=signature_fields(info, signature))
         chosen = from_records(records, info, signature=signature, source=str(path))
     elif suffix in _TFRECORD_SUFFIXES or path.name.endswith("warmup_requests"):
         chosen = from_logs(path, info)

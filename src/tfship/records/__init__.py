@@ -8,6 +8,56 @@ typing rules. It needs neither TensorFlow nor pandas.
 
 from __future__ import annotations
 
-from tfship.records._fields import MISSING, Column, Field, SparseColumn
+from tfship.records._convert import (
+    check_columns,
+    convert_chunk,
+    convert_value,
+    select_rows,
+    slice_rows,
+)
+from tfship.records._fields import (
+    MISSING,
+    Column,
+    Field,
+    SparseColumn,
+    coo_from_lengths,
+    empty_sparse,
+    schema_fields,
+)
+from tfship.records._readers import (
+    Chunk,
+    Reject,
+    check_example,
+    columns_of,
+    example_columns,
+    expand_inputs,
+    format_of,
+    read_chunks,
+    read_records,
+    type_csv_records,
+)
 
-__all__ = ["MISSING", "Column", "Field", "SparseColumn"]
+__all__ = [
+    "Chunk",
+    "Column",
+    "Field",
+    "MISSING",
+    "Reject",
+    "SparseColumn",
+    "check_columns",
+    "check_example",
+    "columns_of",
+    "convert_chunk",
+    "convert_value",
+    "coo_from_lengths",
+    "empty_sparse",
+    "example_columns",
+    "expand_inputs",
+    "format_of",
+    "read_chunks",
+    "read_records",
+    "schema_fields",
+    "select_rows",
+    "slice_rows",
+    "type_csv_records",
+]

@@ -8,11 +8,15 @@ did not give (a key absent from a record, an empty cell), distinct from any valu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
 import numpy.typing as npt
 
 from tfship._wire import shape_text
+
+if TYPE_CHECKING:
+    from tfship.schema import Schema
 
 Array = npt.NDArray[Any]
 
@@ -60,3 +64,60 @@ class Field:
             return f"{self.dtype}, variable length"
         shape = "any shape" if self.shape is None else shape_text(self.shape)
         return f"{self.dtype} {shape} per row"
+
+
+def coo_from_lengths(lengths: Array, values: Array) -> SparseColumn:
+    """The [rows, longest row] COO column of row lengths and their concatenated values.
+
+    Example:
+        >>> column = coo_from_lengths(np.array([2, 0, 1]), np.array([1.0, 2.0, 3.0]))
+        >>> column.indices.tolist(), column.dense_shape.tolist()
+        ([[0, 0], [0, 1], [2, 0]], [3, 2])
+    """
+    rows = lengths.size
+    row_ids = np.repeat(np.arange(rows, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    positions = np.arange(values.size, dtype=np.int64) - np.repeat(starts, lengths)
+    width = int(lengths.max()) if rows else 0
+    return SparseColumn(
+        np.stack([row_ids, positions], axis=1).reshape(-1, 2),
+        values,
+        np.array([rows, width], np.int64),
+    )
+
+
+def empty_sparse(field: Field, rows: int) -> SparseColumn:
+    """A sparse column of ``field``'s dtype with ``rows`` empty rows.
+
+    Example:
+        >>> empty_sparse(Field("tags", "string", None, sparse=True), 2).dense_shape.tolist()
+        [2, 0]
+    """
+    return SparseColumn(
+        np.zeros((0, 2), np.int64),
+        np.zeros(0, dtype=object if field.dtype == "string" else np.dtype(field.dtype)),
+        np.array([rows, 0], np.int64),
+    )
+
+
+def schema_fields(schema: Schema) -> dict[str, Field]:
+    """A schema's features and label as fields, by name (the label required, one value a row).
+
+    Example:
+        >>> from tfship.schema import Schema
+        >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"}, "features": [
+        ...     {"name": "x", "dtype": "float32", "shape": [2], "default": 0.0, "use": {"kind": "numeric"}}]})
+        >>> [(f.name, f.shape, f.default.tolist() if f.default is not None else None)
+        ...  for f in schema_fields(schema).values()]
+        [('x', (2,), [0.0, 0.0]), ('y', (), None)]
+    """
+    out = {}
+    for f in schema.features:
+        default = None if f.default is None or f.shape is None else np.asarray(f.default)
+        if default is not None and f.shape:
+            default = np.broadcast_to(default, f.shape)
+        shape = None if f.shape is None else tuple(f.shape)
+        out[f.name] = Field(f.name, f.dtype, shape, f.shape is None, default)
+    label = schema.label
+    out[label.name] = Field(label.name, label.dtype, (), False, None)
+    return out

@@ -6,7 +6,6 @@ JSON, JSONL, CSV or ``.npy`` files (or inline JSON); ``--json`` prints machine-r
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -308,10 +307,10 @@ def _schema_inputs(
 
     if len(input_paths) > 1:
         raise InputError("with --schema give one records file (--input) or --data")
-    records = _read_example_records(input_paths[0] if input_paths else None, data)
+    schema = Schema.load(schema_path)
+    records = _read_example_records(input_paths[0] if input_paths else None, data, schema)
     source = input_paths[0] if input_paths else "--data"
     sig = _predict_signature(conn, model, version, label, signature)
-    schema = Schema.load(schema_path)
     strings = [key for key, info in sig.inputs.items() if info.dtype == "string"]
     if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
         return {
@@ -402,7 +401,8 @@ def _columns(values: Any, where: str) -> Any:
             if list(record) != keys and set(record) != set(keys):
                 raise InputError(
                     f"{where}: record {number} has fields {sorted(record)}; "
-                    f"expected the same fields as record 1: {sorted(keys)}"
+                    f"expected the same fields as record 1: {sorted(keys)} (a missing value "
+                    "leaves its field out: --schema FILE fills it with the schema's default)"
                 )
         return {key: [record[key] for record in values] for key in keys}
     return values
@@ -419,50 +419,28 @@ def _read_values(path: Path) -> Any:
             return np.load(path, allow_pickle=False)
         except ValueError as exc:
             raise InputError(f"{path}: not a .npy array without pickled objects: {exc}") from None
-    if suffix in (".json", ".jsonl", ".csv"):
-        return read_records(path) if suffix != ".json" else _parse_json(path.read_text(), str(path))
+    if suffix == ".json":
+        document = _parse_json(path.read_text(encoding="utf-8-sig"), str(path))
+        return _records_file(path) if _holds_records(document) else document
+    if suffix in (".jsonl", ".csv"):
+        return _records_file(path)
     raise InputError(f"{path}: unknown input format {suffix!r}; expected .json, .jsonl, .csv or .npy")
 
 
-def read_records(path: Path) -> list[Any]:
-    """Records from a .json list, .jsonl lines or .csv rows (numbers parsed in numeric columns)."""
-    suffix = path.suffix.lower()
-    text = path.read_text()
-    if suffix == ".jsonl":
-        records = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                records.append(_parse_json(line, f"{path}:{number}"))
-        return records
-    if suffix == ".csv":
-        return _csv_records(text)
-    if suffix == ".json":
-        loaded = _parse_json(text, str(path))
-        if isinstance(loaded, dict) and "instances" in loaded:
-            loaded = loaded["instances"]
-        if isinstance(loaded, dict) and "examples" in loaded:
-            loaded = loaded["examples"]
-        return loaded if isinstance(loaded, list) else [loaded]
-    raise InputError(f"{path}: unknown records format {suffix!r}; expected .json, .jsonl or .csv")
+def _holds_records(document: Any) -> bool:
+    """Whether a JSON document is records (a list of objects, bare or under ``instances`` or
+    ``examples``) rather than named inputs or one bare array."""
+    if isinstance(document, dict) and len(document) == 1:
+        document = document.get("instances", document.get("examples"))
+    return isinstance(document, list) and bool(document) and all(isinstance(r, dict) for r in document)
 
 
-def _csv_records(text: str) -> list[dict[str, Any]]:
-    """CSV rows as records: numbers in numeric columns, None for missing cells (schema rule)."""
-    from tfship.schema import CsvMissing, csv_column_dtype
+def _records_file(path: Path, schema: Any = None) -> list[Any]:
+    """The records of a file, read and typed as every command reads them: by ``schema``
+    when there is one, else each CSV column by the rule ``tfship schema infer`` uses."""
+    from tfship.records import read_records
 
-    rows = list(csv.DictReader(text.splitlines()))
-    rule = CsvMissing()
-    names = {name for row in rows for name in row}
-    dtypes = {n: csv_column_dtype([r.get(n) or "" for r in rows], rule) for n in names}
-    return [{k: _cell(v, dtypes[k], rule) for k, v in row.items()} for row in rows]
-
-
-def _cell(text: Any, dtype: str, rule: Any) -> Any:
-    if not isinstance(text, str):
-        return text  # None for a short row's absent cells
-    if rule.cell(text, dtype):
-        return None
-    return {"int64": int, "float32": float}.get(dtype, str)(text)
+    return read_records(path, schema=schema)
 
 
 def _parse_json(text: str, where: str) -> Any:
@@ -489,12 +467,12 @@ def _example_command(kind: str) -> Callable[..., None]:
         **opts: Any,
     ) -> None:
         _check_version(version, label)
-        records = _read_example_records(input_path, data)
         schema = None
         if schema_path is not None:
             from tfship.schema import Schema
 
             schema = Schema.load(schema_path)
+        records = _read_example_records(input_path, data, schema)
         extra = {"context": _parse_json(context, "--context")} if context else {}
         with _connect(opts) as conn:
             call = conn.classify if kind == "classify" else conn.regress
@@ -516,7 +494,7 @@ def _example_command(kind: str) -> Callable[..., None]:
     return command
 
 
-def _read_example_records(input_path: str | None, data: str | None) -> list[Any]:
+def _read_example_records(input_path: str | None, data: str | None, schema: Any = None) -> list[Any]:
     if (input_path is None) == (data is None):
         raise InputError("give records with exactly one of --input FILE or --data JSON")
     if data is not None:
@@ -525,7 +503,7 @@ def _read_example_records(input_path: str | None, data: str | None) -> list[Any]
     path = Path(input_path or "")
     if not path.is_file():
         raise InputError(f"input file {path} does not exist")
-    return read_records(path)
+    return _records_file(path, schema)
 
 
 def _print_example_result(kind: str, result: Any, as_json: bool) -> None:

@@ -83,8 +83,7 @@ def build_input_fn(
 
 def _csv_header(files: Sequence[str], schema: Schema, fill_missing_columns: bool) -> list[str]:
     """The header the files share (TensorFlow reads every file by the first one's)."""
-    from tfship.loaders import check_columns
-    from tfship.trainer._rows import schema_fields
+    from tfship.records import check_columns, schema_fields
 
     headers = {}
     has_rows = False

@@ -19,15 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import Any
 
 from tfship.errors import DataError
 from tfship.schema import CsvMissing, Schema
-
-if TYPE_CHECKING:
-    from tfship.records import Field
 
 _CHUNK_ROWS = 65536
 
@@ -79,22 +74,6 @@ class RowCheck:
                         f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}")
 
 
-def schema_fields(schema: Schema) -> dict[str, Field]:
-    """The schema's features and label as the loaders' conversion sees them."""
-    from tfship.records import Field
-
-    out = {}
-    for f in schema.features:
-        default = None if f.default is None or f.shape is None else np.asarray(f.default)
-        if default is not None and f.shape:
-            default = np.broadcast_to(default, f.shape)
-        out[f.name] = Field(f.name, f.dtype, None if f.shape is None else tuple(f.shape),
-                            f.shape is None, default)
-    label = schema.label
-    out[label.name] = Field(label.name, label.dtype, (), False, None)
-    return out
-
-
 def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     """Rows whose label is outside the vocabulary (the Head would fail the whole run)."""
     vocabulary = schema.label.vocabulary
@@ -126,7 +105,7 @@ def check_csv_rows(
         MissingColumnError: a file's header lacks a column of the schema (one with a default
             is allowed with ``fill_missing_columns``).
     """
-    from tfship.loaders import check_columns, columns_of, convert_chunk, read_chunks
+    from tfship.records import check_columns, columns_of, convert_chunk, read_chunks, schema_fields
 
     fields = schema_fields(schema)
     result = RowCheck(list(files))

@@ -1,9 +1,12 @@
-"""Streaming readers for batch jobs: CSV, JSONL, Parquet and TFRecord of ``tf.train.Example``.
+"""The readers of record files: CSV, JSON Lines, JSON, Parquet and TFRecord of ``tf.train.Example``.
 
 Each reader yields :class:`Chunk` s of at most ``chunk_rows`` rows, so memory does not grow with
 the file. Every row keeps its file and line (record number for Parquet and TFRecord) so that a
 rejected row can be found again. Rows that cannot even be read (bad JSON, a CSV line with the
-wrong number of cells) come out as rejects, not as errors.
+wrong number of cells) come out as rejects, not as errors. :func:`read_records` reads a small
+file whole for the commands that take a handful of records, and types CSV cells by the one
+rule (:func:`type_csv_records`). Nothing here needs TensorFlow: TFRecord framing is read by
+``tfship._wire`` and Examples are parsed with tfship's own message classes.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import glob
 import io
 import json
 import os
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -23,10 +27,13 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship.errors import DataError, InputError
-from tfship.records import MISSING as _MISSING
+from tfship.records._fields import MISSING as _MISSING
+from tfship.records._fields import Field, schema_fields
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
     CsvMissing,
     Schema,
+    csv_column_dtype,
+    field_values,
     read_csv_header,
 )
 
@@ -149,52 +156,138 @@ def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> 
     return readers[format_of(path)](path, chunk_rows, wanted)
 
 
-def read_records(path: Path, limit: int | None = None, schema: Schema | None = None) -> list[Any]:
-    """The records of a small file, whole: a dict per CSV/JSONL/Parquet row, bytes per TFRecord.
+def read_records(
+    path: Path,
+    limit: int | None = None,
+    schema: Schema | None = None,
+    *,
+    fields: Mapping[str, Field] | None = None,
+) -> list[Any]:
+    """The records of a small file, whole: a dict per CSV/JSON/Parquet row, bytes per TFRecord.
 
-    For the commands that take a handful of records (warmup requests, client calls) through
-    the same readers as batch jobs. CSV cells stay text; JSON values keep their types; a
-    null or an absent key is left out of its record. With ``schema``, every record is checked
-    against it first (values, shapes, missing values without a default; in a ``tf.Example``
-    the kind of each list), so that a bad record is named by file and line (CSV, JSONL) or
-    record number (Parquet, TFRecord) before anything uses it.
+    For the commands that take a handful of records (warmup requests, client calls, the
+    requests a promotion replays) through the same readers as batch jobs. JSON values keep
+    their types, and a null or an absent key is left out of its record. CSV cells are typed
+    once, by :func:`type_csv_records`: by ``fields`` or the ``schema`` when the caller knows
+    the types, else each column by the rule ``tfship schema infer`` uses; a missing cell is
+    left out. A ``.json`` file may hold a list of records, or ``{"instances": [...]}`` or
+    ``{"examples": [...]}``, as well as one record per line. With ``schema``, every record is
+    checked against it (values, shapes, missing values without a default; in a
+    ``tf.Example`` the kind of each list), so that a bad record is named by file and line
+    (CSV, JSON) or record number (Parquet, TFRecord) before anything uses it.
 
     Raises:
         InputError: the file is missing or of an unknown type, or a row is malformed (named by
             file and line).
-        DataError: with ``schema``, a record that does not fit it (named by file and line).
+        DataError: a CSV cell that is not of its field's type, or with ``schema`` a record
+            that does not fit it (named by file and line).
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "rows.csv"
+        >>> _ = path.write_text('n,x,name\\n81,1.5,"Adelie, Dream"\\nNA,,Gentoo\\n')
+        >>> read_records(path)
+        [{'n': 81, 'x': 1.5, 'name': 'Adelie, Dream'}, {'name': 'Gentoo'}]
     """
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     records: list[Any] = []
+    places: list[str] = []
+    is_csv = False
     for chunk in read_chunks(path, chunk_rows=1024):
         if chunk.rejects:
             bad = chunk.rejects[0]
             raise InputError(f"{bad.source}:{bad.line}: {bad.reason}")
-        places = [f"{chunk.source}:{line}" for line in chunk.lines.tolist()]
+        places.extend(f"{chunk.source}:{line}" for line in chunk.lines.tolist())
         if chunk.serialized is not None:
-            for place, data in zip(places, chunk.serialized):
-                if schema is not None:
-                    check_example(schema, bytes(data), place)
-                records.append(bytes(data))
+            records.extend(bytes(data) for data in chunk.serialized)
         else:
+            is_csv = chunk.csv
             columns = {k: _python_list(v) for k, v in chunk.columns.items()}
-            csv_rule = CsvMissing() if chunk.csv else None
-            for i, place in enumerate(places):
+            for i in range(chunk.rows):
                 # a null and an absent key are both missing: the record leaves the name out
-                record = {
-                    k: v[i] for k, v in columns.items() if v[i] is not None and v[i] is not _MISSING
-                }
-                if schema is not None:
-                    schema.convert_record(record, where=place, csv=csv_rule)
-                records.append(record)
+                records.append(
+                    {k: v[i] for k, v in columns.items() if v[i] is not None and v[i] is not _MISSING}
+                )
         if limit is not None and len(records) >= limit:
-            return records[:limit]
+            break
+    records, places = records[:limit], places[:limit]
+    if is_csv:
+        known = dict(schema_fields(schema) if schema is not None else {}, **(fields or {}))
+        records = type_csv_records(records, known, places=places)
+    if schema is not None:
+        for place, record in zip(places, records):
+            if isinstance(record, bytes):
+                check_example(schema, record, place)
+            else:
+                schema.convert_record(record, where=place)
     return records
+
+
+def type_csv_records(
+    rows: Sequence[Mapping[str, str]],
+    fields: Mapping[str, Field] | None = None,
+    *,
+    csv: CsvMissing | None = None,
+    places: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """CSV rows of text cells as typed records, by the one rule for a record file's cells.
+
+    A column named in ``fields`` takes its field's type (and a multi-valued field splits its
+    cell on ``|``); any other column takes the type ``tfship schema infer`` gives it
+    (``tfship.schema.csv_column_dtype``: ``int64`` when every cell is a whole number,
+    ``float32`` when every cell is a number, else ``string``). A cell missing by the ``csv``
+    rule (an empty cell anywhere, ``NA`` and its kin in a numeric column) is left out of its
+    record; a string cell is kept exactly as written.
+
+    Raises:
+        DataError: a cell that is not of its field's type, named by its place (``places``,
+            else its row number) and the field.
+
+    Example:
+        >>> type_csv_records([{"n": "81", "s": "NA"}, {"n": "NA", "s": "x"}])
+        [{'n': 81, 's': 'NA'}, {'s': 'x'}]
+        >>> type_csv_records([{"n": "81"}], {"n": Field("n", "string", ())})
+        [{'n': '81'}]
+    """
+    rule = csv or CsvMissing()
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    typed = dict(fields or {})
+    for name in names:
+        if name not in typed:
+            dtype = csv_column_dtype((row.get(name, "") for row in rows), rule)
+            typed[name] = Field(name, dtype, ())
+    out: list[dict[str, Any]] = []
+    for number, row in enumerate(rows):
+        record: dict[str, Any] = {}
+        for name, text in row.items():
+            fld = typed[name]
+            if not isinstance(text, str):
+                record[name] = text
+            elif not rule.cell(text, fld.dtype):
+                try:
+                    record[name] = _typed_cell(fld, text, rule)
+                except ValueError as exc:
+                    place = places[number] if places is not None else f"row {number + 1}"
+                    raise DataError(f"{place}: {exc}") from None
+        out.append(record)
+    return out
+
+
+def _typed_cell(fld: Field, text: str, rule: CsvMissing) -> Any:
+    shape = None if fld.sparse else fld.shape
+    values = field_values(fld.name, fld.dtype, shape, None, text, rule)
+    return values[0] if shape == () else values
 
 
 #: the value list of a ``tf.train.Feature`` that holds each dtype.
 _EXAMPLE_KINDS = {"string": "bytes_list", "float32": "float_list", "int64": "int64_list"}
+
+
+def _parse_example(data: bytes) -> Any:
+    from tfship._wire import protos
+
+    return protos().example_pb2.Example.FromString(data)
 
 
 def check_example(schema: Schema, data: bytes, where: str) -> None:
@@ -204,10 +297,8 @@ def check_example(schema: Schema, data: bytes, where: str) -> None:
         DataError: not an Example, a feature in the wrong kind of list (``bytes_list`` for a
             number), or values the schema refuses; named by ``where`` and the feature.
     """
-    from tfship._tf import tf
-
     try:
-        feats = tf().train.Example.FromString(data).features.feature
+        feats = _parse_example(data).features.feature
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and its relatives
         raise DataError(f"{where}: not a serialized tf.train.Example ({exc})") from None
     record: dict[str, Any] = {}
@@ -356,38 +447,132 @@ def _csv_slow(
 
 def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
     source = str(path)
-    with io.TextIOWrapper(_open_binary(path), encoding="utf-8") as f:
-        number = 0
+    with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig") as f:
+        if _plain(path).suffix.lower() == ".json" and _is_document(f):
+            rows: Iterator[tuple[int, str, Any]] = _document_rows(f.read(), source)
+        else:
+            rows = _line_rows(f)
         while True:
-            lines = list(islice(f, chunk_rows))
-            if not lines:
+            batch = list(islice(rows, chunk_rows))
+            if not batch:
                 return
-            records: list[dict[str, Any]] = []
-            numbers: list[int] = []
-            texts: list[str] = []
-            rejects: list[Reject] = []
-            for line in lines:
-                number += 1
-                text = line.rstrip("\r\n")
-                if not text.strip():
-                    continue
-                try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    rejects.append(Reject(source, number, f"unparseable JSON: {exc}", text))
-                    continue
-                if not isinstance(record, dict):
-                    reason = f"expected a JSON object, found {type(record).__name__}"
-                    rejects.append(Reject(source, number, reason, text))
-                    continue
-                records.append(record)
-                numbers.append(number)
-                texts.append(text)
-            seen = set().union(*records) if records else set()
-            names = seen & wanted if wanted is not None else seen
-            columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
-            lines_arr = np.asarray(numbers, dtype=np.int64)
-            yield Chunk(source, lines_arr, columns, rejects=rejects, texts=texts, names=sorted(seen))
+            yield _json_chunk(source, batch, wanted)
+
+
+def _line_rows(f: io.TextIOWrapper) -> Iterator[tuple[int, str, Any]]:
+    """(line, text, parsed value or the reason it is not one) of each non-blank line."""
+    for number, line in enumerate(f, 1):
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        try:
+            yield number, text, json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, text, _Unreadable(f"unparseable JSON: {exc}")
+
+
+def _is_document(f: io.TextIOWrapper) -> bool:
+    """Whether a ``.json`` file holds one JSON document rather than one record per line: it
+    opens a list, or its first line is not a whole record, or it wraps its records in
+    ``instances`` or ``examples``. The stream is left at its start."""
+    first = f.readline()
+    while first and not first.strip():
+        first = f.readline()
+    f.seek(0)
+    if first.lstrip().startswith("["):
+        return True
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return True
+    return isinstance(record, dict) and any(isinstance(record.get(k), list) for k in _WRAPPERS)
+
+
+#: the keys a JSON document may wrap its records in (as TF Serving's REST API does).
+_WRAPPERS = ("instances", "examples")
+
+
+def _skip(text: str, pos: int) -> int:
+    """The first position at or after ``pos`` that is not JSON whitespace."""
+    while pos < len(text) and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
+class _Unreadable(str):
+    """The reason a row could not be read, in place of its value."""
+
+
+def _document_rows(text: str, source: str) -> Iterator[tuple[int, str, Any]]:
+    """The records of a JSON document, each with the line it starts on: the items of a list
+    (or of the list under ``instances`` or ``examples``), or the document itself."""
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{source}:{exc.lineno}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+    start = _skip(text, 0)
+    if isinstance(whole, dict):
+        key = next((k for k in _WRAPPERS if isinstance(whole.get(k), list)), None)
+        if key is None:
+            yield text.count("\n", 0, start) + 1, text.strip(), whole
+            return
+        start = _value_at(text, start, key)
+    yield from _list_items(text, start)
+
+
+def _value_at(text: str, pos: int, wanted: str) -> int:
+    """Where the value of key ``wanted`` starts in the (valid) JSON object at ``pos``."""
+    decoder = json.JSONDecoder()
+    pos += 1
+    while True:
+        pos = _skip(text, pos)
+        key, pos = decoder.raw_decode(text, pos)
+        pos = _skip(text, _skip(text, pos) + 1)  # past the colon
+        if key == wanted:
+            return pos
+        _, pos = decoder.raw_decode(text, pos)
+        pos = _skip(text, pos) + 1  # past the comma
+
+
+def _list_items(text: str, pos: int) -> Iterator[tuple[int, str, Any]]:
+    """(line, text, value) of each item of the (valid) JSON list at ``pos``."""
+    decoder = json.JSONDecoder()
+    line, counted = 1, 0
+    pos += 1
+    while True:
+        pos = _skip(text, pos)
+        if text[pos] == "]":
+            return
+        value, end = decoder.raw_decode(text, pos)
+        line += text.count("\n", counted, pos)
+        counted = pos
+        yield line, text[pos:end], value
+        pos = _skip(text, end)
+        if text[pos] == ",":
+            pos += 1
+
+
+def _json_chunk(source: str, batch: list[tuple[int, str, Any]], wanted: set[str] | None) -> Chunk:
+    records: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    texts: list[str] = []
+    rejects: list[Reject] = []
+    for number, text, record in batch:
+        if isinstance(record, _Unreadable):
+            rejects.append(Reject(source, number, str(record), text))
+            continue
+        if not isinstance(record, dict):
+            reason = f"expected a JSON object, found {type(record).__name__}"
+            rejects.append(Reject(source, number, reason, text))
+            continue
+        records.append(record)
+        numbers.append(number)
+        texts.append(text)
+    seen = set().union(*records) if records else set()
+    names = seen & wanted if wanted is not None else seen
+    columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
+    lines = np.asarray(numbers, dtype=np.int64)
+    return Chunk(source, lines, columns, rejects=rejects, texts=texts, names=sorted(seen))
 
 
 # -- Parquet -----------------------------------------------------------------------------------
@@ -412,34 +597,34 @@ def _parquet(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[C
 
 
 def _tfrecord(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
-    from tfship._tf import tf
+    from tfship._wire import read_tfrecords
 
-    t = tf()
-    compression = "GZIP" if _gzipped(path) else ""
-    dataset = t.data.TFRecordDataset(str(path), compression_type=compression).batch(chunk_rows)
     start = 0
-    iterator = iter(dataset.as_numpy_iterator())
-    while True:
-        try:
-            batch = next(iterator)
-        except StopIteration:
-            return
-        except t.errors.OpError as exc:
-            raise DataError(
-                f"{path}: corrupt TFRecord after record {start}: {exc.message.splitlines()[0]}"
-            ) from exc
-        serialized = np.empty(len(batch), dtype=object)
-        serialized[:] = list(batch)
-        lines = np.arange(start + 1, start + 1 + len(batch), dtype=np.int64)
-        start += len(batch)
-        yield Chunk(str(path), lines, {}, serialized=serialized)
+    with _open_binary(path) as stream:
+        records = read_tfrecords(stream, where=str(path))
+        while True:
+            batch: list[bytes] = []
+            try:
+                batch.extend(islice(records, chunk_rows))
+            except InputError as exc:  # a truncated or corrupt record: the file is damaged
+                what = re.sub(r"^record \d+ ", "", str(exc).removeprefix(f"{path}: "))
+                raise DataError(
+                    f"{path}: corrupt TFRecord after record {start + len(batch)}: the next record {what}"
+                ) from None
+            if not batch:
+                return
+            serialized = np.empty(len(batch), dtype=object)
+            serialized[:] = batch
+            lines = np.arange(start + 1, start + 1 + len(batch), dtype=np.int64)
+            start += len(batch)
+            yield Chunk(str(path), lines, {}, serialized=serialized)
 
 
 def example_columns(serialized: Array, names: Sequence[str]) -> dict[str, list[Any]]:
     """Features ``names`` of serialized examples as Python values (one list per name)."""
-    from tfship._tf import tf
+    from tfship._wire import protos
 
-    parse = tf().train.Example.FromString
+    parse = protos().example_pb2.Example.FromString
     columns: dict[str, list[Any]] = {n: [] for n in names}
     for data in serialized:
         feats = parse(data).features.feature

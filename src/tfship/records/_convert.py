@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tfship.loaders._predict import coo_from_lengths, empty_sparse
-from tfship.records import MISSING as _MISSING
-from tfship.records import Column, Field, SparseColumn
+from tfship.records._fields import MISSING as _MISSING
+from tfship.records._fields import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
 from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, MissingColumnError, field_values, overflows
 
 log = logging.getLogger(__name__)
@@ -66,8 +65,15 @@ def check_columns(
         MissingColumnError: names the first missing field, the nearest column name and the file.
 
     Example:
-        >>> check_columns(fields, ["Age", "name"], "people.csv")  # doctest: +SKIP
-        MissingColumnError: people.csv: no column 'age' (did you mean 'Age'?); ...
+        >>> import numpy as np
+        >>> age = Field("age", "int64", (), default=np.asarray(0))
+        >>> check_columns({"age": age}, ["name"], "people.csv", fill_missing_columns=True, warn=False)
+        ['age']
+        >>> try:
+        ...     check_columns({"age": Field("age", "int64", ())}, ["Age"], "a.csv")
+        ... except MissingColumnError as exc:
+        ...     print(exc)
+        a.csv: no column 'age' (did you mean 'Age'?), required by the schema (no default); the file has: Age
     """
     missing = [name for name in fields if name not in columns]
     if not missing:

@@ -1,0 +1,188 @@
+"""The readers of record files: places, rejects, the one typing rule for CSV cells, JSON documents
+and TFRecord files read without TensorFlow."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfship.errors import DataError, InputError
+from tfship.records import (
+    MISSING,
+    Field,
+    check_example,
+    columns_of,
+    example_columns,
+    format_of,
+    read_chunks,
+    read_records,
+    type_csv_records,
+)
+from tfship.schema import Schema
+
+SCHEMA = {
+    "label": {"name": "y", "kind": "binary"},
+    "features": [
+        {"name": "n", "dtype": "int64", "shape": [], "default": 0, "use": {"kind": "numeric"}},
+        {"name": "x", "dtype": "float32", "shape": [2], "use": {"kind": "numeric"}},
+        {"name": "s", "dtype": "string", "shape": [], "use": {"kind": "categorical", "vocabulary": ["a"]}},
+    ],
+}
+
+
+def _examples(path: Path, records: list[dict[str, list[object]]]) -> Path:
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            feats = {}
+            for name, values in record.items():
+                if isinstance(values[0], str):
+                    data = [str(v).encode() for v in values]
+                    feats[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=data))
+                elif isinstance(values[0], float):
+                    feats[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+                else:
+                    feats[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    return path
+
+
+def test_csv_chunks_keep_lines_and_set_bad_rows_aside(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_bytes(b'\xef\xbb\xbfa,b\n1,"x, y"\n\n2,z,extra\n3,w\n')
+    assert columns_of(path) == ["a", "b"]
+    (chunk,) = list(read_chunks(path, chunk_rows=10))
+    assert chunk.csv and chunk.lines.tolist() == [2, 5]
+    assert chunk.columns == {"a": ["1", "3"], "b": ["x, y", "w"]}
+    assert [(r.line, r.reason) for r in chunk.rejects] == [
+        (4, "expected 2 CSV cells (as in the header), found 3")
+    ]
+    with pytest.raises(InputError, match=r"rows\.csv:4: expected 2 CSV cells"):
+        read_records(path)
+
+
+def test_csv_cells_are_typed_once_by_the_inference_rule(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("n,f,s,t\n81,1.5,NA,a\nNA, 2 ,x,\n3,,y,b\n")
+    assert read_records(path) == [
+        {"n": 81, "f": 1.5, "s": "NA", "t": "a"},  # "NA" is text in a string column
+        {"f": 2.0, "s": "x"},  # missing cells are left out
+        {"n": 3, "s": "y", "t": "b"},
+    ]
+    assert read_records(path, limit=1) == [{"n": 81, "f": 1.5, "s": "NA", "t": "a"}]
+
+
+def test_known_types_decide_and_a_bad_cell_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("n,x,s\n81,1|2,7\nabc,3|4,8\n")
+    fields = {"n": Field("n", "string", ()), "x": Field("x", "float32", (2,))}
+    assert read_records(path, fields=fields) == [
+        {"n": "81", "x": [1.0, 2.0], "s": 7},
+        {"n": "abc", "x": [3.0, 4.0], "s": 8},
+    ]
+    with pytest.raises(DataError, match=r"rows\.csv:3: field 'n': expected int64, found 'abc'"):
+        read_records(path, fields={"n": Field("n", "int64", ())})
+    assert type_csv_records([{"n": "81"}], {"n": Field("n", "string", ())}) == [{"n": "81"}]
+
+
+def test_a_schema_types_and_checks_every_record(tmp_path: Path) -> None:
+    schema = Schema.from_dict(SCHEMA)
+    path = tmp_path / "rows.csv"
+    path.write_text("n,x,s,y\n,1|2,007,1\n5,3|4,a,0\n")
+    assert read_records(path, schema=schema) == [
+        {"x": [1.0, 2.0], "s": "007", "y": 1},
+        {"n": 5, "x": [3.0, 4.0], "s": "a", "y": 0},
+    ]
+    path.write_text("n,x,s,y\n1,1|2,a,1\n2,3,a,0\n")
+    with pytest.raises(DataError, match=r"rows\.csv:3: field 'x': expected 2 values"):
+        read_records(path, schema=schema)
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        ('[\n  {"a": 1},\n\n  {"a": 2}\n]\n', [2, 4]),
+        ('{"instances": [{"a": 1},\n {"a": 2}]}', [1, 2]),
+        ('{"signature_name": "s", "examples": [\n{"a": 1}, {"a": 2}]}', [2, 2]),
+        ('{"a": 1}\n{"a": 2}\n', [1, 2]),
+    ],
+)
+def test_a_json_file_holds_a_list_wrapped_or_not_or_one_record_per_line(
+    tmp_path: Path, text: str, lines: list[int]
+) -> None:
+    path = tmp_path / "records.json"
+    path.write_text(text)
+    assert format_of(path) == "jsonl"
+    assert read_records(path) == [{"a": 1}, {"a": 2}]
+    (chunk,) = list(read_chunks(path, chunk_rows=10))
+    assert chunk.lines.tolist() == lines
+
+
+def test_json_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "records.json"
+    path.write_text('[\n  {"a": 1},\n  [1, 2]\n]')
+    with pytest.raises(InputError, match=r"records\.json:3: expected a JSON object, found list"):
+        read_records(path)
+    path.write_text('[\n  {"a": 1},\n  {"a": }\n]')
+    with pytest.raises(InputError, match=r"records\.json:3: invalid JSON"):
+        read_records(path)
+    lines = tmp_path / "records.jsonl"
+    lines.write_text('{"a": 1, "b": null}\n{"a": \n')
+    (chunk,) = list(read_chunks(lines, chunk_rows=10))
+    assert chunk.columns == {"a": [1], "b": [None]} and chunk.rejects[0].line == 2
+    lines.write_text('{"a": 1, "b": null}\n{"b": 2}\n')
+    (chunk,) = list(read_chunks(lines, chunk_rows=10))
+    assert chunk.columns["a"][1] is MISSING
+    assert read_records(lines) == [{"a": 1}, {"b": 2}]
+
+
+def test_tfrecord_files_are_read_without_tensorflow(tmp_path: Path) -> None:
+    path = _examples(tmp_path / "rows.tfrecord", [{"n": [1], "s": ["a"]}, {"n": [2, 3]}])
+    zipped = tmp_path / "rows.tfrecord.gz"
+    zipped.write_bytes(gzip.compress(path.read_bytes()))
+    code = (
+        "import sys, json\nfrom pathlib import Path\n"
+        "from tfship.records import read_chunks, example_columns\n"
+        f"chunks = list(read_chunks(Path({str(zipped)!r}), 1))\n"
+        "cols = [example_columns(c.serialized, ['n', 's']) for c in chunks]\n"
+        "print(json.dumps([[c.lines.tolist(), col['n']] for c, col in zip(chunks, cols)]))\n"
+        "print('tensorflow' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [json.dumps([[[1], [1]], [[2], [[2, 3]]]]), "False"]
+    records = read_records(path)
+    assert len(records) == 2 and all(isinstance(r, bytes) for r in records)
+    columns = example_columns(records, ["n", "s"])
+    assert columns["n"] == [1, [2, 3]] and columns["s"][0] == "a" and columns["s"][1] is MISSING
+
+
+def test_a_damaged_tfrecord_is_named(tmp_path: Path) -> None:
+    path = _examples(tmp_path / "rows.tfrecord", [{"n": [1]}, {"n": [2]}])
+    path.write_bytes(path.read_bytes()[:-3])
+    wrong = r"rows\.tfrecord: corrupt TFRecord after record 1: the next record is truncated: expected"
+    with pytest.raises(DataError, match=wrong):
+        read_records(path)
+
+
+def test_examples_are_checked_against_the_schema(tmp_path: Path) -> None:
+    schema = Schema.from_dict(SCHEMA)
+    rows = [{"x": [1.0, 2.0], "s": ["a"]}, {"x": ["1", "2"], "s": ["a"]}]
+    path = _examples(tmp_path / "rows.tfrecord", rows)
+    wrong = r"rows\.tfrecord:2: field 'x': expected float32 values \(float_list\), found a bytes_list"
+    with pytest.raises(DataError, match=wrong):
+        read_records(path, schema=schema)
+    with pytest.raises(DataError, match="here: not a serialized tf.train.Example"):
+        check_example(schema, b"\xff\xff\xff", "here")
+
+
+def test_unknown_and_missing_files_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"unknown file type '\.txt'"):
+        format_of(tmp_path / "rows.txt")
+    with pytest.raises(InputError, match="no such file"):
+        read_records(tmp_path / "absent.csv")
