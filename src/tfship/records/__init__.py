@@ -8,6 +8,33 @@ typing rules. It needs neither TensorFlow nor pandas.
 
 from __future__ import annotations
 
+from tfship.records._examples import (
+    ByFields,
+    ByJson,
+    BySchema,
+    ByValue,
+    FeatureValues,
+    Typing,
+    examples_from_json,
+    fill_example,
+    parse_spec_fields,
+    to_example,
+)
 from tfship.records._fields import MISSING, Column, Field, SparseColumn
 
-__all__ = ["MISSING", "Column", "Field", "SparseColumn"]
+__all__ = [
+    "ByFields",
+    "ByJson",
+    "BySchema",
+    "ByValue",
+    "Column",
+    "FeatureValues",
+    "Field",
+    "MISSING",
+    "SparseColumn",
+    "Typing",
+    "examples_from_json",
+    "fill_example",
+    "parse_spec_fields",
+    "to_example",
+]
