@@ -154,16 +154,18 @@ def _filled(shape: tuple[int | None, ...], value: Any) -> Any:
     return [_filled(shape[1:], value) for _ in range(shape[0] or 1)]
 
 
-def _filled(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dict[str, Any]:
+def _record(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dict[str, Any]:
     """The given values, and for each feature not given its default, else zeros of its shape."""
     record: dict[str, Any] = {}
     for name, entry in spec.items():
         if name in values:
             record[name] = values[name]
-        elif entry.default is not None:
-            record[name] = list(entry.default)
+            continue
+        if entry.default is not None:
+            filler = list(entry.default)
         else:
-            record[name] = [_zero(entry.dtype)] * math.prod(d or 1 for d in entry.shape)
+            filler = [_zero(entry.dtype)] * math.prod(d or 1 for d in entry.shape)
+        record[name] = filler[0] if entry.shape == () else filler  # a scalar feature takes one value
     return record
 
 
@@ -176,13 +178,13 @@ def _typing(spec: dict[str, FeatureSpecEntry]) -> ByFields:
 
 
 def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:
-    return to_example(_filled(spec, values), _typing(spec))
+    return to_example(_record(spec, values), _typing(spec))
 
 
 def _example_json(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dict[str, Any]:
     # TF Serving's REST API infers a feature's list from the JSON numbers: 33 would be an
     # int64_list for a float feature, so values take the feature's own type (33.0).
-    typed = _typing(spec).values(_filled(spec, values))
+    typed = _typing(spec).values(_record(spec, values))
     row: dict[str, Any] = {}
     for name, entry in spec.items():
         scalar = entry.kind == "fixed" and entry.shape in ((), (1,))
