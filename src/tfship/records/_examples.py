@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -225,7 +225,6 @@ def _list_of(dtype: str) -> str:
     raise ValueError(f"dtype {dtype!r} has no tf.train.Example list (string, float or int)")
 
 
-@dataclass(frozen=True, eq=False)
 class ByFields:
     """Types a record by declared fields: each field's dtype picks its list, its default fills
     a missing value, its shape checks the count, by :func:`tfship.schema.field_values`.
@@ -239,31 +238,31 @@ class ByFields:
         {'age': [33.0], 'tags': ['a', 'b']}
     """
 
-    fields: Mapping[str, Field] | Iterable[Field]
-    csv: CsvMissing | None = None
-    _by_name: dict[str, Field] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        given = self.fields.values() if isinstance(self.fields, Mapping) else self.fields
-        by_name = {f.name: f for f in given}
-        for f in by_name.values():
+    def __init__(self, fields: Mapping[str, Field] | Iterable[Field], *, csv: CsvMissing | None = None):
+        given = fields.values() if isinstance(fields, Mapping) else fields
+        self.fields: dict[str, Field] = {f.name: f for f in given}
+        self.csv = csv
+        for f in self.fields.values():
             _list_of(f.dtype)  # refuse at once a field no Example can hold
-        object.__setattr__(self, "_by_name", by_name)
+        self._defaults = {name: _flat_default(f) for name, f in self.fields.items()}
+
+    def __repr__(self) -> str:
+        return f"ByFields({list(self.fields.values())!r}, csv={self.csv!r})"
 
     def values(self, record: Any, where: str = "") -> dict[str, list[Any]]:
         """Each field's values for ``record``, as the field's Python type (str, float, int)."""
         row = _mapping(record, where)
-        return {name: self._field_values(f, row.get(name), where) for name, f in self._by_name.items()}
+        return {name: self._field_values(f, row.get(name), where) for name, f in self.fields.items()}
 
     def features(self, record: Any, where: str) -> Iterator[FeatureValues]:
         for name, values in self.values(record, where).items():
-            kind = _list_of(self._by_name[name].dtype)
+            kind = _list_of(self.fields[name].dtype)
             yield name, kind, _strings(values) if kind == BYTES else values
 
     def _field_values(self, f: Field, value: Any, where: str) -> list[Any]:
         shape = None if f.sparse or f.shape is None else f.shape
         try:
-            return field_values(f.name, f.dtype, shape, _flat_default(f), value, self.csv)
+            return field_values(f.name, f.dtype, shape, self._defaults[f.name], value, self.csv)
         except ValueError as exc:
             # An Example holds features: name the value the way its reader knows it.
             text = str(exc)
