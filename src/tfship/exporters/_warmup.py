@@ -18,7 +18,7 @@ import numpy as np
 from tfship._tf import tf, tf_error_cause, tf_message
 from tfship._wire import MAX_WARMUP_RECORDS, is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
-from tfship.records import ByFields, BySchema, parse_spec_fields, to_example
+from tfship.records import ByFields, BySchema, Typing, parse_spec_fields, to_example
 
 logger = logging.getLogger("tfship.exporters")
 
@@ -200,11 +200,13 @@ def _to_example(record: Any, receiver: Any) -> Any:
         raise TypeError(
             f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
         )
+    # A receiver built from a schema types by it (defaults and all); one from a bare parse spec,
+    # by the spec's fields.
     schema = getattr(receiver, "schema", None)
-    if schema is not None:
-        typing: Any = BySchema(schema)
-    else:
-        typing = ByFields(parse_spec_fields(getattr(receiver, "parse_spec", None) or {}))
+    typing: Typing = (
+        BySchema(schema) if schema is not None
+        else ByFields(parse_spec_fields(getattr(receiver, "parse_spec", None) or {}))
+    )
     return to_example(record, typing, where="warmup record")
 
 
