@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tfship.errors import DataError
+from tfship.records import BySchema, to_example
 from tfship.schema import CsvMissing, Schema, csv_column_dtype, is_missing
 
 TEXTS = ["", "  ", "None", "NA", "null"]
@@ -27,7 +28,7 @@ SCHEMA = Schema.from_dict(
 def test_a_string_record_value_is_a_value(text: str) -> None:
     assert not is_missing(text)
     assert SCHEMA.convert_record({"text": text, "x": 1.0}) == {"text": [text], "x": [1.0]}
-    feature = SCHEMA.to_example({"text": text, "x": 1}).features.feature["text"]
+    feature = to_example({"text": text, "x": 1}, BySchema(SCHEMA)).features.feature["text"]
     assert feature.bytes_list.value == [text.encode()]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tfship.errors import DataError, SchemaError
+from tfship.records import BySchema, to_example
 from tfship.schema import CsvMissing, Schema
 from tfship.trainer import build_columns
 
@@ -71,7 +72,7 @@ def test_feature_columns_compute_on_parsed_examples() -> None:
     schema = Schema.from_dict(BASE)
     records = [{"x": "2", "n": "15", "cat": "q", "ident": 3, "tags": ["a", "b"], "vec": [1, 2, 3]},
                {"x": None, "n": 3, "cat": "zzz", "tags": [], "vec": [4, 5, 6]}]
-    serialized = [schema.to_example(r).SerializeToString() for r in records]
+    serialized = [to_example(r, BySchema(schema)).SerializeToString() for r in records]
     parsed = tf.io.parse_example(serialized, schema.parse_spec())
     dense = tf.keras.layers.DenseFeatures(build_columns(schema))(parsed)
     assert dense.shape[0] == 2 and dense.shape[1] > 10

@@ -331,31 +331,6 @@ class Schema:
             raise DataError(f"{_at(where)}label {label.name!r}: expected 0 or 1, found {value!r}")
         return value
 
-    def to_example(
-        self,
-        record: Mapping[str, Any],
-        *,
-        where: str = "",
-        label: bool = False,
-        csv: CsvMissing | None = None,
-    ) -> Any:
-        """A ``tf.train.Example`` holding the record's features (and its label if asked).
-
-        TensorFlow's own class, built without importing TensorFlow.
-        """
-        from tfship._wire import protos
-
-        values = self.convert_record(record, where=where, csv=csv)
-        if label:
-            values[self.label.name] = [self.convert_label(record, where=where, csv=csv)]
-        dtypes = {f.name: f.dtype for f in self.features}
-        dtypes[self.label.name] = self.label.dtype
-        example = protos().example_pb2.Example()
-        features = example.features.feature
-        for name, vals in values.items():
-            _fill_feature(features[name], dtypes[name], vals)
-        return example
-
     # ---- validation ----------------------------------------------------------------------
     def _validate_relations(self) -> None:
         names = self.feature_names
@@ -386,19 +361,6 @@ def _default_tensor_value(f: Feature) -> Any:
     size = f.size or 1
     value = f.default if isinstance(f.default, list) else [f.default] * size
     return value if f.shape else value[0]
-
-
-def _fill_feature(feature: Any, dtype: str, values: list[Any]) -> None:
-    # The list is set even when empty: an empty variable-length feature keeps its kind.
-    if dtype == "float32":
-        feature.float_list.SetInParent()
-        feature.float_list.value.extend(values)
-    elif dtype == "int64":
-        feature.int64_list.SetInParent()
-        feature.int64_list.value.extend(values)
-    else:
-        feature.bytes_list.SetInParent()
-        feature.bytes_list.value.extend(v if isinstance(v, bytes) else str(v).encode() for v in values)
 
 
 # ---- parsing the JSON form -------------------------------------------------------------------

@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
+from tfship.records import BySchema, to_example
 from tfship.schema import Schema
 from tfship.trainer import make_tf_config
 
@@ -60,7 +61,8 @@ def _accuracy(export_dir: Path, schema: Schema, eval_csv: Path) -> float:
 
     with eval_csv.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    examples = [schema.to_example(r, where=f"row {i}").SerializeToString() for i, r in enumerate(rows)]
+    typing = BySchema(schema)
+    examples = [to_example(r, typing, where=f"row {i}").SerializeToString() for i, r in enumerate(rows)]
     out = tf.saved_model.load(str(export_dir)).signatures["predict"](examples=tf.constant(examples))
     vocabulary = list(schema.label.vocabulary or [])
     predicted = [vocabulary[i] for i in np.argmax(out["probabilities"].numpy(), axis=1)]

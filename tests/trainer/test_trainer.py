@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from tfship.cli import cli
 from tfship.data import synthesize
 from tfship.errors import DataError, SchemaError
+from tfship.records import BySchema, to_example
 from tfship.schema import CsvMissing, Schema
 from tfship.trainer import InputOptions, ModelOptions, RunOptions, build_estimator, build_input_fn, train
 
@@ -31,7 +32,7 @@ def _export_predict(export_dir: Path, schema: Schema, rows: list[dict[str, str]]
 
     loaded = tf.saved_model.load(str(export_dir))
     examples = [
-        schema.to_example(r, where=f"row {i}", csv=CsvMissing()).SerializeToString()
+        to_example(r, BySchema(schema, csv=CsvMissing()), where=f"row {i}").SerializeToString()
         for i, r in enumerate(rows)
     ]
     out = loaded.signatures["predict"](examples=tf.constant(examples))
@@ -140,7 +141,7 @@ def test_tfrecord_input_and_warm_start(tiny_model: Any, tmp_path: Path) -> None:
     records = tmp_path / "train.tfrecord"
     with tf.io.TFRecordWriter(str(records)) as writer:
         for row in _eval_rows(tiny_model.train_csv):
-            writer.write(schema.to_example(row, label=True, csv=CsvMissing()).SerializeToString())
+            writer.write(to_example(row, BySchema(schema, label=True, csv=CsvMissing())).SerializeToString())
     result = train(schema, tmp_path / "m", [str(records)], [str(tiny_model.eval_csv)],
                    model=ModelOptions("dnn", hidden_units=(8,)),
                    run=RunOptions(max_steps=5, exports=(), warm_start_from=str(tiny_model.model_dir)))

@@ -9,13 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tensorflow.core.example import example_pb2
 
 from tfship._wire import (
     JsonError,
     classification_json,
     error_json,
-    example_from_json,
     format_decimal,
     json_string,
     parse_json,
@@ -105,36 +103,6 @@ def test_value_errors(value: Any, dtype: int, code: str, message: str | None) ->
     assert info.value.code == code
     if message is not None:
         assert info.value.message == message
-
-
-def test_example_features_by_json_type() -> None:
-    example = example_pb2.Example()
-    example_from_json(
-        {"f": 1.5, "i": [1, 2], "b": True, "s": "x", "raw": {"b64": "/w=="}, "e": []}, example
-    )
-    features = example.features.feature
-    assert list(features["f"].float_list.value) == [1.5]
-    assert list(features["i"].int64_list.value) == [1, 2]
-    assert list(features["b"].int64_list.value) == [1]
-    assert list(features["s"].bytes_list.value) == [b"x"]
-    assert list(features["raw"].bytes_list.value) == [b"\xff"]
-    assert features["e"].WhichOneof("kind") is None
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        ({"f": [1, 2.5]}, "Unexpected element type in feature: f expecting type: int64"),
-        ({"f": None}, "Feature: f has element with unexpected JSON type: Null"),
-        ({"f": [[1]]}, "Feature: f has element with unexpected JSON type: Array"),
-        ({"f": 2**64 - 1}, "Feature: f has uint64 element. Only int64 is supported."),
-        ([1], "Example must be JSON object but got JSON Array"),
-    ],
-)
-def test_example_errors(value: Any, message: str) -> None:
-    with pytest.raises(JsonError) as info:
-        example_from_json(value, example_pb2.Example())
-    assert info.value.message == message
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,10 @@
   gRPC code -> HTTP status table of the REST API, and which directories are versions.
 - ``_tensor``: ``TensorProto`` <-> numpy with TensorFlow's rules, on a fast packed path, and
   the generated protobuf classes loaded without importing TensorFlow.
-- ``_json``: the REST API's JSON: request bodies to tensors and Examples with
-  ``json_tensor.cc``'s rules and messages, answers and errors written as its rapidjson writer
-  writes them (numbers, indents, escapes), numeric tensors without a Python loop per value.
+- ``_json``: the REST API's JSON: request bodies to tensors with ``json_tensor.cc``'s rules
+  and messages, the JSON pieces its Example rule (``tfship.records.ByJson``) quotes, answers
+  and errors written as its rapidjson writer writes them (numbers, indents, escapes), numeric
+  tensors without a Python loop per value.
 - ``_tfrecord``: TFRecord files (warmup requests) read and written without TensorFlow.
 
 Importing this package imports numpy and protobuf, never TensorFlow.
@@ -48,14 +49,17 @@ from tfship._wire._inputs import InputCheckError, cast_array, check_inputs, shap
 from tfship._wire._json import (
     JsonError,
     answer_from_json,
+    b64_decode,
     b64_json,
     classification_json,
     error_json,
-    example_from_json,
     example_to_json,
-    examples_from_json,
     format_decimal,
+    is_b64,
     json_string,
+    json_text,
+    json_type,
+    lossless_float32,
     parse_json,
     predict_inputs_from_json,
     predict_json,
@@ -109,6 +113,7 @@ __all__ = [
     "WARMUP_FILE",
     "WARMUP_NAME",
     "answer_from_json",
+    "b64_decode",
     "b64_json",
     "cast_array",
     "check_inputs",
@@ -126,14 +131,16 @@ __all__ = [
     "enum_of_array",
     "enum_of_dtype",
     "error_json",
-    "example_from_json",
     "example_to_json",
-    "examples_from_json",
     "format_decimal",
     "graph_name",
     "http_status",
+    "is_b64",
     "is_message",
     "json_string",
+    "json_text",
+    "json_type",
+    "lossless_float32",
     "masked_crc",
     "message_class",
     "numpy_dtype",

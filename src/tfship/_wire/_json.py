@@ -1,4 +1,4 @@
-"""TF Serving's REST JSON, both ways: request bodies to tensors and Examples, answers to text.
+"""TF Serving's REST JSON, both ways: request bodies to tensors, answers to text.
 
 The rules are ``json_tensor.cc``'s (TF Serving 2.15): request values are checked against the
 signature's dtypes with its messages; answers are written as its rapidjson ``PrettyWriter``
@@ -36,14 +36,17 @@ __all__ = [
     "COLUMNAR",
     "JsonError",
     "answer_from_json",
+    "b64_decode",
     "b64_json",
     "classification_json",
     "error_json",
-    "example_from_json",
     "example_to_json",
-    "examples_from_json",
     "format_decimal",
+    "is_b64",
     "json_string",
+    "json_text",
+    "json_type",
+    "lossless_float32",
     "parse_json",
     "predict_inputs_from_json",
     "predict_json",
@@ -111,12 +114,25 @@ def error_json(message: str) -> bytes:
     return ('{\n    "error": ' + json_string(message) + "\n}").encode("utf-8")
 
 
-def _json_text(value: Any) -> str:
-    # JsonValueToString: the offending value pretty printed with 4-space indents
+def json_text(value: Any) -> str:
+    """A JSON value as TF Serving quotes it in an error (JsonValueToString: 4-space indents).
+
+    Example:
+        >>> print(json_text([1]))
+        [
+            1
+        ]
+    """
     return json.dumps(value, indent=4, ensure_ascii=False)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The name TF Serving gives a JSON value's type in its errors (``Null``, ``Array``, ...).
+
+    Example:
+        >>> json_type(None), json_type(True), json_type([1]), json_type(2.5)
+        ('Null', 'True', 'Array', 'Number')
+    """
     if value is None:
         return "Null"
     if isinstance(value, bool):
@@ -146,7 +162,7 @@ def parse_json(body: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         doc = _parse_slowly(body)
     if not isinstance(doc, dict):
-        raise JsonError(f"JSON Value: {_json_text(doc)} Is not object")
+        raise JsonError(f"JSON Value: {json_text(doc)} Is not object")
     return doc
 
 
@@ -195,19 +211,31 @@ def signature_name_of(doc: Mapping[str, Any]) -> str | None:
     name = doc["signature_name"]
     if not isinstance(name, str):
         raise JsonError(
-            f"JSON Value: {_json_text(doc)} not formatted correctly. 'signature_name' key "
+            f"JSON Value: {json_text(doc)} not formatted correctly. 'signature_name' key "
             "must be a string value."
         )
     return name
 
 
-def _is_b64(value: Any) -> bool:
+def is_b64(value: Any) -> bool:
+    """Whether a JSON value is a ``{"b64": "..."}`` object, the REST form of binary data.
+
+    Example:
+        >>> is_b64({"b64": "/w=="}), is_b64({"b64": 1}), is_b64("x")
+        (True, False, False)
+    """
     return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("b64"), str)
 
 
-def _b64decode(value: Any) -> bytes:
-    if not _is_b64(value):
-        raise JsonError(f"JSON Value: {_json_text(value)} not formatted correctly for base64 data")
+def b64_decode(value: Any) -> bytes:
+    """The bytes a ``{"b64": "..."}`` object stands for, with TF Serving's errors.
+
+    Example:
+        >>> b64_decode({"b64": "/w=="})
+        b'\\xff'
+    """
+    if not is_b64(value):
+        raise JsonError(f"JSON Value: {json_text(value)} not formatted correctly for base64 data")
     try:
         return base64.b64decode(value["b64"], validate=True)
     except (binascii.Error, ValueError):
@@ -217,9 +245,20 @@ def _b64decode(value: Any) -> bytes:
 # JSON -> tensors: the exact per-value rules ------------------------------------------------------
 def _type_error(value: Any, dtype: int) -> JsonError:
     return JsonError(
-        f"JSON Value: {_json_text(value)} Type: {_json_type(value)} is not of expected type: "
+        f"JSON Value: {json_text(value)} Type: {json_type(value)} is not of expected type: "
         + tf_dtype_name(dtype)
     )
+
+
+def lossless_float32(value: float | int) -> bool:
+    """Whether a JSON number becomes a float32 without loss, by json_tensor.cc's rule (an
+    integer needs at most 24 bits; a finite float must be in float32's range).
+
+    Example:
+        >>> lossless_float32(1.5), lossless_float32(1e39), lossless_float32(2**24 + 1)
+        (True, False, False)
+    """
+    return _lossless(value, 24, _FLOAT_MAX)
 
 
 def _lossless(value: Any, digits: int, largest: float) -> bool:
@@ -239,7 +278,7 @@ def _check_value(value: Any, dtype: int) -> Any:
         digits, largest, name = (24, _FLOAT_MAX, "float") if dtype == 1 else (53, _DOUBLE_MAX, "double")
         if not _lossless(value, digits, largest):
             raise JsonError(
-                f"Cannot convert JSON value: {_json_text(value)} to {name} without loss of "
+                f"Cannot convert JSON value: {json_text(value)} to {name} without loss of "
                 "precision."
             )
         return float(value)
@@ -254,7 +293,7 @@ def _check_value(value: Any, dtype: int) -> Any:
     bounds = {9: _INT64, 22: _UINT32, 23: _UINT64}.get(dtype, _INT32)
     if dtype not in _NUMERIC:
         raise JsonError(
-            f"Conversion of JSON Value: {_json_text(value)} to type: {tf_dtype_name(dtype)}",
+            f"Conversion of JSON Value: {json_text(value)} to type: {tf_dtype_name(dtype)}",
             "UNIMPLEMENTED",
         )
     if not (is_int and bounds[0] <= value <= bounds[1]):
@@ -278,13 +317,13 @@ def _collect(value: Any, level: int, dtype: int, shape: list[int], out: list[Any
     if not isinstance(value, list):
         if level != rank:
             raise JsonError(
-                f"JSON Value: {_json_text(value)} found at incorrect level: {level + 1} in the "
+                f"JSON Value: {json_text(value)} found at incorrect level: {level + 1} in the "
                 f"JSON DOM. Expected at level: {rank}"
             )
         if isinstance(value, dict):
             if dtype != DT_STRING:
                 raise _type_error(value, dtype)
-            out.append(_b64decode(value))
+            out.append(b64_decode(value))
         else:
             out.append(_check_value(value, dtype))
         return
@@ -380,12 +419,12 @@ def _instances(items: list[Any], infos: Mapping[str, int], bool_free: bool) -> d
             "instances is a plain list, but expecting list of objects as multiple input tensors "
             "required as per tensorinfo_map"
         )
-    as_objects = isinstance(items[0], dict) and not _is_b64(items[0])
+    as_objects = isinstance(items[0], dict) and not is_b64(items[0])
     if not as_objects:
         fast = _fast(items, infos[names[0]], bool_free)
         if fast is not None:
             return {names[0]: fast}
-    elif all(isinstance(i, dict) and not _is_b64(i) and sorted(i) == names for i in items):
+    elif all(isinstance(i, dict) and not is_b64(i) and sorted(i) == names for i in items):
         columns = {name: _fast([i[name] for i in items], infos[name], bool_free) for name in names}
         if all(column is not None for column in columns.values()):
             return columns
@@ -398,7 +437,7 @@ def _instances_exact(
     parts: dict[str, list[NDArray[Any]]] = {}
     for index, item in enumerate(items):
         if as_objects:
-            if not (isinstance(item, dict) and not _is_b64(item)):
+            if not (isinstance(item, dict) and not is_b64(item)):
                 raise JsonError(f"Expecting object but got list at item {index} of input list")
             for key, value in item.items():
                 try:
@@ -411,10 +450,10 @@ def _instances_exact(
             if sorted(item) != names:
                 raise JsonError(
                     f"Failed to process element: {index} of 'instances' list. JSON object: "
-                    f"{_json_text(item)} keys must be equal to: {','.join(names)}"
+                    f"{json_text(item)} keys must be equal to: {','.join(names)}"
                 )
         else:
-            if isinstance(item, dict) and not _is_b64(item):
+            if isinstance(item, dict) and not is_b64(item):
                 raise JsonError(
                     f"Expecting value/list but got object at item {index} of input list"
                 )
@@ -449,7 +488,7 @@ def _instance_item(
 def _columns(value: Any, infos: Mapping[str, int], bool_free: bool) -> dict[str, Any]:
     """json_tensor.cc's FillTensorMapFromInputsMap (columnar format)."""
     names = sorted(infos)
-    if not isinstance(value, dict) or _is_b64(value):
+    if not isinstance(value, dict) or is_b64(value):
         if len(infos) > 1:
             raise JsonError(
                 "inputs is a plain value/list, but expecting an object as multiple input tensors "
@@ -485,94 +524,19 @@ def predict_inputs_from_json(
     if "instances" in doc:
         if "inputs" in doc:
             raise JsonError(
-                f"JSON Value: {_json_text(doc)} Not formatted correctly expecting only one of "
+                f"JSON Value: {json_text(doc)} Not formatted correctly expecting only one of "
                 "'inputs' or 'instances' keys to exist "
             )
         if not isinstance(doc["instances"], list):
             raise JsonError(
-                f"JSON Value: {_json_text(doc)} Excepting 'instances' to be an list/array"
+                f"JSON Value: {json_text(doc)} Excepting 'instances' to be an list/array"
             )
         if not doc["instances"]:
-            raise JsonError(f"JSON Value: {_json_text(doc)} No values in 'instances' array")
+            raise JsonError(f"JSON Value: {json_text(doc)} No values in 'instances' array")
         return _instances(doc["instances"], infos, bool_free), ROW
     if "inputs" in doc:
         return _columns(doc["inputs"], infos, bool_free), COLUMNAR
     raise JsonError("Missing 'inputs' or 'instances' key")
-
-
-# JSON -> Examples --------------------------------------------------------------------------------
-def _add_feature_value(value: Any, name: str, feature: Any) -> None:
-    kind = feature.WhichOneof("kind")
-    shown = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}
-
-    def want(expected: str) -> None:
-        if kind not in (None, expected):
-            raise JsonError(
-                f"Unexpected element type in feature: {name} expecting type: {shown[kind]}"
-            )
-
-    if value is None or isinstance(value, list) or (isinstance(value, dict) and not _is_b64(value)):
-        raise JsonError(
-            f"Feature: {name} has element with unexpected JSON type: {_json_type(value)}"
-        )
-    if isinstance(value, bool):
-        want("int64_list")
-        feature.int64_list.value.append(int(value))
-    elif isinstance(value, dict):
-        want("bytes_list")
-        feature.bytes_list.value.append(_b64decode(value))
-    elif isinstance(value, str):
-        want("bytes_list")
-        feature.bytes_list.value.append(value.encode("utf-8"))
-    elif isinstance(value, float):
-        want("float_list")
-        if not _lossless(value, 24, _FLOAT_MAX):
-            raise JsonError(
-                f"Cannot convert JSON value: {_json_text(value)} to float without loss of "
-                "precision."
-            )
-        feature.float_list.value.append(value)
-    else:
-        want("int64_list")
-        if value > _INT64[1]:
-            raise JsonError(f"Feature: {name} has uint64 element. Only int64 is supported.")
-        feature.int64_list.value.append(value)
-
-
-def example_from_json(value: Any, example: Any) -> None:
-    """Fill a ``tf.train.Example`` from one JSON object (MakeExampleFromJsonObject)."""
-    if not isinstance(value, dict):
-        raise JsonError(f"Example must be JSON object but got JSON {_json_type(value)}")
-    for name, content in value.items():
-        feature = example.features.feature[name]
-        feature.Clear()
-        for item in content if isinstance(content, list) else [content]:
-            _add_feature_value(item, name, feature)
-
-
-def examples_from_json(doc: Mapping[str, Any], input_proto: Any) -> None:
-    """Fill a Classification/RegressionRequest's ``input`` from a parsed REST body."""
-    with_context = "context" in doc
-    if with_context:
-        example_from_json(doc["context"], input_proto.example_list_with_context.context)
-    if "examples" not in doc:
-        raise JsonError(
-            f"JSON Value: {_json_text(doc)} When method is classify, key 'examples' is expected "
-            "and was not found"
-        )
-    if not isinstance(doc["examples"], list):
-        raise JsonError(
-            f"JSON Value: {_json_text(doc)} Expecting 'examples' value to be an list/array"
-        )
-    if not doc["examples"]:
-        raise JsonError(f"JSON Value: {_json_text(doc)} 'examples' value is an empty array")
-    target = (
-        input_proto.example_list_with_context.examples
-        if with_context
-        else input_proto.example_list.examples
-    )
-    for item in doc["examples"]:
-        example_from_json(item, target.add())
 
 
 # numbers -> text ---------------------------------------------------------------------------------

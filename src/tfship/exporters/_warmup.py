@@ -18,6 +18,7 @@ import numpy as np
 from tfship._tf import tf, tf_error_cause, tf_message
 from tfship._wire import MAX_WARMUP_RECORDS, is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
+from tfship.records import ByFields, BySchema, Typing, parse_spec_fields, to_example
 
 logger = logging.getLogger("tfship.exporters")
 
@@ -195,19 +196,18 @@ def _default_of(name: str, receiver: Any) -> Any:
 
 
 def _to_example(record: Any, receiver: Any) -> Any:
-    t = tf()
-    if is_message(record, "tensorflow.Example"):  # TensorFlow's class or tfship's
-        return record
-    if isinstance(record, bytes):
-        return t.train.Example.FromString(record)
-    if not isinstance(record, Mapping):
+    if not isinstance(record, (Mapping, bytes)) and not is_message(record, "tensorflow.Example"):
         raise TypeError(
             f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
         )
+    # A receiver built from a schema types by it (defaults and all); one from a bare parse spec,
+    # by the spec's fields.
     schema = getattr(receiver, "schema", None)
-    if schema is not None and hasattr(schema, "to_example"):
-        return schema.to_example(record)
-    return dict_to_example(record, getattr(receiver, "parse_spec", None) or {})
+    typing: Typing = (
+        BySchema(schema) if schema is not None
+        else ByFields(parse_spec_fields(getattr(receiver, "parse_spec", None) or {}))
+    )
+    return to_example(record, typing, where="warmup record")
 
 
 def _to_dict(record: Any, receiver: Any) -> dict[str, Any]:
@@ -226,31 +226,6 @@ def _to_dict(record: Any, receiver: Any) -> dict[str, Any]:
     return dict(record)
 
 
-def dict_to_example(record: Mapping[str, Any], parse_spec: Mapping[str, Any]) -> Any:
-    """Build a ``tf.train.Example`` from a dict, typing values by the parse spec.
-
-    Example:
-        >>> t = tf()
-        >>> ex = dict_to_example({"x": 1.5}, {"x": t.io.FixedLenFeature([], t.float32)})
-        >>> list(ex.features.feature["x"].float_list.value)
-        [1.5]
-    """
-    t = tf()
-    feats = {}
-    for name, value in record.items():
-        values = list(np.ravel(np.asarray(value, dtype=object)))
-        spec = parse_spec.get(name)
-        dtype = spec.dtype if spec is not None else _guess_dtype(values)
-        if dtype == t.string:
-            data = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
-            feats[name] = t.train.Feature(bytes_list=t.train.BytesList(value=data))
-        elif dtype.is_integer:
-            feats[name] = t.train.Feature(int64_list=t.train.Int64List(value=[int(v) for v in values]))
-        else:
-            feats[name] = t.train.Feature(float_list=t.train.FloatList(value=[float(v) for v in values]))
-    return t.train.Example(features=t.train.Features(feature=feats))
-
-
 def example_to_dict(example: Any) -> dict[str, list[Any]]:
     """The values of a ``tf.train.Example`` as a dict of lists."""
     out: dict[str, list[Any]] = {}
@@ -258,12 +233,3 @@ def example_to_dict(example: Any) -> dict[str, list[Any]]:
         kind = feat.WhichOneof("kind")
         out[name] = list(getattr(feat, kind).value) if kind else []
     return out
-
-
-def _guess_dtype(values: list[Any]) -> Any:
-    t = tf()
-    if any(isinstance(v, (str, bytes)) for v in values):
-        return t.string
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-        return t.int64
-    return t.float32

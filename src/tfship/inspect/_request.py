@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import pprint
 import shlex
@@ -30,6 +31,7 @@ from tfship._wire import (
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
+from tfship.records import ByFields, Field, to_example
 
 _ZERO: dict[str, Any] = {"string": "", "bool": False}
 
@@ -152,51 +154,41 @@ def _filled(shape: tuple[int | None, ...], value: Any) -> Any:
     return [_filled(shape[1:], value) for _ in range(shape[0] or 1)]
 
 
-def _feature_values(entry: FeatureSpecEntry, values: Mapping[str, Any]) -> list[Any]:
-    if entry.name in values:
-        given = values[entry.name]
-        return _coerce(entry, list(given) if isinstance(given, (list, tuple)) else [given])
-    if entry.default is not None:
-        return list(entry.default)
-    count = 1
-    for d in entry.shape:
-        count *= d or 1
-    return [_zero(entry.dtype)] * count
+def _record(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The given values, and for each feature not given its default, else zeros of its shape."""
+    record: dict[str, Any] = {}
+    for name, entry in spec.items():
+        if name in values:
+            record[name] = values[name]
+            continue
+        if entry.default is not None:
+            filler = list(entry.default)
+        else:
+            filler = [_zero(entry.dtype)] * math.prod(d or 1 for d in entry.shape)
+        record[name] = filler[0] if entry.shape == () else filler  # a scalar feature takes one value
+    return record
 
 
-def _coerce(entry: FeatureSpecEntry, row: list[Any]) -> list[Any]:
-    # TF Serving's REST API infers a feature's list type from the JSON numbers: 33 would be an
-    # int64_list for a float feature, so values take the feature's own type.
-    kind: type = str if entry.dtype == "string" else float if entry.dtype.startswith("float") else int
-    try:
-        return [v if isinstance(v, kind) else kind(v) for v in row]
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"feature {entry.name!r}: expected {entry.dtype} values, got {row!r}") from exc
+def _typing(spec: dict[str, FeatureSpecEntry]) -> ByFields:
+    """The features a parsing signature reads, as the fields that type its Examples."""
+    return ByFields(
+        Field(e.name, e.dtype, e.shape if e.kind == "fixed" else None, sparse=e.kind != "fixed")
+        for e in spec.values()
+    )
 
 
 def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:
-    example = protos().example_pb2.Example()
-    for name, entry in spec.items():
-        feature = example.features.feature[name]
-        row = _feature_values(entry, values)
-        try:
-            if entry.dtype == "string":
-                feature.bytes_list.value.extend(str(v).encode() for v in row)
-            elif entry.dtype.startswith("float"):
-                feature.float_list.value.extend(float(v) for v in row)
-            else:
-                feature.int64_list.value.extend(int(v) for v in row)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"feature {name!r}: expected {entry.dtype} values, got {row!r}") from exc
-    return example
+    return to_example(_record(spec, values), _typing(spec))
 
 
 def _example_json(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dict[str, Any]:
+    # TF Serving's REST API infers a feature's list from the JSON numbers: 33 would be an
+    # int64_list for a float feature, so values take the feature's own type (33.0).
+    typed = _typing(spec).values(_record(spec, values))
     row: dict[str, Any] = {}
     for name, entry in spec.items():
-        given = _feature_values(entry, values)
         scalar = entry.kind == "fixed" and entry.shape in ((), (1,))
-        row[name] = given[0] if scalar else given
+        row[name] = typed[name][0] if scalar else typed[name]
     return row
 
 

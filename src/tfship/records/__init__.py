@@ -15,6 +15,18 @@ from tfship.records._convert import (
     select_rows,
     slice_rows,
 )
+from tfship.records._examples import (
+    ByFields,
+    ByJson,
+    BySchema,
+    ByValue,
+    FeatureValues,
+    Typing,
+    examples_from_json,
+    fill_example,
+    parse_spec_fields,
+    to_example,
+)
 from tfship.records._fields import (
     MISSING,
     Column,
@@ -38,12 +50,18 @@ from tfship.records._readers import (
 )
 
 __all__ = [
+    "ByFields",
+    "ByJson",
+    "BySchema",
+    "ByValue",
     "Chunk",
     "Column",
+    "FeatureValues",
     "Field",
     "MISSING",
     "Reject",
     "SparseColumn",
+    "Typing",
     "check_columns",
     "check_example",
     "columns_of",
@@ -52,12 +70,16 @@ __all__ = [
     "coo_from_lengths",
     "empty_sparse",
     "example_columns",
+    "examples_from_json",
     "expand_inputs",
+    "fill_example",
     "format_of",
+    "parse_spec_fields",
     "read_chunks",
     "read_records",
     "schema_fields",
     "select_rows",
     "slice_rows",
+    "to_example",
     "type_csv_records",
 ]

@@ -24,6 +24,8 @@ from tfship._wire import (
     shape_text,
 )
 from tfship.errors import InputError
+from tfship.records import BySchema, ByValue
+from tfship.records import to_example as build_example
 from tfship.serve_client._errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -187,7 +189,7 @@ def predict_request(
 
 def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
     """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
-    float -> float), an Example (returned as is) or its serialized bytes.
+    float -> float, or typed by ``schema``), an Example (returned as is) or its serialized bytes.
 
     Example:
         >>> ex = to_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
@@ -195,82 +197,14 @@ def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
         [0.5, 1.5]
     """
     where = where or "record"
+    typing = ByValue() if schema is None else BySchema(schema)
     try:
-        return _example(record, schema, where)
+        return build_example(record, typing, where=where)
     except (TypeError, ValueError, OverflowError, InputError) as exc:
         # A bad record is bad input to the call, whatever found it (protobuf, the schema).
         text = str(exc)
         message = text if text.startswith(where) else f"{where}: {text}"
         raise InvalidInputError(message) from exc
-
-
-def _example(record: Any, schema: Any, where: str) -> Any:
-    from google.protobuf.message import DecodeError
-
-    example_cls = protos().example_pb2.Example
-    if is_message(record, "tensorflow.Example"):  # tfship's, or a tf.train.Example by its bytes
-        return ours(record)
-    if isinstance(record, (bytes, bytearray)):
-        try:
-            return example_cls.FromString(bytes(record))
-        except DecodeError:
-            raise ValueError("the bytes are not a serialized tf.train.Example") from None
-    if hasattr(record, "SerializeToString"):  # another message would parse as an Example silently
-        kind = getattr(getattr(record, "DESCRIPTOR", None), "full_name", type(record).__name__)
-        raise TypeError(f"a record must be a dict or tf.train.Example, got a {kind} message")
-    if not isinstance(record, Mapping):
-        raise TypeError(f"a record must be a dict or tf.train.Example, got {type(record).__name__}")
-    if schema is not None:
-        return schema.to_example(record, where=where)
-    example = example_cls()
-    for name, value in record.items():
-        _fill_feature(example.features.feature, str(name), value)
-    return example
-
-
-def _fill_feature(features: Any, name: str, value: Any) -> None:
-    values = _feature_values(value)
-    if not values:  # no values: leave the feature out (a var-length feature reads it as empty)
-        return
-    kinds = {_feature_kind(name, value) for value in values}
-    if len(kinds) > 1:
-        raise TypeError(f"feature {name!r}: values {values!r} mix {' and '.join(sorted(kinds))}")
-    kind = kinds.pop()
-    if kind == "strings":
-        features[name].bytes_list.value.extend(
-            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
-        )
-    elif kind == "integers":
-        too_big = [v for v in values if not -(2**63) <= int(v) < 2**63]
-        if too_big:
-            raise ValueError(f"feature {name!r}: {too_big[0]} is outside the range of int64")
-        features[name].int64_list.value.extend([int(v) for v in values])
-    else:
-        features[name].float_list.value.extend([float(v) for v in values])
-
-
-def _feature_kind(name: str, value: Any) -> str:
-    """Which list of a ``tf.train.Feature`` a value goes to: strings, integers or floats."""
-    if isinstance(value, (str, bytes, bytearray, np.str_, np.bytes_)):
-        return "strings"
-    if isinstance(value, (bool, int, np.integer, np.bool_)):
-        return "integers"
-    if isinstance(value, (float, np.floating)):
-        return "floats"
-    raise TypeError(
-        f"feature {name!r}: value {value!r} of type {type(value).__name__} is not "
-        "str, bytes, int, bool or float (a feature holds one value or a flat list of them)"
-    )
-
-
-def _feature_values(value: Any) -> list[Any]:
-    if isinstance(value, np.ndarray):
-        return list(value.ravel().tolist())
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if value is None:
-        return []
-    return [value]
 
 
 def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:

@@ -50,7 +50,6 @@ from tfship._wire import (
     classification_json,
     decode_tensor,
     error_json,
-    examples_from_json,
     http_status,
     parse_json,
     predict_inputs_from_json,
@@ -59,6 +58,7 @@ from tfship._wire import (
     regression_json,
     signature_name_of,
 )
+from tfship.records import examples_from_json
 from tfship.server._core import ServingCore
 from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid
