@@ -86,8 +86,8 @@ from tfship._wire._tfrecord import (
     masked_crc,
     read_tfrecord_file,
     read_tfrecords,
-    write_record_file,
-    write_records,
+    write_tfrecord_file,
+    write_tfrecords,
 )
 
 __all__ = [
@@ -161,6 +161,6 @@ __all__ = [
     "tf_dtype_name",
     "version_dirs",
     "version_number",
-    "write_record_file",
-    "write_records",
+    "write_tfrecord_file",
+    "write_tfrecords",
 ]
