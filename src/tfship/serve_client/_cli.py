@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -380,14 +381,14 @@ def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
     merged: dict[str, Any] = {}
     bare: Any = None
     if data is not None:
-        bare = _merge(merged, _columns(_parse_json(data, "--data"), "--data"))
+        bare = _merge(merged, _columns(_parse_json(data, "--data"), lambda n: f"--data: record {n}"))
     for spec in paths:
         name, _, file = spec.rpartition("=") if "=" in spec else ("", "", spec)
         loaded = _read_values(Path(file))
         if name:
             merged[name] = loaded
         else:
-            bare = _merge(merged, _columns(loaded, file))
+            bare = _merge(merged, _columns(loaded, partial(_record_place, Path(file))))
     if bare is not None:
         if merged:
             raise InputError("a bare array input cannot be mixed with named inputs; use NAME=FILE")
@@ -402,19 +403,33 @@ def _merge(target: dict[str, Any], values: Any) -> Any:
     return values
 
 
-def _columns(values: Any, where: str) -> Any:
-    """Records (a list of dicts) become columns; a dict or a bare array stays as it is."""
+def _columns(values: Any, place: Callable[[int], str]) -> Any:
+    """Records (a list of dicts) become columns; a dict or a bare array stays as it is.
+    ``place`` names record ``n`` (from 1) in an error: its file and line, or its number."""
     if isinstance(values, list) and values and all(isinstance(v, dict) for v in values):
         keys = list(values[0])
         for number, record in enumerate(values, 1):
             if list(record) != keys and set(record) != set(keys):
                 raise InputError(
-                    f"{where}: record {number} has fields {sorted(record)}; "
-                    f"expected the same fields as record 1: {sorted(keys)} (a missing value "
-                    "leaves its field out: --schema FILE fills it with the schema's default)"
+                    f"{place(number)}: the record has fields {sorted(record)}; expected the "
+                    f"same fields as the first record ({place(1)}): {sorted(keys)} (a missing "
+                    "value leaves its field out: --schema FILE fills it with the schema's default)"
                 )
         return {key: [record[key] for record in values] for key in keys}
     return values
+
+
+def _record_place(path: Path, number: int) -> str:
+    """``file:line`` of record ``number`` (from 1) of a records file, as its reader counts
+    lines (blank lines and the header included); looked up only when an error names it."""
+    from tfship.records import read_chunks
+
+    index = number - 1
+    for chunk in read_chunks(path, chunk_rows=1024):
+        if index < chunk.rows:
+            return f"{chunk.source}:{int(chunk.lines[index])}"
+        index -= chunk.rows
+    return f"{path}: record {number}"
 
 
 def _read_values(path: Path) -> Any:
