@@ -37,7 +37,7 @@ from tfship.serve_client._errors import (
 from tfship.serve_client._results import VersionStatus, _public_keys, check_ready
 
 if TYPE_CHECKING:
-    from tfship.inspect import SignatureInfo
+    from tfship.inspect import SignatureInfo, TensorInfo
     from tfship.schema import Schema
     from tfship.serve_client._base import ExamplesCall
 
@@ -86,7 +86,7 @@ def checked_version(version: int) -> int:
 
 def predict_inputs(
     inputs: Any,
-    sig: Any | None,
+    sig: SignatureInfo | None,
     model: str,
     signature: str | None,
     *,
@@ -105,7 +105,12 @@ def predict_inputs(
 
 
 def encode_inputs(
-    inputs: Any, signature: Any | None, model: str, *, cast: bool = False, as_arrays: bool = False
+    inputs: Any,
+    signature: SignatureInfo | None,
+    model: str,
+    *,
+    cast: bool = False,
+    as_arrays: bool = False,
 ) -> dict[str, Any]:
     """Encode predict inputs to TensorProtos, checked against the signature when known (with
     ``as_arrays``, checked inputs are returned as the numpy arrays of the check).
@@ -151,7 +156,7 @@ def _is_dataframe(value: Any) -> bool:
 
 
 def check_output_filter(
-    output_filter: Sequence[str] | None, signature: Any | None, model: str, key: str
+    output_filter: Sequence[str] | None, signature: SignatureInfo | None, model: str, key: str
 ) -> None:
     """Unknown output names fail before sending, listing the signature's outputs."""
     if output_filter is None or signature is None:
@@ -167,7 +172,7 @@ def check_output_filter(
         )
 
 
-def _describe(table: Mapping[str, Any]) -> str:
+def _describe(table: Mapping[str, TensorInfo]) -> str:
     return ", ".join(f"{key}: {info.dtype} {shape_text(info.shape)}" for key, info in table.items())
 
 
