@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfship._wire import shape_text
 from tfship.errors import VerdictError
 from tfship.inspect._bundle import INDEX_FILE, BundleError, read_bundle
 from tfship.inspect._describe import variables
@@ -90,12 +91,6 @@ class DiffReport:
         }
 
 
-def _shape_text(shape: tuple[int | None, ...] | None) -> str:
-    if shape is None:
-        return "unknown rank"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
 def _accepts(general: tuple[int | None, ...] | None, specific: tuple[int | None, ...] | None) -> bool:
     """Whether every tensor of shape ``specific`` also fits ``general``."""
     if general is None:
@@ -114,7 +109,7 @@ def _compare_tensor(report: DiffReport, where: str, old: TensorInfo, new: Tensor
         # An input may widen (accept more); an output may narrow (promise more).
         ok = _accepts(new.shape, old.shape) if is_input else _accepts(old.shape, new.shape)
         report.add(
-            "shape_changed", where, not ok, f"shape {_shape_text(old.shape)} -> {_shape_text(new.shape)}"
+            "shape_changed", where, not ok, f"shape {shape_text(old.shape)} -> {shape_text(new.shape)}"
         )
 
 
@@ -156,7 +151,7 @@ def _compare_feature(report: DiffReport, at: str, a: FeatureSpecEntry, b: Featur
         return  # shape and default of a different kind of feature say nothing more
     if a.shape != b.shape:
         report.add(
-            "feature_shape_changed", at, True, f"shape {_shape_text(a.shape)} -> {_shape_text(b.shape)}"
+            "feature_shape_changed", at, True, f"shape {shape_text(a.shape)} -> {shape_text(b.shape)}"
         )
     if a.default != b.default:
         report.add(
