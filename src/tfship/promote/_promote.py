@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tfship._wire import METADATA_FILE, WARMUP_FILE
+from tfship._wire import METADATA_FILE, WARMUP_FILE, version_numbers
 from tfship.errors import InputError, ModelError, TfshipError, VerdictError
 from tfship.inspect import (
     SavedModelInfo,
@@ -42,7 +42,7 @@ from tfship.promote._checks import (
     same_answers,
     skipped,
 )
-from tfship.promote._publish import now_text, previous_version, publish_copy, version_numbers
+from tfship.promote._publish import now_text, previous_version, publish_copy
 from tfship.promote._requests import (
     Request,
     RequestSet,
