@@ -239,6 +239,9 @@ def _compare_variables(report: DiffReport, a: SavedModelInfo, b: SavedModelInfo)
         )
 
 
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
 def _checksums(info: SavedModelInfo) -> dict[str, tuple[int, int]] | None:
     """Tensor name -> (size, CRC-32C) from the index; ``None`` when there is none or it is unreadable."""
     index = info.path / "variables" / INDEX_FILE
@@ -248,7 +251,8 @@ def _checksums(info: SavedModelInfo) -> dict[str, tuple[int, int]] | None:
         _, tensors = read_bundle(index)
     except BundleError:
         return None
-    return {t.name: (t.size, t.crc) for t in tensors if not t.sliced}
+    # TF2's object graph is stored beside the weights and changes with the functions saved
+    return {t.name: (t.size, t.crc) for t in tensors if not t.sliced and t.name != _OBJECT_GRAPH}
 
 
 def _compare_weights(report: DiffReport, a: SavedModelInfo, b: SavedModelInfo) -> None:
