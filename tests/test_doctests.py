@@ -24,7 +24,7 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 # The examples that run (skipped ones not counted) when this was written; a finder that finds
 # nothing, or a module that stops being walked, fails the floor.
-EXPECTED_EXAMPLES = 173
+EXPECTED_EXAMPLES = 341
 MARGIN = 10
 
 
@@ -87,10 +87,12 @@ class _Recorder(doctest.DocTestRunner):
 
 @pytest.mark.parametrize("name", MODULES, ids=MODULES)
 def test_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # an example that writes a file writes it here, never in the checkout
-    monkeypatch.chdir(tmp_path)
     runner = _Recorder()
-    for test in _examples(name):
+    for number, test in enumerate(_examples(name)):
+        # each docstring's files (an export it saves, a file it writes) in a directory of its
+        # own, never in the checkout
+        (tmp_path / str(number)).mkdir()
+        monkeypatch.chdir(tmp_path / str(number))
         runner.run(test, out=lambda text: None, clear_globs=True)
     if runner.problems:
         pytest.fail("\n".join(runner.problems), pytrace=False)

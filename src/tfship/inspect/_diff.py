@@ -59,9 +59,11 @@ class DiffReport:
     """All changes from SavedModel ``a`` to ``b``.
 
     Example:
-        >>> report = diff_saved_models("export/1", "export/2")  # doctest: +SKIP
-        >>> report.breaking  # doctest: +SKIP
-        False
+        >>> report = DiffReport("m/1", "m/2")
+        >>> report.add("input_added", "serve/serving_default/inputs/z", True, "new input")
+        >>> report.add("output_added", "serve/serving_default/outputs/p", False, "new output")
+        >>> [c.kind for c in report.breaking], report.to_dict()["breaking"]
+        (['input_added'], True)
     """
 
     a: str
@@ -281,10 +283,17 @@ def diff_saved_models(a: SavedModelInfo, b: SavedModelInfo) -> DiffReport:
     """Compare two SavedModels (read with ``read_saved_model``); ``a`` is the old one.
 
     Example:
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> z = [tf.TensorSpec([None, 3], name="x"), tf.TensorSpec([None, 3], name="z")]
+        >>> m.g = tf.function(lambda x, z: {"y": x * z}, z, autograph=False)
+        >>> tf.saved_model.save(m, "m/2", signatures=m.g)
         >>> from tfship.inspect import read_saved_model
-        >>> r = diff_saved_models(read_saved_model("m/1"), read_saved_model("m/2"))  # doctest: +SKIP
-        >>> [c.kind for c in r.breaking]  # doctest: +SKIP
-        ['input_added']
+        >>> r = diff_saved_models(read_saved_model("m/1"), read_saved_model("m/2"))
+        >>> [(c.kind, c.where) for c in r.breaking]
+        [('input_added', 'serve/serving_default/inputs/z')]
     """
     report = DiffReport(str(a.path), str(b.path))
     a_sets = {frozenset(mg.tags): mg for mg in a.meta_graphs}

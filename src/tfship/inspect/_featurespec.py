@@ -46,10 +46,10 @@ def recover_feature_spec(
 ) -> dict[str, FeatureSpecEntry] | None:
     """Return the feature spec of a signature whose one string input is parsed, else ``None``.
 
-    Example:
-        >>> spec = recover_feature_spec(sig, mg)  # doctest: +SKIP
-        >>> spec["age"].kind, spec["age"].dtype, spec["age"].shape  # doctest: +SKIP
-        ('fixed', 'float32', (1,))
+    Example, for an Estimator's parsing export with a float feature ``age`` of shape ``[1]``::
+
+        spec = recover_feature_spec(sig, mg)
+        spec["age"].kind, spec["age"].dtype, spec["age"].shape  # ('fixed', 'float32', (1,))
     """
     strings = [t for t in signature.inputs.values() if t.dtype == "string" and t.name]
     if len(signature.inputs) != 1 or len(strings) != 1:

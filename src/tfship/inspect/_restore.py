@@ -64,9 +64,20 @@ def unrestored_variables(mg: MetaGraphInfo) -> dict[str, list[str]]:
     Empty for a sound export. Variables are named by their ``shared_name`` (the name a session
     error shows), falling back to the node name.
 
+    A Keras 3 ``Sequential`` saved with ``tf.saved_model.save(model)`` gives
+    ``{'serving_default': ['sequential/dense/bias', 'sequential/dense/kernel', ...]}``.
+
     Example:
-        >>> unrestored_variables(read_saved_model("keras_tf_save/1").meta_graph())  # doctest: +SKIP
-        {'serving_default': ['sequential/dense/bias', 'sequential/dense/kernel', ...]}
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> m.v = tf.Variable(2.0)
+        >>> m.g = tf.function(lambda x: {"y": m.v * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/2", signatures=m.g)
+        >>> from tfship.inspect import read_saved_model
+        >>> unrestored_variables(read_saved_model("m/2").meta_graph())
+        {}
     """
     nodes = mg.nodes
     written = _reachable(nodes, _writer_roots(mg))

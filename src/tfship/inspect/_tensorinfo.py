@@ -61,8 +61,13 @@ class TensorInfo:
         proto: the raw ``TensorInfo`` proto.
 
     Example:
-        >>> info = read_saved_model("export/1").meta_graph().signature().inputs["x"]  # doctest: +SKIP
-        >>> info.dtype, info.shape  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> info = read_saved_model("m/1").meta_graph().signature().inputs["x"]
+        >>> info.dtype, info.shape
         ('float32', (None, 3))
     """
 
