@@ -329,8 +329,12 @@ def check_runs(path: str | os.PathLike[str]) -> dict[str, str | None]:
         signature -> ``None`` when it answered, else the cause in one line.
 
     Example:
-        >>> check_runs("export/best/1700000000")  # doctest: +SKIP
-        {'classification': None, 'predict': None, 'serving_default': None}
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> check_runs("m/1")
+        {'serving_default': None}
     """
     t = tf()
     v1 = t.compat.v1
