@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor
-from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, shape_of
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, node_name, shape_of
 
 
 class _Signature(Protocol):
@@ -34,11 +34,6 @@ _PARSE_OPS = ("ParseExample", "ParseExampleV2")
 # Ops a serialized-examples tensor may pass through on its way to the parse node.
 _PASS_THROUGH = ("Identity", "PlaceholderWithDefault", "Reshape", "Squeeze", "ExpandDims")
 
-
-
-def node_name(tensor_name: str) -> str:
-    """``"parse:3"`` or ``"^parse"`` -> ``"parse"``."""
-    return tensor_name.lstrip("^").split(":")[0]
 
 
 def recover_feature_spec(

@@ -46,6 +46,16 @@ def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
     return tuple(None if d.size < 0 else int(d.size) for d in shape_proto.dim)
 
 
+def node_name(tensor_name: str) -> str:
+    """The graph node a tensor or control input names: the text before ``:`` without ``^``.
+
+    Example:
+        >>> node_name("parse:3"), node_name("^save/restore_all"), node_name("x")
+        ('parse', 'save/restore_all', 'x')
+    """
+    return tensor_name.lstrip("^").split(":")[0]
+
+
 @dataclass(frozen=True)
 class TensorInfo:
     """One input or output of a signature.
