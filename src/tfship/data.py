@@ -1,8 +1,10 @@
 """Data for tfship: the bundled penguins, schema inference from a CSV, synthetic rows.
 
 Example:
-    >>> train, evaluation = penguins_split("/tmp/penguins")  # doctest: +SKIP
-    >>> schema = infer_schema(train, label="species")         # doctest: +SKIP
+    >>> train, evaluation = penguins_split("penguins")
+    >>> schema = infer_schema(train, label="species")
+    >>> schema.label.kind, schema.label.vocabulary
+    ('multiclass', ('Adelie', 'Chinstrap', 'Gentoo'))
 """
 
 from __future__ import annotations
@@ -145,9 +147,11 @@ def explain_schema(
     """``infer_schema``, and one line per column saying what was seen and what was chosen.
 
     Example:
-        >>> schema, reasons = explain_schema("churn.csv", "churned")  # doctest: +SKIP
-        >>> reasons[0]  # doctest: +SKIP
-        'zip: 300 values, leading zeros -> string, hash 1024 (embedding 25)'
+        >>> schema, reasons = explain_schema(penguins_csv(), "species")
+        >>> reasons[0]
+        'island: 3 values -> string, categorical of 3 (one-hot)'
+        >>> reasons[-1]
+        'species (label): 3 classes -> multiclass'
     """
     lines: list[int] = []
     columns, malformed = _read_columns(Path(path), lines)

@@ -268,7 +268,11 @@ class Schema:
         """The ``tf.io.parse_example`` spec of the features (and the label if asked).
 
         Example:
-            >>> spec = s.parse_spec()  # doctest: +SKIP
+            >>> s = Schema.from_dict({"label": {"name": "y", "kind": "regression"},
+            ...                       "features": [{"name": "x", "dtype": "float32", "default": 0.0}]})
+            >>> s.parse_spec(include_label=True)
+            {'x': FixedLenFeature(shape=(), dtype=tf.float32, default_value=0.0),
+             'y': FixedLenFeature(shape=[], dtype=tf.float32, default_value=None)}
         """
         from tfship._tf import tf
 

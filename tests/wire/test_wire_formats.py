@@ -18,6 +18,7 @@ from tfship._wire import (
     enum_of_dtype,
     numpy_dtype,
     version_dirs,
+    version_numbers,
 )
 
 
@@ -45,3 +46,6 @@ def test_version_dirs_follow_tf_serving(tmp_path: Path) -> None:
     (tmp_path / "5").write_text("a file is not a version")
     assert [(n, p.name) for n, p in version_dirs(tmp_path)] == [(1, "1"), (7, "007"), (20, "20")]
     assert version_dirs(tmp_path / "missing") == []
+    (tmp_path / "7").mkdir()  # one version under two names
+    assert version_numbers(tmp_path) == [1, 7, 20]
+    assert version_numbers(tmp_path / "missing") == version_numbers(tmp_path / "5") == []

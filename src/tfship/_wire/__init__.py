@@ -44,6 +44,7 @@ from tfship._wire._formats import (
     tf_dtype_name,
     version_dirs,
     version_number,
+    version_numbers,
 )
 from tfship._wire._inputs import InputCheckError, cast_array, check_inputs, shape_text
 from tfship._wire._json import (
@@ -161,6 +162,7 @@ __all__ = [
     "tf_dtype_name",
     "version_dirs",
     "version_number",
+    "version_numbers",
     "write_tfrecord_file",
     "write_tfrecords",
 ]

@@ -267,3 +267,15 @@ def version_dirs(base: str | os.PathLike[str]) -> list[tuple[int, Path]]:
         if number is not None and entry.is_dir():
             found.append((number, Path(entry.path)))
     return sorted(found, key=lambda item: (item[0], item[1].name))
+
+
+def version_numbers(base: str | os.PathLike[str]) -> list[int]:
+    """The version numbers under a model's base path, oldest first, each once.
+
+    What TF Serving considers: ``7`` and ``007`` are one version; a missing base path has none.
+
+    Example:
+        >>> version_numbers("no/such/base")
+        []
+    """
+    return sorted({number for number, _ in version_dirs(base)})

@@ -106,8 +106,10 @@ def write_tfrecord_file(path: str | os.PathLike[str], records: Iterable[bytes]) 
     """Write a TFRecord file atomically (a reader never sees half of it); return the count.
 
     Example:
-        >>> write_tfrecord_file("requests.tfrecord", [b"a", b"b"])  # doctest: +SKIP
+        >>> write_tfrecord_file("requests.tfrecord", [b"a", b"b"])
         2
+        >>> os.path.getsize("requests.tfrecord")  # each record framed by 16 bytes
+        34
     """
     target = os.fspath(path)
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)

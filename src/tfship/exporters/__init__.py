@@ -8,9 +8,16 @@ restart-safe ``BestExporter``.
 Importing this package is cheap: TensorFlow loads on first use of a name below.
 
 Example:
-    >>> from tfship.exporters import BestExporter, parsing_receiver  # doctest: +SKIP
-    >>> best = BestExporter("best", parsing_receiver(schema), metric="auc", mode="max")  # doctest: +SKIP
-    >>> best = BestExporter(name="best", serving_input_receiver_fn=fn, exports_to_keep=1)  # doctest: +SKIP
+    >>> from tfship.exporters import BestExporter, parsing_receiver
+    >>> from tfship.schema import Schema
+    >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+    ...                           "features": [{"name": "x"}]})
+    >>> best = BestExporter("best", parsing_receiver(schema), metric="auc", mode="max")
+
+    or with ``tf.estimator.BestExporter``'s own keywords, for any receiver function:
+
+    >>> best = BestExporter(name="best", serving_input_receiver_fn=parsing_receiver(schema),
+    ...                     exports_to_keep=1)
 """
 
 from __future__ import annotations

@@ -80,8 +80,12 @@ def read_eval_history(model_dir: str | os.PathLike[str], eval_name: str | None =
         InputError: no evaluation directory, or several and ``eval_name`` not given.
 
     Example:
-        >>> [r.step for r in read_eval_history("model")]  # doctest: +SKIP
-        [100, 200]
+        >>> import tensorflow as tf
+        >>> with tf.summary.create_file_writer("model/eval").as_default():
+        ...     for step, auc in ((100, 0.81), (200, 0.86)):
+        ...         _ = tf.summary.scalar("auc", auc, step=step)
+        >>> [(r.step, round(r.metrics["auc"], 2)) for r in read_eval_history("model")]
+        [(100, 0.81), (200, 0.86)]
     """
     directory = _pick_eval_dir(Path(os.fspath(model_dir)), eval_name)
     return _history(sorted(str(p) for p in directory.glob("events.out.tfevents.*")), directory.name)
@@ -94,7 +98,11 @@ def read_event_files(model_dir: str | os.PathLike[str], pattern: str) -> list[Ev
     ``eval/*.tfevents.*``; no matching file gives no evaluation.
 
     Example:
-        >>> [r.step for r in read_event_files("model", "eval_holdout/*.tfevents.*")]  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> with tf.summary.create_file_writer("model/eval_holdout").as_default():
+        ...     for step, auc in ((100, 0.81), (200, 0.86)):
+        ...         _ = tf.summary.scalar("auc", auc, step=step)
+        >>> [r.step for r in read_event_files("model", "eval_holdout/*.tfevents.*")]
         [100, 200]
     """
     files = sorted(tf().io.gfile.glob(os.path.join(os.fspath(model_dir), pattern)))
@@ -126,7 +134,15 @@ def best_checkpoint(
         CheckpointNotFoundError: none of the evaluated checkpoints exists any more.
 
     Example:
-        >>> path, record = best_checkpoint("model", "auc", "max")  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> with tf.summary.create_file_writer("model/eval").as_default():
+        ...     for step, auc in ((100, 0.81), (200, 0.86)):
+        ...         _ = tf.summary.scalar("auc", auc, step=step)
+        >>> for step in (100, 200):
+        ...     _ = tf.train.Checkpoint(v=tf.Variable(1.0)).write(f"model/model.ckpt-{step}")
+        >>> path, record = best_checkpoint("model", "auc", "max")
+        >>> path, record.step
+        ('model/model.ckpt-200', 200)
     """
 
     resolved = resolve_mode(metric, mode)

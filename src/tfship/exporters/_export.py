@@ -59,9 +59,16 @@ class ExportResult:
         seconds: wall time of the export.
 
     Example:
-        >>> result = export_model(est, "export/manual", receiver)  # doctest: +SKIP
-        >>> result.path.name.isdigit()  # doctest: +SKIP
-        True
+        >>> from tfship.data import infer_schema, penguins_split
+        >>> from tfship.exporters import parsing_receiver
+        >>> from tfship.trainer import RunOptions, build_estimator, train
+        >>> train_csv, eval_csv = penguins_split("data")
+        >>> schema = infer_schema(train_csv, label="species")
+        >>> _ = train(schema, "model", [str(train_csv)], [str(eval_csv)],
+        ...           run=RunOptions(max_steps=10, exports=()))
+        >>> result = export_model(build_estimator(None, "model"), "export/manual", parsing_receiver(schema))
+        >>> result.path.parent.name, result.path.name.isdigit()
+        ('manual', True)
     """
 
     path: Path
@@ -132,9 +139,16 @@ def export_model(
         ExportError: the export failed; nothing was published, no staging directory remains.
 
     Example:
-        >>> result = export_model(est, base, parsing_receiver(schema))  # doctest: +SKIP
-        >>> sorted(result.signatures.written)  # doctest: +SKIP
-        ['classification', 'predict', 'regression', 'serving_default']
+        >>> from tfship.data import infer_schema, penguins_split
+        >>> from tfship.exporters import parsing_receiver
+        >>> from tfship.trainer import RunOptions, build_estimator, train
+        >>> train_csv, eval_csv = penguins_split("data")
+        >>> schema = infer_schema(train_csv, label="species")
+        >>> _ = train(schema, "model", [str(train_csv)], [str(eval_csv)],
+        ...           run=RunOptions(max_steps=10, exports=()))
+        >>> result = export_model(build_estimator(None, "model"), "export/manual", parsing_receiver(schema))
+        >>> sorted(result.signatures.written)
+        ['classification', 'predict', 'serving_default']
     """
     if version_by not in VERSION_BY:
         raise ValueError(f"version_by must be one of {', '.join(VERSION_BY)}, got {version_by!r}")
@@ -333,8 +347,12 @@ def check_runs(path: str | os.PathLike[str]) -> dict[str, str | None]:
         signature -> ``None`` when it answered, else the cause in one line.
 
     Example:
-        >>> check_runs("export/best/1700000000")  # doctest: +SKIP
-        {'classification': None, 'predict': None, 'serving_default': None}
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> check_runs("m/1")
+        {'serving_default': None}
     """
     t = tf()
     v1 = t.compat.v1

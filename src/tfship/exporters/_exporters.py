@@ -250,8 +250,15 @@ class LatestExporter(_TfshipExporter):
         warmup, verify, version_by: see ``export_model``.
 
     Example:
-        >>> exporter = LatestExporter("latest", parsing_receiver(schema), exports_to_keep=3)  # doctest: +SKIP
-        >>> tf.estimator.EvalSpec(eval_input_fn, exporters=[exporter])  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> from tfship.exporters import parsing_receiver
+        >>> from tfship.schema import Schema
+        >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+        ...                       "features": [{"name": "x"}]})
+        >>> exporter = LatestExporter("latest", parsing_receiver(schema), exports_to_keep=3)
+        >>> spec = tf.estimator.EvalSpec(lambda: None, exporters=[exporter])
+        >>> [e.name for e in spec.exporters]
+        ['latest']
     """
 
     kind = "latest"
@@ -313,9 +320,15 @@ class FinalExporter(_TfshipExporter):
     exporter is not exported again.
 
     Example:
-        >>> final = FinalExporter("final", parsing_receiver(schema))  # doctest: +SKIP
-        >>> final.export_final(estimator)  # doctest: +SKIP
-        '.../export/final/1795236337'
+        >>> from tfship.exporters import parsing_receiver
+        >>> from tfship.schema import Schema
+        >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+        ...                       "features": [{"name": "x"}]})
+        >>> final = FinalExporter("final", parsing_receiver(schema))
+        >>> final.name, final.kind
+        ('final', 'final')
+
+    After training, ``final.export_final(estimator)`` returns the new version's path.
     """
 
     kind = "final"  # tf.estimator.FinalExporter's arguments are those of the base class
@@ -400,8 +413,15 @@ class BestExporter(_TfshipExporter):
         warmup, verify, version_by: see ``export_model``.
 
     Example:
-        >>> best = BestExporter("best", parsing_receiver(schema), metric="auc")  # doctest: +SKIP
-        >>> tf.estimator.EvalSpec(eval_input_fn, exporters=[best])  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> from tfship.exporters import parsing_receiver
+        >>> from tfship.schema import Schema
+        >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+        ...                       "features": [{"name": "x"}]})
+        >>> best = BestExporter("best", parsing_receiver(schema), metric="auc")
+        >>> spec = tf.estimator.EvalSpec(lambda: None, exporters=[best])
+        >>> [e.name for e in spec.exporters]
+        ['best']
     """
 
     kind = "best"
@@ -750,8 +770,11 @@ def standard_exporters(
             ``version_by``).
 
     Example:
-        >>> exporters = standard_exporters(schema, ["best", "final"], metric="auc")  # doctest: +SKIP
-        >>> [e.name for e in exporters]  # doctest: +SKIP
+        >>> from tfship.schema import Schema
+        >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+        ...                       "features": [{"name": "x"}]})
+        >>> exporters = standard_exporters(schema, ["best", "final"], metric="auc")
+        >>> [e.name for e in exporters]
         ['best', 'final']
     """
     from tfship.exporters._receivers import build_receiver
@@ -782,9 +805,9 @@ def run_final_exports(estimator: Any, exporters: Iterable[Any]) -> list[str]:
     triggers a ``FinalExporter``; this does. A step already exported is skipped, so calling it
     after a run that did export is harmless. Returns the new version paths.
 
-    Example:
-        >>> run_final_exports(estimator, exporters)  # doctest: +SKIP
-        ['model/export/final/1795236337']
+    Example::
+
+        run_final_exports(estimator, exporters)  # ['model/export/final/1795236337']
     """
     paths = []
     for exporter in exporters:

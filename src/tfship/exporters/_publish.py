@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._interrupt import point_of_no_return
-from tfship._wire import METADATA_FILE, version_dirs
+from tfship._wire import METADATA_FILE, version_numbers
 
 logger = logging.getLogger("tfship.exporters")
 
@@ -43,11 +43,6 @@ class Version:
     def ours(self) -> bool:
         """Whether tfship wrote this version (it has a ``tfship.json``)."""
         return bool(self.metadata)
-
-
-def version_numbers(base: Path) -> list[int]:
-    """Sorted integer version names under ``base`` (what TF Serving would consider)."""
-    return sorted({number for number, _ in version_dirs(base)})
 
 
 def next_version(base: Path, *, now: float | None = None) -> int:

@@ -45,8 +45,9 @@ class Receiver:
         schema: the ``tfship.schema.Schema`` it came from, if any.
 
     Example:
-        >>> r = raw_receiver({"x": tf().TensorSpec([None, 2], tf().float32)})  # doctest: +SKIP
-        >>> r.kind  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> r = raw_receiver({"x": tf.TensorSpec([None, 2], tf.float32)})
+        >>> r.kind
         'raw'
     """
 

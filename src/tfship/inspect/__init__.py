@@ -4,10 +4,14 @@ Nothing here loads or runs a model, and importing this package does not import T
 (reading a SavedModel does not either: only its protocol buffer modules are imported).
 
 Example:
+    >>> import tensorflow as tf
+    >>> m = tf.Module()
+    >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+    >>> tf.saved_model.save(m, "m/1", signatures=m.f)
     >>> from tfship.inspect import read_saved_model
-    >>> info = read_saved_model("export/best/1700000000")  # doctest: +SKIP
-    >>> info.meta_graph(("serve",)).signature().inputs  # doctest: +SKIP
-    {'inputs': TensorInfo(key='inputs', dtype='string', shape=(None,), ...)}
+    >>> info = read_saved_model("m/1")
+    >>> info.meta_graph(("serve",)).signature().inputs
+    {'x': TensorInfo(key='x', dtype='float32', shape=(None, 3), ...)}
 """
 
 from __future__ import annotations

@@ -310,8 +310,19 @@ def render_concrete_functions(meta_graphs: Iterable[Any]) -> str:
     """Return the ``Concrete Functions`` section (empty when no MetaGraph has an object graph).
 
     Example:
-        >>> render_concrete_functions([mg.proto])  # doctest: +SKIP
-        "\\nConcrete Functions:\\n  Function Name: '__call__'\\n..."
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> print(render_concrete_functions([read_saved_model("m/1").meta_graph().proto]))
+        <BLANKLINE>
+        Concrete Functions:
+          Function Name: 'f'
+            Option #1
+              Callable with:
+                Argument #1
+                  x: TensorSpec(shape=(None, 3), dtype=tf.float32, name='x')
     """
     meta_graphs = list(meta_graphs)
     with_objects = [mg for mg in meta_graphs if mg.HasField("object_graph_def")]
@@ -371,8 +382,13 @@ def concrete_functions(meta_graph: Any) -> list[dict[str, Any]]:
     saved_model_cli's order, each with positional ``args`` and keyword ``kwargs``.
 
     Example:
-        >>> concrete_functions(mg.proto)[0]["name"]  # doctest: +SKIP
-        '__call__'
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> [f["name"] for f in concrete_functions(read_saved_model("m/1").meta_graph().proto)]
+        ['f']
     """
     if not meta_graph.HasField("object_graph_def"):
         return []

@@ -203,9 +203,14 @@ def describe(info: SavedModelInfo) -> dict[str, Any]:
     """The whole SavedModel as a JSON-ready dict (schema in this module's docstring).
 
     Example:
-        >>> doc = describe(read_saved_model("export/1"))  # doctest: +SKIP
-        >>> doc["meta_graphs"][0]["signatures"]["serving_default"]["method_name"]  # doctest: +SKIP
-        'tensorflow/serving/classify'
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> doc = describe(read_saved_model("m/1"))
+        >>> doc["meta_graphs"][0]["signatures"]["serving_default"]["method_name"]
+        'tensorflow/serving/predict'
     """
     return {
         "schema": SCHEMA,

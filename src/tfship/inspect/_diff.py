@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfship._wire import shape_text
 from tfship.errors import VerdictError
 from tfship.inspect._bundle import INDEX_FILE, BundleError, read_bundle
 from tfship.inspect._describe import variables
@@ -58,9 +59,11 @@ class DiffReport:
     """All changes from SavedModel ``a`` to ``b``.
 
     Example:
-        >>> report = diff_saved_models("export/1", "export/2")  # doctest: +SKIP
-        >>> report.breaking  # doctest: +SKIP
-        False
+        >>> report = DiffReport("m/1", "m/2")
+        >>> report.add("input_added", "serve/serving_default/inputs/z", True, "new input")
+        >>> report.add("output_added", "serve/serving_default/outputs/p", False, "new output")
+        >>> [c.kind for c in report.breaking], report.to_dict()["breaking"]
+        (['input_added'], True)
     """
 
     a: str
@@ -90,12 +93,6 @@ class DiffReport:
         }
 
 
-def _shape_text(shape: tuple[int | None, ...] | None) -> str:
-    if shape is None:
-        return "unknown rank"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
 def _accepts(general: tuple[int | None, ...] | None, specific: tuple[int | None, ...] | None) -> bool:
     """Whether every tensor of shape ``specific`` also fits ``general``."""
     if general is None:
@@ -114,7 +111,7 @@ def _compare_tensor(report: DiffReport, where: str, old: TensorInfo, new: Tensor
         # An input may widen (accept more); an output may narrow (promise more).
         ok = _accepts(new.shape, old.shape) if is_input else _accepts(old.shape, new.shape)
         report.add(
-            "shape_changed", where, not ok, f"shape {_shape_text(old.shape)} -> {_shape_text(new.shape)}"
+            "shape_changed", where, not ok, f"shape {shape_text(old.shape)} -> {shape_text(new.shape)}"
         )
 
 
@@ -156,7 +153,7 @@ def _compare_feature(report: DiffReport, at: str, a: FeatureSpecEntry, b: Featur
         return  # shape and default of a different kind of feature say nothing more
     if a.shape != b.shape:
         report.add(
-            "feature_shape_changed", at, True, f"shape {_shape_text(a.shape)} -> {_shape_text(b.shape)}"
+            "feature_shape_changed", at, True, f"shape {shape_text(a.shape)} -> {shape_text(b.shape)}"
         )
     if a.default != b.default:
         report.add(
@@ -244,6 +241,9 @@ def _compare_variables(report: DiffReport, a: SavedModelInfo, b: SavedModelInfo)
         )
 
 
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
 def _checksums(info: SavedModelInfo) -> dict[str, tuple[int, int]] | None:
     """Tensor name -> (size, CRC-32C) from the index; ``None`` when there is none or it is unreadable."""
     index = info.path / "variables" / INDEX_FILE
@@ -253,7 +253,8 @@ def _checksums(info: SavedModelInfo) -> dict[str, tuple[int, int]] | None:
         _, tensors = read_bundle(index)
     except BundleError:
         return None
-    return {t.name: (t.size, t.crc) for t in tensors if not t.sliced}
+    # TF2's object graph is stored beside the weights and changes with the functions saved
+    return {t.name: (t.size, t.crc) for t in tensors if not t.sliced and t.name != _OBJECT_GRAPH}
 
 
 def _compare_weights(report: DiffReport, a: SavedModelInfo, b: SavedModelInfo) -> None:
@@ -282,10 +283,17 @@ def diff_saved_models(a: SavedModelInfo, b: SavedModelInfo) -> DiffReport:
     """Compare two SavedModels (read with ``read_saved_model``); ``a`` is the old one.
 
     Example:
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> z = [tf.TensorSpec([None, 3], name="x"), tf.TensorSpec([None, 3], name="z")]
+        >>> m.g = tf.function(lambda x, z: {"y": x * z}, z, autograph=False)
+        >>> tf.saved_model.save(m, "m/2", signatures=m.g)
         >>> from tfship.inspect import read_saved_model
-        >>> r = diff_saved_models(read_saved_model("m/1"), read_saved_model("m/2"))  # doctest: +SKIP
-        >>> [c.kind for c in r.breaking]  # doctest: +SKIP
-        ['input_added']
+        >>> r = diff_saved_models(read_saved_model("m/1"), read_saved_model("m/2"))
+        >>> [(c.kind, c.where) for c in r.breaking]
+        [('input_added', 'serve/serving_default/inputs/z')]
     """
     report = DiffReport(str(a.path), str(b.path))
     a_sets = {frozenset(mg.tags): mg for mg in a.meta_graphs}

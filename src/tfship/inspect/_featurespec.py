@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor
-from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, shape_of
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, node_name, shape_of
 
 
 class _Signature(Protocol):
@@ -36,20 +36,15 @@ _PASS_THROUGH = ("Identity", "PlaceholderWithDefault", "Reshape", "Squeeze", "Ex
 
 
 
-def node_name(tensor_name: str) -> str:
-    """``"parse:3"`` or ``"^parse"`` -> ``"parse"``."""
-    return tensor_name.lstrip("^").split(":")[0]
-
-
 def recover_feature_spec(
     signature: _Signature, meta_graph: _Graph
 ) -> dict[str, FeatureSpecEntry] | None:
     """Return the feature spec of a signature whose one string input is parsed, else ``None``.
 
-    Example:
-        >>> spec = recover_feature_spec(sig, mg)  # doctest: +SKIP
-        >>> spec["age"].kind, spec["age"].dtype, spec["age"].shape  # doctest: +SKIP
-        ('fixed', 'float32', (1,))
+    Example, for an Estimator's parsing export with a float feature ``age`` of shape ``[1]``::
+
+        spec = recover_feature_spec(sig, mg)
+        spec["age"].kind, spec["age"].dtype, spec["age"].shape  # ('fixed', 'float32', (1,))
     """
     strings = [t for t in signature.inputs.values() if t.dtype == "string" and t.name]
     if len(signature.inputs) != 1 or len(strings) != 1:

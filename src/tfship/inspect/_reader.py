@@ -32,9 +32,13 @@ class SignatureInfo:
         proto: the raw ``SignatureDef``.
 
     Example:
-        >>> sig = read_saved_model("export/1").meta_graph().signature()  # doctest: +SKIP
-        >>> sorted(sig.feature_spec)  # doctest: +SKIP
-        ['age', 'color']
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> sig = read_saved_model("m/1").meta_graph().signature()
+        >>> sig.key, sorted(sig.inputs), sorted(sig.outputs)
+        ('serving_default', ['x'], ['y'])
     """
 
     def __init__(self, key: str, proto: Any, meta_graph: MetaGraphInfo) -> None:
@@ -95,9 +99,13 @@ class MetaGraphInfo:
         proto: the raw ``MetaGraphDef``.
 
     Example:
-        >>> mg = read_saved_model("export/1").meta_graph(tags=("serve",))  # doctest: +SKIP
-        >>> "ParseExampleV2" in mg.ops  # doctest: +SKIP
-        True
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> mg = read_saved_model("m/1").meta_graph(tags=("serve",))
+        >>> "Mul" in mg.ops, "ParseExampleV2" in mg.ops
+        (True, False)
     """
 
     def __init__(self, proto: Any, path: str | None = None) -> None:
@@ -184,8 +192,12 @@ class SavedModelInfo:
         proto: the raw ``SavedModel``.
 
     Example:
-        >>> info = read_saved_model("export/1")  # doctest: +SKIP
-        >>> [mg.tags for mg in info.meta_graphs]  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> info = read_saved_model("m/1")
+        >>> [mg.tags for mg in info.meta_graphs]
         [('serve',)]
     """
 
@@ -265,8 +277,12 @@ def read_saved_model(path: str | os.PathLike[str]) -> SavedModelInfo:
         ModelError: the directory is missing, holds no SavedModel, or its proto is corrupt.
 
     Example:
-        >>> info = read_saved_model("export/1")  # doctest: +SKIP
-        >>> info.meta_graph().signature().method_name  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> info = read_saved_model("m/1")
+        >>> info.meta_graph().signature().method_name
         'tensorflow/serving/predict'
     """
     file = find_saved_model_file(path)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tfship.inspect._reader import MetaGraphInfo
+from tfship.inspect._tensorinfo import node_name
 
 #: Node types that hold a variable (resource handles in TF2, ref variables in TF1 graphs).
 VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
@@ -29,10 +30,6 @@ REMEDY = (
 )
 
 
-def _node_name(tensor: str) -> str:
-    return tensor.lstrip("^").split(":")[0]
-
-
 def _reachable(nodes: Mapping[str, Any], starts: Iterable[str]) -> set[str]:
     """Names of the nodes ``starts`` depend on (data and control inputs), themselves included."""
     seen: set[str] = set()
@@ -42,19 +39,19 @@ def _reachable(nodes: Mapping[str, Any], starts: Iterable[str]) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        stack.extend(n for n in map(_node_name, nodes[name].input) if n in nodes and n not in seen)
+        stack.extend(n for n in map(node_name, nodes[name].input) if n in nodes and n not in seen)
     return seen
 
 
 def _writer_roots(mg: MetaGraphInfo) -> list[str]:
     proto = mg.proto
-    roots = [_node_name(proto.saver_def.restore_op_name)] if proto.saver_def.restore_op_name else []
+    roots = [node_name(proto.saver_def.restore_op_name)] if proto.saver_def.restore_op_name else []
     init = mg.signatures.get("__saved_model_init_op")
     if init is not None:
-        roots += [_node_name(t.name) for t in init.outputs.values() if t.name]
+        roots += [node_name(t.name) for t in init.outputs.values() if t.name]
     for key in _INIT_COLLECTIONS:
         if key in proto.collection_def:
-            roots += [_node_name(n) for n in proto.collection_def[key].node_list.value]
+            roots += [node_name(n) for n in proto.collection_def[key].node_list.value]
     return roots
 
 
@@ -64,9 +61,20 @@ def unrestored_variables(mg: MetaGraphInfo) -> dict[str, list[str]]:
     Empty for a sound export. Variables are named by their ``shared_name`` (the name a session
     error shows), falling back to the node name.
 
+    A Keras 3 ``Sequential`` saved with ``tf.saved_model.save(model)`` gives
+    ``{'serving_default': ['sequential/dense/bias', 'sequential/dense/kernel', ...]}``.
+
     Example:
-        >>> unrestored_variables(read_saved_model("keras_tf_save/1").meta_graph())  # doctest: +SKIP
-        {'serving_default': ['sequential/dense/bias', 'sequential/dense/kernel', ...]}
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> m.v = tf.Variable(2.0)
+        >>> m.g = tf.function(lambda x: {"y": m.v * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/2", signatures=m.g)
+        >>> from tfship.inspect import read_saved_model
+        >>> unrestored_variables(read_saved_model("m/2").meta_graph())
+        {}
     """
     nodes = mg.nodes
     written = _reachable(nodes, _writer_roots(mg))
@@ -74,7 +82,7 @@ def unrestored_variables(mg: MetaGraphInfo) -> dict[str, list[str]]:
     for key, sig in mg.signatures.items():
         if key.startswith("__"):
             continue
-        outputs = [_node_name(name) for t in sig.outputs.values() for name in _tensor_names(t)]
+        outputs = [node_name(name) for t in sig.outputs.values() for name in _tensor_names(t)]
         read = _reachable(nodes, outputs)
         lost = sorted(
             _variable_name(nodes[n]) for n in read - written if nodes[n].op in VARIABLE_OPS

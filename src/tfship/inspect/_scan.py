@@ -46,8 +46,15 @@ def scan_saved_model(
     """Return ``(meta_graph, denylisted ops found)`` for the tag-set (or every MetaGraph).
 
     Example:
-        >>> [(mg.tags, sorted(found)) for mg, found in scan_saved_model(info)]  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> [(mg.tags, sorted(found)) for mg, found in scan_saved_model(read_saved_model("m/1"))]
         [(('serve',), [])]
+        >>> [sorted(found) for _, found in scan_saved_model(read_saved_model("m/1"), denylist=["Mul"])]
+        [['Mul']]
     """
     wanted = frozenset(denylist)
     graphs = [info.meta_graph(tags)] if tags is not None else info.meta_graphs

@@ -106,8 +106,14 @@ def render_show(
         list_ops: like ``--list_ops``: the ops of the tag-set's MetaGraph.
 
     Example:
-        >>> print(render_show(read_saved_model("export/1"), tag_set="serve"))  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> print(render_show(read_saved_model("m/1"), tag_set="serve"))
         The given SavedModel MetaGraphDef contains SignatureDefs with the following keys:
+        SignatureDef key: "__saved_model_init_op"
         SignatureDef key: "serving_default"
     """
     if all:

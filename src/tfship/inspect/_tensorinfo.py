@@ -46,6 +46,16 @@ def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
     return tuple(None if d.size < 0 else int(d.size) for d in shape_proto.dim)
 
 
+def node_name(tensor_name: str) -> str:
+    """The graph node a tensor or control input names: the text before ``:`` without ``^``.
+
+    Example:
+        >>> node_name("parse:3"), node_name("^save/restore_all"), node_name("x")
+        ('parse', 'save/restore_all', 'x')
+    """
+    return tensor_name.lstrip("^").split(":")[0]
+
+
 @dataclass(frozen=True)
 class TensorInfo:
     """One input or output of a signature.
@@ -61,8 +71,13 @@ class TensorInfo:
         proto: the raw ``TensorInfo`` proto.
 
     Example:
-        >>> info = read_saved_model("export/1").meta_graph().signature().inputs["x"]  # doctest: +SKIP
-        >>> info.dtype, info.shape  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> info = read_saved_model("m/1").meta_graph().signature().inputs["x"]
+        >>> info.dtype, info.shape
         ('float32', (None, 3))
     """
 

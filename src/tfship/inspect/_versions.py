@@ -80,9 +80,14 @@ class VersionsReport:
             ``None``.
 
     Example:
-        >>> report = list_versions("export/best")  # doctest: +SKIP
-        >>> report.served  # doctest: +SKIP
-        1700000123
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> tf.saved_model.save(m, "m/2", signatures=m.f)
+        >>> report = list_versions("m")
+        >>> report.served
+        2
     """
 
     base: pathlib.Path
@@ -149,8 +154,13 @@ def list_versions(base: str | os.PathLike[str]) -> VersionsReport:
         ModelError: the base path does not exist, is a file, or is itself a version directory.
 
     Example:
-        >>> [v.number for v in list_versions("export/best").versions]  # doctest: +SKIP
-        [1700000001, 1700000123]
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> tf.saved_model.save(m, "m/7", signatures=m.f)
+        >>> [v.number for v in list_versions("m").versions]
+        [1, 7]
     """
     root = pathlib.Path(base)
     if not root.is_dir():

@@ -9,9 +9,15 @@ Apache Beam's ``ModelHandler`` on ``LocalModel`` (it needs the ``beam`` extra);
 ``tfship.loaders.spark.predict`` scores a Spark DataFrame (the ``spark`` extra).
 
 Example:
+    >>> import tensorflow as tf
+    >>> m = tf.Module()
+    >>> ab = [tf.TensorSpec([None], name="a"), tf.TensorSpec([None], name="b")]
+    >>> m.f = tf.function(lambda a, b: {"y": a + b}, ab, autograph=False)
+    >>> tf.saved_model.save(m, "m/1", signatures=m.f)
     >>> from tfship.loaders import load
-    >>> with load("export/dnn") as model:  # doctest: +SKIP
-    ...     model.predict([{"bill_length_mm": 39.1, "island": "Dream"}])
+    >>> with load("m") as model:
+    ...     model.predict([{"a": 1.0, "b": 2.0}, {"a": 3.0, "b": 4.0}])
+    {'y': array([3., 7.], dtype=float32)}
 """
 
 from __future__ import annotations

@@ -229,8 +229,14 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     """Run ``spec`` as a Beam pipeline; same outputs, rejects and summary as the local runner.
 
     Example:
-        >>> run_beam_job(Path("export/dnn"), JobSpec(["eval.csv"], Path("p.csv")), [])
-        ... # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> ab = [tf.TensorSpec([None], name="a"), tf.TensorSpec([None], name="b")]
+        >>> m.f = tf.function(lambda a, b: {"y": a + b}, ab, autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> _ = Path("rows.csv").write_text("a,b\\n1,2\\n3,4\\n")
+        >>> run_beam_job(Path("m/1"), JobSpec(["rows.csv"], Path("p.csv")), []).line()
+        'rows in: 2, predicted: 2, rejected: 0 (...) -> p.csv'
     """
     import time
 

@@ -464,8 +464,18 @@ def run_job(
             the output and rejects files are written).
 
     Example:
-        >>> run_job(model, JobSpec(["eval.csv"], Path("preds.csv"))).line()  # doctest: +SKIP
-        'rows in: 1,000, predicted: 1,000, rejected: 0 (...) -> preds.csv'
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> ab = [tf.TensorSpec([None], name="a"), tf.TensorSpec([None], name="b")]
+        >>> m.f = tf.function(lambda a, b: {"y": a + b}, ab, autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.loaders import load
+        >>> _ = Path("rows.csv").write_text("a,b\\n1,2\\n3,4\\n")
+        >>> with load("m") as model:
+        ...     run_job(model, JobSpec(["rows.csv"], Path("preds.csv"))).line()
+        'rows in: 2, predicted: 2, rejected: 0 (...) -> preds.csv'
+        >>> Path("preds.csv").read_text().split()
+        ['"y"', '3', '7']
     """
     if spec.batch_size < 1:
         raise InputError(f"batch size must be at least 1, got {spec.batch_size}")

@@ -78,10 +78,10 @@ class LocalModel:
     a signature); ``predict`` accepts friendly inputs (records, DataFrames, ``tf.train.Example``)
     and ``predict_batches`` streams them in order.
 
-    Example:
-        >>> model = load("export/dnn")  # doctest: +SKIP
-        >>> model.predict([{"bill_length_mm": 39.1, "island": "Dream"}])["probabilities"].shape
-        (1, 3)
+    Example::
+
+        model = load("export/dnn")
+        model.predict([{"bill_length_mm": 39.1, "island": "Dream"}])["probabilities"].shape  # (1, 3)
     """
 
     def __init__(

@@ -346,9 +346,9 @@ def run_spark_job(
         TfshipError: no Java, Spark did not start, or the job failed.
         TooManyRejectsError: as the local runner.
 
-    Example:
-        >>> run_spark_job(Path("export/dnn"), JobSpec(["eval.csv"], Path("p.csv")), "local[2]")
-        ... # doctest: +SKIP
+    Example::
+
+        run_spark_job(Path("export/dnn"), JobSpec(["eval.csv"], Path("p.csv")), "local[2]")
     """
     if spec.batch_size < 1:
         raise InputError(f"batch size must be at least 1, got {spec.batch_size}")

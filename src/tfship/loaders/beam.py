@@ -34,8 +34,18 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
     scored row by row, and each row it refuses comes back with its reason.
 
     Example:
-        >>> from apache_beam.ml.inference.base import RunInference  # doctest: +SKIP
-        >>> rows | RunInference(LocalModelHandler("export/best/1", "predict", None))  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> ab = [tf.TensorSpec([None], name="a"), tf.TensorSpec([None], name="b")]
+        >>> m.f = tf.function(lambda a, b: {"y": a + b}, ab, autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> import apache_beam as beam
+        >>> from apache_beam.ml.inference.base import RunInference
+        >>> with beam.Pipeline() as pipeline:
+        ...     _ = (pipeline | beam.Create([{"a": 1.0, "b": 2.0}])
+        ...          | RunInference(LocalModelHandler("m/1", None, None))
+        ...          | beam.Map(lambda result: print(result.inference)))
+        {'y': 3.0}
     """
 
     def __init__(

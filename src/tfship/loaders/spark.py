@@ -17,10 +17,11 @@ same path on each machine.
 
 Importing this module does not import pyspark or TensorFlow.
 
-Example:
-    >>> from tfship.loaders.spark import predict
-    >>> scored = predict(spark.read.parquet("rows.parquet"), "export/best")  # doctest: +SKIP
-    >>> scored.where("reject IS NULL").select("id", "probabilities").show()  # doctest: +SKIP
+Example, in a Spark session ``spark``::
+
+    from tfship.loaders.spark import predict
+    scored = predict(spark.read.parquet("rows.parquet"), "export/best")
+    scored.where("reject IS NULL").select("id", "probabilities").show()
 """
 
 from __future__ import annotations
@@ -121,10 +122,10 @@ def predict(
             already one; an output has a dtype or rank a column cannot hold.
         ModelError: the export cannot be loaded; SignatureNotFoundError: no such signature.
 
-    Example:
-        >>> scored = predict(df, "export/best", outputs=["probabilities"])  # doctest: +SKIP
-        >>> scored.columns  # doctest: +SKIP
-        ['species', 'island', 'bill_length_mm', ..., 'probabilities', 'reject']
+    Example::
+
+        scored = predict(df, "export/best", outputs=["probabilities"])
+        scored.columns  # ['species', 'island', 'bill_length_mm', ..., 'probabilities', 'reject']
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -244,8 +245,8 @@ def run_job(
     Returns:
         A :class:`SparkJobSummary`: the counts, and how often the model was loaded.
 
-    Example:
-        >>> run_job("export/best", JobSpec(["rows.csv"], Path("preds.csv")), "spark://h:7077")
-        ... # doctest: +SKIP
+    Example::
+
+        run_job("export/best", JobSpec(["rows.csv"], Path("preds.csv")), "spark://h:7077")
     """
     return run_spark_job(Path(os.fspath(export)), spec, master)

@@ -8,11 +8,16 @@ sees half of it. ``rollback`` republishes the previous version. ``render_report`
 TensorFlow.
 
 Example:
+    >>> import tensorflow as tf
+    >>> m = tf.Module()
+    >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+    >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+    >>> import os
     >>> from tfship.promote import PromoteOptions, promote
-    >>> decision = promote("model/export/latest/17", "serving/penguins",
-    ...                    PromoteOptions(dry_run=True))  # doctest: +SKIP
-    >>> decision.promoted  # doctest: +SKIP
-    True
+    >>> os.mkdir("serving")
+    >>> decision = promote("m/1", "serving/m", PromoteOptions(dry_run=True))
+    >>> decision.promoted, decision.verdict_line()
+    (True, 'would promote (dry run): nothing was published')
 """
 
 from __future__ import annotations

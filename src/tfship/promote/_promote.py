@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tfship._wire import METADATA_FILE, WARMUP_FILE
+from tfship._wire import METADATA_FILE, WARMUP_FILE, version_numbers
 from tfship.errors import InputError, ModelError, TfshipError, VerdictError
 from tfship.inspect import (
     SavedModelInfo,
@@ -42,7 +42,7 @@ from tfship.promote._checks import (
     same_answers,
     skipped,
 )
-from tfship.promote._publish import now_text, previous_version, publish_copy, version_numbers
+from tfship.promote._publish import now_text, previous_version, publish_copy
 from tfship.promote._requests import (
     Request,
     RequestSet,
@@ -109,9 +109,15 @@ class Decision:
     """The verdict of a promotion: every check, and the version published (if any).
 
     Example:
-        >>> decision = promote("model/export/latest/17", "serving/penguins")  # doctest: +SKIP
-        >>> decision.promoted, decision.version  # doctest: +SKIP
-        (True, 18)
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> import os
+        >>> os.mkdir("serving")
+        >>> decision = promote("m/1", "serving/m")
+        >>> decision.promoted, decision.version
+        (True, 1)
     """
 
     action: str
@@ -516,9 +522,15 @@ def promote(
         ModelError: the baseline cannot be read.
 
     Example:
-        >>> decision = promote("model/export/latest/17", "serving/penguins")  # doctest: +SKIP
-        >>> decision.verdict_line()  # doctest: +SKIP
-        'promoted: version 18 at serving/penguins/18'
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> import os
+        >>> os.mkdir("serving")
+        >>> decision = promote("m/1", "serving/m")
+        >>> decision.verdict_line()
+        'promoted: version 1 at serving/m/1'
     """
     options = options or PromoteOptions()
     candidate, base = Path(candidate), Path(base_path)
@@ -588,8 +600,14 @@ def rollback(base_path: str | Path, *, dry_run: bool = False) -> Decision:
         InputError: the base path has no older version with other contents.
 
     Example:
-        >>> rollback("serving/penguins").verdict_line()  # doctest: +SKIP
-        'rolled back: version 19 serves serving/penguins/17'
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "serving/m/1", signatures=m.f)
+        >>> m.g = tf.function(lambda x: {"y": 3 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "serving/m/2", signatures=m.g)
+        >>> rollback("serving/m").verdict_line()
+        'rolled back: version 3 serves serving/m/1'
     """
     base = Path(base_path)
     if not base.is_dir():

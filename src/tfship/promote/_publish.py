@@ -17,16 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from tfship._interrupt import check as interrupt_check
-from tfship._wire import version_dirs
+from tfship._wire import version_numbers
 from tfship.errors import InputError
 
 STAGING_PREFIX = ".tfship-promote-"
 RECORD_SUFFIX = ".promotion.json"
-
-
-def version_numbers(base: Path) -> list[int]:
-    """The integer versions under ``base``, oldest first (what TF Serving considers)."""
-    return sorted({number for number, _ in version_dirs(base)}) if base.is_dir() else []
 
 
 def record_path(base: Path, number: int) -> Path:

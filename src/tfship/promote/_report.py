@@ -106,8 +106,15 @@ def render_report(decision: Decision) -> str:
     """The decision as one self-contained HTML page (no scripts, no network).
 
     Example:
-        >>> page = render_report(promote("m/2", "serving/m"))  # doctest: +SKIP
-        >>> page.startswith("<!DOCTYPE html>")  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> import os
+        >>> from tfship.promote import PromoteOptions, promote
+        >>> os.mkdir("serving")
+        >>> page = render_report(promote("m/1", "serving/m", PromoteOptions(dry_run=True)))
+        >>> page.startswith("<!DOCTYPE html>")
         True
     """
     esc = html.escape

@@ -13,9 +13,16 @@ numpy and ``TensorProto`` with TensorFlow's rules. Calls never import TensorFlow
 Importing this package does not import TensorFlow, nor gRPC or httpx until a transport needs them.
 
 Example:
+    >>> import tensorflow as tf
+    >>> m = tf.Module()
+    >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+    >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+    >>> from tfship.server import ModelServer, ServerOptions
     >>> from tfship.serve_client import ServingClient
-    >>> with ServingClient("127.0.0.1:8500", timeout=10) as client:  # doctest: +SKIP
-    ...     client.predict("penguins", {"x": [[1.0, 2.0]]}).as_numpy("scores")
+    >>> with ModelServer.from_base_path("m", "m", options=ServerOptions(port=0)) as server:
+    ...     with ServingClient(server.address, timeout=10) as client:
+    ...         client.predict("m", {"x": [[1.0, 2.0, 3.0]]}).as_numpy("y")
+    array([[2., 4., 6.]], dtype=float32)
 """
 
 from __future__ import annotations

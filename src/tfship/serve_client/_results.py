@@ -59,9 +59,17 @@ class PredictResult:
     as TF Serving's ``Class.label`` is text.
 
     Example:
-        >>> result = client.predict("iris", {"x": [[1.0, 2.0]]})  # doctest: +SKIP
-        >>> result.as_numpy("scores").shape  # doctest: +SKIP
-        (1, 3)
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.server import ModelServer
+        >>> from tfship.serve_client import InProcessTransport, ServingClient
+        >>> with ModelServer.from_base_path("m", "m") as server:
+        ...     client = ServingClient(transport=InProcessTransport(server))
+        ...     result = client.predict("m", {"x": [[1.0, 2.0, 3.0]]})
+        >>> result.as_numpy("y").shape, result.model_spec.version
+        ((1, 3), 1)
     """
 
     def __init__(
@@ -98,8 +106,11 @@ class ClassifyResult:
     (TF Serving's ``Class.label`` is text), where a string tensor from ``predict`` is ``bytes``.
 
     Example:
-        >>> result.classes[0][:1]  # doctest: +SKIP
+        >>> result = ClassifyResult([[("Adelie", 0.93), ("Gentoo", 0.07)]], ModelSpec("m", 1), raw=None)
+        >>> result.classes[0][:1]
         [('Adelie', 0.93)]
+        >>> result.labels, result.scores
+        (array([['Adelie', 'Gentoo']], dtype=object), array([[0.93, 0.07]], dtype=float32))
     """
 
     classes: list[list[tuple[str, float]]]
@@ -140,7 +151,7 @@ class RegressResult:
     """The answer of ``regress``: one float per example.
 
     Example:
-        >>> client.regress("m", [{"x": 1.0}]).values  # doctest: +SKIP
+        >>> RegressResult(np.array([0.5], dtype=np.float32), ModelSpec("m", 1), raw=None).values
         array([0.5], dtype=float32)
     """
 
@@ -189,8 +200,15 @@ class ModelMetadata:
     """A served model's signatures (``tfship.inspect.SignatureInfo``), and who answered.
 
     Example:
-        >>> meta = client.metadata("iris")  # doctest: +SKIP
-        >>> meta.signatures["serving_default"].inputs["x"].dtype  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.server import ModelServer
+        >>> from tfship.serve_client import InProcessTransport, ServingClient
+        >>> with ModelServer.from_base_path("m", "m") as server:
+        ...     meta = ServingClient(transport=InProcessTransport(server)).metadata("m")
+        >>> meta.signatures["serving_default"].inputs["x"].dtype
         'float32'
     """
 

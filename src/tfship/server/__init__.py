@@ -9,10 +9,15 @@ Serving's status codes and messages. ``read_config_file`` reads TF Serving's
 over TLS. Importing this package does not import TensorFlow.
 
 Example:
+    >>> import tensorflow as tf
+    >>> m = tf.Module()
+    >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+    >>> tf.saved_model.save(m, "m/1", signatures=m.f)
     >>> from tfship.server import ModelServer, ServerOptions
     >>> options = ServerOptions(port=0, rest_port=0)
-    >>> with ModelServer.from_base_path("model/export/best", "penguins", options=options) as server:
-    ...     print(server.address, server.rest_url)  # doctest: +SKIP
+    >>> with ModelServer.from_base_path("m", "m", options=options) as server:
+    ...     print(server.address, server.rest_url)  # ports chosen by the system
+    127.0.0.1:... http://127.0.0.1:...
 """
 
 from __future__ import annotations

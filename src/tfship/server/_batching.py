@@ -40,8 +40,15 @@ class Batcher:
     """Merge concurrent ``run`` calls of one servable into batches.
 
     Example:
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.server._manager import Servable
         >>> batcher = Batcher(max_batch_size=32, batch_timeout_s=0.001)
-        >>> batcher.run(servable, {"x": x}, "serving_default", ["y"])  # doctest: +SKIP
+        >>> servable = Servable.load("m", 1, "m/1")
+        >>> batcher.run(servable, {"x": np.ones((1, 3), np.float32)}, "serving_default", ["y"])
+        {'y': array([[2., 2., 2.]], dtype=float32)}
     """
 
     def __init__(self, max_batch_size: int, batch_timeout_s: float) -> None:

@@ -150,9 +150,11 @@ def read_config_file(path: str | os.PathLike[str]) -> list[ModelConfig]:
         }
 
     Example:
-        >>> models = read_config_file("/srv/models.config")  # doctest: +SKIP
-        >>> options = ServerOptions(model_config_file="/srv/models.config", model_config_poll_seconds=5)
-        >>> ModelServer(models, options).start()  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> _ = Path("models.config").write_text(
+        ...     'model_config_list { config { name: "penguins" base_path: "/srv/penguins" } }')
+        >>> [(m.name, m.base_path, m.policy.kind) for m in read_config_file("models.config")]
+        [('penguins', '/srv/penguins', 'latest')]
     """
     config = protos().model_server_config_pb2.ModelServerConfig()
     parse_text_file(path, config)

@@ -64,8 +64,20 @@ class ServingCore:
     """Implements every RPC on top of a ``ModelManager``.
 
     Example:
-        >>> core = ServingCore(manager)  # doctest: +SKIP
-        >>> core.predict(request).outputs["y"].float_val  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship._wire import encode_tensor
+        >>> from tfship.server import ModelConfig
+        >>> manager = ModelManager([ModelConfig("m", "m")])
+        >>> manager.start()
+        >>> request = protos().predict_pb2.PredictRequest()
+        >>> request.model_spec.name = "m"
+        >>> request.inputs["x"].CopyFrom(encode_tensor(np.ones((1, 3), np.float32)))
+        >>> ServingCore(manager).predict(request).outputs["y"].float_val
+        [2.0, 2.0, 2.0]
+        >>> manager.stop()
     """
 
     def __init__(

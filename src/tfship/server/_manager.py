@@ -47,8 +47,14 @@ class Servable:
     """One loaded version: its serve MetaGraphDef (read from the file) and the engine that runs it.
 
     Example:
-        >>> servable = Servable.load("m", 1, "/srv/m/1")  # doctest: +SKIP
-        >>> servable.run({"x": x}, "serving_default", ["y"])  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> import numpy as np
+        >>> servable = Servable.load("m", 1, "m/1")
+        >>> servable.run({"x": np.ones((1, 3), np.float32)}, "serving_default", ["y"])
+        {'y': array([[2., 2., 2.]], dtype=float32)}
     """
 
     def __init__(self, name: str, version: int, path: str, meta_graph: Any, model: Any) -> None:
@@ -231,8 +237,15 @@ class ModelManager:
     """Keeps the configured models' versions loaded according to their policies.
 
     Example:
-        >>> manager = ModelManager([ModelConfig("m", "/srv/m")])  # doctest: +SKIP
-        >>> manager.start(); manager.status("m", None)  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> manager = ModelManager([ModelConfig("m", "m")])
+        >>> manager.start()
+        >>> [(event.version, event.state) for event in manager.status("m", None)]
+        [(1, 'AVAILABLE')]
+        >>> manager.stop()
     """
 
     def __init__(

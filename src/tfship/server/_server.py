@@ -96,9 +96,15 @@ class ModelServer:
     Port 0 picks a free port; the chosen ports are in ``port`` and ``rest_port``.
 
     Example:
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> import grpc
         >>> options = ServerOptions(port=0, rest_port=0)
-        >>> with ModelServer.from_base_path("export/penguins", "penguins", options=options) as server:
-        ...     channel = grpc.insecure_channel(server.address)  # doctest: +SKIP
+        >>> with ModelServer.from_base_path("m", "m", options=options) as server:
+        ...     with grpc.insecure_channel(server.address) as channel:
+        ...         grpc.channel_ready_future(channel).result(timeout=10)
     """
 
     def __init__(self, models: Sequence[ModelConfig], options: ServerOptions | None = None) -> None:

@@ -9,9 +9,14 @@ tasks that would not end by themselves; ``run_local_cluster`` runs a whole clust
 machine.
 
 Example:
-    >>> from tfship.trainer import train, ModelOptions, RunOptions   # doctest: +SKIP
-    >>> train(schema, "model", ["train.csv"], ["eval.csv"], model=ModelOptions("dnn"),
-    ...       run=RunOptions(max_steps=200))                            # doctest: +SKIP
+    >>> from tfship.data import infer_schema, penguins_split
+    >>> from tfship.trainer import ModelOptions, RunOptions, train
+    >>> train_csv, eval_csv = penguins_split("data")
+    >>> schema = infer_schema(train_csv, label="species")
+    >>> result = train(schema, "model", [str(train_csv)], [str(eval_csv)],
+    ...                model=ModelOptions("dnn", hidden_units=(8,)), run=RunOptions(max_steps=20))
+    >>> result.global_step, sorted(result.exports)
+    (20, ['best', 'final', 'latest'])
 """
 
 from __future__ import annotations

@@ -352,10 +352,11 @@ class Watchdog:
         exit_fn: how :meth:`start` ends the process: 0 for a worker that outlived the chief's
             training, 1 when a peer never answered.
 
-    Example:
-        >>> task = read_tf_config()  # a ps task, its TensorFlow server started  # doctest: +SKIP
-        >>> Watchdog(task, "model", max_steps=1000).wait_for_end()  # doctest: +SKIP
-        {'global_step': 1000, 'max_steps': 1000, 'from': 'checkpoint'}
+    Example, in a ps task whose TensorFlow server is started::
+
+        task = read_tf_config()
+        Watchdog(task, "model", max_steps=1000).wait_for_end()
+        # {'global_step': 1000, 'max_steps': 1000, 'from': 'checkpoint'}
     """
 
     task: ClusterTask

@@ -22,7 +22,14 @@ def build_columns(schema: Schema, names: Iterable[str] | None = None) -> list[An
     """Dense ``tf.feature_column``s for the chosen features (default: all) and the crosses among them.
 
     Example:
-        >>> layer = tf.keras.layers.DenseFeatures(build_columns(schema))  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> from tfship.schema import Schema
+        >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+        ...     "features": [{"name": "x"}, {"name": "color", "dtype": "string", "use": {
+        ...         "kind": "categorical", "vocabulary": ["red", "blue"], "as": "indicator"}}]})
+        >>> [column.name for column in build_columns(schema)]
+        ['x', 'color_indicator']
+        >>> layer = tf.keras.layers.DenseFeatures(build_columns(schema))
     """
     _check_graph_names(schema)
     chosen = set(schema.feature_names if names is None else names)

@@ -66,8 +66,14 @@ def build_input_fn(
     as many files as replicas, else every ``count``-th record (see :meth:`Shard.plan`).
 
     Example:
-        >>> fn = build_input_fn(schema, ["train.csv"], InputOptions(), training=True,
-        ...                    shard=Shard(1, 3))                      # doctest: +SKIP
+        >>> from tfship.data import infer_schema, penguins_split
+        >>> train_csv, _ = penguins_split("data")
+        >>> schema = infer_schema(train_csv, label="species")
+        >>> fn = build_input_fn(schema, [str(train_csv)], InputOptions(batch_size=4), training=True,
+        ...                     shard=Shard(1, 3))
+        >>> features, labels = next(iter(fn()))
+        >>> sorted(features)[:2], features["island"].shape, labels.shape
+        (['bill_depth_mm', 'bill_length_mm'], TensorShape([4]), TensorShape([4]))
     """
     files = expand(patterns)
     records: tuple[int, int] | None = None

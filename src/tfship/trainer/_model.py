@@ -60,8 +60,11 @@ class ModelOptions:
             SchemaError: ``two_tower`` without a binary label, or without its two feature groups.
 
         Example:
-            >>> ModelOptions("two_tower").check(schema)  # doctest: +SKIP
-            SchemaError: the two_tower model needs feature groups 'user' and 'item' ...
+            >>> schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
+            ...                            "features": [{"name": "x"}]})
+            >>> ModelOptions("two_tower").check(schema)
+            Traceback (most recent call last):
+            tfship.errors.SchemaError: the two_tower model needs feature groups 'user' and 'item' ...
         """
         if self.kind != "two_tower":
             return

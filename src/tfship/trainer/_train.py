@@ -234,10 +234,13 @@ def train(
     ps serves variables until the chief has finished, the evaluator evaluates and exports.
 
     Example:
-        >>> result = train(schema, "/tmp/m", ["train.csv"], ["eval.csv"],
-        ...                run=RunOptions(max_steps=100))            # doctest: +SKIP
-        >>> sorted(result.exports)                                  # doctest: +SKIP
-        ['best', 'final', 'latest']
+        >>> from tfship.data import infer_schema, penguins_split
+        >>> train_csv, eval_csv = penguins_split("data")
+        >>> schema = infer_schema(train_csv, label="species")
+        >>> result = train(schema, "model", [str(train_csv)], [str(eval_csv)],
+        ...                run=RunOptions(max_steps=20, exports=("final",)))
+        >>> sorted(result.exports), sorted(result.metrics)
+        (['final'], ['accuracy', 'average_loss', 'loss'])
     """
     job = _Job(schema, Path(model_dir), train_files, eval_files,
                model or ModelOptions(), inputs or InputOptions(), run or RunOptions())

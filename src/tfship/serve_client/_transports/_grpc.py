@@ -164,7 +164,9 @@ class GrpcTransport(_GrpcBase):
     the transport raises ``RuntimeError`` instead of hanging.
 
     Example:
-        >>> client = ServingClient(transport=GrpcTransport("127.0.0.1:8500"))  # doctest: +SKIP
+        >>> from tfship.serve_client import ServingClient
+        >>> client = ServingClient(transport=GrpcTransport("127.0.0.1:8500"))
+        >>> client.close()
     """
 
     def send(self, call: Call, timeout: float | None) -> Any:

@@ -83,9 +83,16 @@ class InProcessTransport:
     The call runs on the caller's thread; a deadline is checked before it starts, not during.
 
     Example:
-        >>> with ModelServer.from_base_path("export/m", "m") as server:  # doctest: +SKIP
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.server import ModelServer
+        >>> from tfship.serve_client import ServingClient
+        >>> with ModelServer.from_base_path("m", "m") as server:
         ...     client = ServingClient(transport=InProcessTransport(server))
-        ...     client.predict("m", {"x": [[1.0, 2.0]]})
+        ...     client.predict("m", {"x": [[1.0, 2.0, 3.0]]}).as_numpy("y")
+        array([[2., 4., 6.]], dtype=float32)
     """
 
     needs_signature = False
