@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tfship._interrupt import finishing_once_live, late_interrupt
 from tfship._output import echo_json
 from tfship.errors import InputError
+
+if TYPE_CHECKING:
+    from tfship.exporters import ExportResult
+    from tfship.schema import Schema
 
 logger = logging.getLogger("tfship.exporters")
 
@@ -164,7 +168,7 @@ def _evaluation_of(
     return None
 
 
-def _echo_result(result: Any) -> None:
+def _echo_result(result: ExportResult) -> None:
     click.echo(f"version     {result.version}")
     click.echo(f"path        {result.path}")
     click.echo(f"checkpoint  {result.checkpoint} (step {result.global_step})")
@@ -178,7 +182,7 @@ def _echo_result(result: Any) -> None:
         click.echo(f"excluded    {key:<24} {reason}")
 
 
-def read_warmup_records(path: Path, schema: Any = None) -> list[Any]:
+def read_warmup_records(path: Path, schema: Schema | None = None) -> list[Any]:
     """Records for warmup requests from a JSONL, JSON, CSV, Parquet or TFRecord (of tf.Example)
     file, read by ``tfship.records.read_records`` as every command reads records (CSV cells
     typed by ``schema`` when given) and each checked against ``schema`` (a bad one is named by

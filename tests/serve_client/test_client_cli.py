@@ -141,6 +141,37 @@ def test_errors_are_one_line(server: Any, args: list[str], code: int, message: s
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0]
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "place", "first"),
+    [
+        # a blank line between rows: the third record is on line 6, not on the 4th line a
+        # count of records gives
+        ("rows.csv", "text,other\nab,1\n\ncd,2\n\nef,\n", "rows.csv:6", "rows.csv:2"),
+        ("rows.jsonl", '{"text": "ab"}\n\n{"other": 2}\n', "rows.jsonl:3", "rows.jsonl:1"),
+        ("rows.json", '[\n  {"text": "ab"},\n\n  {"other": 2}\n]\n', "rows.json:4", "rows.json:2"),
+    ],
+)
+def test_a_record_without_a_field_is_named_by_file_and_line(
+    server: Any, tmp_path: Path, name: str, text: str, place: str, first: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    result = CliRunner().invoke(
+        cli, ["client", "predict", "-s", server.address, "-m", "m", "-k", "strings", "-i", str(path)]
+    )
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: {tmp_path / place}: the record has fields "), line
+    assert f"same fields as the first record ({tmp_path / first})" in line
+
+
+def test_an_inline_record_without_a_field_is_named_by_number(server: Any) -> None:
+    data = '[{"text": "ab"}, {"other": 1}]'
+    result = CliRunner().invoke(cli, ["client", "predict", "-s", server.address, "-m", "m", "-d", data])
+    assert result.exit_code == 2, result.output
+    assert "Error: --data: record 2: the record has fields ['other']" in result.output
+
+
 def test_version_and_label_together_is_a_usage_error(server: Any) -> None:
     result = CliRunner().invoke(
         cli, ["client", "predict", "-s", server.address, "-m", "m", "-V", "1", "-l", "stable", "-d", "{}"]

@@ -87,8 +87,8 @@ from tfship._wire._tfrecord import (
     masked_crc,
     read_tfrecord_file,
     read_tfrecords,
-    write_record_file,
-    write_records,
+    write_tfrecord_file,
+    write_tfrecords,
 )
 
 __all__ = [
@@ -163,6 +163,6 @@ __all__ = [
     "version_dirs",
     "version_number",
     "version_numbers",
-    "write_record_file",
-    "write_records",
+    "write_tfrecord_file",
+    "write_tfrecords",
 ]

@@ -32,7 +32,7 @@ def masked_crc(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def write_records(stream: BinaryIO, records: Iterable[bytes]) -> int:
+def write_tfrecords(stream: BinaryIO, records: Iterable[bytes]) -> int:
     """Write records to a binary stream; return how many were written."""
     count = 0
     for data in records:
@@ -58,7 +58,7 @@ def read_tfrecords(stream: BinaryIO, *, where: str = "TFRecord file") -> Iterato
     Example:
         >>> import io
         >>> buffer = io.BytesIO()
-        >>> write_records(buffer, [b"a", b"bc"])
+        >>> write_tfrecords(buffer, [b"a", b"bc"])
         2
         >>> list(read_tfrecords(io.BytesIO(buffer.getvalue())))
         [b'a', b'bc']
@@ -102,11 +102,11 @@ def _fill(stream: BinaryIO, buffer: bytes, need: int) -> bytes:
     return b"".join(parts)
 
 
-def write_record_file(path: str | os.PathLike[str], records: Iterable[bytes]) -> int:
+def write_tfrecord_file(path: str | os.PathLike[str], records: Iterable[bytes]) -> int:
     """Write a TFRecord file atomically (a reader never sees half of it); return the count.
 
     Example:
-        >>> write_record_file("requests.tfrecord", [b"a", b"b"])
+        >>> write_tfrecord_file("requests.tfrecord", [b"a", b"b"])
         2
         >>> os.path.getsize("requests.tfrecord")  # each record framed by 16 bytes
         34
@@ -116,7 +116,7 @@ def write_record_file(path: str | os.PathLike[str], records: Iterable[bytes]) ->
     tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp")
     try:
         with open(tmp, "wb") as stream:
-            count = write_records(stream, records)
+            count = write_tfrecords(stream, records)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

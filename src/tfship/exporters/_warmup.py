@@ -9,7 +9,7 @@ aimed at ``serving_default`` with its exact input keys: a Classify/Regress reque
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 from tfship._tf import tf, tf_error_cause, tf_message
 from tfship._wire import MAX_WARMUP_RECORDS, is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
+from tfship.exporters._receivers import DEFAULT_RECEIVER_KEY, Receiver
 from tfship.records import ByFields, BySchema, Typing, parse_spec_fields, to_example
 
 logger = logging.getLogger("tfship.exporters")
@@ -25,14 +26,19 @@ logger = logging.getLogger("tfship.exporters")
 
 
 def build_warmup_logs(
-    records: Iterable[Any], signature: Any, receiver: Any, *, signature_key: str
+    records: Iterable[Any],
+    signature: Any,
+    receiver: Callable[[], Any] | None,
+    *,
+    signature_key: str,
 ) -> list[Any]:
     """Turn records (``tf.train.Example``, serialized bytes or dicts) into ``PredictionLog``s.
 
     Args:
         records: the requests' contents, one example each; at most 1000 are kept.
         signature: the ``SignatureDef`` the requests target.
-        receiver: the ``Receiver`` the export was built with (for dict conversion), or None.
+        receiver: the receiver the export was built with: a ``Receiver`` types dict records
+            by its schema or parse spec; any other receiver function (or None) by value.
         signature_key: the key of ``signature`` in the SavedModel.
 
     Returns:
@@ -47,10 +53,11 @@ def build_warmup_logs(
             MAX_WARMUP_RECORDS,
         )
         items = items[:MAX_WARMUP_RECORDS]
+    known = receiver if isinstance(receiver, Receiver) else None
     method = signature.method_name.rsplit("/", 1)[-1]
     if method in ("classify", "regress"):
-        return [_example_log(method, signature_key, _to_example(r, receiver)) for r in items]
-    return [_predict_log(signature_key, signature, r, receiver) for r in items]
+        return [_example_log(method, signature_key, _to_example(r, known)) for r in items]
+    return [_predict_log(signature_key, signature, r, known) for r in items]
 
 
 def replay(session: Any, meta_graph: Any, logs: Sequence[Any]) -> int:
@@ -134,7 +141,7 @@ def _example_log(method: str, key: str, example: Any) -> Any:
     return log_pb2.PredictionLog(regress_log=log_pb2.RegressLog(request=rreq))
 
 
-def _predict_log(key: str, sig: Any, record: Any, receiver: Any) -> Any:
+def _predict_log(key: str, sig: Any, record: Any, receiver: Receiver | None) -> Any:
     pb = protos()
     t = tf()
     req = pb.predict_pb2.PredictRequest(model_spec=pb.model_pb2.ModelSpec(signature_name=key))
@@ -156,12 +163,12 @@ def _predict_log(key: str, sig: Any, record: Any, receiver: Any) -> Any:
     return pb.prediction_log_pb2.PredictionLog(predict_log=pb.prediction_log_pb2.PredictLog(request=req))
 
 
-def _is_example_input(sig: Any, receiver: Any) -> bool:
-    key = getattr(receiver, "receiver_key", "examples")
+def _is_example_input(sig: Any, receiver: Receiver | None) -> bool:
+    key = DEFAULT_RECEIVER_KEY if receiver is None else receiver.receiver_key
     return key in sig.inputs or "inputs" in sig.inputs
 
 
-def _dense_value(name: str, info: Any, values: Mapping[str, Any], receiver: Any) -> Any:
+def _dense_value(name: str, info: Any, values: Mapping[str, Any], receiver: Receiver | None) -> Any:
     t = tf()
     dtype = t.dtypes.as_dtype(info.dtype)
     if name in values:
@@ -189,28 +196,31 @@ def _dense_value(name: str, info: Any, values: Mapping[str, Any], receiver: Any)
         ) from exc
 
 
-def _default_of(name: str, receiver: Any) -> Any:
-    spec = getattr(receiver, "parse_spec", None) or {}
-    feat = spec.get(name)
+def _default_of(name: str, receiver: Receiver | None) -> Any:
+    feat = _parse_spec(receiver).get(name)
+    # a tf.io.FixedLenFeature has a default; the other parsing features have none
     return getattr(feat, "default_value", None)
 
 
-def _to_example(record: Any, receiver: Any) -> Any:
+def _parse_spec(receiver: Receiver | None) -> Mapping[str, Any]:
+    return {} if receiver is None or receiver.parse_spec is None else receiver.parse_spec
+
+
+def _to_example(record: Any, receiver: Receiver | None) -> Any:
     if not isinstance(record, (Mapping, bytes)) and not is_message(record, "tensorflow.Example"):
         raise TypeError(
             f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
         )
     # A receiver built from a schema types by it (defaults and all); one from a bare parse spec,
     # by the spec's fields.
-    schema = getattr(receiver, "schema", None)
+    schema = None if receiver is None else receiver.schema
     typing: Typing = (
-        BySchema(schema) if schema is not None
-        else ByFields(parse_spec_fields(getattr(receiver, "parse_spec", None) or {}))
+        BySchema(schema) if schema is not None else ByFields(parse_spec_fields(_parse_spec(receiver)))
     )
     return to_example(record, typing, where="warmup record")
 
 
-def _to_dict(record: Any, receiver: Any) -> dict[str, Any]:
+def _to_dict(record: Any, receiver: Receiver | None) -> dict[str, Any]:
     t = tf()
     if isinstance(record, bytes):
         record = t.train.Example.FromString(record)
@@ -220,9 +230,8 @@ def _to_dict(record: Any, receiver: Any) -> dict[str, Any]:
         raise TypeError(
             f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
         )
-    schema = getattr(receiver, "schema", None)
-    if schema is not None and hasattr(schema, "convert_record"):
-        return dict(schema.convert_record(record, where="warmup"))
+    if receiver is not None and receiver.schema is not None:
+        return dict(receiver.schema.convert_record(record, where="warmup"))
     return dict(record)
 
 

@@ -26,7 +26,7 @@ from tfship._wire import (
     is_message,
     protos,
     read_tfrecord_file,
-    write_record_file,
+    write_tfrecord_file,
 )
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
@@ -362,7 +362,7 @@ def write_warmup(path: str | os.PathLike[str], requests: Iterable[ExampleRequest
             raise InputError(
                 f"warmup request {index} is a {kind}, not a PredictionLog or ExampleRequest"
             )
-    return write_record_file(path, records)
+    return write_tfrecord_file(path, records)
 
 
 def read_warmup(path: str | os.PathLike[str]) -> list[Any]:

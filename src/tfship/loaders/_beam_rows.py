@@ -6,12 +6,15 @@ checks first that Beam is installed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tfship.loaders._predict import object_array
+from tfship.loaders._predict import SignatureAdapter, object_array
 from tfship.records import Column, coo_from_lengths
+
+if TYPE_CHECKING:
+    from tfship.loaders._model import LocalModel
 
 NAMESPACE = "tfship"
 ERROR_KEY = "__tfship_error__"
@@ -24,7 +27,7 @@ def counter(name: str) -> Any:
     return Metrics.counter(NAMESPACE, name)
 
 
-def count_load(model: Any) -> None:
+def count_load(model: LocalModel) -> None:
     # Beam records metrics only inside a bundle, not in load_model: count each loaded model
     # object (one per worker process when RunInference shares it) on its first batch.
     if id(model) not in _SEEN_MODELS:
@@ -32,7 +35,7 @@ def count_load(model: Any) -> None:
         counter("model_loads").inc()
 
 
-def run_rows(adapter: Any, rows: Sequence[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
+def run_rows(adapter: SignatureAdapter, rows: Sequence[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
     if "serialized" in rows[0]:
         result: dict[str, Any] = adapter.run_examples(
             object_array([r["serialized"] for r in rows]), keys

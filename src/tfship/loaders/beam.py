@@ -7,12 +7,16 @@ This module imports Apache Beam at its top: it is what a Beam pipeline imports, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apache_beam.ml.inference import base
 
 from tfship.errors import ModelInputError
 from tfship.loaders._beam_rows import ERROR_KEY, NAMESPACE, count_load, run_rows
+
+if TYPE_CHECKING:
+    from tfship.loaders._model import LocalModel
+    from tfship.loaders._predict import SignatureAdapter
 
 __all__ = ["LocalModelHandler"]
 
@@ -61,13 +65,13 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         self.outputs = outputs
         self.ignore_unknown = ignore_unknown
 
-    def load_model(self) -> Any:
+    def load_model(self) -> LocalModel:
         from tfship.loaders._model import load
 
         return load(self.path, signature=self.signature)
 
     def run_inference(
-        self, batch: Sequence[dict[str, Any]], model: Any, inference_args: Any = None
+        self, batch: Sequence[dict[str, Any]], model: LocalModel, inference_args: Any = None
     ) -> Iterable[Any]:
         count_load(model)
         adapter = model.adapter(self.signature)
@@ -82,7 +86,9 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
             for i, row in enumerate(batch)
         ]
 
-    def _outputs(self, model: Any, adapter: Any, rows: Sequence[Any], keys: list[str]) -> dict[str, Any]:
+    def _outputs(
+        self, model: LocalModel, adapter: SignatureAdapter, rows: Sequence[Any], keys: list[str]
+    ) -> dict[str, Any]:
         if all(_converted(row) for row in rows):  # rows tfship predict's pipeline typed already
             return run_rows(adapter, rows, keys)
         result: dict[str, Any] = model.predict(
@@ -90,7 +96,9 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         )
         return result
 
-    def _one(self, model: Any, adapter: Any, row: dict[str, Any], keys: list[str]) -> Any:
+    def _one(
+        self, model: LocalModel, adapter: SignatureAdapter, row: dict[str, Any], keys: list[str]
+    ) -> Any:
         try:
             out = self._outputs(model, adapter, [row], keys)
         except ModelInputError as exc:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tfship.errors import InputError
 from tfship.inspect import SavedModelInfo, example_request, read_warmup
-from tfship.records import Field, read_records
+from tfship.records import Field, read_chunks, read_records
 
 _TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".log")
 _RECORD_SUFFIXES = (".jsonl", ".json", ".csv")
@@ -142,14 +142,17 @@ def from_records(
 
 
 def _place(source: str, index: int) -> str:
-    """Where record ``index`` of a records file is: its line in a CSV (after the header) or a
-    JSONL file, its position in a JSON list."""
-    suffix = Path(source).suffix.lower()
-    if suffix == ".csv":
-        return f"{source}:{index + 2}"
-    if suffix == ".jsonl":
-        return f"{source}:{index + 1}"
-    return f"{source}: record {index}"
+    """Where record ``index`` (from 0) of the records file ``source`` is: its ``file:line`` as
+    the reader counts lines (a CSV's header and blank lines included, a JSON list's item by
+    the line it starts on); looked up only when an error names it."""
+    path = Path(source)
+    rest = index
+    if path.is_file():
+        for chunk in read_chunks(path, chunk_rows=1024):
+            if rest < chunk.rows:
+                return f"{chunk.source}:{int(chunk.lines[rest])}"
+            rest -= chunk.rows
+    return f"{source}: record {index + 1}"
 
 
 def from_defaults(info: SavedModelInfo, count: int) -> RequestSet:

@@ -354,10 +354,7 @@ class BaseClient:
         """
         model = call.model
         try:
-            request = examples_request(
-                method, model, call.examples, call.context, call.signature, call.version, call.label,
-                call.schema,
-            )
+            request = examples_request(method, call)
         except InvalidInputError as exc:  # a bad record: say which call and model it was for
             raise InvalidInputError(f"{method} model {model!r}: {exc}", model=model) from exc.__cause__
         deadline = self._deadline(call.timeout)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,11 @@ from tfship.serve_client._errors import (
     UnavailableError,
 )
 from tfship.serve_client._results import VersionStatus, _public_keys, check_ready
+
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo, TensorInfo
+    from tfship.schema import Schema
+    from tfship.serve_client._base import ExamplesCall
 
 # Method -> the request message it sends, under ``protos()``.
 _EXAMPLES_REQUESTS = {
@@ -81,7 +86,7 @@ def checked_version(version: int) -> int:
 
 def predict_inputs(
     inputs: Any,
-    sig: Any | None,
+    sig: SignatureInfo | None,
     model: str,
     signature: str | None,
     *,
@@ -100,7 +105,12 @@ def predict_inputs(
 
 
 def encode_inputs(
-    inputs: Any, signature: Any | None, model: str, *, cast: bool = False, as_arrays: bool = False
+    inputs: Any,
+    signature: SignatureInfo | None,
+    model: str,
+    *,
+    cast: bool = False,
+    as_arrays: bool = False,
 ) -> dict[str, Any]:
     """Encode predict inputs to TensorProtos, checked against the signature when known (with
     ``as_arrays``, checked inputs are returned as the numpy arrays of the check).
@@ -146,7 +156,7 @@ def _is_dataframe(value: Any) -> bool:
 
 
 def check_output_filter(
-    output_filter: Sequence[str] | None, signature: Any | None, model: str, key: str
+    output_filter: Sequence[str] | None, signature: SignatureInfo | None, model: str, key: str
 ) -> None:
     """Unknown output names fail before sending, listing the signature's outputs."""
     if output_filter is None or signature is None:
@@ -162,7 +172,7 @@ def check_output_filter(
         )
 
 
-def _describe(table: Mapping[str, Any]) -> str:
+def _describe(table: Mapping[str, TensorInfo]) -> str:
     return ", ".join(f"{key}: {info.dtype} {shape_text(info.shape)}" for key, info in table.items())
 
 
@@ -187,7 +197,7 @@ def predict_request(
     return request
 
 
-def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
+def to_example(record: Any, schema: Schema | None = None, where: str = "") -> Any:
     """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
     float -> float, or typed by ``schema``), an Example (returned as is) or its serialized bytes.
 
@@ -207,7 +217,9 @@ def to_example(record: Any, schema: Any = None, where: str = "") -> Any:
         raise InvalidInputError(message) from exc
 
 
-def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = None) -> Any:
+def examples_input(
+    examples: Iterable[Any], context: Any = None, schema: Schema | None = None
+) -> Any:
     """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
     pb = protos()
     if isinstance(examples, (Mapping, str, bytes)) or not isinstance(examples, Iterable):
@@ -225,22 +237,14 @@ def examples_input(examples: Iterable[Any], context: Any = None, schema: Any = N
     return message
 
 
-def examples_request(
-    method: str,
-    model: str,
-    examples: Iterable[Any],
-    context: Any,
-    signature: str | None,
-    version: int | None,
-    label: str | None,
-    schema: Any,
-) -> Any:
+def examples_request(method: str, call: ExamplesCall) -> Any:
     """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
-    (``"Regress"``) for records with an optional shared context."""
+    (``"Regress"``) for a call's records with its optional shared context."""
     module, name = _EXAMPLES_REQUESTS[method]
     request = getattr(getattr(protos(), module), name)()
-    request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
-    request.input.CopyFrom(examples_input(examples, context, schema))
+    spec = model_spec_proto(call.model, version=call.version, label=call.label, signature=call.signature)
+    request.model_spec.CopyFrom(spec)
+    request.input.CopyFrom(examples_input(call.examples, call.context, call.schema))
     return request
 
 
@@ -302,7 +306,9 @@ def multi_inference_request(
 # ------------------------------------------------------- validation against metadata
 
 
-def pick_signature(signatures: Mapping[str, Any] | None, key: str | None, model: str) -> Any | None:
+def pick_signature(
+    signatures: Mapping[str, SignatureInfo] | None, key: str | None, model: str
+) -> SignatureInfo | None:
     """The signature to validate against, or None when metadata is unknown."""
     if signatures is None:
         return None

@@ -9,13 +9,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tfship._output import echo_json
 from tfship.errors import InputError
+
+if TYPE_CHECKING:
+    from tfship.inspect import SignatureInfo
+    from tfship.schema import Schema
 
 _COMMON_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -153,10 +158,11 @@ def metadata_command(version: int | None, label: str | None, signature: str | No
         click.echo(f"signature {key!r} ({sig['method_name']})")
         for side in ("inputs", "outputs"):
             for name, info in sig[side].items():
-                click.echo(f"  {side[:-1]:<6} {name}: {info['dtype']} {_shape_text(info['shape'])}")
+                shape = _metadata_shape_text(info["shape"])
+                click.echo(f"  {side[:-1]:<6} {name}: {info['dtype']} {shape}")
 
 
-def _signature_dict(sig: Any) -> dict[str, Any]:
+def _signature_dict(sig: SignatureInfo) -> dict[str, Any]:
     def tensors(table: Mapping[str, Any]) -> dict[str, Any]:
         return {
             k: {"dtype": t.dtype, "shape": None if t.shape is None else list(t.shape)}
@@ -170,7 +176,8 @@ def _signature_dict(sig: Any) -> dict[str, Any]:
     }
 
 
-def _shape_text(shape: list[int | None] | None) -> str:
+def _metadata_shape_text(shape: list[int | None] | None) -> str:
+    """A shape as TF Serving's metadata prints it: ``-1`` for a dimension of unknown size."""
     if shape is None:
         return "(unknown rank)"
     return "[" + ", ".join("-1" if d is None else str(d) for d in shape) + "]"
@@ -255,7 +262,9 @@ def predict_command(
         click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
 
 
-def _predict_signature(conn: Any, model: str, version: int | None, label: str | None, key: str | None) -> Any:
+def _predict_signature(
+    conn: Any, model: str, version: int | None, label: str | None, key: str | None
+) -> SignatureInfo:
     """The signature a predict command reads its inputs for; a failure is the Predict's."""
     from tfship.serve_client import ServingCallError
     from tfship.serve_client._errors import renamed_for_call
@@ -264,10 +273,11 @@ def _predict_signature(conn: Any, model: str, version: int | None, label: str | 
         meta = conn.metadata(model, version=version, label=label)
     except ServingCallError as exc:
         raise renamed_for_call(exc, "Predict", "its signature could not be fetched") from exc
-    return meta.signature(key)
+    sig: SignatureInfo = meta.signature(key)
+    return sig
 
 
-def _known_inputs(inputs: dict[str, Any], sig: Any, ignore_unknown: bool) -> dict[str, Any]:
+def _known_inputs(inputs: dict[str, Any], sig: SignatureInfo, ignore_unknown: bool) -> dict[str, Any]:
     """The inputs the signature takes; the others are an error, or left out when asked."""
     unknown = sorted(set(inputs) - set(sig.inputs))
     if not unknown:
@@ -323,7 +333,7 @@ def _schema_inputs(
 
 
 def _raw_columns(
-    records: list[Any], schema: Any, sig: Any, ignore_unknown: bool, source: str
+    records: list[Any], schema: Schema, sig: SignatureInfo, ignore_unknown: bool, source: str
 ) -> dict[str, Any]:
     features = set(schema.feature_names)
     outside = sorted(set(sig.inputs) - features)
@@ -371,14 +381,14 @@ def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
     merged: dict[str, Any] = {}
     bare: Any = None
     if data is not None:
-        bare = _merge(merged, _columns(_parse_json(data, "--data"), "--data"))
+        bare = _merge(merged, _columns(_parse_json(data, "--data"), lambda n: f"--data: record {n}"))
     for spec in paths:
         name, _, file = spec.rpartition("=") if "=" in spec else ("", "", spec)
         loaded = _read_values(Path(file))
         if name:
             merged[name] = loaded
         else:
-            bare = _merge(merged, _columns(loaded, file))
+            bare = _merge(merged, _columns(loaded, partial(_record_place, Path(file))))
     if bare is not None:
         if merged:
             raise InputError("a bare array input cannot be mixed with named inputs; use NAME=FILE")
@@ -393,19 +403,33 @@ def _merge(target: dict[str, Any], values: Any) -> Any:
     return values
 
 
-def _columns(values: Any, where: str) -> Any:
-    """Records (a list of dicts) become columns; a dict or a bare array stays as it is."""
+def _columns(values: Any, place: Callable[[int], str]) -> Any:
+    """Records (a list of dicts) become columns; a dict or a bare array stays as it is.
+    ``place`` names record ``n`` (from 1) in an error: its file and line, or its number."""
     if isinstance(values, list) and values and all(isinstance(v, dict) for v in values):
         keys = list(values[0])
         for number, record in enumerate(values, 1):
             if list(record) != keys and set(record) != set(keys):
                 raise InputError(
-                    f"{where}: record {number} has fields {sorted(record)}; "
-                    f"expected the same fields as record 1: {sorted(keys)} (a missing value "
-                    "leaves its field out: --schema FILE fills it with the schema's default)"
+                    f"{place(number)}: the record has fields {sorted(record)}; expected the "
+                    f"same fields as the first record ({place(1)}): {sorted(keys)} (a missing "
+                    "value leaves its field out: --schema FILE fills it with the schema's default)"
                 )
         return {key: [record[key] for record in values] for key in keys}
     return values
+
+
+def _record_place(path: Path, number: int) -> str:
+    """``file:line`` of record ``number`` (from 1) of a records file, as its reader counts
+    lines (blank lines and the header included); looked up only when an error names it."""
+    from tfship.records import read_chunks
+
+    index = number - 1
+    for chunk in read_chunks(path, chunk_rows=1024):
+        if index < chunk.rows:
+            return f"{chunk.source}:{int(chunk.lines[index])}"
+        index -= chunk.rows
+    return f"{path}: record {number}"
 
 
 def _read_values(path: Path) -> Any:
@@ -435,7 +459,7 @@ def _holds_records(document: Any) -> bool:
     return isinstance(document, list) and bool(document) and all(isinstance(r, dict) for r in document)
 
 
-def _records_file(path: Path, schema: Any = None) -> list[Any]:
+def _records_file(path: Path, schema: Schema | None = None) -> list[Any]:
     """The records of a file, read and typed as every command reads them: by ``schema``
     when there is one, else each CSV column by the rule ``tfship schema infer`` uses."""
     from tfship.records import read_records
@@ -494,7 +518,9 @@ def _example_command(kind: str) -> Callable[..., None]:
     return command
 
 
-def _read_example_records(input_path: str | None, data: str | None, schema: Any = None) -> list[Any]:
+def _read_example_records(
+    input_path: str | None, data: str | None, schema: Schema | None = None
+) -> list[Any]:
     if (input_path is None) == (data is None):
         raise InputError("give records with exactly one of --input FILE or --data JSON")
     if data is not None:
