@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -241,13 +242,13 @@ def serve(
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")
     server = ModelServer(models, options)
-    stop = threading.Event()
+    stop = _StopRequest()
     previous = _on_signals(stop)
     try:
         server.start()
         _announce(server, as_json)
-        while not stop.wait(0.2):
-            pass
+        while not stop.requested:
+            time.sleep(0.05)
     except KeyboardInterrupt:
         pass
     finally:
@@ -299,9 +300,16 @@ def _models(
     return [single_model(name, base_path, policy)]
 
 
-def _on_signals(stop: threading.Event) -> dict[int, Any]:
+class _StopRequest:
+    """A flag a signal handler sets. Not an ``Event``: a handler that takes the Event's lock
+    while the main thread, which it interrupts, holds it (inside ``wait``) never returns."""
+
+    requested = False
+
+
+def _on_signals(stop: _StopRequest) -> dict[int, Any]:
     def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        stop.requested = True
 
     previous: dict[int, Any] = {}
     if threading.current_thread() is not threading.main_thread():
