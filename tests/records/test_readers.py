@@ -78,6 +78,24 @@ def test_csv_cells_are_typed_once_by_the_inference_rule(tmp_path: Path) -> None:
     assert read_records(path, limit=1) == [{"n": 81, "f": 1.5, "s": "NA", "t": "a"}]
 
 
+def test_a_word_in_a_column_of_numbers_is_read_as_text_with_a_note(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("education,name\n18,a\ntwelve,b\n16,c\n")
+    with caplog.at_level("WARNING", logger="tfship.records"):
+        records = read_records(path)
+    assert [r["education"] for r in records] == ["18", "twelve", "16"]
+    (note,) = [r.getMessage() for r in caplog.records]
+    assert "column 'education' is read as text: 'twelve' (" in note
+    assert "rows.csv:3) is not a number, though 2 of its 3 cells are" in note
+    caplog.clear()
+    path.write_text("name\nx\n12\n")  # mostly text: nothing to say
+    with caplog.at_level("WARNING", logger="tfship.records"):
+        read_records(path)
+    assert caplog.records == []
+
+
 def test_known_types_decide_and_a_bad_cell_is_named(tmp_path: Path) -> None:
     path = tmp_path / "rows.csv"
     path.write_text("n,x,s\n81,1|2,7\nabc,3|4,8\n")

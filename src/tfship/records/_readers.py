@@ -15,6 +15,7 @@ import csv
 import glob
 import io
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,6 +52,8 @@ FORMATS: dict[str, str] = {
     ".tfrecords": "tfrecord",
     ".tfr": "tfrecord",
 }
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -256,6 +259,8 @@ def type_csv_records(
     for name in names:
         if name not in typed:
             dtype = csv_column_dtype((row.get(name, "") for row in rows), rule)
+            if dtype == "string":
+                _note_text_in_numbers(name, [row.get(name) for row in rows], rule, places)
             typed[name] = Field(name, dtype, ())
     out: list[dict[str, Any]] = []
     for number, row in enumerate(rows):
@@ -272,6 +277,23 @@ def type_csv_records(
                     raise DataError(f"{place}: {exc}") from None
         out.append(record)
     return out
+
+
+def _note_text_in_numbers(
+    name: str, cells: Sequence[Any], rule: CsvMissing, places: Sequence[str] | None
+) -> None:
+    """Say so when a column of numbers is read as text because of a few cells that are not."""
+    present = [(i, c) for i, c in enumerate(cells) if isinstance(c, str) and not rule.cell(c, "float32")]
+    words = [(i, c) for i, c in present if csv_column_dtype([c], rule) == "string"]
+    if not words or len(words) * 2 >= len(present):
+        return
+    number, text = words[0]
+    place = places[number] if places is not None else f"row {number + 1}"
+    log.warning(
+        "column %r is read as text: %s (%s) is not a number, though %d of its %d cells are; "
+        "a schema (--schema FILE) reads it as numbers and names the bad cells",
+        name, repr(text), place, len(present) - len(words), len(present),
+    )
 
 
 def _typed_cell(fld: Field, text: str, rule: CsvMissing) -> Any:
