@@ -603,19 +603,33 @@ def enum_of_array(array: np.ndarray[Any, Any]) -> int:
         >>> enum_of_array(np.zeros(2, np.float32)), enum_of_array(np.array([b"a"], object))
         (1, 7)
     """
-    if array.dtype.kind in "OSU":
+    dtype = array.dtype
+    enum = _ENUM_OF_DTYPE.get(dtype)
+    if enum is not None:
+        return enum
+    if dtype.kind in "OSU":
         return DT_STRING
-    enum = ENUM_OF_NUMPY.get("bfloat16" if str(array.dtype) == "bfloat16" else array.dtype.name)
+    enum = ENUM_OF_NUMPY.get("bfloat16" if str(dtype) == "bfloat16" else dtype.name)
     if enum is None:
-        raise TypeError(f"numpy dtype {array.dtype} has no TensorFlow DataType")
+        raise TypeError(f"numpy dtype {dtype} has no TensorFlow DataType")
+    if dtype.isnative:  # a dtype's name costs more than the rest of a small answer's encoding
+        _ENUM_OF_DTYPE[dtype] = enum
     return enum
+
+
+_ENUM_OF_DTYPE: dict[np.dtype[Any], int] = {}
 
 
 def _key(number: int, wire: int) -> bytes:
     return _varint_bytes(number << 3 | wire)
 
 
+_SMALL_VARINTS = [bytes([value]) for value in range(0x80)]
+
+
 def _varint_bytes(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)

@@ -31,6 +31,7 @@ from tfship._wire import (
 )
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._manager import ModelManager, Servable
+from tfship.server._metrics import Metrics
 from tfship.server._status import RpcError, invalid, status_fields
 
 
@@ -51,8 +52,9 @@ def _require_model_spec(request: Any) -> None:
         raise invalid("Missing ModelSpec")
 
 
-def _shape_text(shape: Sequence[int]) -> str:
-    # TensorShape::DebugString
+def _debug_shape_text(shape: Sequence[int]) -> str:
+    # TensorShape::DebugString of a value's shape, "[2,3]": TF Serving's texts print it so;
+    # tfship._wire.shape_text prints a signature's shape, "[?, 3]", in tfship's own messages.
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
@@ -69,7 +71,11 @@ class ServingCore:
     """
 
     def __init__(
-        self, manager: ModelManager, *, method_name_check: bool = False, metrics: Any = None
+        self,
+        manager: ModelManager,
+        *,
+        method_name_check: bool = False,
+        metrics: Metrics | None = None,
     ) -> None:
         self.manager = manager
         # the Prometheus page of --monitoring_config_file (a Metrics), served on the REST port
@@ -95,9 +101,7 @@ class ServingCore:
     def predict_bytes_on(self, servable: Servable, request: Any) -> bytes:
         """Predict against one loaded version; outputs go straight to their wire bytes."""
         key, outputs = self.predict_outputs(servable, request)
-        spec = protos().model_pb2.ModelSpec()
-        fill_model_spec(spec, request.model_spec.name, key, servable.version)
-        return encode_predict_response(outputs, spec.SerializeToString())
+        return encode_predict_response(outputs, servable.model_spec(request.model_spec.name, key))
 
     def predict_outputs(
         self, servable: Servable, request: Any
@@ -388,9 +392,9 @@ def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
 
 def _output_enum(info: Any, value: NDArray[Any]) -> int:
     # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
-    # (bfloat16 from ml_dtypes) take the signature's.
+    # take the signature's.
     try:
-        return enum_of_array(np.asarray(value))
+        return enum_of_array(value)
     except TypeError:
         return int(info.dtype)
 
@@ -490,7 +494,7 @@ def _check_class_tensor(
 ) -> None:
     if value.ndim != 2:
         raise invalid(
-            f"Expected Tensor shape: [batch_size num_classes] but got {_shape_text(value.shape)}"
+            f"Expected Tensor shape: [batch_size num_classes] but got {_debug_shape_text(value.shape)}"
         )
     enum = enum_of_array(value)
     if enum != want:
@@ -534,7 +538,7 @@ def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> Non
     if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == 1)):
         raise invalid(
             "Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got "
-            + _shape_text(value.shape)
+            + _debug_shape_text(value.shape)
         )
     if value.shape[0] != num_examples:
         raise invalid(
