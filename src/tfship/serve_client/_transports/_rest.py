@@ -618,7 +618,8 @@ def _json_tensor(array: np.ndarray[Any, Any]) -> Any:
         raise _EmptyBatch()
     kind = array.dtype.kind
     if kind in "biu" or (kind == "f" and array.dtype.itemsize >= 4):
-        return np.ascontiguousarray(array)
+        # a scalar stays a scalar (numpy's, so float32 keeps its shortest text)
+        return array[()] if array.ndim == 0 else np.ascontiguousarray(array)
     return tensor_to_json(array)
 
 
