@@ -166,8 +166,11 @@ class ServingCore:
     def _on_servable(self, request: Any, run: Callable[[Servable, Any], Any]) -> Any:
         # Predict, Classify and Regress: check the spec, then hold the version while it runs.
         _require_model_spec(request)
-        with self.manager.servable(request.model_spec) as servable:
+        servable = self.manager.acquire(request.model_spec)
+        try:
             return run(servable, request)
+        finally:
+            servable.release()
 
     def _run_examples(
         self,

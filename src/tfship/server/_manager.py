@@ -500,6 +500,15 @@ class ModelManager:
             RpcError: INVALID_ARGUMENT (no name, unknown label) or NOT_FOUND, with TF Serving's
                 texts.
         """
+        servable = self.acquire(spec)
+        try:
+            yield servable
+        finally:
+            servable.release()
+
+    def acquire(self, spec: Any) -> Servable:
+        """:meth:`servable` without the context manager: the version is held until its
+        ``release()``; the serving core's path, once per request."""
         if not spec.name:
             raise invalid("ModelSpec has no name specified.")
         which = spec.WhichOneof("version_choice")
@@ -509,30 +518,26 @@ class ModelManager:
                 version = None if model is None else model.labels.get(spec.version_label)
                 if version is None:
                     raise invalid(f"Unrecognized servable version label: {spec.version_label}")
-                request = f"Specific({spec.name}, {version})"
             elif which == "version":
                 version = int(spec.version.value)
-                request = f"Specific({spec.name}, {version})"
             else:
                 version = None
-                request = f"Latest({spec.name})"
             servable = None if model is None else self._pick(model, version)
             if servable is None:
+                request = f"Latest({spec.name})" if version is None else f"Specific({spec.name}, {version})"
                 raise RpcError(
                     grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}"
                 )
             servable.acquire()
-        try:
-            yield servable
-        finally:
-            servable.release()
+        return servable
 
     @staticmethod
     def _pick(model: _Model, version: int | None) -> Servable | None:
-        ready = {v: h.servable for v, h in model.harnesses.items() if h.state == "ready"}
-        if version is None:
-            return ready[max(ready)] if ready else None
-        return ready.get(version)
+        if version is not None:
+            harness = model.harnesses.get(version)
+            return harness.servable if harness is not None and harness.state == "ready" else None
+        newest = max((v for v, h in model.harnesses.items() if h.state == "ready"), default=None)
+        return None if newest is None else model.harnesses[newest].servable
 
     def status(self, name: str, version: int | None) -> list[StateEvent]:
         """Last state of each tracked version (descending), as GetModelStatus reports them.
