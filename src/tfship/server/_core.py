@@ -114,14 +114,21 @@ class ServingCore:
                 grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{key}" not found.'
             )
         self._check_method(signature)
-        feeds = predict_feeds(signature, request.inputs)
-        aliases = _output_aliases(signature, request.output_filter)
-        # TensorFlow checks feed dtypes when the session runs, after every request check;
-        # feed shapes are not checked at all: the graph's ops accept them or fail.
-        check_feed_dtypes(signature, request.inputs)
+        plan = servable.plans.get(key)
+        if plan is None:
+            plan = servable.plans[key] = PredictPlan.of(signature)
+        feeds = plan.feeds(request)
+        if feeds is not None:  # every input given, of its dtype, no output filter
+            aliases = plan.outputs
+        else:  # TF Serving's checks in its order, each with its own words
+            feeds = predict_feeds(signature, request.inputs)
+            aliases = _output_aliases(signature, request.output_filter)
+            # TensorFlow checks feed dtypes when the session runs, after every request check;
+            # feed shapes are not checked at all: the graph's ops accept them or fail.
+            check_feed_dtypes(signature, request.inputs)
         values = _run(servable, feeds, key, aliases)
         return key, [
-            (alias, values[alias], _output_enum(signature.outputs[alias], values[alias]))
+            (alias, values[alias], _output_enum(signature, alias, values[alias]))
             for alias in aliases
         ]
 
@@ -329,6 +336,40 @@ class ServingCore:
 
 
 # Predict helpers -----------------------------------------------------------------------------
+class PredictPlan:
+    """What a Predict request on one signature needs of it, read once per loaded version.
+
+    ``feeds`` takes the common request (every input given, each of its signature's dtype, no
+    output filter) in one pass; any other request goes through ``predict_feeds`` and the
+    checks after it, which say what is wrong in TF Serving's words and order.
+    """
+
+    def __init__(self, inputs: list[tuple[str, int]], outputs: list[str]) -> None:
+        self.inputs = inputs  # (alias, DataType number), sorted by alias
+        self.outputs = outputs  # every output alias, sorted
+
+    @classmethod
+    def of(cls, signature: Any) -> PredictPlan:
+        inputs = [(alias, int(signature.inputs[alias].dtype)) for alias in sorted(signature.inputs)]
+        return cls(inputs, sorted(signature.outputs))
+
+    def feeds(self, request: Any) -> dict[str, NDArray[Any]] | None:
+        """The decoded feeds of a request that passes every check, else None."""
+        inputs = request.inputs
+        if request.output_filter or len(inputs) != len(self.inputs):
+            return None
+        feeds: dict[str, NDArray[Any]] = {}
+        for alias, want in self.inputs:
+            proto = inputs.get(alias)
+            if proto is None or (want and proto.dtype != want):
+                return None
+            try:
+                feeds[alias] = decode_tensor(proto)
+            except TensorDecodeError:
+                return None
+        return feeds
+
+
 def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
     """Check the request inputs against the signature and decode them (TF's GetInputValues)."""
     sig_inputs, defaults = signature.inputs, signature.defaults
@@ -393,13 +434,13 @@ def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
     return list(output_filter) if output_filter else sorted(signature.outputs)
 
 
-def _output_enum(info: Any, value: NDArray[Any]) -> int:
+def _output_enum(signature: Any, alias: str, value: NDArray[Any]) -> int:
     # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
     # take the signature's.
     try:
         return enum_of_array(value)
     except TypeError:
-        return int(info.dtype)
+        return int(signature.outputs[alias].dtype)
 
 
 def _run(

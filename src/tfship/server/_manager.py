@@ -70,6 +70,8 @@ class Servable:
         self.batcher: Batcher | None = None
         # the serialized ModelSpec of an answer, per (model name, signature key)
         self._specs: dict[tuple[str, str | None], bytes] = {}
+        #: what the serving core read of each signature for Predict (its ``PredictPlan``)
+        self.plans: dict[str, Any] = {}
 
     @classmethod
     def load(cls, name: str, version: int, path: str) -> Servable:
