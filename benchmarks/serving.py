@@ -197,37 +197,62 @@ def serve_constant_reply(kind: str) -> None:
     server.wait_for_termination()
 
 
-def transport_floor(
-    seconds: float, clients: tuple[int, ...]
-) -> tuple[dict[int, float], dict[str, float]]:
-    """Both measurements against servers (own processes) that only return a reply's bytes."""
+def against_floor(
+    base: Path, seconds: float, clients: tuple[int, ...], rounds: int
+) -> tuple[dict[int, float], dict[str, float], dict[int, float], dict[str, float]]:
+    """``tfship serve`` and the floor measured in turns, ``rounds`` times, each figure the
+    median of its rounds: on a shared machine the load moves during a run, and measuring one
+    side after the other would put a different load on each.
+
+    Returns the server's requests/s and large-answer times, then the floor's.
+    """
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    results: list[Any] = []
-    for kind in ("small", "big"):
-        process = subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
-                                   stdout=subprocess.PIPE, text=True, env=env)
-        try:
-            assert process.stdout is not None
-            address = f"127.0.0.1:{int(process.stdout.readline())}"
-            if kind == "big":
-                results.append(big_call_times(address, big_request()))
-                continue
-            request = big_request()
-            request.model_spec.signature_name = ""
+    process, info = start_server(base)
+    floors = {kind: subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
+                                     stdout=subprocess.PIPE, text=True, env=env)
+              for kind in ("small", "big")}
+    channels: list[Any] = []
+    try:
+        addresses = {"server": info["grpc"]}
+        for kind, floor_process in floors.items():
+            assert floor_process.stdout is not None
+            addresses[kind] = f"127.0.0.1:{int(floor_process.stdout.readline())}"
+        small = big_request()
+        small.model_spec.signature_name = ""
 
-            def make_call(address: str = address, request: Any = request) -> Callable[[], None]:
+        def make_call(address: str) -> Callable[[], Callable[[], None]]:
+            def make() -> Callable[[], None]:
                 channel = grpc.insecure_channel(address)
+                channels.append(channel)
                 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-                return lambda: stub.Predict(request, timeout=30)
+                return lambda: stub.Predict(small, timeout=30)
 
-            results.append({n: rate(n, seconds, make_call) for n in clients})
-        finally:
-            process.terminate()
-            process.wait(timeout=60)
-    return results[0], results[1]
+            return make
+
+        rates: dict[str, dict[int, list[float]]] = {"server": {}, "floor": {}}
+        bigs: dict[str, list[dict[str, float]]] = {"server": [], "floor": []}
+        for _ in range(rounds):
+            for n in clients:
+                for side, address in (("server", addresses["server"]), ("floor", addresses["small"])):
+                    rates[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
+            for side, address in (("server", addresses["server"]), ("floor", addresses["big"])):
+                bigs[side].append(big_call_times(address, big_request()))
+
+        def medians(side: str) -> tuple[dict[int, float], dict[str, float]]:
+            per_n = {n: float(np.median(values)) for n, values in rates[side].items()}
+            times = {key: float(np.median([t[key] for t in bigs[side]])) for key in bigs[side][0]}
+            return per_n, times
+
+        return (*medians("server"), *medians("floor"))
+    finally:
+        for channel in channels:
+            channel.close()
+        for running in (process, *floors.values()):
+            running.terminate()
+            running.wait(timeout=60)
 
 
 def server_rates(
@@ -392,9 +417,10 @@ def main() -> None:
             print_rest(rest)
             return
         local, local_big = local_rates(version_dir, seconds, clients)
-        plain, plain_big = server_rates(base, False, seconds, clients)
+        plain, plain_big, floor_rates, floor = against_floor(
+            base, seconds, clients, rounds=1 if args.short else 3
+        )
         batched, _ = server_rates(base, True, seconds, clients)
-        floor_rates, floor = transport_floor(seconds, clients)
     print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
     print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
     for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):
@@ -404,7 +430,8 @@ def main() -> None:
               f"({floor[key] / local_big:6.1f}x)")
     print()
     print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run);")
-    print("the floor is a gRPC server (same stack) that returns a constant reply")
+    print("the floor is a gRPC server (same stack) that returns a constant reply; the server and")
+    print("the floor are measured in turns, the median of 3 rounds each (1 with --short)")
     print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19} | "
           f"{'gRPC floor':>19}")
     for n in clients:
