@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tfship.inspect import SavedModelInfo
     from tfship.loaders import LocalModel
     from tfship.server._batching import Batcher
+    from tfship.server._core import PredictPlan
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class Servable:
         # the serialized ModelSpec of an answer, per (model name, signature key)
         self._specs: dict[tuple[str, str | None], bytes] = {}
         #: what the serving core read of each signature for Predict (its ``PredictPlan``)
-        self.plans: dict[str, Any] = {}
+        self.plans: dict[str, PredictPlan] = {}
 
     @classmethod
     def load(cls, name: str, version: int, path: str) -> Servable:
