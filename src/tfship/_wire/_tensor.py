@@ -603,19 +603,33 @@ def enum_of_array(array: np.ndarray[Any, Any]) -> int:
         >>> enum_of_array(np.zeros(2, np.float32)), enum_of_array(np.array([b"a"], object))
         (1, 7)
     """
-    if array.dtype.kind in "OSU":
+    dtype = array.dtype
+    enum = _ENUM_OF_DTYPE.get(dtype)
+    if enum is not None:
+        return enum
+    if dtype.kind in "OSU":
         return DT_STRING
-    enum = ENUM_OF_NUMPY.get("bfloat16" if str(array.dtype) == "bfloat16" else array.dtype.name)
+    enum = ENUM_OF_NUMPY.get("bfloat16" if str(dtype) == "bfloat16" else dtype.name)
     if enum is None:
-        raise TypeError(f"numpy dtype {array.dtype} has no TensorFlow DataType")
+        raise TypeError(f"numpy dtype {dtype} has no TensorFlow DataType")
+    if dtype.isnative:  # a dtype's name costs more than the rest of a small answer's encoding
+        _ENUM_OF_DTYPE[dtype] = enum
     return enum
+
+
+_ENUM_OF_DTYPE: dict[np.dtype[Any], int] = {}
 
 
 def _key(number: int, wire: int) -> bytes:
     return _varint_bytes(number << 3 | wire)
 
 
+_SMALL_VARINTS = [bytes([value]) for value in range(0x80)]
+
+
 def _varint_bytes(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
@@ -626,6 +640,34 @@ def _varint_bytes(value: int) -> bytes:
 
 def _length_delimited(number: int, payload: bytes) -> bytes:
     return _key(number, 2) + _varint_bytes(len(payload)) + payload
+
+
+# Heads that repeat from answer to answer, written once: an output's alias as its map key,
+# a tensor's dtype and shape, a packed field's tag. Bounded: shapes and aliases of a served
+# signature are few.
+_ALIAS_KEYS: dict[str, bytes] = {}
+_HEADS: dict[tuple[int, tuple[int, ...]], bytes] = {}
+_CACHED = 4096
+
+
+def _tensor_head(enum: int, shape: tuple[int, ...]) -> bytes:
+    """``dtype`` and ``tensor_shape`` of a serialized ``TensorProto``."""
+    head = _HEADS.get((enum, shape))
+    if head is None:
+        head = _key(1, 0) + _varint_bytes(enum) + _shape_bytes(shape)
+        if len(_HEADS) < _CACHED:
+            _HEADS[(enum, shape)] = head
+    return head
+
+
+def _alias_key(alias: str) -> bytes:
+    """A ``PredictResponse.outputs`` map entry's key field."""
+    key = _ALIAS_KEYS.get(alias)
+    if key is None:
+        key = _length_delimited(1, alias.encode("utf-8"))
+        if len(_ALIAS_KEYS) < _CACHED:
+            _ALIAS_KEYS[alias] = key
+    return key
 
 
 def _shape_bytes(shape: Sequence[int]) -> bytes:
@@ -657,6 +699,9 @@ def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> Any:
 
 _FIXED_WIRE = {"float_val": "<f4", "double_val": "<f8", "scomplex_val": "<c8",
                "dcomplex_val": "<c16"}
+_PACKED_TAGS = {name: _key(number, 2) for name, number in _FIELD_NUMBERS.items()}
+# PredictResponse.outputs (1) entries, and an entry's value (2)
+_MAP_ENTRY, _MAP_VALUE = _key(1, 2), _key(2, 2)
 
 
 def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
@@ -667,7 +712,7 @@ def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
     entry = DATATYPES.get(enum)
     if entry is None:
         raise TypeError(f"cannot encode a tensor of {dtype_name(enum)}")
-    parts: list[Any] = [_key(1, 0) + _varint_bytes(enum) + _shape_bytes(array.shape)]
+    parts: list[Any] = [_tensor_head(enum, array.shape)]
     flat = array.reshape(-1)
     if flat.size == 0:
         return parts
@@ -676,12 +721,12 @@ def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
         parts += [tag + _varint_bytes(len(value)) + value for value in _as_bytes_list(flat)]
         return parts
     payload = _packed_payload(flat, enum)
-    parts += [_key(_FIELD_NUMBERS[entry.field], 2) + _varint_bytes(len(payload)), payload]
+    parts += [_PACKED_TAGS[entry.field] + _varint_bytes(len(payload)), payload]
     return parts
 
 
 def _size(parts: list[Any]) -> int:
-    return sum(len(part) for part in parts)
+    return sum(map(len, parts))
 
 
 def encode_tensor_field(array: Any, enum: int | None = None) -> bytes:
@@ -720,11 +765,12 @@ def encode_predict_response(
     """
     parts: list[Any] = []
     for alias, values, enum in outputs:
-        key = _length_delimited(1, alias.encode("utf-8"))
+        key = _alias_key(alias)
         tensor = _tensor_parts(values, enum)
-        value_head = _key(2, 2) + _varint_bytes(_size(tensor))
-        entry_size = len(key) + len(value_head) + _size(tensor)
-        parts += [_key(1, 2) + _varint_bytes(entry_size), key, value_head, *tensor]
+        size = _size(tensor)
+        value_head = _MAP_VALUE + _varint_bytes(size)
+        entry_size = len(key) + len(value_head) + size
+        parts += [_MAP_ENTRY + _varint_bytes(entry_size), key, value_head, *tensor]
     parts.append(_length_delimited(2, model_spec))
     return b"".join(parts)
 

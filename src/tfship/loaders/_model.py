@@ -34,7 +34,7 @@ from tfship.errors import ModelError, ModelInputError, SignatureNotFoundError
 Array = npt.NDArray[Any]
 
 if TYPE_CHECKING:
-    from tfship.inspect import MetaGraphInfo, SignatureInfo, TensorInfo
+    from tfship.inspect import MetaGraphInfo, SavedModelInfo, SignatureInfo, TensorInfo
     from tfship.loaders._predict import SignatureAdapter
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 #: signature keys that are plumbing, not something to call.
 _HIDDEN_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+#: a (signature, outputs) that ``run_checked`` hands to ``run``: sparse inputs, unknown keys.
+_UNPLANNED: Any = object()
 
 #: the parts of a ``coo_sparse`` input, in the order ``run`` takes them.
 _SPARSE_PARTS = ("indices", "values", "dense_shape")
@@ -106,6 +109,7 @@ class LocalModel:
         self._session = session
         self._lock = threading.Lock()
         self._callables: dict[tuple[Any, ...], Any] = {}
+        self._plans: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._adapters: dict[str, Any] = {}
         self._closed = False
 
@@ -141,6 +145,7 @@ class LocalModel:
                 return
             self._closed = True
             self._callables.clear()
+            self._plans.clear()
             self._session.close()
 
     # -- signatures ------------------------------------------------------------------------
@@ -229,6 +234,48 @@ class LocalModel:
                 values.append(value)
         return self.run_tensors(names, values, [sig.outputs[k] for k in keys], keys)
 
+    def run_checked(
+        self, feeds: Mapping[str, Array], signature: str, outputs: Sequence[str]
+    ) -> dict[str, Array]:
+        """Run a signature on feeds already checked by the caller: the serving path.
+
+        ``tfship serve`` checks a request as TF Serving does (names, dtypes, its own error
+        texts) before it calls this, so nothing is checked twice: ``feeds`` must hold one numpy
+        array of the input's dtype per dense input of ``signature`` (inputs with a default
+        included), and ``outputs`` output keys of it. What a caller did not check (a sparse
+        input, an unknown key) is checked as :meth:`run` checks it.
+
+        The run executes in the calling thread (TensorFlow's ``inter_op_thread_pool = -1``):
+        a server's concurrency is its requests, and handing each small run to the inter-op
+        pool and back costs more than the run itself. ``run`` keeps the pool.
+
+        Example:
+            >>> model.run_checked({"x": x}, "serving_default", ["y"])  # doctest: +SKIP
+        """
+        plan = self._plans.get((signature, tuple(outputs)))
+        if plan is None:
+            plan = self._plan(signature, outputs)
+        if plan is _UNPLANNED or feeds.keys() != plan.inputs.keys():
+            return self.run(feeds, signature=signature, outputs=outputs)
+        if self._closed:
+            raise ModelError(f"model {self.path} is closed", path=str(self.path))
+        values = [feeds[key] for key in plan.inputs]
+        return _assemble(plan.fetch_infos, plan.outputs, self._call(plan.runner, values))
+
+    def _plan(self, signature: str, outputs: Sequence[str]) -> Any:
+        """The callable and names of one (signature, outputs): made once, kept."""
+        sig = self.signatures.get(signature)
+        dense = sig is not None and all(i.encoding == "dense" for i in sig.inputs.values())
+        if sig is None or not dense or any(key not in sig.outputs for key in outputs):
+            return _UNPLANNED  # run() says what is wrong, in its words
+        infos = [sig.outputs[key] for key in outputs]
+        fetch_names = tuple(name for info in infos for name in _fetch_names(info))
+        inputs = {key: sig.inputs[key].name for key in sorted(sig.inputs)}
+        runner = self._callable(tuple(inputs.values()), fetch_names, inline=True)
+        plan = SimpleNamespace(inputs=inputs, outputs=list(outputs), fetch_infos=infos, runner=runner)
+        self._plans[(signature, tuple(outputs))] = plan
+        return plan
+
     def run_tensors(
         self,
         feed_names: Sequence[str],
@@ -241,19 +288,26 @@ class LocalModel:
             raise ModelError(f"model {self.path} is closed", path=str(self.path))
         fetch_names = [name for info in fetch_infos for name in _fetch_names(info)]
         runner = self._callable(tuple(feed_names), tuple(fetch_names))
-        tf = _tf()
-        try:
-            fetched = runner(*feed_values)
-        except tf.errors.InvalidArgumentError as exc:
-            raise ModelInputError(
-                f"the model rejected its inputs: {_op_message(exc)}", path=str(self.path)
-            ) from exc
-        except tf.errors.OpError as exc:
-            raise ModelError(f"the model failed: {_op_message(exc)}", path=str(self.path)) from exc
-        return _assemble(fetch_infos, fetch_keys, list(fetched))
+        return _assemble(fetch_infos, fetch_keys, self._call(runner, feed_values))
 
-    def _callable(self, feeds: tuple[str, ...], fetches: tuple[str, ...]) -> Any:
-        key = (feeds, fetches)
+    def _call(self, runner: Any, values: Sequence[Array]) -> list[Any]:
+        """One call into TensorFlow; its errors as tfship's."""
+        try:
+            return list(runner(*values))
+        except Exception as exc:
+            tf = _tf()
+            if isinstance(exc, tf.errors.InvalidArgumentError):
+                raise ModelInputError(
+                    f"the model rejected its inputs: {_op_message(exc)}", path=str(self.path)
+                ) from exc
+            if isinstance(exc, tf.errors.OpError):
+                raise ModelError(
+                    f"the model failed: {_op_message(exc)}", path=str(self.path)
+                ) from exc
+            raise
+
+    def _callable(self, feeds: tuple[str, ...], fetches: tuple[str, ...], inline: bool = False) -> Any:
+        key = (feeds, fetches, inline)
         runner = self._callables.get(key)
         if runner is not None:
             return runner
@@ -262,7 +316,7 @@ class LocalModel:
                 raise ModelError(f"model {self.path} is closed", path=str(self.path))
             runner = self._callables.get(key)
             if runner is None:
-                if isinstance(self._session, _ObjectRunner):
+                if isinstance(self._session, _ObjectRunner):  # its own threads either way
                     runner = self._session.make_callable(feeds, fetches, self.path)
                     self._callables[key] = runner
                     return runner
@@ -283,6 +337,8 @@ class LocalModel:
 
                 config_pb2 = tf_module("tensorflow.core.protobuf.config_pb2")
                 options = config_pb2.CallableOptions(feed=list(feeds), fetch=list(fetches))
+                if inline:  # in the caller's thread (see run_checked)
+                    options.run_options.inter_op_thread_pool = -1
                 runner = self._session._make_callable_from_options(options)
                 self._callables[key] = runner
         return runner
@@ -377,6 +433,7 @@ def load(
     tags: Sequence[str] = ("serve",),
     threads: int | None = None,
     loader: str = "auto",
+    saved_model: SavedModelInfo | None = None,
 ) -> LocalModel:
     """Load a SavedModel (Estimator export or TF2 SavedModel) once, for many calls.
 
@@ -392,6 +449,9 @@ def load(
             never writes), then with TF2's ``tf.saved_model.load``; ``"session"`` or
             ``"object"`` forces one. The choice is kept in ``LocalModel.loader`` and logged
             once (the object loader at info level, the usual session at debug level).
+        saved_model: the SavedModel at ``path`` as the caller already read it
+            (``tfship.inspect.read_saved_model``, or a ``SavedModelInfo`` of a parsed proto),
+            so ``saved_model.pb`` is not parsed a second time; ``None`` reads it here.
 
     Returns:
         A :class:`LocalModel`; close it (or use it as a context manager) when done.
@@ -410,7 +470,9 @@ def load(
     if loader not in ("auto", "session", "object"):
         raise ValueError(f"loader must be 'auto', 'session' or 'object', not {loader!r}")
     export_dir = resolve_export_dir(path)
-    meta_graph = read_saved_model(export_dir).meta_graph(tags=tuple(tags))
+    if saved_model is None:
+        saved_model = read_saved_model(export_dir)
+    meta_graph = saved_model.meta_graph(tags=tuple(tags))
     callable_keys = sorted(k for k in meta_graph.signatures if k not in _HIDDEN_SIGNATURES)
     default = _default_signature(signature, callable_keys, export_dir)
     started = time.perf_counter()

@@ -14,9 +14,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tfship.server._manager import Servable
 
 
 @dataclass
@@ -65,14 +68,13 @@ class Batcher:
         """Nothing to release: batches run on the callers' threads."""
 
     def run(
-        self, servable: Any, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
+        self, servable: Servable, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
     ) -> dict[str, Any]:
         """Run ``feeds`` as part of a batch; returns this request's rows of each output."""
         key = _batch_key(feeds, signature, outputs)
         rows = _rows(feeds)
         if key is None or rows is None or rows >= self.max_batch_size:
-            result: dict[str, Any] = servable.run_now(feeds, signature, outputs)
-            return result
+            return servable.run_now(feeds, signature, outputs)
         task = _Task(feeds, rows)
         with self._cond:
             self._inflight += 1
@@ -84,7 +86,7 @@ class Batcher:
 
     def _run_batched(
         self,
-        servable: Any,
+        servable: Servable,
         key: tuple[Any, ...],
         task: _Task,
         signature: str,
@@ -106,7 +108,7 @@ class Batcher:
         self._lead(servable, queue, signature, outputs)
         return _outcome(task)
 
-    def _lead(self, servable: Any, queue: _Queue, signature: str, outputs: Sequence[str]) -> None:
+    def _lead(self, servable: Servable, queue: _Queue, signature: str, outputs: Sequence[str]) -> None:
         deadline = time.monotonic() + self.timeout
         with self._cond:
             # Wait for companions only when other requests are in flight: a lone caller would
@@ -129,7 +131,7 @@ class Batcher:
         self._execute(servable, batch, signature, outputs)
 
     def _execute(
-        self, servable: Any, batch: list[_Task], signature: str, outputs: Sequence[str]
+        self, servable: Servable, batch: list[_Task], signature: str, outputs: Sequence[str]
     ) -> None:
         try:
             if len(batch) == 1:
@@ -147,7 +149,7 @@ class Batcher:
 
     @staticmethod
     def _run_merged(
-        servable: Any, batch: list[_Task], signature: str, outputs: Sequence[str]
+        servable: Servable, batch: list[_Task], signature: str, outputs: Sequence[str]
     ) -> None:
         keys = list(batch[0].feeds)
         merged = {k: np.concatenate([np.asarray(t.feeds[k]) for t in batch]) for k in keys}

@@ -242,6 +242,7 @@ def serve(
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")
     server = ModelServer(models, options)
+    _keep_large_buffers()
     stop = _StopRequest()
     previous = _on_signals(stop)
     try:
@@ -256,6 +257,28 @@ def serve(
         for number, handler in previous.items():
             signal.signal(number, handler)
     _exit_now_if_program()
+
+
+def _keep_large_buffers() -> None:
+    """Let glibc's malloc reuse the memory of large answers instead of returning it to the OS.
+
+    Each answer allocates its tensor, its serialized bytes and gRPC's copy of them; by default
+    glibc gives such blocks back on free (unmapping them, or trimming the heap of the worker
+    thread's arena) and the next answer faults every page in again: about 1,000 page faults,
+    a millisecond of CPU, for a 4 MiB answer. Blocks up to 32 MiB now come from the heaps,
+    which keep up to 128 MiB free at their top. This is the server's own process (a command),
+    so the setting is ours to make; without glibc (macOS, musl) nothing changes.
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    mallopt(m_mmap_threshold, 32 << 20)
+    mallopt(m_trim_threshold, 128 << 20)
 
 
 def _exit_now_if_program() -> None:

@@ -31,6 +31,7 @@ from tfship._wire import (
 )
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._manager import ModelManager, Servable
+from tfship.server._metrics import Metrics
 from tfship.server._status import RpcError, invalid, status_fields
 
 
@@ -51,8 +52,9 @@ def _require_model_spec(request: Any) -> None:
         raise invalid("Missing ModelSpec")
 
 
-def _shape_text(shape: Sequence[int]) -> str:
-    # TensorShape::DebugString
+def _debug_shape_text(shape: Sequence[int]) -> str:
+    # TensorShape::DebugString of a value's shape, "[2,3]": TF Serving's texts print it so;
+    # tfship._wire.shape_text prints a signature's shape, "[?, 3]", in tfship's own messages.
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
@@ -81,7 +83,11 @@ class ServingCore:
     """
 
     def __init__(
-        self, manager: ModelManager, *, method_name_check: bool = False, metrics: Any = None
+        self,
+        manager: ModelManager,
+        *,
+        method_name_check: bool = False,
+        metrics: Metrics | None = None,
     ) -> None:
         self.manager = manager
         # the Prometheus page of --monitoring_config_file (a Metrics), served on the REST port
@@ -107,9 +113,7 @@ class ServingCore:
     def predict_bytes_on(self, servable: Servable, request: Any) -> bytes:
         """Predict against one loaded version; outputs go straight to their wire bytes."""
         key, outputs = self.predict_outputs(servable, request)
-        spec = protos().model_pb2.ModelSpec()
-        fill_model_spec(spec, request.model_spec.name, key, servable.version)
-        return encode_predict_response(outputs, spec.SerializeToString())
+        return encode_predict_response(outputs, servable.model_spec(request.model_spec.name, key))
 
     def predict_outputs(
         self, servable: Servable, request: Any
@@ -122,14 +126,21 @@ class ServingCore:
                 grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{key}" not found.'
             )
         self._check_method(signature)
-        feeds = predict_feeds(signature, request.inputs)
-        aliases = _output_aliases(signature, request.output_filter)
-        # TensorFlow checks feed dtypes when the session runs, after every request check;
-        # feed shapes are not checked at all: the graph's ops accept them or fail.
-        check_feed_dtypes(signature, request.inputs)
+        plan = servable.plans.get(key)
+        if plan is None:
+            plan = servable.plans[key] = PredictPlan.of(signature)
+        feeds = plan.feeds(request)
+        if feeds is not None:  # every input given, of its dtype, no output filter
+            aliases = plan.outputs
+        else:  # TF Serving's checks in its order, each with its own words
+            feeds = predict_feeds(signature, request.inputs)
+            aliases = _output_aliases(signature, request.output_filter)
+            # TensorFlow checks feed dtypes when the session runs, after every request check;
+            # feed shapes are not checked at all: the graph's ops accept them or fail.
+            check_feed_dtypes(signature, request.inputs)
         values = _run(servable, feeds, key, aliases)
         return key, [
-            (alias, values[alias], _output_enum(signature.outputs[alias], values[alias]))
+            (alias, values[alias], _output_enum(signature, alias, values[alias]))
             for alias in aliases
         ]
 
@@ -174,8 +185,11 @@ class ServingCore:
     def _on_servable(self, request: Any, run: Callable[[Servable, Any], Any]) -> Any:
         # Predict, Classify and Regress: check the spec, then hold the version while it runs.
         _require_model_spec(request)
-        with self.manager.servable(request.model_spec) as servable:
+        servable = self.manager.acquire(request.model_spec)
+        try:
             return run(servable, request)
+        finally:
+            servable.release()
 
     def _run_examples(
         self,
@@ -334,6 +348,40 @@ class ServingCore:
 
 
 # Predict helpers -----------------------------------------------------------------------------
+class PredictPlan:
+    """What a Predict request on one signature needs of it, read once per loaded version.
+
+    ``feeds`` takes the common request (every input given, each of its signature's dtype, no
+    output filter) in one pass; any other request goes through ``predict_feeds`` and the
+    checks after it, which say what is wrong in TF Serving's words and order.
+    """
+
+    def __init__(self, inputs: list[tuple[str, int]], outputs: list[str]) -> None:
+        self.inputs = inputs  # (alias, DataType number), sorted by alias
+        self.outputs = outputs  # every output alias, sorted
+
+    @classmethod
+    def of(cls, signature: Any) -> PredictPlan:
+        inputs = [(alias, int(signature.inputs[alias].dtype)) for alias in sorted(signature.inputs)]
+        return cls(inputs, sorted(signature.outputs))
+
+    def feeds(self, request: Any) -> dict[str, NDArray[Any]] | None:
+        """The decoded feeds of a request that passes every check, else None."""
+        inputs = request.inputs
+        if request.output_filter or len(inputs) != len(self.inputs):
+            return None
+        feeds: dict[str, NDArray[Any]] = {}
+        for alias, want in self.inputs:
+            proto = inputs.get(alias)
+            if proto is None or (want and proto.dtype != want):
+                return None
+            try:
+                feeds[alias] = decode_tensor(proto)
+            except TensorDecodeError:
+                return None
+        return feeds
+
+
 def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
     """Check the request inputs against the signature and decode them (TF's GetInputValues)."""
     sig_inputs, defaults = signature.inputs, signature.defaults
@@ -398,13 +446,13 @@ def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
     return list(output_filter) if output_filter else sorted(signature.outputs)
 
 
-def _output_enum(info: Any, value: NDArray[Any]) -> int:
+def _output_enum(signature: Any, alias: str, value: NDArray[Any]) -> int:
     # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
-    # (bfloat16 from ml_dtypes) take the signature's.
+    # take the signature's.
     try:
-        return enum_of_array(np.asarray(value))
+        return enum_of_array(value)
     except TypeError:
-        return int(info.dtype)
+        return int(signature.outputs[alias].dtype)
 
 
 def _run(
@@ -502,7 +550,7 @@ def _check_class_tensor(
 ) -> None:
     if value.ndim != 2:
         raise invalid(
-            f"Expected Tensor shape: [batch_size num_classes] but got {_shape_text(value.shape)}"
+            f"Expected Tensor shape: [batch_size num_classes] but got {_debug_shape_text(value.shape)}"
         )
     enum = enum_of_array(value)
     if enum != want:
@@ -546,7 +594,7 @@ def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> Non
     if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == 1)):
         raise invalid(
             "Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got "
-            + _shape_text(value.shape)
+            + _debug_shape_text(value.shape)
         )
     if value.shape[0] != num_examples:
         raise invalid(

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -23,9 +24,13 @@ from tfship._wire import DEFAULT_SIGNATURE, version_dirs
 from tfship.server._config import ModelConfig
 from tfship.server._status import RpcError, from_exception, invalid
 
+if TYPE_CHECKING:
+    from tfship.inspect import SavedModelInfo
+    from tfship.loaders import LocalModel
+    from tfship.server._batching import Batcher
+    from tfship.server._core import PredictPlan
+
 logger = logging.getLogger(__name__)
-
-
 
 @dataclass(frozen=True)
 class StateEvent:
@@ -44,7 +49,8 @@ class StateEvent:
 
 
 class Servable:
-    """One loaded version: its serve MetaGraphDef (read from the file) and the engine that runs it.
+    """One loaded version: its serve MetaGraphDef (read from the file once) and the engine that
+    runs it.
 
     Example:
         >>> import tensorflow as tf
@@ -57,7 +63,9 @@ class Servable:
         {'y': array([[2., 2., 2.]], dtype=float32)}
     """
 
-    def __init__(self, name: str, version: int, path: str, meta_graph: Any, model: Any) -> None:
+    def __init__(
+        self, name: str, version: int, path: str, meta_graph: Any, model: LocalModel
+    ) -> None:
         self.name = name
         self.version = version
         self.path = path
@@ -66,41 +74,62 @@ class Servable:
         self.model = model
         self._inflight = 0
         self._idle = threading.Condition()
-        self.batcher: Any = None
+        self.batcher: Batcher | None = None
+        # the serialized ModelSpec of an answer, per (model name, signature key)
+        self._specs: dict[tuple[str, str | None], bytes] = {}
+        #: what the serving core read of each signature for Predict (its ``PredictPlan``)
+        self.plans: dict[str, PredictPlan] = {}
 
     @classmethod
     def load(cls, name: str, version: int, path: str) -> Servable:
-        """Read ``saved_model.pb`` for the serve MetaGraphDef and load the model with tfship."""
+        """Read ``saved_model.pb`` for the serve MetaGraphDef and load the model with tfship;
+        the file is parsed once, here, and the loader takes what was parsed."""
         from tfship.loaders import load
 
-        meta_graph = read_serve_meta_graph(path)
+        saved_model = read_saved_model_proto(path)
+        meta_graph = serve_meta_graph(saved_model)
         keys = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
         # TF Serving needs no default signature to load a model; tfship's loader does.
         default = DEFAULT_SIGNATURE if DEFAULT_SIGNATURE in keys or not keys else keys[0]
         # A TF1 session, as TF Serving runs it, even for exports only TF2's loader can run.
-        return cls(name, version, path, meta_graph, load(path, signature=default, loader="session"))
+        model = load(path, signature=default, loader="session", saved_model=saved_model)
+        return cls(name, version, path, meta_graph, model)
+
+    def model_spec(self, name: str, signature: str | None) -> bytes:
+        """The serialized ``ModelSpec`` answers carry (TF Serving's ``MakeModelSpec``): name,
+        signature key, this version; made once per (name, key)."""
+        spec = self._specs.get((name, signature))
+        if spec is None:
+            from tfship._wire import protos
+
+            message = protos().model_pb2.ModelSpec(name=name)
+            if signature is not None:
+                message.signature_name = signature or DEFAULT_SIGNATURE
+            message.version.value = self.version
+            spec = message.SerializeToString()
+            if len(self._specs) < 256:  # names and keys a client made up are not kept
+                self._specs[(name, signature)] = spec
+        return spec
 
     def run(
         self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
     ) -> dict[str, Any]:
-        """Run one signature on numpy feeds; returns the requested outputs by alias."""
+        """Run one signature on feeds the core checked; returns the requested outputs by alias."""
         if self.batcher is not None:
-            result: dict[str, Any] = self.batcher.run(self, feeds, signature, outputs)
-            return result
+            return self.batcher.run(self, feeds, signature, outputs)
         return self.run_now(feeds, signature, outputs)
 
     def run_now(
         self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
     ) -> dict[str, Any]:
-        """Run immediately, bypassing the batcher."""
+        """Run immediately, bypassing the batcher; the feeds are not checked again."""
         try:
-            result: dict[str, Any] = self.model.run(dict(feeds), signature=signature, outputs=list(outputs))
+            return self.model.run_checked(feeds, signature, outputs)
         except Exception as exc:
             explained = _explained(self.model, exc)
             if explained is exc:
                 raise
             raise explained from exc
-        return result
 
     def run_tensors(
         self, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]
@@ -114,16 +143,16 @@ class Servable:
         )
         return result
 
-    @contextmanager
-    def hold(self) -> Iterator[Servable]:
-        """Count a request in flight so an unload waits for it to finish."""
+    def acquire(self) -> None:
+        """Count a request in flight so an unload waits for it; :meth:`release` ends it."""
         with self._idle:
             self._inflight += 1
-        try:
-            yield self
-        finally:
-            with self._idle:
-                self._inflight -= 1
+
+    def release(self) -> None:
+        """The request counted by :meth:`acquire` is done."""
+        with self._idle:
+            self._inflight -= 1
+            if not self._inflight:
                 self._idle.notify_all()
 
     def close(self, timeout: float = 30.0) -> None:
@@ -137,7 +166,7 @@ class Servable:
             close()
 
 
-def _explained(model: Any, exc: Exception) -> Exception:
+def _explained(model: LocalModel, exc: Exception) -> Exception:
     """A failed run of an export whose signatures read variables its restore step never writes
     fails as in TF Serving (same code), but with the cause and the remedy in one line."""
     from tfship._tf import tf_error_cause
@@ -145,20 +174,21 @@ def _explained(model: Any, exc: Exception) -> Exception:
     from tfship.server._status import RpcError, from_exception
 
     status = from_exception(exc)
-    meta_graph = getattr(model, "meta_graph", None)
-    if status.code != grpc.StatusCode.FAILED_PRECONDITION or meta_graph is None:
+    if status.code != grpc.StatusCode.FAILED_PRECONDITION:
         return exc
-    if isinstance(exc, RpcError) or not unrestored_variables(meta_graph):
+    if isinstance(exc, RpcError) or not unrestored_variables(model.meta_graph):
         return exc
     cause = tf_error_cause(exc.__cause__ or exc).split(". ")[0]
     return RpcError(status.code, f"{cause}: {REMEDY}")
 
 
-def read_serve_meta_graph(path: str) -> Any:
-    """The MetaGraphDef tagged exactly {"serve"} of the SavedModel at ``path``."""
+def read_saved_model_proto(path: str) -> SavedModelInfo:
+    """The SavedModel at ``path`` parsed once, with TF Serving's errors for a missing or
+    corrupt file; the loader takes it as it is (``load(path, saved_model=...)``)."""
     from google.protobuf import text_format
 
     from tfship._wire import descriptor_pool, protos
+    from tfship.inspect import SavedModelInfo
 
     saved_model = protos().saved_model_pb2.SavedModel()
     pb, pbtxt = os.path.join(path, "saved_model.pb"), os.path.join(path, "saved_model.pbtxt")
@@ -172,18 +202,25 @@ def read_serve_meta_graph(path: str) -> Any:
                 raise RpcError(
                     grpc.StatusCode.DATA_LOSS, f"Can't parse {pb} as binary proto"
                 ) from None
+        file = pb
     elif os.path.exists(pbtxt):
         with open(pbtxt, encoding="utf-8") as handle:
             text_format.Parse(handle.read(), saved_model, descriptor_pool=descriptor_pool())
+        file = pbtxt
     else:
         raise RpcError(
             grpc.StatusCode.NOT_FOUND,
             "Could not find SavedModel .pb or .pbtxt at supplied export directory path: " + path,
         )
-    for meta_graph in saved_model.meta_graphs:
+    return SavedModelInfo(Path(path), Path(file), saved_model)
+
+
+def serve_meta_graph(saved_model: SavedModelInfo) -> Any:
+    """The MetaGraphDef tagged exactly {"serve"}, as TF Serving's error says when there is none."""
+    for meta_graph in saved_model.proto.meta_graphs:
         if set(meta_graph.meta_info_def.tags) == {"serve"}:
             return meta_graph
-    found = [sorted(m.meta_info_def.tags) for m in saved_model.meta_graphs]
+    found = [sorted(m.meta_info_def.tags) for m in saved_model.proto.meta_graphs]
     raise RpcError(
         grpc.StatusCode.NOT_FOUND,
         "Could not find meta graph def matching supplied tags: { serve }. To inspect available "
@@ -192,8 +229,9 @@ def read_serve_meta_graph(path: str) -> Any:
     )
 
 
-def list_versions(base_path: str, model: str) -> dict[int, str] | None:
-    """Numeric version directories under ``base_path`` (None when the base path is missing)."""
+def version_paths(base_path: str, model: str) -> dict[int, str] | None:
+    """Version number -> directory of the numeric version directories under ``base_path``
+    (None when the base path is missing)."""
     if not os.path.isdir(base_path):
         return None
     versions: dict[int, str] = {}
@@ -351,7 +389,7 @@ class ModelManager:
             while self._next_action(model, set()):
                 pass
             return
-        found = list_versions(config.base_path, config.name)
+        found = version_paths(config.base_path, config.name)
         if found is None:
             if not model.missing_logged:  # once, not on every poll
                 logger.error("Could not find base path %s for servable %s", config.base_path,
@@ -478,6 +516,15 @@ class ModelManager:
             RpcError: INVALID_ARGUMENT (no name, unknown label) or NOT_FOUND, with TF Serving's
                 texts.
         """
+        servable = self.acquire(spec)
+        try:
+            yield servable
+        finally:
+            servable.release()
+
+    def acquire(self, spec: Any) -> Servable:
+        """:meth:`servable` without the context manager: the version is held until its
+        ``release()``; the serving core's path, once per request."""
         if not spec.name:
             raise invalid("ModelSpec has no name specified.")
         which = spec.WhichOneof("version_choice")
@@ -487,31 +534,26 @@ class ModelManager:
                 version = None if model is None else model.labels.get(spec.version_label)
                 if version is None:
                     raise invalid(f"Unrecognized servable version label: {spec.version_label}")
-                request = f"Specific({spec.name}, {version})"
             elif which == "version":
                 version = int(spec.version.value)
-                request = f"Specific({spec.name}, {version})"
             else:
                 version = None
-                request = f"Latest({spec.name})"
             servable = None if model is None else self._pick(model, version)
             if servable is None:
+                request = f"Latest({spec.name})" if version is None else f"Specific({spec.name}, {version})"
                 raise RpcError(
                     grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}"
                 )
-            holder = servable.hold()
-            holder.__enter__()
-        try:
-            yield servable
-        finally:
-            holder.__exit__(None, None, None)
+            servable.acquire()
+        return servable
 
     @staticmethod
     def _pick(model: _Model, version: int | None) -> Servable | None:
-        ready = {v: h.servable for v, h in model.harnesses.items() if h.state == "ready"}
-        if version is None:
-            return ready[max(ready)] if ready else None
-        return ready.get(version)
+        if version is not None:
+            harness = model.harnesses.get(version)
+            return harness.servable if harness is not None and harness.state == "ready" else None
+        newest = max((v for v, h in model.harnesses.items() if h.state == "ready"), default=None)
+        return None if newest is None else model.harnesses[newest].servable
 
     def status(self, name: str, version: int | None) -> list[StateEvent]:
         """Last state of each tracked version (descending), as GetModelStatus reports them.

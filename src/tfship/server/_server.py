@@ -10,11 +10,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfship.server._config import ModelConfig, SslConfig, single_model
 from tfship.server._manager import ModelManager, Servable, StateEvent
 from tfship.server._status import LocalServerError, ServerConfigError
+
+if TYPE_CHECKING:
+    from tfship.server._core import ServingCore
+    from tfship.server._metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -122,17 +126,17 @@ class ModelServer:
         self.tls = options.tls
         socket = options.grpc_socket_path
         self.grpc_socket_path = None if socket is None else str(socket)
-        self.metrics: Any = None
+        self.metrics: Metrics | None = None
         self._watcher: threading.Thread | None = None
         self._grpc: Any = None
         self._rest: Any = None
         self._manager: ModelManager | None = None
-        self._core: Any = None
+        self._core: ServingCore | None = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()
 
     @property
-    def core(self) -> Any:
+    def core(self) -> ServingCore | None:
         """The serving core that answers every API (``None`` until started); the in-process
         client transport calls it without a socket."""
         return self._core
@@ -245,6 +249,7 @@ class ModelServer:
     def _run_warmup(self, servable: Servable) -> None:
         from tfship.server._warmup import run_warmup
 
+        assert self._core is not None  # versions load after start() made the core
         run_warmup(self._core, servable)
 
     def _attach_batcher(self, servable: Servable) -> None:

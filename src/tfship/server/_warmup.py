@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE, protos
 from tfship.server._status import RpcError, invalid
+
+if TYPE_CHECKING:
+    from tfship.server._core import ServingCore
+    from tfship.server._manager import Servable
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +30,7 @@ _REPLAYED = {
 }
 
 
-def run_warmup(core: Any, servable: Any, iterations: int = 1) -> int:
+def run_warmup(core: ServingCore, servable: Servable, iterations: int = 1) -> int:
     """Replay the warmup file of ``servable`` through ``core``; returns the records replayed.
 
     Args:
@@ -80,7 +84,7 @@ def _parse(record: bytes, path: str) -> Any:
     return log
 
 
-def _replay(core: Any, servable: Any, log: Any) -> None:
+def _replay(core: ServingCore, servable: Servable, log: Any) -> None:
     kind = log.WhichOneof("log_type")
     if kind is None:
         return  # TF Serving skips records without a log

@@ -6,24 +6,28 @@ answer. Differences that come from REST itself: answers carry no ``model_spec`` 
 asked for is reported), ``output_filter`` is applied here, output dtypes (lost in JSON) come
 from the signature the client passes along, and there is no MultiInference or config reload.
 
-Connections are kept open across calls by ``httpx``'s connection pools (``httpx.HTTPTransport``
-here, ``httpx.AsyncHTTPTransport`` for the asyncio client); environment proxies are ignored,
-as the gRPC transport ignores them.
+Connections are kept open across calls: ``RestTransport`` keeps a small pool of the standard
+library's ``http.client`` connections (one request in one write, no per-call objects beyond
+the connection's own), ``AsyncRestTransport`` uses ``httpx.AsyncHTTPTransport``; environment
+proxies are ignored, as the gRPC transport ignores them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import logging
 import math
+import select
 import ssl
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import numpy as np
 import orjson
@@ -64,9 +68,8 @@ _NOT_IN_REST = {
 class _RestBase:
     """What both REST transports keep: the base URL, headers, TLS and the JSON mapping.
 
-    Requests go straight to httpx's connection pool (``httpx.HTTPTransport``), built from
-    parsed URLs kept per path: a client's redirects, cookies and auth would only cost time
-    on every call, and TF Serving uses none of them.
+    Requests go straight to a connection pool: a client's redirects, cookies and auth would
+    only cost time on every call, and TF Serving uses none of them.
     """
 
     needs_signature = True
@@ -109,11 +112,9 @@ class _RestBase:
                 self._urls[path] = url
         return url
 
-    def _prepare(self, call: Call, deadline: float | None) -> Any:
-        """The ``httpx.Request`` of ``call`` with what is left of its deadline, or the answer
-        itself when REST cannot carry the request but its answer is known (an empty batch)."""
-        import httpx
-
+    def _encode(self, call: Call) -> tuple[str, str, bytes | None] | PredictOutputs:
+        """(HTTP method, path, body) of ``call``, or the answer itself when REST cannot carry
+        the request but its answer is known (an empty batch)."""
         if call.method in _NOT_IN_REST:
             raise UnimplementedError(
                 f"{_NOT_IN_REST[call.method]}; use ServingClient over gRPC (a host:port target)",
@@ -126,25 +127,32 @@ class _RestBase:
             return empty_batch_answer(call)
         except TypeError as exc:  # a dtype JSON cannot carry
             raise InvalidInputError(f"{call.method} model {call.model!r}: {exc}", model=call.model) from None
+        return verb, path, None if body is None else _dumps(body)
+
+    def _prepare(self, call: Call, deadline: float | None) -> Any:
+        """The ``httpx.Request`` of ``call`` with what is left of its deadline, or the answer
+        itself (see :meth:`_encode`)."""
+        import httpx
+
+        encoded = self._encode(call)
+        if not isinstance(encoded, tuple):
+            return encoded
+        verb, path, body = encoded
         return httpx.Request(
             verb,
             self._url(path),
             headers=self._header_list,
-            content=None if body is None else _dumps(body),
+            content=body,
             extensions={**self._extensions, "timeout": _timeouts(deadline, call)},
         )
 
-    def _body_timeout(self, request: Any, deadline: float | None, call: Call) -> None:
-        """Give reading the body what is left of the deadline (httpx reads its timeouts when
-        each phase starts, from the request's own dict)."""
-        if deadline is not None:
-            request.extensions["timeout"]["read"] = _left(deadline, call)
-
-    def _finish(self, call: Call, request: Any, status: int, content: bytes, deadline: float | None) -> Any:
+    def _finish(
+        self, call: Call, method: str, url: Any, status: int, content: bytes, deadline: float | None
+    ) -> Any:
         """The answer of ``call`` from an HTTP status and body, or its ServingCallError; an
         answer decoded after the deadline is late like any other."""
         if logger.isEnabledFor(logging.DEBUG):  # in the words httpx's own client logs
-            logger.debug('HTTP Request: %s %s "HTTP/1.1 %d"', request.method, request.url, status)
+            logger.debug('HTTP Request: %s %s "HTTP/1.1 %d"', method, url, status)
         answer = self._decode(call, status, content)
         _left(deadline, call, "while the answer was decoded")
         return answer
@@ -188,40 +196,206 @@ class RestTransport(_RestBase):
         headers: Mapping[str, str] | None = None,
         max_connections: int = 16,
     ) -> None:
-        import httpx
-
         super().__init__(url, tls=tls, headers=headers)
-        self._pool = httpx.HTTPTransport(**self._pool_options(max_connections))
+        context = self._verify if isinstance(self._verify, ssl.SSLContext) else None
+        if tls and context is None:
+            context = ssl.create_default_context()
+        self._pool = _Connections(
+            self.url, context, self._extensions.get("sni_hostname"), max_connections
+        )
 
     def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call within ``timeout`` seconds, all of it: encoding, connecting, sending,
         the server's time, receiving and decoding. HTTP and connection failures leave as
         ``ServingCallError`` subclasses."""
-        import httpx
-
         deadline = None if timeout is None else time.monotonic() + timeout
-        request = self._prepare(call, deadline)
-        if not isinstance(request, httpx.Request):
-            return request
+        encoded = self._encode(call)
+        if not isinstance(encoded, tuple):
+            return encoded
+        verb, path, body = encoded
+        _left(deadline, call, "before the request was sent")
         try:
-            response = self._pool.handle_request(request)
-            try:
-                self._body_timeout(request, deadline, call)
-                chunks = []
-                for chunk in response.iter_bytes():  # a slow body is stopped at the deadline
-                    chunks.append(chunk)
-                    _left(deadline, call, "while the answer was arriving")
-            finally:
-                response.close()
-        except httpx.HTTPError as exc:
+            status, content = self._pool.request(verb, path, self.headers, body, deadline, call)
+        except (OSError, http.client.HTTPException) as exc:
             raise _connection_error(exc, call.context) from None
-        return self._finish(call, request, response.status_code, b"".join(chunks), deadline)
+        return self._finish(call, verb, self.url + path, status, content, deadline)
 
     def close(self) -> None:
         """Close the kept-alive connections; calling it again does nothing."""
         if not self._closed:
             self._closed = True
             self._pool.close()
+
+
+class _OneWrite:
+    """Headers and body leave in one write: ``http.client`` writes them apart, and the server
+    then wakes twice per request (and, without TCP_NODELAY on its side, may wait for an ACK)."""
+
+    _buffer: list[bytes]  # http.client's, of the class this is mixed into
+
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+        if not isinstance(message_body, bytes) or encode_chunked:
+            super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+            return
+        self._buffer.extend((b"", b""))
+        head = b"\r\n".join(self._buffer)
+        del self._buffer[:]
+        self.send(head + message_body)  # type: ignore[attr-defined]
+
+
+class _HttpConnection(_OneWrite, http.client.HTTPConnection):  # type: ignore[misc]
+    """``http.client``'s connection, writing each request at once."""
+
+
+class _HttpsConnection(_OneWrite, http.client.HTTPSConnection):  # type: ignore[misc]
+    """``http.client``'s HTTPS connection, writing each request at once and naming
+    ``server_name`` in the handshake (SNI and the certificate check) instead of the host it
+    connects to, when one is given."""
+
+    def __init__(self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext,
+                 server_name: str | None) -> None:
+        http.client.HTTPSConnection.__init__(self, host, port, timeout=timeout, context=context)
+        self._server_name = server_name
+        self._tls_context = context
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._tls_context.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
+
+
+class _Connections:
+    """Kept-alive HTTP/1.1 connections to one server, at most ``limit`` in use at once.
+
+    A connection is taken for a whole request and answer, then put back unless the server
+    said it closes it. One the server closed while it sat idle is dropped before use (it is
+    readable: the server's FIN); a request that meets a connection closed in the meantime is
+    sent once more on a new one, as nothing of it was answered.
+    """
+
+    def __init__(self, url: str, context: ssl.SSLContext | None, server_name: str | None, limit: int) -> None:
+        parts = urlsplit(url)
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port or (443 if context is not None else 80)
+        self._prefix = parts.path
+        self._context = context
+        self._server_name = server_name
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
+        self._limit = limit
+        self._in_use = 0
+        self._closed = False
+
+    def request(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes | None,
+        deadline: float | None, call: Call,
+    ) -> tuple[int, bytes]:
+        """Send one request and read its whole answer: (status, body)."""
+        connection, reused = self._take(deadline, call)
+        try:
+            try:
+                return self._exchange(connection, method, path, headers, body, deadline, call)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                if not reused:
+                    raise
+            connection.close()  # the server closed it while it was idle: once more, anew
+            connection = self._connect(deadline, call)
+            return self._exchange(connection, method, path, headers, body, deadline, call)
+        except BaseException:
+            connection.close()
+            raise
+        finally:
+            self._put_back(connection)
+
+    def _take(self, deadline: float | None, call: Call) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection to use, idle or new, once fewer than ``limit`` are in use."""
+        with self._lock:
+            while self._in_use >= self._limit and not self._closed:
+                if not self._freed.wait(_left(deadline, call, "waiting for a connection")):
+                    raise _late(call, "waiting for a connection")
+            if self._closed:
+                raise http.client.HTTPException("the client is closed")
+            self._in_use += 1
+            idle = self._idle
+        try:
+            while True:
+                with self._lock:
+                    connection = idle.pop() if idle else None
+                if connection is None:
+                    return self._connect(deadline, call), False
+                if not _closed_by_peer(connection):
+                    return connection, True
+                connection.close()
+        except BaseException:
+            self._put_back(None)
+            raise
+
+    def _connect(self, deadline: float | None, call: Call) -> http.client.HTTPConnection:
+        left = _left(deadline, call, "before the request was sent")
+        if self._context is not None:
+            return _HttpsConnection(self._host, self._port, timeout=left, context=self._context,
+                                    server_name=self._server_name)
+        return _HttpConnection(self._host, self._port, timeout=left)
+
+    def _exchange(
+        self, connection: http.client.HTTPConnection, method: str, path: str,
+        headers: Mapping[str, str], body: bytes | None, deadline: float | None, call: Call,
+    ) -> tuple[int, bytes]:
+        _timeout(connection, _left(deadline, call, "before the request was sent"))
+        connection.request(method, self._prefix + path, body=body, headers=dict(headers))
+        response = connection.getresponse()
+        chunks = []
+        while True:  # a slow body is stopped at the deadline
+            _timeout(connection, _left(deadline, call, "while the answer was arriving"))
+            chunk = response.read1(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if response.length == 0:  # all of it: read1 would not say so by itself
+                break
+        response.close()  # the answer's reader only: the connection stays open
+        if response.will_close:
+            connection.close()
+        return response.status, b"".join(chunks)
+
+    def _put_back(self, connection: http.client.HTTPConnection | None) -> None:
+        """The end of a use: an open connection is kept for the next one (unless the pool
+        is closed), and a waiting caller may take its place."""
+        keep = connection is not None and connection.sock is not None
+        with self._lock:
+            self._in_use -= 1
+            self._freed.notify()
+            if keep and not self._closed:
+                self._idle.append(connection)  # type: ignore[arg-type]
+                return
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+def _timeout(connection: http.client.HTTPConnection, seconds: float | None) -> None:
+    """What is left of the deadline, for the next connect, write or read of ``connection``."""
+    connection.timeout = seconds
+    if connection.sock is not None:
+        connection.sock.settimeout(seconds)
+
+
+def _closed_by_peer(connection: http.client.HTTPConnection) -> bool:
+    """An idle connection that is readable was closed by the server (or is broken)."""
+    sock = connection.sock
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class AsyncRestTransport(_RestBase):
@@ -259,7 +433,7 @@ class AsyncRestTransport(_RestBase):
             raise _late(call, "waiting for the answer") from None
         except httpx.HTTPError as exc:
             raise _connection_error(exc, call.context) from None
-        return self._finish(call, request, response.status_code, content, deadline)
+        return self._finish(call, request.method, request.url, response.status_code, content, deadline)
 
     async def aclose(self) -> None:
         """Close the kept-alive connections; calling it again does nothing."""
@@ -366,14 +540,20 @@ def _load_client_cert(context: ssl.SSLContext, cert: bytes | str | Path, key: by
 
 
 def _connection_error(exc: Any, context: Mapping[str, Any]) -> ServingCallError:
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, TimeoutError) or _is_httpx_timeout(exc):
         return error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context)
     tls = _ssl_cause(exc)
     if tls is not None:  # UNAVAILABLE with the handshake's words: a TlsError, never retried
         return error_from_status("UNAVAILABLE", str(tls), **context)
     return error_from_status("UNAVAILABLE", f"cannot connect: {exc}", **context)
+
+
+def _is_httpx_timeout(exc: Any) -> bool:
+    if not type(exc).__module__.startswith("httpx"):
+        return False
+    import httpx
+
+    return isinstance(exc, httpx.TimeoutException)
 
 
 def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
@@ -438,7 +618,8 @@ def _json_tensor(array: np.ndarray[Any, Any]) -> Any:
         raise _EmptyBatch()
     kind = array.dtype.kind
     if kind in "biu" or (kind == "f" and array.dtype.itemsize >= 4):
-        return np.ascontiguousarray(array)
+        # a scalar stays a scalar (numpy's, so float32 keeps its shortest text)
+        return array[()] if array.ndim == 0 else np.ascontiguousarray(array)
     return tensor_to_json(array)
 
 
