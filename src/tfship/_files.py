@@ -89,7 +89,7 @@ def atomic_write(
     Example:
         >>> with atomic_write("notes.json") as handle:
         ...     _ = handle.write('{"done": true}\\n')
-        >>> open("notes.json").read()
+        >>> Path("notes.json").read_text()
         '{"done": true}\\n'
     """
     target = AtomicFile(path, durable=durable)
@@ -107,7 +107,7 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, durable
 
     Example:
         >>> write_atomically("page.html", "<p>ok</p>\\n")
-        >>> open("page.html").read()
+        >>> Path("page.html").read_text()
         '<p>ok</p>\\n'
     """
     if isinstance(data, bytes):
