@@ -313,7 +313,7 @@ def _schema_inputs(
     ``ignore_unknown``.
     """
     from tfship.schema import Schema
-    from tfship.serve_client._calls import to_example
+    from tfship.serve_client._calls import request_example
 
     if len(input_paths) > 1:
         raise InputError("with --schema give one records file (--input) or --data")
@@ -325,7 +325,7 @@ def _schema_inputs(
     if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
         return {
             strings[0]: [
-                to_example(r, schema, f"{source}: record {i}").SerializeToString()
+                request_example(r, schema, f"{source}: record {i}").SerializeToString()
                 for i, r in enumerate(records, 1)
             ]
         }
