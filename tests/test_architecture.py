@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tfship"
 DOC = ROOT / "ARCHITECTURE.md"
-OPEN_FOUNDATION = ("tfship._wire", "tfship._tf", "tfship._output", "tfship._interrupt")
+OPEN_FOUNDATION = ("tfship._wire", "tfship._tf", "tfship._files", "tfship._output", "tfship._interrupt")
 
 
 @dataclass

@@ -19,6 +19,9 @@ __all__ = ["echo_json", "json_text"]
 def json_text(value: Any) -> str:
     """``value`` as tfship prints it with ``--json``.
 
+    One line, NaN kept; a JSON value inside TF Serving's error texts is
+    ``tfship._wire.error_json_text`` instead.
+
     Example:
         >>> json_text({"model": "m", "outputs": {"y": [[1.0, float("nan")]]}})
         '{"model": "m", "outputs": {"y": [[1.0, NaN]]}}'

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfship._files import atomic_write
 from tfship.errors import DataError, InputError
 from tfship.schema import (
     CsvMissing,
@@ -91,12 +92,10 @@ def penguins_split(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
 
 
 def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="") as fh:
+    with atomic_write(path, newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         writer.writerows(rows)
-    tmp.replace(path)
 
 
 # ---- inference -------------------------------------------------------------------------------
@@ -401,15 +400,13 @@ def synthesize(
         raise ValueError(f"rows must be >= 0, found {rows}")
     out = Path(path)
     header = [*schema.feature_names, schema.label.name]
-    tmp = out.with_name(f".{out.name}.tmp")
-    with tmp.open("w", newline="") as fh:
+    with atomic_write(out, newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for block, start in enumerate(range(0, rows, SYNTH_BLOCK_ROWS)):
             # One generator per block: the file depends on the seed alone, never on chunking.
             rng = np.random.default_rng([seed, block])
             writer.writerows(_synth_chunk(schema, min(SYNTH_BLOCK_ROWS, rows - start), rng))
-    tmp.replace(out)
     return out
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from tfship._files import write_atomically
 from tfship.errors import DataError, SchemaError
 
 __all__ = [
@@ -241,10 +242,7 @@ class Schema:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the schema as indented JSON, atomically."""
-        p = Path(path)
-        tmp = p.with_name(f".{p.name}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        tmp.replace(p)
+        write_atomically(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     # ---- lookup --------------------------------------------------------------------------
     @property

@@ -100,7 +100,12 @@ DATATYPES: dict[int, DataType] = {
     )
 }
 # Types with no values to carry: named, never encoded.
-_OTHER_NAMES = {0: "invalid", 20: "resource", 21: "variant"}
+_OTHER_NAMES = {
+    0: "invalid", 20: "resource", 21: "variant", 24: "float8_e5m2", 25: "float8_e4m3fn", 29: "int4",
+    30: "uint4",
+}
+# A reference type (a TF1 graph's variables) is its value type's number plus this.
+_REF_OFFSET = 100
 # numpy dtype name -> DataType number (the quantized types are never chosen from numpy).
 ENUM_OF_NUMPY: dict[str, int] = {
     t.numpy: t.enum for t in DATATYPES.values() if not t.name.startswith(("qint", "quint"))
@@ -113,24 +118,29 @@ def datatype(enum: int) -> DataType | None:
 
 
 def tf_dtype_name(enum: int) -> str:
-    """TensorFlow's ``DataTypeString`` (``float``, ``double``, ``string``, ``resource``).
+    """TensorFlow's ``DataTypeString`` (``float``, ``double``, ``string``, ``resource``, ``float_ref``).
 
     Example:
-        >>> tf_dtype_name(1), tf_dtype_name(19), tf_dtype_name(20)
-        ('float', 'half', 'resource')
+        >>> tf_dtype_name(1), tf_dtype_name(19), tf_dtype_name(20), tf_dtype_name(101), tf_dtype_name(99)
+        ('float', 'half', 'resource', 'float_ref', 'dtype_99')
     """
-    entry = DATATYPES.get(int(enum))
+    number = int(enum)
+    entry = DATATYPES.get(number)
     if entry is not None:
         return entry.name
-    return _OTHER_NAMES.get(int(enum), f"dtype_{enum}")
+    if number > _REF_OFFSET:
+        value = tf_dtype_name(number - _REF_OFFSET)
+        if not value.startswith("dtype_") and value != "invalid":
+            return f"{value}_ref"
+    return _OTHER_NAMES.get(number, f"dtype_{number}")
 
 
 def dtype_enum_name(enum: int) -> str:
     """The proto enum name of a ``DataType`` number (``DT_FLOAT``), as ``DataType_Name`` prints.
 
     Example:
-        >>> dtype_enum_name(1), dtype_enum_name(0), dtype_enum_name(99)
-        ('DT_FLOAT', 'DT_INVALID', 'DT_99')
+        >>> dtype_enum_name(1), dtype_enum_name(0), dtype_enum_name(99), dtype_enum_name(101)
+        ('DT_FLOAT', 'DT_INVALID', 'DT_99', 'DT_FLOAT_REF')
     """
     name = tf_dtype_name(enum)
     return f"DT_{enum}" if name.startswith("dtype_") else "DT_" + name.upper()
@@ -139,9 +149,11 @@ def dtype_enum_name(enum: int) -> str:
 def dtype_name(enum: int) -> str:
     """The numpy-style name tfship shows for a ``DataType`` (``float32``, ``string``).
 
+    A type that carries no values has TensorFlow's name (``resource``, ``float_ref``).
+
     Example:
-        >>> dtype_name(1), dtype_name(7), dtype_name(19), dtype_name(21)
-        ('float32', 'string', 'float16', 'variant')
+        >>> dtype_name(1), dtype_name(7), dtype_name(19), dtype_name(21), dtype_name(101)
+        ('float32', 'string', 'float16', 'variant', 'float_ref')
     """
     entry = DATATYPES.get(int(enum))
     return entry.display if entry is not None else tf_dtype_name(enum)

@@ -40,11 +40,11 @@ __all__ = [
     "b64_json",
     "classification_json",
     "error_json",
+    "error_json_text",
     "example_to_json",
     "format_decimal",
     "is_b64",
     "json_string",
-    "json_text",
     "json_type",
     "lossless_float32",
     "parse_json",
@@ -114,11 +114,13 @@ def error_json(message: str) -> bytes:
     return ('{\n    "error": ' + json_string(message) + "\n}").encode("utf-8")
 
 
-def json_text(value: Any) -> str:
+def error_json_text(value: Any) -> str:
     """A JSON value as TF Serving quotes it in an error (JsonValueToString: 4-space indents).
 
+    Not tfship's own ``--json`` output, which is ``tfship._output.json_text`` (one line).
+
     Example:
-        >>> print(json_text([1]))
+        >>> print(error_json_text([1]))
         [
             1
         ]
@@ -162,7 +164,7 @@ def parse_json(body: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         doc = _parse_slowly(body)
     if not isinstance(doc, dict):
-        raise JsonError(f"JSON Value: {json_text(doc)} Is not object")
+        raise JsonError(f"JSON Value: {error_json_text(doc)} Is not object")
     return doc
 
 
@@ -211,7 +213,7 @@ def signature_name_of(doc: Mapping[str, Any]) -> str | None:
     name = doc["signature_name"]
     if not isinstance(name, str):
         raise JsonError(
-            f"JSON Value: {json_text(doc)} not formatted correctly. 'signature_name' key "
+            f"JSON Value: {error_json_text(doc)} not formatted correctly. 'signature_name' key "
             "must be a string value."
         )
     return name
@@ -235,7 +237,7 @@ def b64_decode(value: Any) -> bytes:
         b'\\xff'
     """
     if not is_b64(value):
-        raise JsonError(f"JSON Value: {json_text(value)} not formatted correctly for base64 data")
+        raise JsonError(f"JSON Value: {error_json_text(value)} not formatted correctly for base64 data")
     try:
         return base64.b64decode(value["b64"], validate=True)
     except (binascii.Error, ValueError):
@@ -245,7 +247,7 @@ def b64_decode(value: Any) -> bytes:
 # JSON -> tensors: the exact per-value rules ------------------------------------------------------
 def _type_error(value: Any, dtype: int) -> JsonError:
     return JsonError(
-        f"JSON Value: {json_text(value)} Type: {json_type(value)} is not of expected type: "
+        f"JSON Value: {error_json_text(value)} Type: {json_type(value)} is not of expected type: "
         + tf_dtype_name(dtype)
     )
 
@@ -278,7 +280,7 @@ def _check_value(value: Any, dtype: int) -> Any:
         digits, largest, name = (24, _FLOAT_MAX, "float") if dtype == 1 else (53, _DOUBLE_MAX, "double")
         if not _lossless(value, digits, largest):
             raise JsonError(
-                f"Cannot convert JSON value: {json_text(value)} to {name} without loss of "
+                f"Cannot convert JSON value: {error_json_text(value)} to {name} without loss of "
                 "precision."
             )
         return float(value)
@@ -293,7 +295,7 @@ def _check_value(value: Any, dtype: int) -> Any:
     bounds = {9: _INT64, 22: _UINT32, 23: _UINT64}.get(dtype, _INT32)
     if dtype not in _NUMERIC:
         raise JsonError(
-            f"Conversion of JSON Value: {json_text(value)} to type: {tf_dtype_name(dtype)}",
+            f"Conversion of JSON Value: {error_json_text(value)} to type: {tf_dtype_name(dtype)}",
             "UNIMPLEMENTED",
         )
     if not (is_int and bounds[0] <= value <= bounds[1]):
@@ -317,7 +319,7 @@ def _collect(value: Any, level: int, dtype: int, shape: list[int], out: list[Any
     if not isinstance(value, list):
         if level != rank:
             raise JsonError(
-                f"JSON Value: {json_text(value)} found at incorrect level: {level + 1} in the "
+                f"JSON Value: {error_json_text(value)} found at incorrect level: {level + 1} in the "
                 f"JSON DOM. Expected at level: {rank}"
             )
         if isinstance(value, dict):
@@ -450,7 +452,7 @@ def _instances_exact(
             if sorted(item) != names:
                 raise JsonError(
                     f"Failed to process element: {index} of 'instances' list. JSON object: "
-                    f"{json_text(item)} keys must be equal to: {','.join(names)}"
+                    f"{error_json_text(item)} keys must be equal to: {','.join(names)}"
                 )
         else:
             if isinstance(item, dict) and not is_b64(item):
@@ -524,15 +526,15 @@ def predict_inputs_from_json(
     if "instances" in doc:
         if "inputs" in doc:
             raise JsonError(
-                f"JSON Value: {json_text(doc)} Not formatted correctly expecting only one of "
+                f"JSON Value: {error_json_text(doc)} Not formatted correctly expecting only one of "
                 "'inputs' or 'instances' keys to exist "
             )
         if not isinstance(doc["instances"], list):
             raise JsonError(
-                f"JSON Value: {json_text(doc)} Excepting 'instances' to be an list/array"
+                f"JSON Value: {error_json_text(doc)} Excepting 'instances' to be an list/array"
             )
         if not doc["instances"]:
-            raise JsonError(f"JSON Value: {json_text(doc)} No values in 'instances' array")
+            raise JsonError(f"JSON Value: {error_json_text(doc)} No values in 'instances' array")
         return _instances(doc["instances"], infos, bool_free), ROW
     if "inputs" in doc:
         return _columns(doc["inputs"], infos, bool_free), COLUMNAR

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import crc32c as _crc32c
 
+from tfship._files import atomic_write
 from tfship.errors import InputError
 
 
@@ -32,7 +33,7 @@ def masked_crc(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def write_tfrecords(stream: BinaryIO, records: Iterable[bytes]) -> int:
+def write_tfrecords(stream: IO[bytes], records: Iterable[bytes]) -> int:
     """Write records to a binary stream; return how many were written."""
     count = 0
     for data in records:
@@ -111,17 +112,8 @@ def write_tfrecord_file(path: str | os.PathLike[str], records: Iterable[bytes]) 
         >>> os.path.getsize("requests.tfrecord")  # each record framed by 16 bytes
         34
     """
-    target = os.fspath(path)
-    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp")
-    try:
-        with open(tmp, "wb") as stream:
-            count = write_tfrecords(stream, records)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return count
+    with atomic_write(path, "wb") as stream:
+        return write_tfrecords(stream, records)
 
 
 def read_tfrecord_file(path: str | os.PathLike[str]) -> list[bytes]:

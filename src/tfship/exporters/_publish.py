@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfship._files import sweep_staging as _sweep
+from tfship._files import write_atomically
 from tfship._interrupt import point_of_no_return
 from tfship._wire import METADATA_FILE, version_numbers
 
@@ -82,35 +83,10 @@ def sweep_staging(base: Path) -> list[Path]:
     Returns:
         The directories removed.
     """
-    removed: list[Path] = []
-    if not base.is_dir():
-        return removed
-    for path in base.iterdir():
-        if path.name.startswith(STAGING_PREFIX) and _is_stale(path):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-            logger.info("swept stale staging directory %s", path.name)
+    removed = _sweep(base, STAGING_PREFIX, max_age=_STALE_SECONDS)
+    for path in removed:
+        logger.info("swept stale staging directory %s", path.name)
     return removed
-
-
-def _is_stale(path: Path) -> bool:
-    pid_text = path.name.rsplit("-", 1)[-1]
-    try:
-        age = time.time() - path.stat().st_mtime
-    except OSError:
-        return False
-    if not pid_text.isdigit() or age > _STALE_SECONDS:
-        return True
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def publish(staging: Path, final: Path) -> None:
@@ -127,9 +103,7 @@ def publish(staging: Path, final: Path) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temporary sibling, then rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def iter_exporter_dirs(root: Path) -> Iterator[Path]:

@@ -19,6 +19,7 @@ from tfship._wire import (
     PREDICT_METHOD,
     REGRESS_METHOD,
     WARMUP_FILE,
+    dtype_name,
     protos,
     read_tfrecords,
     version_number,
@@ -30,7 +31,6 @@ from tfship.inspect._opdefs import OpTable, op_table
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._restore import describe_unrestored, unrestored_variables
 from tfship.inspect._scan import DEFAULT_DENYLIST, all_ops
-from tfship.inspect._tensorinfo import dtype_name
 
 
 class CheckFailedError(VerdictError):

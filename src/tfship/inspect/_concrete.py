@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tfship.inspect._tensorinfo import dtype_name
+from tfship._wire import dtype_name
 
 _WRAPPER_NAME = re.compile(r"^__inference_(.*)_\d+$")
 _CALL_OPS = ("StatefulPartitionedCall", "PartitionedCall")

@@ -39,9 +39,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tfship._wire import dtype_name
 from tfship.inspect._concrete import concrete_functions
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo
-from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, shape_of
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, shape_of
 
 SCHEMA = "tfship.inspect.show"
 SCHEMA_VERSION = 1

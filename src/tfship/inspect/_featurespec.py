@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor
-from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, dtype_name, node_name, shape_of
+from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor, dtype_name
+from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, node_name, shape_of
 
 
 class _Signature(Protocol):

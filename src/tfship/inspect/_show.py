@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tfship._wire import dtype_enum_name
 from tfship.inspect._concrete import render_concrete_functions
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo
-from tfship.inspect._tensorinfo import TensorInfo, enum_name
+from tfship.inspect._tensorinfo import TensorInfo
 
 NOTICE_LIST_OPS = "--list_ops must be paired with a tag-set or with --all.\n"
 
@@ -37,7 +38,7 @@ def _tensor_lines(info: TensorInfo, pad: str) -> list[str]:
     else:
         shape = "(" + ", ".join(str(d.size) for d in proto.tensor_shape.dim) + ")"
     return [
-        f"{pad}    dtype: {enum_name(proto.dtype)}",
+        f"{pad}    dtype: {dtype_enum_name(proto.dtype)}",
         f"{pad}    shape: {shape}",
         f"{pad}    name: {proto.name}",
     ]

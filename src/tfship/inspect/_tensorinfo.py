@@ -1,6 +1,7 @@
-"""Typed views of a signature's tensors: dtype names, shapes, ``TensorInfo``, feature specs.
+"""Typed views of a signature's tensors: shapes, ``TensorInfo``, feature specs.
 
-The leaves of the inspector: they read single protos and import nothing else of it.
+The leaves of the inspector: they read single protos and import nothing else of it (a
+dtype's name is ``tfship._wire.dtype_name``, as everywhere).
 """
 
 from __future__ import annotations
@@ -8,29 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfship._wire import datatype, protos
-
-
-def dtype_name(enum_value: int) -> str:
-    """Return the numpy-style name of a ``DataType`` enum value (``1`` -> ``"float32"``).
-
-    Example:
-        >>> dtype_name(7)
-        'string'
-    """
-    entry = datatype(enum_value)
-    if entry is not None:
-        return entry.display
-    name = enum_name(enum_value)  # reference and other value-less types: "float_ref", "resource"
-    return name[3:].lower() if name.startswith("DT_") else name.lower()
-
-
-def enum_name(enum_value: int) -> str:
-    """Return the ``DataType`` enum name (``DT_FLOAT``) of a value, as saved_model_cli prints it."""
-    try:
-        return str(protos().types_pb2.DataType.Name(enum_value))
-    except ValueError:
-        return f"DT_UNKNOWN_{enum_value}"
+from tfship._wire import dtype_name
 
 
 def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:

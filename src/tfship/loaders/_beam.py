@@ -263,7 +263,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
             fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
         )
         for path in files:
-            preparer.check_columns(path)
+            preparer.check_file(path)
         fields, parsing, signature = dict(adapter.fields), adapter.parsing, adapter.sig.key
         where = adapter.where
         export_dir = str(model.path)

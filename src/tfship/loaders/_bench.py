@@ -185,7 +185,7 @@ def _file_columns(adapter: SignatureAdapter, pattern: str, rows: int) -> dict[st
 
     preparer = ChunkPreparer(adapter, [], want_inputs=False)
     for path in expand_inputs([pattern]):
-        preparer.check_columns(path)
+        preparer.check_file(path)
         for chunk in read_chunks(path, rows, preparer.wanted):
             prepared = preparer.prepare(chunk)
             if prepared.columns is None:

@@ -212,10 +212,12 @@ class ChunkPreparer:
     def wanted(self) -> set[str]:
         return set(self.adapter.fields) | set(self.keep_columns)
 
-    def check_columns(self, path: Path) -> None:
+    def check_file(self, path: Path) -> None:
         """Fail before any work when a file's header lacks a feature or a kept column.
 
-        A JSONL file's columns are the keys of its first records.
+        The whole check of one input file: its header read, the fields checked by
+        ``tfship.records.check_columns``, then the kept and the unknown columns. A JSONL
+        file's columns are the keys of its first records.
         """
         names = columns_of(path)
         if names is None:
@@ -489,7 +491,7 @@ def run_job(
         fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
     )
     for path in files:
-        preparer.check_columns(path)
+        preparer.check_file(path)
     summary = JobSummary(output=output_name(spec.output), files=len(files))
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(

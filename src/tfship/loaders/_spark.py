@@ -418,7 +418,7 @@ def _plan(model_path: Path, spec: JobSpec, files: Sequence[Path], fmt: str) -> t
             fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
         )
         for path in files:
-            preparer.check_columns(path)
+            preparer.check_file(path)
         plan = Plan(
             export_dir=str(Path(model.path).resolve()),
             signature=adapter.sig.key,

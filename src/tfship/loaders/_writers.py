@@ -12,10 +12,8 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from tfship._files import AtomicFile
 from tfship._wire import CLASSIFY_METHOD, REGRESS_METHOD, ours, protos
 from tfship.errors import InputError
 
@@ -106,37 +105,6 @@ def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> 
     if has("predictions", "float", 1) and "probabilities" not in outs:
         return OutputView(("predictions",), "value")
     return OutputView(tuple(sorted(outs)))
-
-
-def _umask() -> int:
-    mask = os.umask(0)  # the only way to read it is to set it; put it straight back
-    os.umask(mask)
-    return mask
-
-
-class AtomicFile:
-    """A temporary sibling of ``path``, renamed onto it by ``commit`` and removed by ``abort``."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            # mkstemp makes 0600; the output gets the mode open() would give it (0666 & ~umask)
-            os.fchmod(fd, 0o666 & ~_umask())
-        finally:
-            os.close(fd)
-        self.tmp = Path(tmp)
-
-    def open(self) -> BinaryIO:
-        """The temporary file, open for writing bytes."""
-        return open(self.tmp, "wb")  # noqa: SIM115 - closed by the writer's finish
-
-    def commit(self) -> None:
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        self.tmp.unlink(missing_ok=True)
 
 
 #: the output path that means standard output, as for most command-line tools.

@@ -416,7 +416,9 @@ class _Run:
         if label is None:
             raise InputError("the label of the eval records is not known: the exports record no schema")
         assert self.info is not None
-        records = read_records(options.eval_file, fields=signature_fields(self.info, options.signature))
+        records = read_records(
+            options.eval_file, fields=signature_fields(self.info, options.signature), places=True
+        )
         evals = from_records(records, self.info, signature=options.signature,
                              source=str(options.eval_file), label=label)
         assert evals.labels is not None

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tfship._files import fsync_path, write_atomically
+from tfship._files import sweep_staging as _sweep
 from tfship._interrupt import check as interrupt_check
 from tfship._wire import version_numbers
 from tfship.errors import InputError
@@ -44,55 +46,23 @@ def now_text() -> str:
 
 
 def sweep_staging(base: Path) -> list[Path]:
-    """Remove staging directories whose process is gone; returns them."""
-    removed: list[Path] = []
-    if not base.is_dir():
-        return removed
-    for path in base.iterdir():
-        if not path.name.startswith(STAGING_PREFIX):
-            continue
-        pid = path.name[len(STAGING_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and _alive(int(pid)):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
-    return removed
+    """Remove staging directories whose process is gone, however old a live one's; returns them.
 
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    Unlike an export's staging (swept after six hours whoever holds it), a copy being
+    promoted is never taken from a live process: copying a large model may take that long.
+    """
+    return _sweep(base, STAGING_PREFIX)
 
 
 def _fsync_tree(root: Path) -> None:
     for directory, _, files in os.walk(root):
         for name in files:
-            _fsync_path(Path(directory) / name)
-        _fsync_path(Path(directory))
+            fsync_path(Path(directory) / name)
+        fsync_path(Path(directory))
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as handle:
-        handle.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", durable=True)
 
 
 def publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int, Path]:
@@ -103,7 +73,7 @@ def publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int,
     """
     base.mkdir(parents=True, exist_ok=True)
     sweep_staging(base)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=base))
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=f"-{os.getpid()}", dir=base))
     try:
         tree = staging / "version"
         shutil.copytree(source, tree, symlinks=False)
@@ -117,7 +87,7 @@ def publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int,
         _write_json(record_path(base, number), record)  # first: a version never lacks its record
         interrupt_check()  # a Ctrl-C at any time before stops here, before the version is visible
         os.rename(tree, final)
-        _fsync_path(base)
+        fsync_path(base)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return number, final

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tfship._files import write_atomically
 from tfship.promote._promote import Decision
 
 _STYLE = """
@@ -153,7 +154,5 @@ def write_report(decision: Decision, path: str | os.PathLike[str]) -> Path:
     """Write ``render_report(decision)`` to ``path`` (through a temporary sibling)."""
     target = Path(path)
     page = render_report(decision)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, target)
+    write_atomically(target, page)
     return target

@@ -16,7 +16,7 @@ import numpy as np
 
 from tfship.errors import InputError
 from tfship.inspect import SavedModelInfo, example_request, read_warmup
-from tfship.records import Field, read_chunks, read_records
+from tfship.records import Field, read_records
 
 _TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".log")
 _RECORD_SUFFIXES = (".jsonl", ".json", ".csv")
@@ -103,7 +103,7 @@ def signature_fields(info: SavedModelInfo, signature: str | None) -> dict[str, F
 
 
 def from_records(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[tuple[str, Mapping[str, Any]]],
     info: SavedModelInfo,
     *,
     signature: str | None,
@@ -111,7 +111,9 @@ def from_records(
     label: str | None = None,
 ) -> RequestSet:
     """One request of one row per record; a field the signature does not take is left out
-    with a note, a missing value takes the signature's default."""
+    with a note, a missing value takes the signature's default. ``records`` are
+    ``(place, record)``, as ``read_records(..., places=True)`` gives them: a bad record is
+    named by its place (``file:line``)."""
     if not records:
         raise InputError(f"{source}: no records in it")
     sig = info.meta_graph("serve").signature(signature)
@@ -120,10 +122,10 @@ def from_records(
     filled = 0
     requests: list[Request] = []
     labels: list[Any] = []
-    for index, record in enumerate(records):
+    for place, record in records:
         if label is not None:
             if record.get(label) is None:
-                raise InputError(f"{_place(source, index)}: no label {label!r}")
+                raise InputError(f"{place}: no label {label!r}")
             labels.append(record[label])
         values = {k: v for k, v in record.items() if k in names and v is not None}
         ignored.update(k for k in record if k not in names and k != label)
@@ -131,7 +133,7 @@ def from_records(
         try:
             built = example_request(info, signature=sig.key, values=values)
         except (InputError, ValueError, TypeError) as exc:
-            raise InputError(f"{_place(source, index)}: {exc}") from None
+            raise InputError(f"{place}: {exc}") from None
         requests.append(request_of(built.verb, built.grpc, info))
     notes = []
     if ignored:
@@ -139,20 +141,6 @@ def from_records(
     if filled:
         notes.append(f"{filled} missing value(s) took the signature's defaults")
     return RequestSet(requests, source, notes, labels if label is not None else None)
-
-
-def _place(source: str, index: int) -> str:
-    """Where record ``index`` (from 0) of the records file ``source`` is: its ``file:line`` as
-    the reader counts lines (a CSV's header and blank lines included, a JSON list's item by
-    the line it starts on); looked up only when an error names it."""
-    path = Path(source)
-    rest = index
-    if path.is_file():
-        for chunk in read_chunks(path, chunk_rows=1024):
-            if rest < chunk.rows:
-                return f"{chunk.source}:{int(chunk.lines[rest])}"
-            rest -= chunk.rows
-    return f"{source}: record {index + 1}"
 
 
 def from_defaults(info: SavedModelInfo, count: int) -> RequestSet:
@@ -177,7 +165,7 @@ def load_requests(
     suffix = path.suffix.lower()
     if suffix in _RECORD_SUFFIXES:
         # the signature's types decide what a CSV cell is; other columns (a label) are inferred
-        records = read_records(path, fields=signature_fields(info, signature))
+        records = read_records(path, fields=signature_fields(info, signature), places=True)
         chosen = from_records(records, info, signature=signature, source=str(path))
     elif suffix in _TFRECORD_SUFFIXES or path.name.endswith("warmup_requests"):
         chosen = from_logs(path, info)

@@ -27,9 +27,9 @@ import numpy as np
 from tfship._wire import (
     JsonError,
     b64_decode,
+    error_json_text,
     is_b64,
     is_message,
-    json_text,
     json_type,
     lossless_float32,
     ours,
@@ -390,7 +390,7 @@ def _json_value(value: Any, kind: str, name: str) -> Any:
     if kind == FLOAT:
         if not lossless_float32(value):
             raise JsonError(
-                f"Cannot convert JSON value: {json_text(value)} to float without loss of precision."
+                f"Cannot convert JSON value: {error_json_text(value)} to float without loss of precision."
             )
         return value
     if isinstance(value, bool):
@@ -418,15 +418,15 @@ def examples_from_json(doc: Mapping[str, Any], input_proto: Any) -> None:
         fill_example(input_proto.example_list_with_context.context, doc["context"], _BY_JSON)
     if "examples" not in doc:
         raise JsonError(
-            f"JSON Value: {json_text(doc)} When method is classify, key 'examples' is expected "
+            f"JSON Value: {error_json_text(doc)} When method is classify, key 'examples' is expected "
             "and was not found"
         )
     if not isinstance(doc["examples"], list):
         raise JsonError(
-            f"JSON Value: {json_text(doc)} Expecting 'examples' value to be an list/array"
+            f"JSON Value: {error_json_text(doc)} Expecting 'examples' value to be an list/array"
         )
     if not doc["examples"]:
-        raise JsonError(f"JSON Value: {json_text(doc)} 'examples' value is an empty array")
+        raise JsonError(f"JSON Value: {error_json_text(doc)} 'examples' value is an empty array")
     target = (
         input_proto.example_list_with_context.examples
         if with_context

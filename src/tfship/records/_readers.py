@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -159,13 +159,36 @@ def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> 
     return readers[format_of(path)](path, chunk_rows, wanted)
 
 
+@overload
+def read_records(
+    path: Path,
+    limit: int | None = ...,
+    schema: Schema | None = ...,
+    *,
+    fields: Mapping[str, Field] | None = ...,
+    places: Literal[False] = ...,
+) -> list[Any]: ...
+
+
+@overload
+def read_records(
+    path: Path,
+    limit: int | None = ...,
+    schema: Schema | None = ...,
+    *,
+    fields: Mapping[str, Field] | None = ...,
+    places: Literal[True],
+) -> list[tuple[str, Any]]: ...
+
+
 def read_records(
     path: Path,
     limit: int | None = None,
     schema: Schema | None = None,
     *,
     fields: Mapping[str, Field] | None = None,
-) -> list[Any]:
+    places: bool = False,
+) -> list[Any] | list[tuple[str, Any]]:
     """The records of a small file, whole: a dict per CSV/JSON/Parquet row, bytes per TFRecord.
 
     For the commands that take a handful of records (warmup requests, client calls, the
@@ -177,7 +200,9 @@ def read_records(
     ``{"examples": [...]}``, as well as one record per line. With ``schema``, every record is
     checked against it (values, shapes, missing values without a default; in a
     ``tf.Example`` the kind of each list), so that a bad record is named by file and line
-    (CSV, JSON) or record number (Parquet, TFRecord) before anything uses it.
+    (CSV, JSON) or record number (Parquet, TFRecord) before anything uses it. With
+    ``places=True``, each record comes with that place, ``(place, record)``, for a caller
+    whose own checks name a bad record.
 
     Raises:
         InputError: the file is missing or of an unknown type, or a row is malformed (named by
@@ -191,17 +216,19 @@ def read_records(
         >>> _ = path.write_text('n,x,name\\n81,1.5,"Adelie, Dream"\\nNA,,Gentoo\\n')
         >>> read_records(path)
         [{'n': 81, 'x': 1.5, 'name': 'Adelie, Dream'}, {'name': 'Gentoo'}]
+        >>> [place.rsplit("/", 1)[-1] for place, _ in read_records(path, places=True)]
+        ['rows.csv:2', 'rows.csv:3']
     """
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     records: list[Any] = []
-    places: list[str] = []
+    where: list[str] = []
     is_csv = False
     for chunk in read_chunks(path, chunk_rows=1024):
         if chunk.rejects:
             bad = chunk.rejects[0]
             raise InputError(f"{bad.source}:{bad.line}: {bad.reason}")
-        places.extend(f"{chunk.source}:{line}" for line in chunk.lines.tolist())
+        where.extend(f"{chunk.source}:{line}" for line in chunk.lines.tolist())
         if chunk.serialized is not None:
             records.extend(bytes(data) for data in chunk.serialized)
         else:
@@ -214,17 +241,17 @@ def read_records(
                 )
         if limit is not None and len(records) >= limit:
             break
-    records, places = records[:limit], places[:limit]
+    records, where = records[:limit], where[:limit]
     if is_csv:
         known = dict(schema_fields(schema) if schema is not None else {}, **(fields or {}))
-        records = type_csv_records(records, known, places=places)
+        records = type_csv_records(records, known, places=where)
     if schema is not None:
-        for place, record in zip(places, records):
+        for place, record in zip(where, records):
             if isinstance(record, bytes):
                 check_example(schema, record, place)
             else:
                 schema.convert_record(record, where=place)
-    return records
+    return list(zip(where, records)) if places else records
 
 
 def type_csv_records(

@@ -197,12 +197,15 @@ def predict_request(
     return request
 
 
-def to_example(record: Any, schema: Schema | None = None, where: str = "") -> Any:
+def request_example(record: Any, schema: Schema | None = None, where: str = "") -> Any:
     """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
     float -> float, or typed by ``schema``), an Example (returned as is) or its serialized bytes.
 
+    ``tfship.records.to_example`` for a call's records: a bad one is the call's
+    ``InvalidInputError``, named by ``where``.
+
     Example:
-        >>> ex = to_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
+        >>> ex = request_example({"age": 3, "name": "x", "w": [0.5, 1.5]})
         >>> ex.features.feature["w"].float_list.value[:]
         [0.5, 1.5]
     """
@@ -224,7 +227,7 @@ def examples_input(
     pb = protos()
     if isinstance(examples, (Mapping, str, bytes)) or not isinstance(examples, Iterable):
         raise TypeError(f"examples must be a list of records, not a {type(examples).__name__}")
-    built = [to_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
+    built = [request_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
     if not built:
         raise InvalidInputError("no examples: give at least one record")
     message = pb.input_pb2.Input()
@@ -233,7 +236,7 @@ def examples_input(
     else:
         target = message.example_list_with_context
         target.examples.extend(built)
-        target.context.CopyFrom(to_example(context, schema, "context"))
+        target.context.CopyFrom(request_example(context, schema, "context"))
     return message
 
 

@@ -7,7 +7,7 @@ JSON, JSONL, CSV or ``.npy`` files (or inline JSON); ``--json`` prints machine-r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -313,7 +313,7 @@ def _schema_inputs(
     ``ignore_unknown``.
     """
     from tfship.schema import Schema
-    from tfship.serve_client._calls import to_example
+    from tfship.serve_client._calls import request_example
 
     if len(input_paths) > 1:
         raise InputError("with --schema give one records file (--input) or --data")
@@ -325,7 +325,7 @@ def _schema_inputs(
     if len(sig.inputs) == 1 and strings and strings[0] not in schema.feature_names:
         return {
             strings[0]: [
-                to_example(r, schema, f"{source}: record {i}").SerializeToString()
+                request_example(r, schema, f"{source}: record {i}").SerializeToString()
                 for i, r in enumerate(records, 1)
             ]
         }
@@ -384,11 +384,11 @@ def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
         bare = _merge(merged, _columns(_parse_json(data, "--data"), lambda n: f"--data: record {n}"))
     for spec in paths:
         name, _, file = spec.rpartition("=") if "=" in spec else ("", "", spec)
-        loaded = _read_values(Path(file))
+        loaded, places = _read_values(Path(file))
         if name:
             merged[name] = loaded
         else:
-            bare = _merge(merged, _columns(loaded, partial(_record_place, Path(file))))
+            bare = _merge(merged, _columns(loaded, partial(_record_place, file, places)))
     if bare is not None:
         if merged:
             raise InputError("a bare array input cannot be mixed with named inputs; use NAME=FILE")
@@ -419,20 +419,13 @@ def _columns(values: Any, place: Callable[[int], str]) -> Any:
     return values
 
 
-def _record_place(path: Path, number: int) -> str:
-    """``file:line`` of record ``number`` (from 1) of a records file, as its reader counts
-    lines (blank lines and the header included); looked up only when an error names it."""
-    from tfship.records import read_chunks
-
-    index = number - 1
-    for chunk in read_chunks(path, chunk_rows=1024):
-        if index < chunk.rows:
-            return f"{chunk.source}:{int(chunk.lines[index])}"
-        index -= chunk.rows
-    return f"{path}: record {number}"
+def _record_place(file: str, places: Sequence[str] | None, number: int) -> str:
+    """Record ``number`` (from 1) of a file: its ``file:line`` as the reader gave it."""
+    return places[number - 1] if places else f"{file}: record {number}"
 
 
-def _read_values(path: Path) -> Any:
+def _read_values(path: Path) -> tuple[Any, list[str] | None]:
+    """A file's inputs, and each record's place (``file:line``) when it holds records."""
     if not path.is_file():
         raise InputError(f"input file {path} does not exist")
     suffix = path.suffix.lower()
@@ -440,14 +433,14 @@ def _read_values(path: Path) -> Any:
         import numpy as np
 
         try:
-            return np.load(path, allow_pickle=False)
+            return np.load(path, allow_pickle=False), None
         except ValueError as exc:
             raise InputError(f"{path}: not a .npy array without pickled objects: {exc}") from None
     if suffix == ".json":
         document = _parse_json(path.read_text(encoding="utf-8-sig"), str(path))
-        return _records_file(path) if _holds_records(document) else document
+        return _placed_records(path) if _holds_records(document) else (document, None)
     if suffix in (".jsonl", ".csv"):
-        return _records_file(path)
+        return _placed_records(path)
     raise InputError(f"{path}: unknown input format {suffix!r}; expected .json, .jsonl, .csv or .npy")
 
 
@@ -465,6 +458,14 @@ def _records_file(path: Path, schema: Schema | None = None) -> list[Any]:
     from tfship.records import read_records
 
     return read_records(path, schema=schema)
+
+
+def _placed_records(path: Path) -> tuple[list[Any], list[str]]:
+    """The records of a file, read as :func:`_records_file` reads them, and their places."""
+    from tfship.records import read_records
+
+    placed = read_records(path, places=True)
+    return [record for _, record in placed], [place for place, _ in placed]
 
 
 def _parse_json(text: str, where: str) -> Any:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfship._files import write_atomically
 from tfship.errors import InputError, TrainError
 
 logger = logging.getLogger("tfship.trainer")
@@ -263,9 +264,7 @@ def write_note(model_dir: str | os.PathLike[str], name: str, payload: Mapping[st
     """Write one task's note atomically (``chief.json``, ``worker-0.json``, ``evaluator.json``)."""
     folder = notes_dir(model_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(dict(payload), indent=2) + "\n")
-    tmp.replace(folder / name)
+    write_atomically(folder / name, json.dumps(dict(payload), indent=2) + "\n")
 
 
 def read_note(model_dir: str | os.PathLike[str], name: str) -> dict[str, Any] | None:

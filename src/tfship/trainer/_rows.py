@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfship._files import atomic_write
 from tfship.errors import DataError
 from tfship.schema import CsvMissing, Schema
 
@@ -194,8 +194,6 @@ def _without_bad_rows(files: Sequence[str], bad: list[BadRow], workdir: Path) ->
 
 
 def _write_rejects(path: Path, bad: list[BadRow]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as fh:
+    with atomic_write(path) as fh:
         for row in bad:
             fh.write(json.dumps(row.to_dict()) + "\n")
-    os.replace(tmp, path)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tfship._files import write_atomically
 from tfship._tf import estimator, tf, tf_error_cause
 from tfship._wire import version_dirs
 from tfship.errors import InputError, TrainError
@@ -163,10 +164,8 @@ def read_trainer_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | Non
 
 def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -> None:
     model_dir.mkdir(parents=True, exist_ok=True)
-    tmp = model_dir / f".{TRAINER_FILE}.tmp"
     payload = {"schema": schema.to_dict(), "model": config.to_dict()}
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    tmp.replace(model_dir / TRAINER_FILE)
+    write_atomically(model_dir / TRAINER_FILE, json.dumps(payload, indent=2) + "\n")
 
 
 def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
