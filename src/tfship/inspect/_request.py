@@ -31,7 +31,7 @@ from tfship._wire import (
 from tfship.errors import InputError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
-from tfship.records import ByFields, Field, to_example
+from tfship.records import ByFields, to_example
 
 _ZERO: dict[str, Any] = {"string": "", "bool": False}
 
@@ -171,10 +171,7 @@ def _record(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> dic
 
 def _typing(spec: dict[str, FeatureSpecEntry]) -> ByFields:
     """The features a parsing signature reads, as the fields that type its Examples."""
-    return ByFields(
-        Field(e.name, e.dtype, e.shape if e.kind == "fixed" else None, sparse=e.kind != "fixed")
-        for e in spec.values()
-    )
+    return ByFields(entry.field for entry in spec.values())
 
 
 def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:

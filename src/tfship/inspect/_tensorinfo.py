@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tfship._wire import dtype_name
+from tfship.records import Field
 
 
 def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
@@ -127,3 +130,20 @@ class FeatureSpecEntry:
     def required(self) -> bool:
         """Whether an example must carry this feature (a fixed feature without a default)."""
         return self.kind == "fixed" and self.default is None
+
+    @property
+    def field(self) -> Field:
+        """This feature as the typed input that readers and the ``tf.train.Example`` builder
+        take: dense with its shape and default when ``fixed``, any number of values otherwise.
+
+        Example:
+            >>> FeatureSpecEntry("w", "fixed", "float32", (2,), [0.0, 1.0], {}).field.default
+            array([0., 1.], dtype=float32)
+        """
+        if self.kind != "fixed":
+            return Field(self.name, self.dtype, None, True, None)
+        default = None
+        if self.default is not None:
+            dtype = object if self.dtype == "string" else np.dtype(self.dtype)
+            default = np.asarray(self.default, dtype=dtype).reshape([d or 1 for d in self.shape])
+        return Field(self.name, self.dtype, tuple(self.shape), False, default)

@@ -73,7 +73,7 @@ class SignatureAdapter:
         self.example_key = string_inputs[0] if self.parsing else None
         self._spec: Mapping[str, Any]
         if spec is not None and self.parsing:
-            self.fields = {name: _spec_field(entry) for name, entry in sorted(spec.items())}
+            self.fields = {name: entry.field for name, entry in sorted(spec.items())}
             # Feeding the parsed tensors needs a session; TF2's object loader runs whole signatures.
             self._parsed_feeds = model.loader == "session" and all(
                 _has_tensors(entry) for entry in spec.values()
@@ -283,15 +283,6 @@ def object_array(items: Sequence[Any]) -> Array:
 
 
 # -- fields from signatures ---------------------------------------------------------------------
-
-
-def _spec_field(entry: Any) -> Field:
-    if entry.kind == "fixed":
-        default = None
-        if entry.default is not None:
-            default = np.asarray(entry.default, dtype=_np_dtype(entry.dtype)).reshape(entry.shape)
-        return Field(entry.name, entry.dtype, tuple(entry.shape), False, default)
-    return Field(entry.name, entry.dtype, None, True, None)
 
 
 def _has_tensors(entry: Any) -> bool:
