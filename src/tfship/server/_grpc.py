@@ -30,19 +30,24 @@ def _answer(
     code = "OK"
     try:
         return call()
-    except RpcError as exc:
-        code = exc.code.name
-        context.abort(exc.code, exc.wire_message())
-    except MemoryError:
-        code = "RESOURCE_EXHAUSTED"
-        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request")
-    except Exception as exc:  # a bug must become INTERNAL, never a dropped connection
-        code = "INTERNAL"
-        logger.exception("unexpected error while serving a request")
-        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024])
+    except Exception as exc:
+        status, message = _status(exc)
+        code = status.name
+        context.abort(status, message)
     finally:
         if done is not None:
             done(code)
+
+
+def _status(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status a call that raised ``exc`` ends with: TF Serving's for an ``RpcError``."""
+    if isinstance(exc, RpcError):
+        return exc.code, exc.wire_message()
+    if isinstance(exc, MemoryError):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request"
+    # a bug must become INTERNAL, never a dropped connection
+    logger.error("unexpected error while serving a request", exc_info=exc)
+    return grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024]
 
 
 def _answer_counted(
@@ -83,7 +88,9 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
 
     handlers = {
         # The response is already its wire bytes: serializing is the identity.
-        "Predict": unary(core.predict_bytes, pb.predict_pb2.PredictRequest, _identity, "Predict"),
+        "Predict": _predict_handler(core, metrics)
+        if metrics is None
+        else unary(core.predict_bytes, pb.predict_pb2.PredictRequest, _identity, "Predict"),
         "Classify": unary(
             core.classify, pb.classification_pb2.ClassificationRequest, _serialize, "Classify"
         ),
@@ -96,6 +103,25 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
         ),
     }
     return grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", handlers)
+
+
+def _predict_handler(core: ServingCore, metrics: None) -> Any:
+    """Predict without metrics: the handler calls the core and nothing between (every
+    request takes this path, and each call on it costs as much as a small model's run)."""
+    predict_bytes = core.predict_bytes
+
+    def predict(request: Any, context: Any) -> bytes:
+        try:
+            return predict_bytes(request)
+        except Exception as exc:
+            context.abort(*_status(exc))
+            raise  # not reached: abort raises
+
+    return grpc.unary_unary_rpc_method_handler(
+        predict,
+        request_deserializer=protos().predict_pb2.PredictRequest.FromString,
+        response_serializer=_identity,
+    )
 
 
 def _model_name(request: Any) -> str:
