@@ -155,6 +155,18 @@ def _checked(signature: Any, key: str, value: Any, cast: bool, shapes: bool) -> 
 
 def _target_dtype(name: str) -> np.dtype[Any] | None:
     """The numpy dtype of a signature dtype name; None when numpy cannot hold it."""
+    if name in _TARGETS:
+        return _TARGETS[name]
+    target = _find_target_dtype(name)
+    if len(_TARGETS) < 64:  # signature dtype names: a few dozen at most
+        _TARGETS[name] = target
+    return target
+
+
+_TARGETS: dict[str, np.dtype[Any] | None] = {}
+
+
+def _find_target_dtype(name: str) -> np.dtype[Any] | None:
     if name == "string":
         return np.dtype(object)
     if name == "bfloat16":
@@ -168,7 +180,11 @@ def _target_dtype(name: str) -> np.dtype[Any] | None:
 
 
 def _checked_array(where: str, key: str, value: Array, want: str, cast: bool) -> Array:
-    got = "string" if value.dtype.kind in _STRING_KINDS else value.dtype.name
+    got = _NAMES.get(value.dtype)
+    if got is None:  # a dtype's name costs more than the rest of a small input's check
+        got = "string" if value.dtype.kind in _STRING_KINDS else value.dtype.name
+        if len(_NAMES) < 256:
+            _NAMES[value.dtype] = got
     if got == want:
         return value
     if not cast:
@@ -178,6 +194,9 @@ def _checked_array(where: str, key: str, value: Array, want: str, cast: bool) ->
             input=key,
         )
     return _cast(where, key, value, want)
+
+
+_NAMES: dict[np.dtype[Any], str] = {}
 
 
 def _from_python(where: str, key: str, value: Any, want: str) -> Array:
