@@ -380,7 +380,17 @@ class _Connections:
 
 
 def _timeout(connection: http.client.HTTPConnection, seconds: float | None) -> None:
-    """What is left of the deadline, for the next connect, write or read of ``connection``."""
+    """What is left of the deadline, for the next connect, write or read of ``connection``.
+
+    A socket whose timeout ends less than a millisecond after the deadline keeps it: setting
+    it is a system call, and a small answer's headers and body come within that millisecond.
+    """
+    current = connection.timeout
+    if (
+        seconds is not None and isinstance(current, float) and connection.sock is not None
+        and 0.0 <= current - seconds < 1e-3
+    ):
+        return
     connection.timeout = seconds
     if connection.sock is not None:
         connection.sock.settimeout(seconds)
