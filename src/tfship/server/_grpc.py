@@ -109,8 +109,17 @@ def _predict_handler(core: ServingCore, metrics: None) -> Any:
     """Predict without metrics: the handler calls the core and nothing between (every
     request takes this path, and each call on it costs as much as a small model's run)."""
     predict_bytes = core.predict_bytes
+    parse = protos().predict_pb2.PredictRequest.FromString
 
-    def predict(request: Any, context: Any) -> bytes:
+    def predict(data: bytes, context: Any) -> bytes:
+        # The request arrives as bytes and is parsed here, in the worker, as the floor's
+        # handler takes bytes: gRPC's one polling thread, which every call passes through,
+        # does no parsing. A request that does not parse ends as gRPC ends it itself.
+        try:
+            request = parse(data)
+        except Exception:
+            logger.exception("Exception deserializing message!")
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
         try:
             return predict_bytes(request)
         except Exception as exc:
@@ -118,9 +127,7 @@ def _predict_handler(core: ServingCore, metrics: None) -> Any:
             raise  # not reached: abort raises
 
     return grpc.unary_unary_rpc_method_handler(
-        predict,
-        request_deserializer=protos().predict_pb2.PredictRequest.FromString,
-        response_serializer=_identity,
+        predict, request_deserializer=_identity, response_serializer=_identity
     )
 
 
