@@ -3,6 +3,7 @@ message classes, at TF Serving's method paths (``/tensorflow.serving.ModelServic
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -88,9 +89,7 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
 
     handlers = {
         # The response is already its wire bytes: serializing is the identity.
-        "Predict": _predict_handler(core, metrics)
-        if metrics is None
-        else unary(core.predict_bytes, pb.predict_pb2.PredictRequest, _identity, "Predict"),
+        "Predict": _predict_handler(core, metrics),
         "Classify": unary(
             core.classify, pb.classification_pb2.ClassificationRequest, _serialize, "Classify"
         ),
@@ -105,8 +104,8 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
     return grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", handlers)
 
 
-def _predict_handler(core: ServingCore, metrics: None) -> Any:
-    """Predict without metrics: the handler calls the core and nothing between (every
+def _predict_handler(core: ServingCore, metrics: Metrics | None) -> Any:
+    """Predict: without metrics the handler calls the core and nothing between (every
     request takes this path, and each call on it costs as much as a small model's run)."""
     predict_bytes = core.predict_bytes
     parse = protos().predict_pb2.PredictRequest.FromString
@@ -120,6 +119,12 @@ def _predict_handler(core: ServingCore, metrics: None) -> Any:
         except Exception:
             logger.exception("Exception deserializing message!")
             context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+        if metrics is not None:
+            call = functools.partial(predict_bytes, request)
+            answer: bytes = _answer_counted(
+                context, call, metrics, request.model_spec.name, "Predict"
+            )
+            return answer
         try:
             return predict_bytes(request)
         except Exception as exc:
