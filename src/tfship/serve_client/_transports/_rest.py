@@ -323,7 +323,7 @@ class _Connections:
                     connection = idle.pop() if idle else None
                 if connection is None:
                     return self._connect(deadline, call), False
-                if not _closed_by_peer(connection):
+                if _lately_used(connection) or not _closed_by_peer(connection):
                     return connection, True
                 connection.close()
         except BaseException:
@@ -366,6 +366,7 @@ class _Connections:
             self._in_use -= 1
             self._freed.notify()
             if keep and not self._closed:
+                connection.idle_since = time.monotonic()  # type: ignore[union-attr]
                 self._idle.append(connection)  # type: ignore[arg-type]
                 return
         if connection is not None:
@@ -394,6 +395,17 @@ def _timeout(connection: http.client.HTTPConnection, seconds: float | None) -> N
     connection.timeout = seconds
     if connection.sock is not None:
         connection.sock.settimeout(seconds)
+
+
+# A connection put back this recently is used without asking the system whether the server
+# closed it: servers close idle connections after seconds, and one closed even so is met by
+# the request's single retry on a new connection, as one closed during the request is.
+_FRESH_SECONDS = 0.5
+
+
+def _lately_used(connection: http.client.HTTPConnection) -> bool:
+    since: float | None = getattr(connection, "idle_since", None)
+    return since is not None and time.monotonic() - since < _FRESH_SECONDS
 
 
 def _closed_by_peer(connection: http.client.HTTPConnection) -> bool:
