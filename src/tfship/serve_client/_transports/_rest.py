@@ -506,10 +506,10 @@ def _finite(value: Any) -> bool:
         return value.dtype.kind != "f" or bool(np.isfinite(value).all())
     if isinstance(value, float):
         return math.isfinite(value)
-    if isinstance(value, dict):
-        return all(_finite(item) for item in value.values())
-    if isinstance(value, list):
-        return all(_finite(item) for item in value)
+    if isinstance(value, (dict, list)):
+        for item in value.values() if isinstance(value, dict) else value:
+            if not _finite(item):
+                return False
     return True
 
 
@@ -688,12 +688,21 @@ def _numpy_dtype(name: str) -> Any:
 
 def model_path(spec: Any) -> str:
     """``/v1/models/NAME[/versions/N | /labels/LABEL]`` for a ``ModelSpec``."""
-    path = f"/v1/models/{quote(spec.name, safe='')}"
-    if spec.HasField("version"):
-        path += f"/versions/{spec.version.value}"
-    elif spec.version_label:
-        path += f"/labels/{quote(spec.version_label, safe='')}"
+    version = spec.version.value if spec.HasField("version") else None
+    key = (spec.name, version, spec.version_label)
+    path = _PATHS.get(key)
+    if path is None:
+        path = f"/v1/models/{quote(spec.name, safe='')}"
+        if version is not None:
+            path += f"/versions/{version}"
+        elif spec.version_label:
+            path += f"/labels/{quote(spec.version_label, safe='')}"
+        if len(_PATHS) < 1024:  # names, versions and labels a process calls: few
+            _PATHS[key] = path
     return path
+
+
+_PATHS: dict[tuple[str, int | None, str], str] = {}
 
 
 def _examples_body(input_message: Any) -> dict[str, Any]:
