@@ -95,6 +95,11 @@ ROWS: dict[str, list[str]] = {
         rf"^ +8 \| +{NUMBER} \| +{NUMBER} \| +{NUMBER}x \| +{NUMBER} \| +{NUMBER}x$",
         rf"^p50 latency over one connection, http\.client: REST {NUMBER} ms, gRPC {NUMBER} ms",
         rf"^p50 latency over one connection, ServingClient: REST {NUMBER} ms, gRPC {NUMBER} ms",
+        rf"^tfship serve / floor, requests/s: 8 clients {NUMBER}x \(target >= 0\.80x at 1 and 8 clients\)$",
+        rf"^tfship serve / floor, time of the 4 MiB answer: reply parsed {NUMBER}x, bytes only "
+        rf"{NUMBER}x \(target <= 1\.25x\)$",
+        r"^targets: not judged \(--short\)$",
+        rf"^ServingClient REST / plain http\.client REST, requests/s: 8 clients {NUMBER}x$",
     ],
     "serving_client.py": [
         *(
@@ -106,6 +111,7 @@ ROWS: dict[str, list[str]] = {
                 "HTTPS Predict batch 1, kept-alive vs a connection per call",
                 "REST/httpx Predict batch 1, tfship vs plain httpx",
                 "REST/httpx Predict batch 1024, tfship vs plain httpx",
+                r"REST/http\.client Predict batch 1, tfship vs plain http\.client",
             )
         ),
     ],

@@ -172,6 +172,41 @@ def test_tensor_content_input_is_accepted(stub: Any) -> None:
     np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"]), [[5.0]])
 
 
+def test_a_checked_predict_answers_the_same_bytes_on_every_path(channel: grpc.Channel) -> None:
+    # The first request of a signature takes the full checks and plans the signature; the
+    # next take the plan; an output filter always takes the full checks. The answers agree
+    # byte for byte, for a tensor in tensor_content as for the same values in float_val.
+    raw = channel.unary_unary(
+        "/tensorflow.serving.PredictionService/Predict",
+        request_serializer=lambda message: message.SerializeToString(),
+        response_deserializer=lambda data: data,
+    )
+    typed = predict_request(x=x_batch(3))
+    content = predict_request()
+    content.inputs["x"].dtype = tf.float32.as_datatype_enum
+    for size in (3, 2):
+        content.inputs["x"].tensor_shape.dim.add().size = size
+    content.inputs["x"].tensor_content = x_batch(3).tobytes()
+    filtered = predict_request(x=x_batch(3))
+    filtered.output_filter.extend(["doubled", "y"])
+    answers = [raw(request, timeout=30) for request in (typed, typed, content, content, filtered)]
+    assert len(set(answers)) == 1
+    response = predict_pb2.PredictResponse.FromString(answers[0])
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["doubled"]), x_batch(3) * 2)
+
+
+def test_content_of_an_empty_shape_is_not_read_as_fromproto_does(stub: Any) -> None:
+    request = predict_request()
+    proto = request.inputs["x"]
+    proto.dtype = tf.float32.as_datatype_enum
+    for size in (0, 2):
+        proto.tensor_shape.dim.add().size = size
+    proto.tensor_content = b"\x00" * 8  # FromProto reads no content for zero elements
+    for _ in range(2):  # the full checks, then the plan
+        response = stub.Predict(request, timeout=30)
+        assert tf.make_ndarray(response.outputs["doubled"]).shape == (0, 2)
+
+
 def test_wrong_rank_is_invalid_argument(stub: Any) -> None:
     request = predict_request(x=np.ones([2, 3], np.float32))
     expect(stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT)

@@ -122,6 +122,8 @@ signature's int64 and cannot be cast to it (1.5 is not a whole number)
 
 def _check_names(signature: Any, feeds: Mapping[str, Any]) -> None:
     expected = signature.inputs
+    if feeds.keys() == expected.keys():  # every input, nothing else: the usual call
+        return
     defaults = set(getattr(getattr(signature, "proto", None), "defaults", None) or ())
     unknown = sorted(set(feeds) - set(expected))
     missing = sorted(set(expected) - set(feeds) - defaults)
@@ -155,6 +157,18 @@ def _checked(signature: Any, key: str, value: Any, cast: bool, shapes: bool) -> 
 
 def _target_dtype(name: str) -> np.dtype[Any] | None:
     """The numpy dtype of a signature dtype name; None when numpy cannot hold it."""
+    if name in _TARGETS:
+        return _TARGETS[name]
+    target = _find_target_dtype(name)
+    if len(_TARGETS) < 64:  # signature dtype names: a few dozen at most
+        _TARGETS[name] = target
+    return target
+
+
+_TARGETS: dict[str, np.dtype[Any] | None] = {}
+
+
+def _find_target_dtype(name: str) -> np.dtype[Any] | None:
     if name == "string":
         return np.dtype(object)
     if name == "bfloat16":
@@ -168,7 +182,11 @@ def _target_dtype(name: str) -> np.dtype[Any] | None:
 
 
 def _checked_array(where: str, key: str, value: Array, want: str, cast: bool) -> Array:
-    got = "string" if value.dtype.kind in _STRING_KINDS else value.dtype.name
+    got = _NAMES.get(value.dtype)
+    if got is None:  # a dtype's name costs more than the rest of a small input's check
+        got = "string" if value.dtype.kind in _STRING_KINDS else value.dtype.name
+        if len(_NAMES) < 256:
+            _NAMES[value.dtype] = got
     if got == want:
         return value
     if not cast:
@@ -178,6 +196,9 @@ def _checked_array(where: str, key: str, value: Array, want: str, cast: bool) ->
             input=key,
         )
     return _cast(where, key, value, want)
+
+
+_NAMES: dict[np.dtype[Any], str] = {}
 
 
 def _from_python(where: str, key: str, value: Any, want: str) -> Array:
@@ -337,9 +358,11 @@ def _to_int_problem(array: Array, target: np.dtype[Any]) -> str | None:
 def _check_shape(where: str, key: str, shape: tuple[int, ...], expected: Any) -> None:
     if expected is None:
         return
-    fits = len(shape) == len(expected) and all(
-        want is None or want < 0 or want == got for want, got in zip(expected, shape)
-    )
+    fits = len(shape) == len(expected)
+    for want, got in zip(expected, shape) if fits else ():
+        if want is not None and want >= 0 and want != got:
+            fits = False
+            break
     if not fits:
         raise InputCheckError(
             f"{where}: shape {list(shape)} does not fit the signature's {shape_text(expected)} "

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -261,6 +261,32 @@ class LocalModel:
             raise ModelError(f"model {self.path} is closed", path=str(self.path))
         values = [feeds[key] for key in plan.inputs]
         return _assemble(plan.fetch_infos, plan.outputs, self._call(plan.runner, values))
+
+    def checked_runner(
+        self, signature: str, outputs: Sequence[str]
+    ) -> Callable[[Mapping[str, Array]], list[Any]] | None:
+        """:meth:`run_checked` bound to one signature and its outputs, for a caller that runs
+        them again and again: it takes the feeds and returns the outputs' values in the order
+        of ``outputs``. None when a run must go through :meth:`run_checked` (a sparse input or
+        output, an unknown key), which says what is wrong.
+
+        Example:
+            >>> model.checked_runner("serving_default", ["y"])({"x": x})  # doctest: +SKIP
+            [array([[2., 2., 2.]], dtype=float32)]
+        """
+        plan = self._plans.get((signature, tuple(outputs)))
+        if plan is None:
+            plan = self._plan(signature, outputs)
+        if plan is _UNPLANNED or any(info.encoding != "dense" for info in plan.fetch_infos):
+            return None
+        keys, runner, call = tuple(plan.inputs), plan.runner, self._call
+
+        def run(feeds: Mapping[str, Array]) -> list[Any]:
+            if self._closed:
+                raise ModelError(f"model {self.path} is closed", path=str(self.path))
+            return call(runner, [feeds[key] for key in keys])
+
+        return run
 
     def _plan(self, signature: str, outputs: Sequence[str]) -> Any:
         """The callable and names of one (signature, outputs): made once, kept."""

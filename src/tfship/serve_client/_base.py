@@ -206,6 +206,7 @@ class MetadataCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # (when fetched, the signatures as a later call sees them: not fresh)
         self._items: dict[ModelRef, tuple[float, KnownSignatures]] = {}
 
     def get(self, key: ModelRef) -> KnownSignatures | None:
@@ -213,11 +214,11 @@ class MetadataCache:
             item = self._items.get(key)
         if item is None or time.monotonic() - item[0] > _METADATA_TTL:
             return None
-        return item[1]._replace(fresh=False)
+        return item[1]
 
     def put(self, key: ModelRef, value: KnownSignatures) -> None:
         with self._lock:
-            self._items[key] = (time.monotonic(), value)
+            self._items[key] = (time.monotonic(), value._replace(fresh=False))
 
     def drop(self, model: str | None = None) -> None:
         """Forget the signatures of ``model`` (None: of every model)."""

@@ -28,11 +28,12 @@ from tfship._wire import (
     encode_predict_response,
     enum_of_array,
     protos,
+    tensor_numpy_dtype,
 )
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._manager import ModelManager, Servable
 from tfship.server._metrics import Metrics
-from tfship.server._status import RpcError, invalid, status_fields
+from tfship.server._status import RpcError, from_exception, invalid, status_fields
 
 
 def fill_model_spec(
@@ -102,8 +103,14 @@ class ServingCore:
 
     def predict_bytes(self, request: Any) -> bytes:
         """PredictionService.Predict, as the serialized ``PredictResponse`` sent on the wire."""
-        data: bytes = self._on_servable(request, self.predict_bytes_on)
-        return data
+        # _on_servable written out: this is the path of every Predict.
+        if not request.HasField("model_spec"):
+            raise invalid("Missing ModelSpec")
+        servable = self.manager.acquire(request.model_spec)
+        try:
+            return self.predict_bytes_on(servable, request)
+        finally:
+            servable.release()
 
     def predict_on(self, servable: Servable, request: Any) -> Any:
         """Predict against one loaded version (also used by warmup)."""
@@ -112,8 +119,25 @@ class ServingCore:
 
     def predict_bytes_on(self, servable: Servable, request: Any) -> bytes:
         """Predict against one loaded version; outputs go straight to their wire bytes."""
+        spec = request.model_spec
+        key = spec.signature_name or DEFAULT_SIGNATURE
+        plan = servable.plans.get(key)
+        # A request this version's plan takes whole (the signature was found and passed the
+        # method check when the plan was made) runs without another lookup; the first request
+        # of a signature, a batched version and any other request take predict_outputs.
+        if plan is not None and plan.runner is not None and servable.batcher is None:
+            feeds = plan.feeds(request)
+            if feeds is not None:
+                try:
+                    values = plan.runner(feeds)
+                except Exception as exc:  # as Servable.run_now and _run turn it into a status
+                    explained = servable.explain(exc)
+                    raise (
+                        explained if isinstance(explained, RpcError) else from_exception(explained)
+                    ) from exc
+                return encode_predict_response(plan.answer(values), servable.model_spec(spec.name, key))
         key, outputs = self.predict_outputs(servable, request)
-        return encode_predict_response(outputs, servable.model_spec(request.model_spec.name, key))
+        return encode_predict_response(outputs, servable.model_spec(spec.name, key))
 
     def predict_outputs(
         self, servable: Servable, request: Any
@@ -128,7 +152,8 @@ class ServingCore:
         self._check_method(signature)
         plan = servable.plans.get(key)
         if plan is None:
-            plan = servable.plans[key] = PredictPlan.of(signature)
+            runner = servable.runner(key, sorted(signature.outputs))
+            plan = servable.plans[key] = PredictPlan.of(signature, runner)
         feeds = plan.feeds(request)
         if feeds is not None:  # every input given, of its dtype, no output filter
             aliases = plan.outputs
@@ -356,30 +381,107 @@ class PredictPlan:
     checks after it, which say what is wrong in TF Serving's words and order.
     """
 
-    def __init__(self, inputs: list[tuple[str, int]], outputs: list[str]) -> None:
+    def __init__(
+        self,
+        inputs: list[tuple[str, int]],
+        outputs: list[str],
+        output_enums: list[int] | None = None,
+        runner: Callable[[Mapping[str, NDArray[Any]]], list[Any]] | None = None,
+    ) -> None:
         self.inputs = inputs  # (alias, DataType number), sorted by alias
         self.outputs = outputs  # every output alias, sorted
+        # each output's signature dtype, written for a value whose numpy type has no TF twin
+        self.output_enums = output_enums or [0] * len(outputs)
+        #: the version's run of the signature's inputs to ``outputs`` (None: run it otherwise)
+        self.runner = runner
+        # (alias, DataType, numpy dtype, its little-endian twin) of inputs read from
+        # tensor_content without decode_tensor; None for the other dtypes (strings, ...)
+        self._content: list[tuple[str, int, Any, Any] | None] = [
+            _content_reader(alias, want) for alias, want in inputs
+        ]
 
     @classmethod
-    def of(cls, signature: Any) -> PredictPlan:
+    def of(
+        cls,
+        signature: Any,
+        runner: Callable[[Mapping[str, NDArray[Any]]], list[Any]] | None = None,
+    ) -> PredictPlan:
+        """The plan of ``signature``; ``runner`` runs its inputs to all its outputs (sorted)."""
         inputs = [(alias, int(signature.inputs[alias].dtype)) for alias in sorted(signature.inputs)]
-        return cls(inputs, sorted(signature.outputs))
+        outputs = sorted(signature.outputs)
+        enums = [int(signature.outputs[alias].dtype) for alias in outputs]
+        return cls(inputs, outputs, enums, runner)
 
     def feeds(self, request: Any) -> dict[str, NDArray[Any]] | None:
-        """The decoded feeds of a request that passes every check, else None."""
+        """The decoded feeds of a request that passes every check, else None.
+
+        A dense tensor in ``tensor_content`` whose size fits its shape is read in place; any
+        other tensor goes through ``decode_tensor``, and any doubt returns None, so that the
+        full checks say what is wrong.
+        """
         inputs = request.inputs
         if request.output_filter or len(inputs) != len(self.inputs):
             return None
         feeds: dict[str, NDArray[Any]] = {}
-        for alias, want in self.inputs:
+        for (alias, want), reader in zip(self.inputs, self._content):
             proto = inputs.get(alias)
             if proto is None or (want and proto.dtype != want):
                 return None
+            content = proto.tensor_content if reader is not None else b""
+            if content and reader is not None:
+                value = _read_content(content, proto.tensor_shape.dim, reader)
+                if value is None:
+                    return None
+                feeds[alias] = value
+                continue
             try:
                 feeds[alias] = decode_tensor(proto)
             except TensorDecodeError:
                 return None
         return feeds
+
+    def answer(self, values: Sequence[Any]) -> list[tuple[str, NDArray[Any], int]]:
+        """The outputs' values (in the order of ``outputs``) as the answer's entries."""
+        entries = []
+        for alias, value, fallback in zip(self.outputs, values, self.output_enums):
+            value = np.asarray(value)
+            try:
+                enum = enum_of_array(value)
+            except TypeError:  # a numpy type without a TF twin takes the signature's
+                enum = fallback
+            entries.append((alias, value, enum))
+        return entries
+
+
+def _content_reader(alias: str, want: int) -> tuple[str, int, Any, Any] | None:
+    if not want or want == DT_STRING:
+        return None
+    try:
+        dtype = tensor_numpy_dtype(want)
+        return alias, want, dtype, dtype.newbyteorder("<")
+    except (TensorDecodeError, TypeError, ValueError):
+        return None
+
+
+def _read_content(
+    content: bytes, dims: Any, reader: tuple[str, int, Any, Any]
+) -> NDArray[Any] | None:
+    """``decode_tensor``'s reading of a non-empty ``tensor_content`` for the shape ``dims``,
+    or None where decode_tensor would refuse it or read it otherwise (an empty shape)."""
+    shape = [d.size for d in dims]
+    if len(shape) > 254:
+        return None
+    count = 1
+    for size in shape:
+        if size < 0:
+            return None
+        count *= size
+    dtype = reader[2]
+    if count == 0 or count * dtype.itemsize != len(content):
+        return None
+    # one copy, as decode_tensor makes: aligned, writable, independent of the message
+    value: NDArray[Any] = np.frombuffer(content, dtype=reader[3]).astype(dtype).reshape(shape)
+    return value
 
 
 def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArray[Any]]:

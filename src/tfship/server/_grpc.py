@@ -3,6 +3,7 @@ message classes, at TF Serving's method paths (``/tensorflow.serving.ModelServic
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -30,19 +31,24 @@ def _answer(
     code = "OK"
     try:
         return call()
-    except RpcError as exc:
-        code = exc.code.name
-        context.abort(exc.code, exc.wire_message())
-    except MemoryError:
-        code = "RESOURCE_EXHAUSTED"
-        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request")
-    except Exception as exc:  # a bug must become INTERNAL, never a dropped connection
-        code = "INTERNAL"
-        logger.exception("unexpected error while serving a request")
-        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024])
+    except Exception as exc:
+        status, message = _status(exc)
+        code = status.name
+        context.abort(status, message)
     finally:
         if done is not None:
             done(code)
+
+
+def _status(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status a call that raised ``exc`` ends with: TF Serving's for an ``RpcError``."""
+    if isinstance(exc, RpcError):
+        return exc.code, exc.wire_message()
+    if isinstance(exc, MemoryError):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request"
+    # a bug must become INTERNAL, never a dropped connection
+    logger.error("unexpected error while serving a request", exc_info=exc)
+    return grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024]
 
 
 def _answer_counted(
@@ -83,7 +89,7 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
 
     handlers = {
         # The response is already its wire bytes: serializing is the identity.
-        "Predict": unary(core.predict_bytes, pb.predict_pb2.PredictRequest, _identity, "Predict"),
+        "Predict": _predict_handler(core, metrics),
         "Classify": unary(
             core.classify, pb.classification_pb2.ClassificationRequest, _serialize, "Classify"
         ),
@@ -96,6 +102,38 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
         ),
     }
     return grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", handlers)
+
+
+def _predict_handler(core: ServingCore, metrics: Metrics | None) -> Any:
+    """Predict: without metrics the handler calls the core and nothing between (every
+    request takes this path, and each call on it costs as much as a small model's run)."""
+    predict_bytes = core.predict_bytes
+    parse = protos().predict_pb2.PredictRequest.FromString
+
+    def predict(data: bytes, context: Any) -> bytes:
+        # The request arrives as bytes and is parsed here, in the worker, as the floor's
+        # handler takes bytes: gRPC's one polling thread, which every call passes through,
+        # does no parsing. A request that does not parse ends as gRPC ends it itself.
+        try:
+            request = parse(data)
+        except Exception:
+            logger.exception("Exception deserializing message!")
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+        if metrics is not None:
+            call = functools.partial(predict_bytes, request)
+            answer: bytes = _answer_counted(
+                context, call, metrics, request.model_spec.name, "Predict"
+            )
+            return answer
+        try:
+            return predict_bytes(request)
+        except Exception as exc:
+            context.abort(*_status(exc))
+            raise  # not reached: abort raises
+
+    return grpc.unary_unary_rpc_method_handler(
+        predict, request_deserializer=_identity, response_serializer=_identity
+    )
 
 
 def _model_name(request: Any) -> str:

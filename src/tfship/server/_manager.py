@@ -73,7 +73,7 @@ class Servable:
         self.signatures: Mapping[str, Any] = meta_graph.signature_def
         self.model = model
         self._inflight = 0
-        self._idle = threading.Condition()
+        self._idle = threading.Condition(threading.Lock())  # never taken twice by one thread
         self.batcher: Batcher | None = None
         # the serialized ModelSpec of an answer, per (model name, signature key)
         self._specs: dict[tuple[str, str | None], bytes] = {}
@@ -118,6 +118,17 @@ class Servable:
         if self.batcher is not None:
             return self.batcher.run(self, feeds, signature, outputs)
         return self.run_now(feeds, signature, outputs)
+
+    def runner(
+        self, signature: str, outputs: Sequence[str]
+    ) -> Callable[[Mapping[str, Any]], list[Any]] | None:
+        """:meth:`run_now` bound to one signature and its outputs (the values in their order),
+        for a Predict that passed every check; None when only ``run_now`` can run them."""
+        return self.model.checked_runner(signature, outputs)
+
+    def explain(self, exc: Exception) -> Exception:
+        """What :meth:`run_now` raises for a run that failed with ``exc``."""
+        return _explained(self.model, exc)
 
     def run_now(
         self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]

@@ -323,7 +323,7 @@ class _Connections:
                     connection = idle.pop() if idle else None
                 if connection is None:
                     return self._connect(deadline, call), False
-                if not _closed_by_peer(connection):
+                if _lately_used(connection) or not _closed_by_peer(connection):
                     return connection, True
                 connection.close()
         except BaseException:
@@ -366,6 +366,7 @@ class _Connections:
             self._in_use -= 1
             self._freed.notify()
             if keep and not self._closed:
+                connection.idle_since = time.monotonic()  # type: ignore[union-attr]
                 self._idle.append(connection)  # type: ignore[arg-type]
                 return
         if connection is not None:
@@ -380,10 +381,31 @@ class _Connections:
 
 
 def _timeout(connection: http.client.HTTPConnection, seconds: float | None) -> None:
-    """What is left of the deadline, for the next connect, write or read of ``connection``."""
+    """What is left of the deadline, for the next connect, write or read of ``connection``.
+
+    A socket whose timeout ends less than a millisecond after the deadline keeps it: setting
+    it is a system call, and a small answer's headers and body come within that millisecond.
+    """
+    current = connection.timeout
+    if (
+        seconds is not None and isinstance(current, float) and connection.sock is not None
+        and 0.0 <= current - seconds < 1e-3
+    ):
+        return
     connection.timeout = seconds
     if connection.sock is not None:
         connection.sock.settimeout(seconds)
+
+
+# A connection put back this recently is used without asking the system whether the server
+# closed it: servers close idle connections after seconds, and one closed even so is met by
+# the request's single retry on a new connection, as one closed during the request is.
+_FRESH_SECONDS = 0.5
+
+
+def _lately_used(connection: http.client.HTTPConnection) -> bool:
+    since: float | None = getattr(connection, "idle_since", None)
+    return since is not None and time.monotonic() - since < _FRESH_SECONDS
 
 
 def _closed_by_peer(connection: http.client.HTTPConnection) -> bool:
@@ -484,10 +506,10 @@ def _finite(value: Any) -> bool:
         return value.dtype.kind != "f" or bool(np.isfinite(value).all())
     if isinstance(value, float):
         return math.isfinite(value)
-    if isinstance(value, dict):
-        return all(_finite(item) for item in value.values())
-    if isinstance(value, list):
-        return all(_finite(item) for item in value)
+    if isinstance(value, (dict, list)):
+        for item in value.values() if isinstance(value, dict) else value:
+            if not _finite(item):
+                return False
     return True
 
 
@@ -666,12 +688,21 @@ def _numpy_dtype(name: str) -> Any:
 
 def model_path(spec: Any) -> str:
     """``/v1/models/NAME[/versions/N | /labels/LABEL]`` for a ``ModelSpec``."""
-    path = f"/v1/models/{quote(spec.name, safe='')}"
-    if spec.HasField("version"):
-        path += f"/versions/{spec.version.value}"
-    elif spec.version_label:
-        path += f"/labels/{quote(spec.version_label, safe='')}"
+    version = spec.version.value if spec.HasField("version") else None
+    key = (spec.name, version, spec.version_label)
+    path = _PATHS.get(key)
+    if path is None:
+        path = f"/v1/models/{quote(spec.name, safe='')}"
+        if version is not None:
+            path += f"/versions/{version}"
+        elif spec.version_label:
+            path += f"/labels/{quote(spec.version_label, safe='')}"
+        if len(_PATHS) < 1024:  # names, versions and labels a process calls: few
+            _PATHS[key] = path
     return path
+
+
+_PATHS: dict[tuple[str, int | None, str], str] = {}
 
 
 def _examples_body(input_message: Any) -> dict[str, Any]:
