@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._wire import descriptor_pool, protos
-from tfship._wire import message_class as wire_message_class
+from tfship._wire import message_class
 from tfship.server._status import ServerConfigError
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
@@ -218,7 +218,7 @@ def read_batching_parameters(path: str | os.PathLike[str], defaults: Any) -> Any
     """
     from dataclasses import replace
 
-    message = message_class("BatchingParameters")()
+    message = serving_message_class("BatchingParameters")()
     parse_text_file(path, message)
     options = defaults
     if message.HasField("max_batch_size"):
@@ -250,15 +250,15 @@ def parse_grpc_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
     return tuple(pairs)
 
 
-def message_class(name: str) -> Any:
+def serving_message_class(name: str) -> Any:
     """A message class of TF Serving's package: ``SSLConfig``, ``MonitoringConfig``,
     ``BatchingParameters`` (tensorflow-serving-api ships none of them)."""
-    return wire_message_class(f"tensorflow.serving.{name}")
+    return message_class(f"tensorflow.serving.{name}")
 
 
 def read_ssl_config(path: str | os.PathLike[str]) -> SslConfig:
     """Read an ``SSLConfig`` text proto (server_key, server_cert, custom_ca, client_verify)."""
-    message = message_class("SSLConfig")()
+    message = serving_message_class("SSLConfig")()
     parse_text_file(path, message)
     if not message.server_key or not message.server_cert:
         raise ServerConfigError(f"{path}: an SSLConfig needs server_key and server_cert (PEM)")

@@ -145,9 +145,9 @@ def read_monitoring_config(path: str | os.PathLike[str]) -> Metrics | None:
     Raises:
         ServerConfigError: the file cannot be read or parsed, with TF Serving's wording.
     """
-    from tfship.server._config import message_class, parse_text_file
+    from tfship.server._config import parse_text_file, serving_message_class
 
-    message = message_class("MonitoringConfig")()
+    message = serving_message_class("MonitoringConfig")()
     parse_text_file(path, message)
     if not message.prometheus_config.enable:
         return None
