@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfship._wire import descriptor_pool, protos
-from tfship._wire import message_class
+from tfship._wire import descriptor_pool, message_class, protos
 from tfship.server._status import ServerConfigError
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
