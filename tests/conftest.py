@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,3 +66,18 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
         run=RunOptions(max_steps=60, checkpoint_every=30, log_every=30),
     )
     return TinyModel(workdir, schema_path, train_csv, eval_csv, workdir / "model", result)
+
+
+@pytest.fixture(scope="module")
+def penguins(tiny_model: TinyModel) -> Iterator[Any]:
+    """``tfship serve`` (in process) serving the tiny model's best export as ``penguins``."""
+    from tfship.server import ModelServer, ServerOptions
+
+    base = tiny_model.export("best").parent
+    server = ModelServer.from_base_path(base, "penguins", options=ServerOptions(port=0, rest_port=0))
+    server.start()
+    try:
+        server.wait_until_available("penguins", timeout=60)
+        yield server
+    finally:
+        server.stop()

@@ -14,7 +14,6 @@ import csv
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,20 +174,6 @@ def test_inspect_reads_real_exports_as_the_full_install_does(
         assert ours.exit_code == code, (args, ours.output)
         assert done.stdout.strip(), args
         assert done.stdout == ours.stdout, args
-
-
-@pytest.fixture(scope="module")
-def penguins(tiny_model: Any) -> Iterator[Any]:
-    from tfship.server import ModelServer, ServerOptions
-
-    base = tiny_model.export("best").parent
-    server = ModelServer.from_base_path(base, "penguins", options=ServerOptions(port=0, rest_port=0))
-    server.start()
-    try:
-        server.wait_until_available("penguins", timeout=60)
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("transport", ["grpc", "rest"])

@@ -11,7 +11,6 @@ import csv
 import json
 import re
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +32,6 @@ def client_section() -> str:
 
 def blocks(kind: str) -> list[str]:
     return re.findall(rf"```{kind}\n(.*?)```", client_section(), flags=re.S)
-
-
-@pytest.fixture(scope="module")
-def penguins(tiny_model: Any) -> Iterator[Any]:
-    from tfship.server import ModelServer, ServerOptions
-
-    base = tiny_model.export("best").parent
-    server = ModelServer.from_base_path(base, "penguins", options=ServerOptions(port=0, rest_port=0))
-    server.start()
-    try:
-        server.wait_until_available("penguins", timeout=60)
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture()
