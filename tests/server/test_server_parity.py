@@ -272,6 +272,7 @@ def test_tf_serving_command_line_runs_as_is(bases: dict[str, Path], tmp_path: Pa
         f"--monitoring_config_file={monitoring}", "--rest_api_timeout_in_ms=5000",
         "--file_system_poll_wait_seconds", "2", "--grpc_channel_arguments",
         "grpc.max_concurrent_streams=100", "--tensorflow_intra_op_parallelism=2",
+        "--grpc_max_threads=8",
     ) as served:
         url = served.info["rest"]
         body = json.dumps({"instances": [1.0, 2.0, 5.0]}).encode()

@@ -31,6 +31,7 @@ _TFS_VALUE_FLAGS = {
     "batching_parameters_file": "--batching-parameters-file",
     "grpc_channel_arguments": "--grpc-channel-arguments",
     "monitoring_config_file": "--monitoring-config-file",
+    "grpc_max_threads": "--grpc-max-threads",
     "ssl_config_file": "--ssl-config-file",
 }
 _TFS_BOOL_FLAGS = {
@@ -44,7 +45,7 @@ _TFS_BOOL_FLAGS = {
 _TFS_IGNORED = frozenset({
     "rest_api_num_threads", "num_load_threads", "num_unload_threads", "flush_filesystem_caches",
     "tensorflow_session_parallelism", "tensorflow_intra_op_parallelism",
-    "tensorflow_inter_op_parallelism", "grpc_max_threads", "enable_profiler",
+    "tensorflow_inter_op_parallelism", "enable_profiler",
     "xla_cpu_compilation_enabled", "per_process_gpu_memory_fraction",
     "remove_unused_fields_from_bundle_metagraph", "skip_initialize_tpu",
 })
@@ -152,6 +153,9 @@ class _ServeCommand(click.Command):
 @click.option("--batch-timeout-ms", default=1.0, show_default=True, type=click.FloatRange(0))
 @click.option("--batching-parameters-file", type=click.Path(dir_okay=False, path_type=Path),
               help="BatchingParameters text proto (max_batch_size, batch_timeout_micros).")
+@click.option("--grpc-max-threads", default=64, show_default=True, type=click.IntRange(1),
+              help="Most threads answering gRPC calls at once. One per processor take the "
+                   "calls; more are added only while calls wait behind long ones.")
 @click.option("--grpc-channel-arguments", default="",
               help="gRPC server arguments, key=value[,key=value...].")
 @click.option("--monitoring-config-file", type=click.Path(dir_okay=False, path_type=Path),
@@ -185,6 +189,7 @@ def serve(
     max_batch_size: int,
     batch_timeout_ms: float,
     batching_parameters_file: Path | None,
+    grpc_max_threads: int,
     grpc_channel_arguments: str,
     monitoring_config_file: Path | None,
     allow_version_labels_for_unavailable_models: bool,
@@ -234,6 +239,7 @@ def serve(
         tls=read_ssl_config(ssl_config_file) if ssl_config_file else None,
         grpc_socket_path=grpc_socket_path,
         grpc_arguments=parse_grpc_arguments(grpc_channel_arguments),
+        grpc_workers=grpc_max_threads,
         model_config_file=model_config,
         model_config_poll_seconds=model_config_poll_seconds,
         rest_timeout_s=rest_api_timeout_ms / 1000.0,

@@ -7,7 +7,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent import futures
 from typing import Any
 
 import grpc
@@ -16,6 +15,7 @@ from tfship._wire import protos
 from tfship.server._config import SslConfig
 from tfship.server._core import ServingCore
 from tfship.server._metrics import Metrics
+from tfship.server._pool import CallPool, processors
 from tfship.server._status import LocalServerError, RpcError
 
 logger = logging.getLogger(__name__)
@@ -181,16 +181,20 @@ def start_grpc(
     *,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     workers: int = 64,
+    busy_workers: int | None = None,
     tls: SslConfig | None = None,
     socket_path: str | None = None,
     metrics: Metrics | None = None,
     arguments: Sequence[tuple[str, Any]] = (),
-) -> tuple[Any, int]:
-    """Start a gRPC server with both services; returns it and the bound port (port 0 picks one).
+) -> tuple[Any, int, CallPool]:
+    """Start a gRPC server with both services; returns it, the bound port (port 0 picks one)
+    and the pool of its threads, to shut down after the server stops.
 
-    ``tls`` serves TLS (mutual when it asks for client certificates); ``socket_path`` also
-    listens on that unix socket (TF Serving's ``--grpc_socket_path``); ``metrics`` counts
-    Predict, Classify and Regress calls as TF Serving's monitoring does.
+    Calls run on a :class:`CallPool` of ``busy_workers`` threads (default: one per
+    processor), grown up to ``workers`` while calls wait on threads that are all stuck in
+    long calls. ``tls`` serves TLS (mutual when it asks for client certificates);
+    ``socket_path`` also listens on that unix socket (TF Serving's ``--grpc_socket_path``);
+    ``metrics`` counts Predict, Classify and Regress calls as TF Serving's monitoring does.
 
     Raises:
         LocalServerError: when the address cannot be bound.
@@ -202,17 +206,16 @@ def start_grpc(
         ("grpc.so_reuseport", 0),
         *arguments,
     ]
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfship-grpc"),
-        options=options,
-    )
+    busy = min(workers, busy_workers if busy_workers is not None else processors())
+    pool = CallPool(busy=busy, most=workers, name="tfship-grpc")
+    server = grpc.server(pool, options=options)
     server.add_generic_rpc_handlers((_prediction_handler(core, metrics), _model_handler(core)))
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = _bind(server, target, tls)
     if socket_path is not None:
         _bind(server, f"unix:{socket_path}", tls)
     server.start()
-    return server, bound
+    return server, bound, pool
 
 
 def _bind(server: Any, target: str, tls: SslConfig | None) -> int:

@@ -19,6 +19,7 @@ from tfship.server._status import LocalServerError, ServerConfigError
 if TYPE_CHECKING:
     from tfship.server._core import ServingCore
     from tfship.server._metrics import Metrics
+    from tfship.server._pool import CallPool
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,10 @@ class ServerOptions:
         method_name_check: ``--enable_signature_method_name_check``.
         allow_version_labels_for_unavailable_models: TF Serving's flag of that name.
         max_message_bytes: gRPC message limit both ways (TF Serving: INT32_MAX).
-        grpc_workers: threads answering gRPC calls.
+        grpc_workers: the most threads answering gRPC calls at once (``--grpc_max_threads``).
+        grpc_busy_workers: threads kept answering gRPC calls; more are added, up to
+            ``grpc_workers``, only while calls wait and every thread is stuck in a long call
+            (None: one per processor; with batching, all ``grpc_workers``).
         max_load_retries: retries of a failed load (``--max_num_load_retries``; TF Serving 5).
         load_retry_interval_s: pause between load retries.
         tls: serve gRPC over TLS, a :class:`SslConfig` (``--ssl_config_file``).
@@ -82,6 +86,7 @@ class ServerOptions:
     allow_version_labels_for_unavailable_models: bool = False
     max_message_bytes: int = 2**31 - 1
     grpc_workers: int = 64
+    grpc_busy_workers: int | None = None
     max_load_retries: int = 0
     load_retry_interval_s: float = 60.0
     tls: SslConfig | None = None
@@ -129,6 +134,7 @@ class ModelServer:
         self.metrics: Metrics | None = None
         self._watcher: threading.Thread | None = None
         self._grpc: Any = None
+        self._grpc_pool: CallPool | None = None
         self._rest: Any = None
         self._manager: ModelManager | None = None
         self._core: ServingCore | None = None
@@ -204,9 +210,12 @@ class ModelServer:
             self._manager.stop()
             raise LocalServerError(_unavailable_message(failed))
         try:
-            self._grpc, self.port = start_grpc(
+            self._grpc, self.port, self._grpc_pool = start_grpc(
                 self._core, self.host, options.port, max_message_bytes=options.max_message_bytes,
-                workers=options.grpc_workers, tls=self.tls, socket_path=self.grpc_socket_path,
+                workers=options.grpc_workers,
+                # a batch forms from calls waiting together: each needs a thread of its own
+                busy_workers=options.grpc_workers if self.batching else options.grpc_busy_workers,
+                tls=self.tls, socket_path=self.grpc_socket_path,
                 metrics=self.metrics, arguments=options.grpc_arguments,
             )
             if options.rest_port is not None:
@@ -276,6 +285,8 @@ class ModelServer:
             self._watcher.join(timeout=30)
         if self._grpc is not None:
             self._grpc.stop(grace).wait()
+        if self._grpc_pool is not None:
+            self._grpc_pool.shutdown(wait=False)
         if self._manager is not None:
             self._manager.stop()
         logger.info("server stopped")
