@@ -14,7 +14,9 @@ One run measures:
 
 It prints each with its ratio, and ``tfship serve`` against the transport floor (targets: at
 least 0.8x the floor's requests/s at 1 and 8 clients, at most 1.25x its time for the 4 MiB
-answer; keep-alive REST at least 0.5x gRPC with a p50 under 5 ms), then tfship's
+answer; keep-alive REST at least 0.5x gRPC with a p50 under 5 ms), and against a second floor
+that also runs the model on a fixed input before its constant reply: what the model's own
+run costs any server on this stack, so what is left is tfship's own work; then tfship's
 ``ServingClient`` on REST against a plain kept-alive ``http.client`` posting the same JSON.
 Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only] [--short]``; ``--short`` measures
 0.2 s each with 8 clients only, to see that every path runs (no targets).
@@ -172,8 +174,14 @@ def big_call_times(address: str, request: Any) -> dict[str, float]:
         }
 
 
-def serve_constant_reply(kind: str) -> None:
-    """Serve Predict with one pre-serialized reply (the transport floor), until killed."""
+def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
+    """Serve Predict with one pre-serialized reply (the transport floor), until killed.
+
+    With ``version_dir`` each call also runs that model's default signature on a fixed
+    input through ``LocalModel.checked_runner``, in the handler's thread, before the same
+    constant reply: the floor of any server on this stack that runs the model (no request
+    read, no checks, no answer written).
+    """
     from concurrent import futures
 
     import grpc
@@ -182,11 +190,25 @@ def serve_constant_reply(kind: str) -> None:
 
     small = [("scores", np.full([1, 8], 0.125, np.float32), None)]
     reply = big_reply() if kind == "big" else encode_predict_response(small, b"")
+
+    def answer(_request: bytes, _context: Any) -> bytes:
+        return reply
+
+    if version_dir is not None:
+        from tfship.loaders import load
+
+        run = load(version_dir).checked_runner("serving_default", ["scores"])
+        assert run is not None
+        feeds = {"x": np.ones([1, 16], np.float32)}
+
+        def answer(_request: bytes, _context: Any) -> bytes:
+            run(feeds)
+            return reply
+
     handler = grpc.method_handlers_generic_handler(
         "tensorflow.serving.PredictionService",
         {"Predict": grpc.unary_unary_rpc_method_handler(
-            lambda _request, _context: reply,
-            request_deserializer=lambda data: data, response_serializer=lambda data: data,
+            answer, request_deserializer=lambda data: data, response_serializer=lambda data: data,
         )},
     )
     server = grpc.server(futures.ThreadPoolExecutor(64),
@@ -199,12 +221,14 @@ def serve_constant_reply(kind: str) -> None:
 
 def against_floor(
     base: Path, seconds: float, clients: tuple[int, ...], rounds: int
-) -> tuple[dict[int, float], dict[str, float], dict[int, float], dict[str, float]]:
-    """``tfship serve`` and the floor measured in turns, ``rounds`` times, each figure the
-    median of its rounds: on a shared machine the load moves during a run, and measuring one
-    side after the other would put a different load on each.
+) -> tuple[dict[int, float], dict[str, float], dict[int, float], dict[str, float], dict[int, float]]:
+    """``tfship serve``, the floor and the floor that runs the model, measured in turns,
+    ``rounds`` times, each figure the median of its rounds: on a shared machine the load
+    moves during a run, and measuring one side after the other would put a different load
+    on each.
 
-    Returns the server's requests/s and large-answer times, then the floor's.
+    Returns the server's requests/s and large-answer times, the floor's, and the requests/s
+    of the floor that runs the model.
     """
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
@@ -214,6 +238,10 @@ def against_floor(
     floors = {kind: subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
                                      stdout=subprocess.PIPE, text=True, env=env)
               for kind in ("small", "big")}
+    floors["model"] = subprocess.Popen(
+        [sys.executable, __file__, "--constant-reply-server", "small", "--model", str(base / "1")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )
     channels: list[Any] = []
     try:
         addresses = {"server": info["grpc"]}
@@ -232,21 +260,24 @@ def against_floor(
 
             return make
 
-        rates: dict[str, dict[int, list[float]]] = {"server": {}, "floor": {}}
+        rates: dict[str, dict[int, list[float]]] = {"server": {}, "floor": {}, "model": {}}
         bigs: dict[str, list[dict[str, float]]] = {"server": [], "floor": []}
+        sides = (("server", addresses["server"]), ("floor", addresses["small"]),
+                 ("model", addresses["model"]))
         for _ in range(rounds):
             for n in clients:
-                for side, address in (("server", addresses["server"]), ("floor", addresses["small"])):
+                for side, address in sides:
                     rates[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
             for side, address in (("server", addresses["server"]), ("floor", addresses["big"])):
                 bigs[side].append(big_call_times(address, big_request()))
 
-        def medians(side: str) -> tuple[dict[int, float], dict[str, float]]:
-            per_n = {n: float(np.median(values)) for n, values in rates[side].items()}
-            times = {key: float(np.median([t[key] for t in bigs[side]])) for key in bigs[side][0]}
-            return per_n, times
+        def per_n(side: str) -> dict[int, float]:
+            return {n: float(np.median(values)) for n, values in rates[side].items()}
 
-        return (*medians("server"), *medians("floor"))
+        def times(side: str) -> dict[str, float]:
+            return {key: float(np.median([t[key] for t in bigs[side]])) for key in bigs[side][0]}
+
+        return per_n("server"), times("server"), per_n("floor"), times("floor"), per_n("model")
     finally:
         for channel in channels:
             channel.close()
@@ -399,6 +430,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None,
                         help="per measurement (default 2; 0.2 with --short)")
     parser.add_argument("--constant-reply-server", choices=("small", "big"), help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
     parser.add_argument("--short", action="store_true",
                         help="0.2 s per measurement, 8 clients only: every path, no targets")
@@ -406,7 +438,7 @@ def main() -> None:
     seconds = args.seconds if args.seconds is not None else 0.2 if args.short else 2.0
     clients = SHORT_CLIENTS if args.short else CLIENTS
     if args.constant_reply_server:
-        serve_constant_reply(args.constant_reply_server)
+        serve_constant_reply(args.constant_reply_server, args.model)
         return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "bench"
@@ -417,7 +449,7 @@ def main() -> None:
             print_rest(rest)
             return
         local, local_big = local_rates(version_dir, seconds, clients)
-        plain, plain_big, floor_rates, floor = against_floor(
+        plain, plain_big, floor_rates, floor, model_floor = against_floor(
             base, seconds, clients, rounds=1 if args.short else 3
         )
         batched, _ = server_rates(base, True, seconds, clients)
@@ -438,18 +470,23 @@ def main() -> None:
         cells = [f"{r[n]:>9.0f} ({r[n] / local[n]:>5.2f}x)" for r in (plain, batched, floor_rates)]
         print(f"{n:>7} | {local[n]:>10.0f} | " + " | ".join(cells))
     print()
-    print_floor_ratios(plain, floor_rates, plain_big, floor, judged=not args.short)
+    print_floor_ratios(plain, floor_rates, plain_big, floor, model_floor, judged=not args.short)
     print()
     print_rest(rest)
 
 
 def print_floor_ratios(
     plain: dict[int, float], floor_rates: dict[int, float], plain_big: dict[str, float],
-    floor: dict[str, float], judged: bool,
+    floor: dict[str, float], model_floor: dict[int, float], judged: bool,
 ) -> None:
     """tfship serve against the transport floor: the claims of this benchmark."""
     rates = ", ".join(f"{n} clients {plain[n] / floor_rates[n]:.2f}x" for n in plain)
     print(f"tfship serve / floor, requests/s: {rates} (target >= 0.80x at 1 and 8 clients)")
+    # what the model's own run costs any server on this stack, and what tfship adds to it
+    model = ", ".join(f"{n} clients {model_floor[n] / floor_rates[n]:.2f}x" for n in plain)
+    print(f"floor running the model / floor, requests/s: {model}")
+    ours = ", ".join(f"{n} clients {plain[n] / model_floor[n]:.2f}x" for n in plain)
+    print(f"tfship serve / floor running the model, requests/s: {ours}")
     times = ", ".join(f"{label} {plain_big[key] / floor[key]:.2f}x"
                       for label, key in (("reply parsed", "stub"), ("bytes only", "bytes")))
     print(f"tfship serve / floor, time of the 4 MiB answer: {times} (target <= 1.25x)")

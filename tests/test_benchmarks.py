@@ -98,6 +98,8 @@ ROWS: dict[str, list[str]] = {
         rf"^tfship serve / floor, requests/s: 8 clients {NUMBER}x \(target >= 0\.80x at 1 and 8 clients\)$",
         rf"^tfship serve / floor, time of the 4 MiB answer: reply parsed {NUMBER}x, bytes only "
         rf"{NUMBER}x \(target <= 1\.25x\)$",
+        rf"^floor running the model / floor, requests/s: 8 clients {NUMBER}x$",
+        rf"^tfship serve / floor running the model, requests/s: 8 clients {NUMBER}x$",
         r"^targets: not judged \(--short\)$",
         rf"^ServingClient REST / plain http\.client REST, requests/s: 8 clients {NUMBER}x$",
     ],
