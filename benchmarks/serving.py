@@ -177,10 +177,10 @@ def big_call_times(address: str, request: Any) -> dict[str, float]:
 def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
     """Serve Predict with one pre-serialized reply (the transport floor), until killed.
 
-    With ``version_dir`` each call also runs that model's default signature on a fixed
-    input through ``LocalModel.checked_runner``, in the handler's thread, before the same
-    constant reply: the floor of any server on this stack that runs the model (no request
-    read, no checks, no answer written).
+    With ``version_dir`` each call also runs that model's signature (``big`` for the big
+    reply, else the default) on a fixed input through ``LocalModel.checked_runner``, in the
+    handler's thread, before the same constant reply: the floor of any server on this stack
+    that runs the model (no request read, no checks, no answer written).
     """
     from concurrent import futures
 
@@ -197,7 +197,8 @@ def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
     if version_dir is not None:
         from tfship.loaders import load
 
-        run = load(version_dir).checked_runner("serving_default", ["scores"])
+        signature, output = ("big", "image") if kind == "big" else ("serving_default", "scores")
+        run = load(version_dir).checked_runner(signature, [output])
         assert run is not None
         feeds = {"x": np.ones([1, 16], np.float32)}
 
@@ -221,14 +222,17 @@ def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
 
 def against_floor(
     base: Path, seconds: float, clients: tuple[int, ...], rounds: int
-) -> tuple[dict[int, float], dict[str, float], dict[int, float], dict[str, float], dict[int, float]]:
+) -> tuple[
+    dict[int, float], dict[str, float], dict[int, float], dict[str, float],
+    dict[int, float], dict[str, float],
+]:
     """``tfship serve``, the floor and the floor that runs the model, measured in turns,
     ``rounds`` times, each figure the median of its rounds: on a shared machine the load
     moves during a run, and measuring one side after the other would put a different load
     on each.
 
-    Returns the server's requests/s and large-answer times, the floor's, and the requests/s
-    of the floor that runs the model.
+    Returns the server's requests/s and large-answer times, the floor's, and those of the
+    floor that runs the model.
     """
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
@@ -238,10 +242,11 @@ def against_floor(
     floors = {kind: subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
                                      stdout=subprocess.PIPE, text=True, env=env)
               for kind in ("small", "big")}
-    floors["model"] = subprocess.Popen(
-        [sys.executable, __file__, "--constant-reply-server", "small", "--model", str(base / "1")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-    )
+    for kind in ("small", "big"):
+        floors[f"model {kind}"] = subprocess.Popen(
+            [sys.executable, __file__, "--constant-reply-server", kind, "--model", str(base / "1")],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )
     channels: list[Any] = []
     try:
         addresses = {"server": info["grpc"]}
@@ -261,14 +266,15 @@ def against_floor(
             return make
 
         rates: dict[str, dict[int, list[float]]] = {"server": {}, "floor": {}, "model": {}}
-        bigs: dict[str, list[dict[str, float]]] = {"server": [], "floor": []}
+        bigs: dict[str, list[dict[str, float]]] = {"server": [], "floor": [], "model": []}
         sides = (("server", addresses["server"]), ("floor", addresses["small"]),
-                 ("model", addresses["model"]))
+                 ("model", addresses["model small"]))
         for _ in range(rounds):
             for n in clients:
                 for side, address in sides:
                     rates[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
-            for side, address in (("server", addresses["server"]), ("floor", addresses["big"])):
+            for side, address in (("server", addresses["server"]), ("floor", addresses["big"]),
+                                  ("model", addresses["model big"])):
                 bigs[side].append(big_call_times(address, big_request()))
 
         def per_n(side: str) -> dict[int, float]:
@@ -277,7 +283,8 @@ def against_floor(
         def times(side: str) -> dict[str, float]:
             return {key: float(np.median([t[key] for t in bigs[side]])) for key in bigs[side][0]}
 
-        return per_n("server"), times("server"), per_n("floor"), times("floor"), per_n("model")
+        return (per_n("server"), times("server"), per_n("floor"), times("floor"),
+                per_n("model"), times("model"))
     finally:
         for channel in channels:
             channel.close()
@@ -449,7 +456,7 @@ def main() -> None:
             print_rest(rest)
             return
         local, local_big = local_rates(version_dir, seconds, clients)
-        plain, plain_big, floor_rates, floor, model_floor = against_floor(
+        plain, plain_big, floor_rates, floor, model_floor, model_big = against_floor(
             base, seconds, clients, rounds=1 if args.short else 3
         )
         batched, _ = server_rates(base, True, seconds, clients)
@@ -470,23 +477,28 @@ def main() -> None:
         cells = [f"{r[n]:>9.0f} ({r[n] / local[n]:>5.2f}x)" for r in (plain, batched, floor_rates)]
         print(f"{n:>7} | {local[n]:>10.0f} | " + " | ".join(cells))
     print()
-    print_floor_ratios(plain, floor_rates, plain_big, floor, model_floor, judged=not args.short)
+    print_floor_ratios(plain, floor_rates, plain_big, floor, (model_floor, model_big),
+                       judged=not args.short)
     print()
     print_rest(rest)
 
 
 def print_floor_ratios(
     plain: dict[int, float], floor_rates: dict[int, float], plain_big: dict[str, float],
-    floor: dict[str, float], model_floor: dict[int, float], judged: bool,
+    floor: dict[str, float], model: tuple[dict[int, float], dict[str, float]], judged: bool,
 ) -> None:
     """tfship serve against the transport floor: the claims of this benchmark."""
     rates = ", ".join(f"{n} clients {plain[n] / floor_rates[n]:.2f}x" for n in plain)
     print(f"tfship serve / floor, requests/s: {rates} (target >= 0.80x at 1 and 8 clients)")
     # what the model's own run costs any server on this stack, and what tfship adds to it
-    model = ", ".join(f"{n} clients {model_floor[n] / floor_rates[n]:.2f}x" for n in plain)
-    print(f"floor running the model / floor, requests/s: {model}")
-    ours = ", ".join(f"{n} clients {plain[n] / model_floor[n]:.2f}x" for n in plain)
-    print(f"tfship serve / floor running the model, requests/s: {ours}")
+    model_rates, model_big = model
+    ratios = ", ".join(f"{n} clients {model_rates[n] / floor_rates[n]:.2f}x" for n in plain)
+    print(f"floor running the model / floor, requests/s: {ratios}")
+    ratios = ", ".join(f"{n} clients {plain[n] / model_rates[n]:.2f}x" for n in plain)
+    print(f"tfship serve / floor running the model, requests/s: {ratios}")
+    print(f"floor running the model / floor, time of the 4 MiB answer, bytes only: "
+          f"{model_big['bytes'] / floor['bytes']:.2f}x; tfship serve / floor running the model: "
+          f"{plain_big['bytes'] / model_big['bytes']:.2f}x")
     times = ", ".join(f"{label} {plain_big[key] / floor[key]:.2f}x"
                       for label, key in (("reply parsed", "stub"), ("bytes only", "bytes")))
     print(f"tfship serve / floor, time of the 4 MiB answer: {times} (target <= 1.25x)")

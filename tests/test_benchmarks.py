@@ -100,6 +100,8 @@ ROWS: dict[str, list[str]] = {
         rf"{NUMBER}x \(target <= 1\.25x\)$",
         rf"^floor running the model / floor, requests/s: 8 clients {NUMBER}x$",
         rf"^tfship serve / floor running the model, requests/s: 8 clients {NUMBER}x$",
+        rf"^floor running the model / floor, time of the 4 MiB answer, bytes only: {NUMBER}x; "
+        rf"tfship serve / floor running the model: {NUMBER}x$",
         r"^targets: not judged \(--short\)$",
         rf"^ServingClient REST / plain http\.client REST, requests/s: 8 clients {NUMBER}x$",
     ],
