@@ -1,10 +1,15 @@
-"""The REST client's one-step paths give what its full paths give: the request body written
-by orjson at once is the checked writer's, byte for byte, and an answer read by one numpy
-step is the array (or the error) of the per-value rules."""
+"""The REST client's short paths give what its full paths give: the request body written by
+orjson at once is the checked writer's, byte for byte; a request written from header lines
+kept by its connection is http.client's, byte for byte; and an answer read by one numpy step
+is the array (or the error) of the per-value rules."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import http.client
+import re
+import socketserver
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -87,3 +92,78 @@ def test_an_answer_read_in_one_step_is_the_per_value_rules(value: Any, dtype: st
     assert isinstance(fast, np.ndarray)
     assert (fast.dtype, fast.shape) == (exact.dtype, exact.shape)
     np.testing.assert_array_equal(fast, exact)
+
+
+class _Heads(socketserver.ThreadingTCPServer):
+    """Records every request as received, byte for byte, and answers each with an empty 200."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    received: list[bytes]
+
+
+class _Recording(socketserver.StreamRequestHandler):
+    server: _Heads
+
+    def handle(self) -> None:
+        while True:
+            raw = b""
+            while not raw.endswith(b"\r\n\r\n"):
+                line = self.rfile.readline()
+                if not line:
+                    return
+                raw += line
+            length = re.search(rb"\r\ncontent-length: (\d+)\r\n", raw, re.IGNORECASE)
+            raw += self.rfile.read(int(length.group(1))) if length else b""
+            self.server.received.append(raw)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.fixture
+def heads() -> Iterator[_Heads]:
+    server = _Heads(("127.0.0.1", 0), _Recording)
+    server.received = []
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "headers"),
+    [
+        ("POST", "/v1/models/m:predict", b'{"inputs": [1.5]}', JSON),
+        ("POST", "/v1/models/m:predict", None, JSON),
+        ("GET", "/v1/models/m/metadata", None, {**JSON, "X-Token": "été", "Accept": "*/*"}),
+        ("POST", "/v1/models/m:predict", b"{}", {}),
+        ("POST", "/prefix/v1/models/m:predict", b"[]", {**JSON, "Host": "serving.example"}),
+        ("POST", "/v1/models/m:predict", b"[]", {**JSON, "content-length": "2"}),
+        ("POST", "/v1/models/m:predict", "{}", JSON),  # a str body: http.client's own path
+    ],
+)
+def test_a_request_from_kept_header_lines_is_http_clients(
+    heads: _Heads, method: str, url: str, body: Any, headers: dict[str, str]
+) -> None:
+    port = heads.server_address[1]
+    ours = _rest._HttpConnection("127.0.0.1", port, timeout=10)
+    theirs = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    sent: dict[str, list[bytes]] = {}
+    for name, send in (
+        ("http.client", lambda: theirs.request(method, url, body=body, headers=headers)),
+        ("kept lines", lambda: ours.send_request(method, url, body, headers)),
+    ):
+        heads.received = []
+        for _ in range(3):  # the first request keeps the lines, the next ones use them
+            send()
+            connection = theirs if name == "http.client" else ours
+            assert connection.getresponse().read() == b""
+        sent[name] = heads.received
+    ours.close()
+    theirs.close()
+    assert sent["kept lines"] == sent["http.client"]
+    assert len(set(sent["http.client"])) == 1 and sent["http.client"][0].startswith(method.encode())

@@ -227,11 +227,54 @@ class RestTransport(_RestBase):
             self._pool.close()
 
 
+# Headers http.client writes itself unless given: a request naming one takes its general path.
+_OWN_HEADERS = frozenset({"host", "accept-encoding", "content-length", "transfer-encoding"})
+
+
 class _OneWrite:
     """Headers and body leave in one write: ``http.client`` writes them apart, and the server
-    then wakes twice per request (and, without TCP_NODELAY on its side, may wait for an ACK)."""
+    then wakes twice per request (and, without TCP_NODELAY on its side, may wait for an ACK).
+
+    :meth:`send_request` is ``request()`` with the same bytes, its header lines that are the
+    same on every request (``Host``, ``Accept-Encoding`` and the caller's) checked and written
+    once per connection instead of on every request.
+    """
 
     _buffer: list[bytes]  # http.client's, of the class this is mixed into
+    # (the caller's headers, the Host and Accept-Encoding lines, the caller's header lines)
+    _kept_head: tuple[tuple[tuple[str, str], ...], list[bytes], list[bytes]] | None = None
+
+    def send_request(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]) -> None:
+        """``request(method, url, body, headers)``: the same request, the same bytes."""
+        conn: Any = self  # an http.client connection, by the class this is mixed into
+        key = tuple(headers.items())
+        kept = self._kept_head
+        if kept is not None and kept[0] == key and (body is None or type(body) is bytes):
+            conn.putrequest(method, url, skip_host=True, skip_accept_encoding=True)
+            buffer = self._buffer
+            buffer += kept[1]
+            length = conn._get_content_length(body, method)
+            if length is not None:
+                buffer.append(b"Content-Length: %d" % length)
+            buffer += kept[2]
+            conn.endheaders(body)
+            return
+        if url[:1] != "/" or not (body is None or type(body) is bytes) or any(
+            name.lower() in _OWN_HEADERS for name in headers
+        ):
+            conn.request(method, url, body=body, headers=dict(headers))
+            return
+        # http.client's _send_request for these requests, keeping the lines that do not change
+        conn.putrequest(method, url)
+        fixed = self._buffer[1:]
+        length = conn._get_content_length(body, method)
+        if length is not None:
+            conn.putheader("Content-Length", str(length))
+        start = len(self._buffer)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        self._kept_head = (key, fixed, self._buffer[start:])
+        conn.endheaders(body)
 
     def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
         if not isinstance(message_body, bytes) or encode_chunked:
@@ -247,7 +290,7 @@ class _HttpConnection(_OneWrite, http.client.HTTPConnection):  # type: ignore[mi
     """``http.client``'s connection, writing each request at once."""
 
 
-class _HttpsConnection(_OneWrite, http.client.HTTPSConnection):  # type: ignore[misc]
+class _HttpsConnection(_HttpConnection, http.client.HTTPSConnection):  # type: ignore[misc]
     """``http.client``'s HTTPS connection, writing each request at once and naming
     ``server_name`` in the handshake (SNI and the certificate check) instead of the host it
     connects to, when one is given."""
@@ -279,7 +322,7 @@ class _Connections:
         self._prefix = parts.path
         self._context = context
         self._server_name = server_name
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[_HttpConnection] = []
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         self._limit = limit
@@ -307,7 +350,7 @@ class _Connections:
         finally:
             self._put_back(connection)
 
-    def _take(self, deadline: float | None, call: Call) -> tuple[http.client.HTTPConnection, bool]:
+    def _take(self, deadline: float | None, call: Call) -> tuple[_HttpConnection, bool]:
         """A connection to use, idle or new, once fewer than ``limit`` are in use."""
         with self._lock:
             while self._in_use >= self._limit and not self._closed:
@@ -330,7 +373,7 @@ class _Connections:
             self._put_back(None)
             raise
 
-    def _connect(self, deadline: float | None, call: Call) -> http.client.HTTPConnection:
+    def _connect(self, deadline: float | None, call: Call) -> _HttpConnection:
         left = _left(deadline, call, "before the request was sent")
         if self._context is not None:
             return _HttpsConnection(self._host, self._port, timeout=left, context=self._context,
@@ -338,11 +381,11 @@ class _Connections:
         return _HttpConnection(self._host, self._port, timeout=left)
 
     def _exchange(
-        self, connection: http.client.HTTPConnection, method: str, path: str,
+        self, connection: _HttpConnection, method: str, path: str,
         headers: Mapping[str, str], body: bytes | None, deadline: float | None, call: Call,
     ) -> tuple[int, bytes]:
         _timeout(connection, _left(deadline, call, "before the request was sent"))
-        connection.request(method, self._prefix + path, body=body, headers=dict(headers))
+        connection.send_request(method, self._prefix + path, body, headers)
         response = connection.getresponse()
         chunks = []
         while True:  # a slow body is stopped at the deadline
@@ -358,7 +401,7 @@ class _Connections:
             connection.close()
         return response.status, b"".join(chunks)
 
-    def _put_back(self, connection: http.client.HTTPConnection | None) -> None:
+    def _put_back(self, connection: _HttpConnection | None) -> None:
         """The end of a use: an open connection is kept for the next one (unless the pool
         is closed), and a waiting caller may take its place."""
         keep = connection is not None and connection.sock is not None
