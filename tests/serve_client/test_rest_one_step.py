@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import re
+import socket
 import socketserver
 import threading
 from collections.abc import Callable, Iterator
@@ -167,3 +168,66 @@ def test_a_request_from_kept_header_lines_is_http_clients(
     theirs.close()
     assert sent["kept lines"] == sent["http.client"]
     assert len(set(sent["http.client"])) == 1 and sent["http.client"][0].startswith(method.encode())
+
+
+def _begun(cls: type[http.client.HTTPResponse], raw: bytes, method: str) -> tuple[Any, ...]:
+    """What ``begin()`` of ``cls`` makes of an answer: its status, headers, framing and body,
+    or its error and the error's words."""
+    ours, peer = socket.socketpair()
+    with ours, peer:
+        peer.sendall(raw)
+        peer.shutdown(socket.SHUT_WR)
+        response = cls(ours, method=method)  # type: ignore[arg-type]
+        try:
+            response.begin()
+            body = response.read()
+        except (http.client.HTTPException, OSError, ValueError) as exc:
+            return type(exc), str(exc)
+        framing = (response.chunked, getattr(response, "chunk_left", None), response.will_close)
+        headers = {**vars(response.headers), "defects": [type(d) for d in response.headers.defects]}
+        return (response.status, response.reason, response.version, headers, framing, body)
+
+
+OK = b"HTTP/1.1 200 OK\r\n"
+MANY = b"".join(b"X-%d: %s\r\n" % (i, b"v" * 200) for i in range(60))  # more than one read
+ANSWERS = {
+    "plain": OK + b"Content-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"y\": [0.5]}",
+    "no headers": OK + b"\r\nuntil the end",
+    "http 1.0": b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}",
+    "http 1.0, no keep-alive": b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+    "chunked": OK + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    "chunked and a length": (
+        OK + b"Transfer-Encoding: Chunked\r\nContent-Length: 9\r\n\r\n1\r\n[\r\n1\r\n]\r\n0\r\n\r\n"
+    ),
+    "closes": OK + b"Connection: close\r\nContent-Length: 2\r\n\r\n{}",
+    "no content": b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+    "not modified": b"HTTP/1.1 304 Not Modified\r\n\r\n",
+    "error": b"HTTP/1.1 404 Not Found\r\nContent-Length: 15\r\n\r\n{\"error\": \"x\"}",
+    "continue first": b"HTTP/1.1 100 Continue\r\n\r\n" + OK + b"Content-Length: 2\r\n\r\n{}",
+    "switching": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+    "odd spacing": (
+        b"HTTP/1.1 200   All  good \r\nX-A:\t  spaced value  \r\nX-B:\r\nContent-Length: 0\r\n\r\n"
+    ),
+    "no reason": b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+    "twice": OK + b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\ncontent-length: 0\r\n\r\n",
+    "folded": OK + b"X-Long: one\r\n two\r\nContent-Length: 0\r\n\r\n",
+    "latin-1": OK + b"X-Name: caf\xe9\r\nContent-Length: 0\r\n\r\n",
+    "bad length": OK + b"Content-Length: two\r\n\r\nuntil the end",
+    "negative length": OK + b"Content-Length: -3\r\n\r\nuntil the end",
+    "no colon": OK + b"Content-Length 0\r\n\r\n",
+    "empty name": OK + b": x\r\nContent-Length: 0\r\n\r\n",
+    "long head": OK + MANY + b"Content-Length: 0\r\n\r\n",
+    "99 headers": OK + b"X: y\r\n" * 98 + b"Content-Length: 0\r\n\r\n",
+    "100 headers": OK + b"X: y\r\n" * 99 + b"Content-Length: 0\r\n\r\n",
+    "http 2": b"HTTP/2 200 OK\r\n\r\n",
+    "not http": b"hello\r\n\r\n",
+    "nothing": b"",
+    "cut short": OK + b"Content-Length: 9\r\n\r\n{}",
+}
+
+
+@pytest.mark.parametrize("method", ["POST", "HEAD"])
+@pytest.mark.parametrize("answer", list(ANSWERS), ids=list(ANSWERS))
+def test_an_answer_head_read_without_the_email_parser_is_http_clients(answer: str, method: str) -> None:
+    raw = ANSWERS[answer]
+    assert _begun(_rest._Response, raw, method) == _begun(http.client.HTTPResponse, raw, method)
