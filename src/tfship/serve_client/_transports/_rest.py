@@ -7,9 +7,10 @@ asked for is reported), ``output_filter`` is applied here, output dtypes (lost i
 from the signature the client passes along, and there is no MultiInference or config reload.
 
 Connections are kept open across calls: ``RestTransport`` keeps a small pool of the standard
-library's ``http.client`` connections (one request in one write, no per-call objects beyond
-the connection's own), ``AsyncRestTransport`` uses ``httpx.AsyncHTTPTransport``; environment
-proxies are ignored, as the gRPC transport ignores them.
+library's ``http.client`` connections (one request in one write, its unchanging header lines
+written once per connection, plain answer heads read without the email parser, no per-call
+objects beyond the connection's own), ``AsyncRestTransport`` uses ``httpx.AsyncHTTPTransport``;
+environment proxies are ignored, as the gRPC transport ignores them.
 """
 
 from __future__ import annotations
