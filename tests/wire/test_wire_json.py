@@ -26,6 +26,7 @@ from tfship._wire import (
 FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (
     1, 2, 3, 4, 7, 9, 10, 19, 22, 23
 )
+NAN, INF = float("nan"), float("inf")
 
 
 def outcome(value: Any, dtype: int, bool_free: bool) -> np.ndarray | JsonError:
@@ -130,6 +131,9 @@ def test_parse_errors_use_rapidjsons_words(body: bytes, message: str) -> None:
     [
         ([[1, 2.5, -3], [1e-3, 0, 7]], FLOAT),
         ([[16777215, -16777215]], FLOAT),
+        ([[16777215.0, -0.5], [NAN, 1.5]], FLOAT),  # floats: finite and small in one reduction
+        ([16777216.0, -16777216.0], FLOAT),  # at the limit: the finite filter decides
+        ([[INF, -INF, 3.0]], FLOAT),
         ([float("nan"), float("inf"), -1.5], DOUBLE),
         ([[300, -1], [255, 0]], UINT8),  # int_val carries int32; C++ casts, so 300 wraps to 44
         ([[-129, 127]], 6),
@@ -143,6 +147,15 @@ def test_parse_errors_use_rapidjsons_words(body: bytes, message: str) -> None:
 )
 def test_one_step_path_matches_the_exact_rules(value: Any, dtype: int) -> None:
     tensor(value, dtype)
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [([16777217, 0.5], FLOAT), ([[-1e39, 1.0]], FLOAT), ([2**53 + 1, 0.5], DOUBLE)],
+)
+def test_one_step_path_leaves_values_past_the_limit_to_the_exact_rules(value: Any, dtype: int) -> None:
+    with pytest.raises(JsonError, match="without loss of precision"):
+        tensor(value, dtype)
 
 
 def test_uint8_values_wrap_as_the_cpp_cast_does() -> None:

@@ -68,6 +68,7 @@ _DOUBLE_MAX = float(np.finfo(np.float64).max)
 # float, double, int32, uint8, int16, int8, int64, bool, uint32, uint64: json_tensor.cc's types
 _NUMERIC = frozenset({1, 2, 3, 4, 5, 6, 9, 10, 22, 23})
 _INT_FIELD = frozenset({3, 4, 5, 6})  # carried in int_val, so any int32 is accepted
+_NUMPY_OF = {enum: numpy_dtype(enum) for enum in _NUMERIC}  # looked up once, not per tensor
 
 
 class JsonError(ValueError):
@@ -370,24 +371,27 @@ def _fast(value: Any, dtype: int, bool_free: bool) -> NDArray[Any] | None:
         return None
     kind = array.dtype.kind
     if array.size == 0:
-        return array.astype(numpy_dtype(dtype)) if kind in "fib" else None
+        return array.astype(_NUMPY_OF[dtype]) if kind in "fib" else None
     if dtype == 10:
         return array if kind == "b" else None
     if kind not in "iuf":
         return None
     if dtype in (1, 2):
         limit = float(2**24 if dtype == 1 else 2**53)
-        finite = array[np.isfinite(array)] if kind == "f" else array
-        if finite.size and max(-float(finite.min()), float(finite.max())) >= limit:
-            return None  # maybe an integer too big for the type: the exact rules say
-        return array.astype(numpy_dtype(dtype))
+        # Floats all finite and below the limit pass in one reduction (NaN and infinities fail
+        # the comparison and take the long way); integers are bounded by min and max.
+        if kind != "f" or not float(np.abs(array).max()) < limit:
+            finite = array[np.isfinite(array)] if kind == "f" else array
+            if finite.size and max(-float(finite.min()), float(finite.max())) >= limit:
+                return None  # maybe an integer too big for the type: the exact rules say
+        return array.astype(_NUMPY_OF[dtype])
     if kind == "f":
         return None
     low, high = {9: _INT64, 22: _UINT32, 23: _UINT64}.get(dtype, _INT32)
     if int(array.min()) < low or int(array.max()) > high:
         return None
-    target = np.int64 if dtype in _INT_FIELD else numpy_dtype(dtype)
-    return array.astype(target).astype(numpy_dtype(dtype))
+    target = np.int64 if dtype in _INT_FIELD else _NUMPY_OF[dtype]
+    return array.astype(target).astype(_NUMPY_OF[dtype])
 
 
 def tensor_from_json(value: Any, dtype: int, bool_free: bool = False) -> NDArray[Any]:

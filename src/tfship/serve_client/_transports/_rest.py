@@ -7,9 +7,10 @@ asked for is reported), ``output_filter`` is applied here, output dtypes (lost i
 from the signature the client passes along, and there is no MultiInference or config reload.
 
 Connections are kept open across calls: ``RestTransport`` keeps a small pool of the standard
-library's ``http.client`` connections (one request in one write, no per-call objects beyond
-the connection's own), ``AsyncRestTransport`` uses ``httpx.AsyncHTTPTransport``; environment
-proxies are ignored, as the gRPC transport ignores them.
+library's ``http.client`` connections (one request in one write, its unchanging header lines
+written once per connection, plain answer heads read without the email parser, no per-call
+objects beyond the connection's own), ``AsyncRestTransport`` uses ``httpx.AsyncHTTPTransport``;
+environment proxies are ignored, as the gRPC transport ignores them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import http.client
 import json
 import logging
 import math
+import re
 import select
 import ssl
 import tempfile
@@ -227,11 +229,54 @@ class RestTransport(_RestBase):
             self._pool.close()
 
 
+# Headers http.client writes itself unless given: a request naming one takes its general path.
+_OWN_HEADERS = frozenset({"host", "accept-encoding", "content-length", "transfer-encoding"})
+
+
 class _OneWrite:
     """Headers and body leave in one write: ``http.client`` writes them apart, and the server
-    then wakes twice per request (and, without TCP_NODELAY on its side, may wait for an ACK)."""
+    then wakes twice per request (and, without TCP_NODELAY on its side, may wait for an ACK).
+
+    :meth:`send_request` is ``request()`` with the same bytes, its header lines that are the
+    same on every request (``Host``, ``Accept-Encoding`` and the caller's) checked and written
+    once per connection instead of on every request.
+    """
 
     _buffer: list[bytes]  # http.client's, of the class this is mixed into
+    # (the caller's headers, the Host and Accept-Encoding lines, the caller's header lines)
+    _kept_head: tuple[tuple[tuple[str, str], ...], list[bytes], list[bytes]] | None = None
+
+    def send_request(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]) -> None:
+        """``request(method, url, body, headers)``: the same request, the same bytes."""
+        conn: Any = self  # an http.client connection, by the class this is mixed into
+        key = tuple(headers.items())
+        kept = self._kept_head
+        if kept is not None and kept[0] == key and (body is None or type(body) is bytes):
+            conn.putrequest(method, url, skip_host=True, skip_accept_encoding=True)
+            buffer = self._buffer
+            buffer += kept[1]
+            length = conn._get_content_length(body, method)
+            if length is not None:
+                buffer.append(b"Content-Length: %d" % length)
+            buffer += kept[2]
+            conn.endheaders(body)
+            return
+        if url[:1] != "/" or not (body is None or type(body) is bytes) or any(
+            name.lower() in _OWN_HEADERS for name in headers
+        ):
+            conn.request(method, url, body=body, headers=dict(headers))
+            return
+        # http.client's _send_request for these requests, keeping the lines that do not change
+        conn.putrequest(method, url)
+        fixed = self._buffer[1:]
+        length = conn._get_content_length(body, method)
+        if length is not None:
+            conn.putheader("Content-Length", str(length))
+        start = len(self._buffer)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        self._kept_head = (key, fixed, self._buffer[start:])
+        conn.endheaders(body)
 
     def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
         if not isinstance(message_body, bytes) or encode_chunked:
@@ -243,11 +288,85 @@ class _OneWrite:
         self.send(head + message_body)  # type: ignore[attr-defined]
 
 
+# The lines of a plain answer head (see _Response): a status line of HTTP/1.0 or 1.1 with a
+# final status, and header lines of printable ASCII, none folded.
+_STATUS_LINE = re.compile(rb"(HTTP/1\.[01]) ([2-9][0-9][0-9]) ([ -~\t]*)\r\n")
+_HEADER_LINE = re.compile(rb"([!-9;-~]+):[ \t]*([ -~\t]*)")
+
+
+class _Response(http.client.HTTPResponse):
+    """``http.client``'s response, its head read without the email parser when it is a plain
+    one (see :meth:`_plain_head`): the same status, headers and body framing as ``begin()``
+    sets, which costs several times more for a small answer. Any other head is ``begin()``'s."""
+
+    def begin(self) -> None:
+        if self.headers is not None or self.debuglevel or not self._plain_head():
+            super().begin()
+
+    def _plain_head(self) -> bool:
+        """Read the head when all of it has arrived and it is plain: an HTTP/1.0 or 1.1 status
+        line with a final status, and at most 99 header lines (``begin()`` refuses more) of
+        ``Name: value`` in printable ASCII, none folded. Otherwise read nothing: False."""
+        data = self.fp.peek()
+        end = data.find(b"\r\n\r\n")
+        status = _STATUS_LINE.match(data) if end >= 0 else None
+        if status is None:
+            return False
+        lines = data[status.end() : end].split(b"\r\n") if end >= status.end() else []
+        if len(lines) > 99:
+            return False
+        headers = http.client.HTTPMessage()
+        for line in lines:
+            header = _HEADER_LINE.fullmatch(line)
+            if header is None:
+                return False
+            headers.set_raw(header[1].decode("ascii"), header[2].decode("ascii"))
+        headers.set_payload("")
+        self.fp.read(end + 4)
+        version = status[1]
+        self.code = self.status = int(status[2])
+        self.reason = status[3].decode("ascii").strip()
+        self.version = 10 if version == b"HTTP/1.0" else 11
+        self.headers = self.msg = headers
+        self._framing()
+        return True
+
+    def _framing(self) -> None:
+        """``begin()``'s reading of the headers once parsed: chunked or not, the length, and
+        whether the connection closes after this answer (the same lines as Python 3.9-3.13)."""
+        tr_enc = self.headers.get("transfer-encoding")
+        if tr_enc and tr_enc.lower() == "chunked":
+            self.chunked = True
+            self.chunk_left = None
+        else:
+            self.chunked = False
+        self.will_close = self._check_close()  # type: ignore[attr-defined]
+        self.length = None
+        length = self.headers.get("content-length")
+        if length and not self.chunked:
+            try:
+                self.length = int(length)
+            except ValueError:
+                self.length = None
+            else:
+                if self.length < 0:  # ignore nonsensical negative lengths
+                    self.length = None
+        else:
+            self.length = None
+        if self.status in (204, 304) or 100 <= self.status < 200 or self._method == "HEAD":  # type: ignore[attr-defined]
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True
+
+
 class _HttpConnection(_OneWrite, http.client.HTTPConnection):  # type: ignore[misc]
-    """``http.client``'s connection, writing each request at once."""
+    """``http.client``'s connection, writing each request at once and reading plain answer
+    heads without the email parser."""
+
+    response_class = _Response
 
 
-class _HttpsConnection(_OneWrite, http.client.HTTPSConnection):  # type: ignore[misc]
+class _HttpsConnection(_HttpConnection, http.client.HTTPSConnection):  # type: ignore[misc]
     """``http.client``'s HTTPS connection, writing each request at once and naming
     ``server_name`` in the handshake (SNI and the certificate check) instead of the host it
     connects to, when one is given."""
@@ -279,7 +398,7 @@ class _Connections:
         self._prefix = parts.path
         self._context = context
         self._server_name = server_name
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[_HttpConnection] = []
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         self._limit = limit
@@ -307,7 +426,7 @@ class _Connections:
         finally:
             self._put_back(connection)
 
-    def _take(self, deadline: float | None, call: Call) -> tuple[http.client.HTTPConnection, bool]:
+    def _take(self, deadline: float | None, call: Call) -> tuple[_HttpConnection, bool]:
         """A connection to use, idle or new, once fewer than ``limit`` are in use."""
         with self._lock:
             while self._in_use >= self._limit and not self._closed:
@@ -330,7 +449,7 @@ class _Connections:
             self._put_back(None)
             raise
 
-    def _connect(self, deadline: float | None, call: Call) -> http.client.HTTPConnection:
+    def _connect(self, deadline: float | None, call: Call) -> _HttpConnection:
         left = _left(deadline, call, "before the request was sent")
         if self._context is not None:
             return _HttpsConnection(self._host, self._port, timeout=left, context=self._context,
@@ -338,11 +457,11 @@ class _Connections:
         return _HttpConnection(self._host, self._port, timeout=left)
 
     def _exchange(
-        self, connection: http.client.HTTPConnection, method: str, path: str,
+        self, connection: _HttpConnection, method: str, path: str,
         headers: Mapping[str, str], body: bytes | None, deadline: float | None, call: Call,
     ) -> tuple[int, bytes]:
         _timeout(connection, _left(deadline, call, "before the request was sent"))
-        connection.request(method, self._prefix + path, body=body, headers=dict(headers))
+        connection.send_request(method, self._prefix + path, body, headers)
         response = connection.getresponse()
         chunks = []
         while True:  # a slow body is stopped at the deadline
@@ -358,7 +477,7 @@ class _Connections:
             connection.close()
         return response.status, b"".join(chunks)
 
-    def _put_back(self, connection: http.client.HTTPConnection | None) -> None:
+    def _put_back(self, connection: _HttpConnection | None) -> None:
         """The end of a use: an open connection is kept for the next one (unless the pool
         is closed), and a waiting caller may take its place."""
         keep = connection is not None and connection.sock is not None
@@ -490,6 +609,17 @@ def _timeouts(deadline: float | None, call: Call) -> dict[str, float | None]:
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
+    """A request body as JSON: :func:`_dumps_checked`'s bytes, found in one step when orjson's
+    text holds no ``null``. orjson writes every NaN or infinity as ``null``, so a body
+    without one had none, and is the text the check would have let orjson write."""
+    try:
+        text = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
+    except TypeError:  # JSONEncodeError, or a numpy dtype orjson cannot write: as the check says
+        return _dumps_checked(body)
+    return text if b"null" not in text else _dumps_checked(body)
+
+
+def _dumps_checked(body: dict[str, Any]) -> bytes:
     """A request body as JSON, written by orjson in C (numeric arrays included); through
     ``json`` when a value is NaN or infinite, which orjson would write as ``null`` and TF
     Serving reads as ``NaN``/``Infinity``."""
