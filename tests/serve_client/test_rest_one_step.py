@@ -105,8 +105,11 @@ def _by_path(request: bytes) -> tuple[bytes, bool]:
         np.array([[1.5, np.nan]], np.float32),
         np.array([np.inf, -np.inf]),
         np.array([[2**62 + 1, -7]], np.int64),
+        np.float32("nan"),
+        np.float32(2.5),
+        np.array(np.float32("-inf")),
     ],
-    ids=["float32", "float64", "NaN", "infinities", "int64"],
+    ids=["float32", "float64", "NaN", "infinities", "int64", "NaN scalar", "scalar", "0-d -inf"],
 )
 def test_the_body_is_orjsons_text_or_jsons_where_a_value_is_not_finite(wire: _Wire, x: Any) -> None:
     wire.answer = _by_path
@@ -116,7 +119,8 @@ def test_the_body_is_orjsons_text_or_jsons_where_a_value_is_not_finite(wire: _Wi
     if np.isfinite(x).all():
         assert body == orjson.dumps({"inputs": {"x": x}}, option=orjson.OPT_SERIALIZE_NUMPY)
     else:  # orjson would write null: json writes NaN and Infinity, as TF Serving reads them
-        assert body == json.dumps({"inputs": {"x": x.tolist()}}).encode()
+        assert body == json.dumps({"inputs": {"x": np.asarray(x).tolist()}}).encode()
+        assert b"null" not in body
 
 
 # ------------------------------------------------------------------------ request heads

@@ -634,7 +634,7 @@ def _dumps_checked(body: dict[str, Any]) -> bytes:
 def _finite(value: Any) -> bool:
     if isinstance(value, np.ndarray):
         return value.dtype.kind != "f" or bool(np.isfinite(value).all())
-    if isinstance(value, float):
+    if isinstance(value, (float, np.floating)):  # a numpy float32 scalar is not a float
         return math.isfinite(value)
     if isinstance(value, (dict, list)):
         for item in value.values() if isinstance(value, dict) else value:
@@ -644,8 +644,8 @@ def _finite(value: Any) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return tensor_to_json(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return tensor_to_json(np.asarray(value))
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
