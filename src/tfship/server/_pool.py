@@ -53,10 +53,22 @@ class CallPool(futures.Executor):
     """An executor for ``grpc.server``: ``busy`` threads, grown up to ``most`` when stuck.
 
     Example:
-        >>> pool = CallPool(busy=2, most=4, name="example")
+        >>> pool = CallPool(busy=1, most=2, name="example")
         >>> pool.submit(sum, [1, 2, 3]).result()
         6
+        >>> pool.submit(int, "six").exception()
+        ValueError("invalid literal for int() with base 10: 'six'")
+
+        Behind a call that does not end, the next one gets a thread of its own:
+
+        >>> gate = threading.Event()
+        >>> stuck = pool.submit(gate.wait)
+        >>> pool.submit(str.upper, "answered").result(timeout=5), pool.threads
+        ('ANSWERED', 2)
+        >>> gate.set()
         >>> pool.shutdown()
+        >>> stuck.result()
+        True
     """
 
     def __init__(
