@@ -1,30 +1,47 @@
 # Two commands for a newcomer: `make demo` and `make test`. Each builds .venv once with a
 # Python that TensorFlow 2.15 supports and reinstalls only when pyproject.toml changes.
+# `make test` also builds .venv-run, the newest TensorFlow on a newer Python, and runs every
+# test that does not need tf.estimator there too.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-CANDIDATES := python3.11 python3.10 python3.9 python3 python
+CANDIDATES := 3.11 3.10 3.9
+RUN_VENV := .venv-run
+RUN_PY := $(RUN_VENV)/bin/python
+RUN_CANDIDATES := 3.12 3.13 3.11 3.10
 
-# The first interpreter on PATH whose version TensorFlow 2.15 wheels exist for (3.9 to 3.11).
-BASE_PYTHON := $(shell for p in $(CANDIDATES); do \
-	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3,9) <= sys.version_info[:2] <= (3,11))' 2>/dev/null \
-	&& { echo $$p; break; }; done)
+# The first interpreter of the given minor versions, in order: pythonX.Y on PATH when it runs,
+# else one that pyenv installed (its shims run only with PYENV_VERSION, so the real binary).
+find_python = $(shell for v in $(1); do 	if command -v python$$v >/dev/null 2>&1 && python$$v -c 'pass' >/dev/null 2>&1; then echo python$$v; break; fi; 	root=$$(pyenv root 2>/dev/null) && for p in $$(ls -d $$root/versions/$$v.* 2>/dev/null | sort -V -r); do 	  if [ -x $$p/bin/python$$v ]; then echo $$p/bin/python$$v; break 2; fi; done; 	done)
+BASE_PYTHON := $(call find_python,$(CANDIDATES))
+RUN_PYTHON := $(call find_python,$(RUN_CANDIDATES))
 
-.PHONY: demo test test-core bench lint browser clean fixtures-newtf protos opdefs
+.PHONY: demo test test-estimator test-run test-fast test-core bench lint browser clean fixtures-newtf protos opdefs
 .DEFAULT_GOAL := demo
 
 $(PY):
-	@if [ -z "$(BASE_PYTHON)" ]; then echo "error: no Python 3.9-3.11 on PATH (TensorFlow 2.15 supports only these); install python3.11" >&2; exit 1; fi
+	@if [ -z "$(BASE_PYTHON)" ]; then echo "error: no Python 3.9-3.11 found (TensorFlow 2.15 supports only these); install python3.11" >&2; exit 1; fi
 	$(BASE_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-run: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[tf]'
+	$(PY) -m pip install --quiet -e '.[estimator]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[tf,dev,beam,spark]'
+	$(PY) -m pip install --quiet -e '.[estimator,dev,beam,spark]'
 	@touch $@ $(VENV)/.installed-run
+
+# The newest TensorFlow (the run extra) with numpy 2 and today's protobuf, and TF Serving's API of
+# the same release for the tests that call the server with the official stubs.
+$(RUN_PY):
+	@if [ -z "$(RUN_PYTHON)" ]; then echo "error: no Python 3.10-3.13 found for the newest TensorFlow; install python3.12" >&2; exit 1; fi
+	$(RUN_PYTHON) -m venv $(RUN_VENV)
+	$(RUN_PY) -m pip install --quiet --upgrade pip
+
+$(RUN_VENV)/.installed-dev: pyproject.toml | $(RUN_PY)
+	$(RUN_PY) -m pip install --quiet -e '.[run,dev,beam,spark]' tensorflow-serving-api
+	@touch $@
 
 demo: $(VENV)/.installed-run
 	$(VENV)/bin/tfship demo --workdir $(or $(WORKDIR),demo-workdir)
@@ -37,8 +54,20 @@ lint: $(VENV)/.installed-dev
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: lint browser
+# Both lanes, one after the other: the whole suite on TensorFlow 2.15 (.venv), then every test
+# not marked `estimator` on the newest TensorFlow (.venv-run), whose Estimator fixtures are
+# built by .venv's Python (TFSHIP_ESTIMATOR_PYTHON). No test is skipped in either lane.
+test: lint browser test-estimator test-run
+
+test-estimator: $(VENV)/.installed-dev
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+test-run: $(RUN_VENV)/.installed-dev $(VENV)/.installed-dev
+	TFSHIP_ESTIMATOR_PYTHON=$(abspath $(PY)) $(RUN_VENV)/bin/pytest -q -p no:cacheprovider -m 'not estimator'
+
+# The inner loop: the tests not marked slow, on the TensorFlow 2.15 lane. Never instead of `make test`.
+test-fast: $(VENV)/.installed-dev
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m 'not slow'
 
 # The core install alone (`pip install .`, no TensorFlow) on Python 3.13, else 3.12, else .venv's,
 # once with protobuf 6.x and once with 3.20.x, against exports and a server of the full install;
@@ -90,4 +119,4 @@ opdefs: $(VENV)/.installed-run
 	$(PY) -m tfship.inspect._opdefs_gen $(OPDEFS_OUT)
 
 clean:
-	rm -rf $(VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info
+	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info

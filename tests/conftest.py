@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from estimator_lane import build
+
 _PROXY_VARS = ("grpc_proxy", "https_proxy", "http_proxy", "all_proxy", "no_proxy")
 
 
@@ -23,6 +25,24 @@ def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+# Whole directories that train or export with tf.estimator: the estimator lane only.
+_ESTIMATOR_DIRECTORIES = ("trainer", "exporters")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        parts = item.path.relative_to(tests).parts
+        if parts and parts[0] in _ESTIMATOR_DIRECTORIES:
+            item.add_marker(pytest.mark.estimator)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What the tests read of ``tfship.trainer.train``'s result: the exports per exporter."""
+
+    exports: dict[str, list[str]]
+
 
 @dataclass(frozen=True)
 class TinyModel:
@@ -33,7 +53,7 @@ class TinyModel:
     train_csv: Path
     eval_csv: Path
     model_dir: Path
-    result: Any
+    result: TrainResult
 
     @property
     def schema(self) -> Any:
@@ -48,24 +68,12 @@ class TinyModel:
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
-    """A dnn trained for a few steps on the penguins with best, latest and final exports."""
-    from tfship.data import infer_schema, penguins_split
-    from tfship.trainer import ModelOptions, RunOptions, train
-
+    """A dnn trained for a few steps on the penguins with best, latest and final exports, by
+    TensorFlow 2.15 on either lane (``estimator_builds.tiny_model``)."""
     workdir = tmp_path_factory.mktemp("tiny_model")
-    train_csv, eval_csv = penguins_split(workdir / "data")
-    schema = infer_schema(train_csv, "species")
-    schema_path = workdir / "schema.json"
-    schema.save(schema_path)
-    result = train(
-        schema,
-        workdir / "model",
-        [str(train_csv)],
-        [str(eval_csv)],
-        model=ModelOptions("dnn", hidden_units=(8,)),
-        run=RunOptions(max_steps=60, checkpoint_every=30, log_every=30),
-    )
-    return TinyModel(workdir, schema_path, train_csv, eval_csv, workdir / "model", result)
+    built = build("estimator_builds:tiny_model", workdir)
+    paths = [Path(built[key]) for key in ("schema_path", "train_csv", "eval_csv", "model_dir")]
+    return TinyModel(workdir, *paths, TrainResult(built["exports"]))
 
 
 @pytest.fixture(scope="module")

@@ -6,29 +6,36 @@ set before the first import; the Python side logs through absl and ``tf.get_logg
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.metadata
 import importlib.util
 import logging
 import os
 import re
+import sys
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from tfship.errors import ExtraNotInstalledError, TfshipError
 
-#: The extra of the package that installs what runs a model (TensorFlow and the Estimator,
-#: pinned), and the command that installs it.
-EXTRA = "tf"
-INSTALL_EXTRA = 'pip install "tfship[tf]"'
-# top-level module -> what the user knows it as; the packages the extra adds to the core
-_EXTRA_MODULES = {
+#: The two extras that bring TensorFlow. ``run``: the newest TensorFlow, for everything that
+#: runs a model (predict, bench, serve, promote, ``inspect check --run``, LocalModel, Beam,
+#: Spark). ``estimator``: TensorFlow 2.15 with ``tf.estimator`` (Python 3.9-3.11), which trains
+#: and exports too; ``tf`` is its older name.
+RUN_EXTRA = "run"
+ESTIMATOR_EXTRA = "estimator"
+ESTIMATOR_PYTHONS = "3.9-3.11"
+# top-level module -> what the user knows it as; the packages either extra adds to the core
+_RUN_MODULES = {
     "tensorflow": "TensorFlow",
-    "tensorflow_estimator": "tensorflow-estimator",
     "pandas": "pandas",
     "pyarrow": "pyarrow",
     "prometheus_client": "prometheus-client",
     "matplotlib": "matplotlib",
 }
+_ESTIMATOR_MODULES = {**_RUN_MODULES, "tensorflow_estimator": "tensorflow-estimator"}
 
 _verbose = False
 _tensorflow: Any = None  # the module once imported and quietened; tf() is on hot paths
@@ -52,6 +59,10 @@ def is_verbose() -> bool:
 def tf() -> Any:
     """Import and return ``tensorflow`` with its log spam silenced unless verbose.
 
+    TensorFlow 2.16 and later print a few absl lines (oneDNN, CUDA) while importing whatever
+    ``TF_CPP_MIN_LOG_LEVEL`` says, so the import itself runs with file descriptor 2 pointed at
+    ``/dev/null``; an import that fails still raises, and its traceback prints afterwards.
+
     Example:
         >>> tf().constant(1).dtype.name
         'int32'
@@ -62,7 +73,8 @@ def tf() -> Any:
     if not _verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
-        import tensorflow
+        with _quiet_stderr(not _verbose):
+            import tensorflow
     except ImportError as exc:
         if exc.name == "tensorflow":
             raise missing_extra("loading or running a model", "TensorFlow") from exc
@@ -75,6 +87,43 @@ def tf() -> Any:
         _quiet_absl()
     _tensorflow = tensorflow
     return tensorflow
+
+
+@contextlib.contextmanager
+def _quiet_stderr(quiet: bool) -> Iterator[None]:
+    """File descriptor 2 on ``/dev/null`` for the block (C++ logs bypass Python's streams)."""
+    if not quiet:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no descriptor 2 to save (a closed or replaced stderr)
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def tensorflow_version() -> str | None:
+    """The installed TensorFlow's version, from its metadata (nothing imported), or ``None``.
+
+    Example:
+        >>> tensorflow_version() == tf().__version__
+        True
+    """
+    for distribution in ("tensorflow", "tensorflow-cpu", "tf-nightly"):
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def tf_module(name: str) -> Any:
@@ -125,40 +174,87 @@ def require_tensorflow(what: str) -> None:
         raise TfshipError(f"{what} needs TensorFlow, which fails to import: {exc}") from exc
 
 
-def require_extra(what: str) -> None:
+def require_extra(what: str, *, estimator: bool = False) -> None:
     """Raise one line naming the extra and its pip command when ``what`` (a package of tfship,
-    a command) needs what the ``tf`` extra installs and some of it is missing. Nothing is
-    imported: the packages are only looked up.
+    a command) needs what an extra installs and some of it is missing: what runs a model
+    (either extra), or with ``estimator=True`` ``tf.estimator`` as well (the ``estimator``
+    extra only). Nothing is imported: the packages are only looked up.
 
     Raises:
         ExtraNotInstalledError: a package of the extra is not installed.
 
     Example:
-        >>> require_extra("tfship.trainer")  # with the extra installed: nothing to say
+        >>> require_extra("tfship.loaders")  # with TensorFlow installed: nothing to say
     """
-    for module, known_as in _EXTRA_MODULES.items():
+    for module, known_as in (_ESTIMATOR_MODULES if estimator else _RUN_MODULES).items():
         try:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):  # a parent that fails, a module without a spec
             found = False
         if not found:
-            raise missing_extra(what, known_as)
+            if module == "tensorflow_estimator" and tensorflow_version() is not None:
+                raise missing_estimator(what)
+            raise missing_extra(what, known_as, estimator=estimator)
 
 
-def missing_extra(what: str, known_as: str) -> ExtraNotInstalledError:
-    """The error saying ``what`` needs the extra because ``known_as`` is not installed."""
+def missing_extra(what: str, known_as: str, *, estimator: bool = False) -> ExtraNotInstalledError:
+    """The error saying ``what`` needs an extra because ``known_as`` is not installed: the
+    ``run`` extra, or the ``estimator`` extra (and the Pythons it installs on) for training.
+
+    Example:
+        >>> print(missing_extra("tfship serve", "TensorFlow"))
+        tfship serve needs the 'run' extra (TensorFlow is not installed): pip install "tfship[run]"
+    """
+    if not estimator:
+        return ExtraNotInstalledError(
+            f"{what} needs the {RUN_EXTRA!r} extra ({known_as} is not installed): "
+            f'pip install "tfship[{RUN_EXTRA}]"'
+        )
     return ExtraNotInstalledError(
-        f"{what} needs the {EXTRA!r} extra ({known_as} is not installed): {INSTALL_EXTRA}"
+        f"{what} needs the {ESTIMATOR_EXTRA!r} extra ({known_as} is not installed): "
+        f'pip install "tfship[{ESTIMATOR_EXTRA}]"{_on_estimator_python()}'
     )
 
 
-def estimator() -> Any:
-    """Import and return ``tf.estimator`` (tensorflow-estimator 2.15), quietly."""
-    tf()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import tensorflow_estimator
+def missing_estimator(what: str) -> ExtraNotInstalledError:
+    """The error saying ``what`` needs ``tf.estimator``, which the installed TensorFlow lacks.
 
+    Example:
+        >>> missing_estimator("tfship train").args[0].startswith("tfship train needs tf.estimator")
+        True
+    """
+    here = f"TensorFlow {tensorflow_version() or '(unknown version)'} on Python {_python()}"
+    return ExtraNotInstalledError(
+        f"{what} needs tf.estimator, which ships with TensorFlow 2.15 only ({here} is installed): "
+        f'pip install "tfship[{ESTIMATOR_EXTRA}]" in a Python {ESTIMATOR_PYTHONS} environment'
+    )
+
+
+def _python() -> str:
+    return "{}.{}".format(*sys.version_info[:2])
+
+
+def _on_estimator_python() -> str:
+    """Where this Python cannot install the estimator extra, the Pythons that can."""
+    if (3, 9) <= sys.version_info[:2] <= (3, 11):
+        return ""
+    return f" on Python {ESTIMATOR_PYTHONS} (this is Python {_python()})"
+
+
+def estimator() -> Any:
+    """Import and return ``tf.estimator`` (tensorflow-estimator 2.15), quietly.
+
+    Raises:
+        ExtraNotInstalledError: the installed TensorFlow has no ``tf.estimator`` (2.16 and
+            later), or tensorflow-estimator fails to import beside it.
+    """
+    tf()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import tensorflow_estimator
+    except (ImportError, AttributeError) as exc:  # absent, or a 2.15 build beside a newer TF
+        raise missing_estimator("training or exporting an Estimator") from exc
     return tensorflow_estimator.estimator
 
 

@@ -39,9 +39,12 @@ COMMANDS: dict[str, str] = {
 }
 
 
-# The verbs that load, train or run a model: without the ``tf`` extra they fail in one line
-# naming it (the core install has schema, data synth, inspect and client).
-NEEDS_EXTRA = frozenset({"train", "cluster", "export", "predict", "bench", "serve", "demo", "promote"})
+# The verbs that run a model: without TensorFlow they fail in one line naming the ``run`` extra
+# (the core install has schema, data synth, inspect and client).
+NEEDS_RUN = frozenset({"predict", "bench", "serve", "promote"})
+# The verbs that train or export an Estimator: they need ``tf.estimator``, so TensorFlow 2.15 and
+# the ``estimator`` extra; on a newer TensorFlow they say so in one line.
+NEEDS_ESTIMATOR = frozenset({"train", "cluster", "export", "demo"})
 
 
 # verb -> the first sentence of its help, which ``tfship --help`` lists without importing the
@@ -78,8 +81,8 @@ class TfshipGroup(click.Group):
         target = COMMANDS.get(cmd_name)
         if target is None:
             return None
-        if cmd_name in NEEDS_EXTRA:
-            require_extra(f"tfship {cmd_name}")
+        if cmd_name in NEEDS_RUN or cmd_name in NEEDS_ESTIMATOR:
+            require_extra(f"tfship {cmd_name}", estimator=cmd_name in NEEDS_ESTIMATOR)
         module_name, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command

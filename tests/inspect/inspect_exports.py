@@ -375,3 +375,5 @@ BUILDERS = {
     "tf2_composite": tf2_composite,
     "keras_seq": keras_sequential,
 }
+# Built with tf.estimator: on the run lane, by the estimator lane's Python (estimator_lane.build).
+ESTIMATORS = frozenset({"linear_parsing", "linear_text", "dnn_raw", "dnn_both", "custom_sparse", "multi_tag"})

@@ -22,6 +22,7 @@ import grpc
 import numpy as np
 import pytest
 
+from estimator_lane import build
 from tfship.serve_client import ServingClient
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -237,44 +238,10 @@ CLASSIFIER_SCHEMA = {
 
 
 @pytest.fixture(scope="session")
-def classifier_base(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def classifier_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LinearClassifier (3 string classes) trained a few steps, exported with a parsing
     receiver: serving_default and classification classify, predict predicts."""
-    import shutil
-    import warnings
-
-    with warnings.catch_warnings():  # tf.estimator warns on import; warnings are errors here
-        warnings.simplefilter("ignore")
-        from tensorflow_estimator import estimator as est
-
-    root = tmp_path_factory.mktemp("classifier")
-    columns = [
-        tf.feature_column.numeric_column("bill"),
-        tf.feature_column.indicator_column(
-            tf.feature_column.categorical_column_with_vocabulary_list("island", ["Biscoe", "Dream"])
-        ),
-    ]
-    classifier = est.LinearClassifier(
-        feature_columns=columns,
-        model_dir=str(root / "model_dir"),
-        n_classes=3,
-        label_vocabulary=["A", "B", "C"],
-    )
-
-    def input_fn() -> Any:
-        data = {"bill": [[35.0], [45.0], [50.0]], "island": [["Dream"], ["Biscoe"], ["Biscoe"]]}
-        labels = [["A"], ["B"], ["C"]]
-        return tf.data.Dataset.from_tensor_slices((data, labels)).repeat().batch(3)
-
-    classifier.train(input_fn, steps=3)
-    spec = tf.feature_column.make_parse_example_spec(columns)
-    receiver = est.export.build_parsing_serving_input_receiver_fn(spec)
-    exported = Path(classifier.export_saved_model(str(root / "export"), receiver).decode())
-    base = root / "penguins"
-    base.mkdir()
-    exported.rename(base / "1")
-    shutil.rmtree(root / "export")
-    return base
+    return Path(build("estimator_builds:string_classifier_base", tmp_path_factory.mktemp("classifier")))
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import numpy as np
 import pytest
 
+from estimator_lane import build
 from tfship.server import ModelServer, ServerOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -108,38 +107,6 @@ def export_module(directory: Path, version: int) -> Path:
     return path
 
 
-def export_estimator(directory: Path) -> Path:
-    """Train a binary LinearClassifier for a few steps and export it with a parsing receiver."""
-    import warnings
-
-    import tensorflow as tf
-
-    with warnings.catch_warnings():  # tf.estimator warns on import; warnings are errors here
-        warnings.simplefilter("ignore")
-        from tensorflow_estimator import estimator as est
-
-    column = tf.feature_column.numeric_column("x")
-    model_dir = directory / "model_dir"
-    classifier = est.LinearClassifier(
-        feature_columns=[column], model_dir=str(model_dir), n_classes=2
-    )
-
-    def input_fn() -> Any:
-        data = {"x": np.array([[0.0], [1.0], [2.0], [3.0]], np.float32)}
-        labels = np.array([[0], [0], [1], [1]], np.int64)
-        return tf.data.Dataset.from_tensor_slices((data, labels)).repeat().batch(4)
-
-    classifier.train(input_fn, steps=3)
-    spec = tf.feature_column.make_parse_example_spec([column])
-    receiver = est.export.build_parsing_serving_input_receiver_fn(spec)
-    exported = Path(classifier.export_saved_model(str(directory / "export"), receiver).decode())
-    base = directory / "base"
-    base.mkdir()
-    exported.rename(base / "1")
-    shutil.rmtree(directory / "export")
-    return base
-
-
 @pytest.fixture(scope="session")
 def module_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Base path holding versions 1 and 2 of the TF2 module (never modified by tests)."""
@@ -160,7 +127,7 @@ def module_version3(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def estimator_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Base path with version 1 of the canned estimator export (parsing receiver)."""
-    return export_estimator(tmp_path_factory.mktemp("estimator"))
+    return Path(build("estimator_builds:linear_base", tmp_path_factory.mktemp("estimator")))
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from tfship._tf import require_extra as _require_extra
 
-_require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
+_require_extra(__name__)  # one line naming the run extra, before a submodule fails to import TensorFlow
 
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, run_job
 from tfship.loaders._model import LocalModel, load

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from tfship._tf import require_extra as _require_extra
 
-_require_extra(__name__)  # it serves models: one line naming the tf extra when it is missing
+_require_extra(__name__)  # it serves models: one line naming the run extra when TensorFlow is missing
 
 from tfship.promote._checks import Check, MetricNotMeasuredError, Threshold
 from tfship.promote._promote import (

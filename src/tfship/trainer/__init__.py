@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from tfship._tf import require_extra as _require_extra
 
-_require_extra(__name__)  # one line naming the tf extra, before a submodule fails to import it
+# one line naming the estimator extra, before a submodule fails to import tf.estimator
+_require_extra(__name__, estimator=True)
 
 from tfship.trainer._cluster import (
     ClusterConfigError,
