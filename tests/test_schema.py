@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tfship.errors import DataError, SchemaError
@@ -93,6 +94,7 @@ def test_convert_record_fills_defaults_and_checks_types() -> None:
         ({"x": 1.0}, r"rows\.csv:4: field 'n': missing, and the feature has no default"),
         ({"n": "seven"}, r"rows\.csv:4: field 'n': expected int64, found 'seven'"),
         ({"n": 7.5}, r"field 'n': expected int64, found 7\.5"),
+        ({"n": np.float64(7.5)}, r"field 'n': expected int64, found 7\.5 \(7\.5 is not a whole number\)$"),
         ({"n": 1, "vec": "1|2"}, r"field 'vec': expected 3 values \(shape \[3\]\), found 2"),
         ({"n": 1, "x": True}, r"field 'x': expected float32"),
         ({"n": 1, "x": "1e39"}, r"field 'x': expected float32, found '1e39' \('1e39' is out of the range"),

@@ -40,10 +40,13 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
         └── promote.PromotionRefusedError   a candidate failed a check of promote
 
 The classes named with a package live in that package and are exported from it; each says
-when it is raised.
+when it is raised. A message names a value with :func:`value_text`, which reads the same on
+numpy 1 and 2.
 """
 
 from __future__ import annotations
+
+import sys
 
 __all__ = [
     "DataError",
@@ -58,6 +61,7 @@ __all__ = [
     "TfshipError",
     "TrainError",
     "VerdictError",
+    "value_text",
 ]
 
 
@@ -137,3 +141,31 @@ class VerdictError(TfshipError):
 
     exit_code = 3
 
+
+
+def value_text(value: object) -> str:
+    """``repr(value)`` as a message shows it, with numpy scalars as the numbers and text they hold.
+
+    numpy 2 writes ``repr(np.float64(1.5))`` as ``np.float64(1.5)`` where numpy 1 wrote
+    ``1.5``; a message naming a value taken from an array reads the same on both. A list or a
+    tuple shows its items this way; any other value is its ``repr``.
+
+    Example:
+        >>> import numpy as np
+        >>> value_text(np.float64(1.5)), value_text(np.str_("Adelie")), value_text(np.True_)
+        ('1.5', "'Adelie'", 'True')
+        >>> value_text([np.int64(3), "a", (np.float32(0.1),)])
+        "[3, 'a', (0.1,)]"
+    """
+    numpy = sys.modules.get("numpy")  # not imported yet: the value holds no numpy scalar
+    if numpy is not None and isinstance(value, numpy.generic):
+        if isinstance(value, (numpy.number, numpy.bool_)):
+            return str(value)  # numpy 2 changed the repr of scalars, not their str
+        if isinstance(value, (numpy.str_, numpy.bytes_)):
+            return repr(value.item())
+    if type(value) is list:
+        return "[" + ", ".join(map(value_text, value)) + "]"
+    if type(value) is tuple:
+        items = ", ".join(map(value_text, value))
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    return repr(value)

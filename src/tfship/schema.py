@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tfship._files import write_atomically
-from tfship.errors import DataError, SchemaError
+from tfship.errors import DataError, SchemaError, value_text
 
 __all__ = [
     "CsvMissing",
@@ -650,20 +650,20 @@ def coerce_value(dtype: str, value: Any) -> Any:
     if dtype.startswith("float"):
         number = float(value.strip() if isinstance(value, str) else value)
         if math.isfinite(number) and abs(number) > _FLOAT_MAX.get(dtype, math.inf):
-            raise ValueError(f"{value!r} is out of the range of {dtype}")
+            raise ValueError(f"{value_text(value)} is out of the range of {dtype}")
         if isinstance(value, str) and overflows(value, number):
-            raise ValueError(f"{value!r} is out of the range of {dtype}")
+            raise ValueError(f"{value_text(value)} is out of the range of {dtype}")
         return number
     if isinstance(value, int) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu"):
         whole = int(value)
     else:
         number = float(value.strip() if isinstance(value, str) else value)
         if not number.is_integer():
-            raise ValueError(f"{value!r} is not a whole number")
+            raise ValueError(f"{value_text(value)} is not a whole number")
         whole = int(number)
     low, high = _INT_RANGE.get(dtype, (-(2**63), 2**63 - 1))
     if not low <= whole <= high:
-        raise ValueError(f"{value!r} is out of the range of {dtype}")
+        raise ValueError(f"{value_text(value)} is out of the range of {dtype}")
     return whole
 
 
@@ -717,7 +717,7 @@ def field_values(
     try:
         out = [coerce_value(dtype, v) for v in values]
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{at}: expected {dtype}, found {value!r} ({exc})") from None
+        raise ValueError(f"{at}: expected {dtype}, found {value_text(value)} ({exc})") from None
     size = None if shape is None else math.prod(d or 1 for d in shape)
     if size is not None and len(out) != size:
         raise ValueError(f"{at}: expected {size} values (shape {list(shape or ())}), found {len(out)}")

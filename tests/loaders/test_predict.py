@@ -150,6 +150,8 @@ def test_safe_casts_are_silent(keras: LocalModel, keras_export: KerasExport) -> 
         # Python values (a list per column) follow the schema's rule for a value ...
         ({"a": [[0.1, 0.2, 0.3]], "b": [1.5]},
          r"input 'b': record 0: expected int64, found 1\.5 \(1\.5 is not a whole"),
+        ([{"a": [0.1, 0.2, 0.3], "b": np.str_("x")}],  # a record's numpy scalar, as numpy 1 wrote it
+         r"input 'b': record 0: expected int64, found 'x' \("),
         ({"a": [["1", "x", "3"]], "b": [1]},
          r"input 'a': record 0: expected float32, found \['1', 'x', '3'\]"),
         # ... typed arrays the cast rule
@@ -170,7 +172,7 @@ def test_safe_casts_are_silent(keras: LocalModel, keras_export: KerasExport) -> 
     ],
 )
 def test_input_errors_name_the_input_and_the_expectation(
-    keras: LocalModel, inputs: dict[str, Any], match: str
+    keras: LocalModel, inputs: Any, match: str
 ) -> None:
     with pytest.raises(ModelInputError, match=match):
         keras.predict(inputs)

@@ -73,6 +73,9 @@ def test_by_value_types_each_value_by_its_python_type() -> None:
     [
         ({"x": {"a": 1.0}}, r"^r 3: feature 'x': value \{'a': 1.0\} of type dict is not str"),
         ({"x": [1.0, "a"]}, r"^r 3: feature 'x': values \[1.0, 'a'\] mix floats and strings$"),
+        # numpy scalars read as numpy 1 wrote them, not as np.float64(1.5) or np.str_('a')
+        ({"x": [np.float64(1.5), np.str_("a")]}, r"^r 3: feature 'x': values \[1.5, 'a'\] mix floats"),
+        ({"x": np.complex64(1 + 2j)}, r"^r 3: feature 'x': value \(1\+2j\) of type complex64 is not str"),
         ({"x": [2**70, 1]}, r"^r 3: feature 'x': 1180591620717411303424 is outside the range of int64$"),
         ("x=1.0", r"^r 3: a record must be a dict or tf.train.Example, got str$"),
         (b"\xff\xff", r"^r 3: the bytes are not a serialized tf.train.Example$"),

@@ -56,10 +56,13 @@ def test_arrays_of_the_right_dtype_are_not_copied() -> None:
         ),
         (_feeds(x=[["a", "b", "c"]]), r"input 'x': expected float32 numbers, got strings"),
         (_feeds(ids=[1.5]), r"input 'ids': .*cannot be cast to it \(1.5 is not a whole number\)"),
+        # a value read from an array is written as numpy 1 wrote it, not as np.float32(0.1)
+        (_feeds(ids=[np.float32(0.1)]), r"cannot be cast to it \(0\.1 is not a whole number\)$"),
         (_feeds(ids=[2**40]), r"input 'ids': .*outside the range of int32"),
         (_feeds(ids=[1, 2**70]), r"input 'ids': 1180591620717411303424 is outside the range of int32$"),
         (_feeds(ids=[1, 2**63]), r"input 'ids': 9223372036854775808 is outside the range of int32$"),
         (_feeds(text=[1]), r"input 'text': expected string values \(str or bytes\), got int 1"),
+        (_feeds(text=[np.float64(1.5)]), r"input 'text': expected string values .*, got float64 1\.5$"),
         (_feeds(text=[["a", "b"], ["c"]]), r"input 'text': the lists are ragged: row \[1\] has 1 value"),
         (_feeds(x=[[1.0, 2.0], [3.0]]), r"input 'x': the lists are ragged: row \[1\] has 1 value"),
     ],

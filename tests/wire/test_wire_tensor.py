@@ -167,6 +167,7 @@ def test_encode_never_mutates_its_input() -> None:
         ([[1.0, 2.0], [3.0]], ValueError, "cannot build a tensor"),
         ([1, "a"], TypeError, "mix strings and numbers"),
         (["a", 1], TypeError, "expected str or bytes"),
+        (["a", np.float64(1.5)], TypeError, r"^string tensor holds a float64 \(1\.5\); expected str"),
         ([1.0], TypeError, "cannot be sent"),
     ],
 )

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from tfship.errors import value_text
+
 __all__ = ["InputCheckError", "cast_array", "check_inputs", "shape_text"]
 
 _STRING_KINDS = frozenset("OSU")
@@ -299,7 +301,8 @@ def _strings(where: str, key: str, value: Any) -> Array:
     for item in array.reshape(-1):
         if not isinstance(item, (str, bytes)):
             raise InputCheckError(
-                f"{where}: expected string values (str or bytes), got {type(item).__name__} {item!r}",
+                f"{where}: expected string values (str or bytes), "
+                f"got {type(item).__name__} {value_text(item)}",
                 input=key,
             )
     return array
@@ -346,7 +349,7 @@ def _to_int_problem(array: Array, target: np.dtype[Any]) -> str | None:
         flat = array.reshape(-1)
         bad = ~np.isfinite(flat) | (flat != np.round(flat))
         if bad.any():
-            return f"{flat[np.argmax(bad)]!r} is not a whole number"
+            return f"{value_text(flat[np.argmax(bad)])} is not a whole number"
     info = np.iinfo(target)
     if array.size and (array.min() < info.min or array.max() > info.max):
         flat = array.reshape(-1)

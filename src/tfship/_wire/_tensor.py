@@ -31,6 +31,7 @@ import numpy as np
 
 from tfship._wire._formats import DATATYPES, DT_STRING, ENUM_OF_NUMPY, dtype_name
 from tfship._wire._messages import is_message, ours, protos
+from tfship.errors import value_text
 
 __all__ = [
     "DecodedPredict",
@@ -268,7 +269,7 @@ def _as_bytes_list(array: np.ndarray[Any, Any]) -> list[bytes]:
             out.append(bytes(item))
         else:
             raise TypeError(
-                f"string tensor holds a {type(item).__name__} ({item!r}); "
+                f"string tensor holds a {type(item).__name__} ({value_text(item)}); "
                 "expected str or bytes for every value"
             )
     return out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._tf import estimator
-from tfship.errors import TrainError
+from tfship.errors import TrainError, value_text
 from tfship.exporters._errors import MetricNotFoundError
 from tfship.exporters._events import fmt, resolve_mode
 from tfship.exporters._export import (
@@ -536,7 +536,9 @@ class BestExporter(_TfshipExporter):
         try:
             return float(metrics[self._metric])
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"metric {self._metric!r} is not a number: {metrics[self._metric]!r}") from exc
+            raise ValueError(
+                f"metric {self._metric!r} is not a number: {value_text(metrics[self._metric])}"
+            ) from exc
 
     def _compare(
         self, value: float | None, metrics: Mapping[str, Any], record: dict[str, Any] | None

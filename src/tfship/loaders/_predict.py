@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfship._wire import InputCheckError, cast_array, shape_text
-from tfship.errors import ModelInputError
+from tfship.errors import ModelInputError, value_text
 from tfship.records import MISSING as _MISSING
 from tfship.records import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
 from tfship.schema import coerce_value
@@ -464,7 +464,8 @@ def _record_values(fld: Field, values: list[Any], where: str) -> list[Any]:
             out.append(_coerce_nested(fld.dtype, value))
         except (TypeError, ValueError) as exc:
             raise ModelInputError(
-                f"{where} input {fld.name!r}: record {i}: expected {fld.dtype}, found {value!r} ({exc})"
+                f"{where} input {fld.name!r}: record {i}: expected {fld.dtype}, "
+                f"found {value_text(value)} ({exc})"
             ) from None
     return out
 
@@ -553,7 +554,8 @@ def _check_strings(fld: Field, arr: Array, where: str) -> Array:
                 flat = np.array([str(x) if isinstance(x, (int, np.integer)) else x for x in flat])
                 return flat.astype(object).reshape(arr.shape)
             raise ModelInputError(
-                f"{where} input {fld.name!r}: expected strings, got {type(v).__name__} {v!r} at position {i}"
+                f"{where} input {fld.name!r}: expected strings, "
+                f"got {type(v).__name__} {value_text(v)} at position {i}"
             )
     return arr
 
@@ -564,7 +566,7 @@ def _numbers_from_objects(fld: Field, arr: Array, where: str) -> Array:
         if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number, bool)):
             raise ModelInputError(
                 f"{where} input {fld.name!r}: expected {fld.dtype}, got {type(v).__name__} "
-                f"{v!r} at position {i}"
+                f"{value_text(v)} at position {i}"
             )
     return np.array(flat.tolist()).reshape(arr.shape)
 
@@ -597,7 +599,7 @@ def sparse_column(fld: Field, value: Any, rows: int, where: str) -> SparseColumn
     if isinstance(value, (str, bytes)):  # iterating it would make one row per character
         raise ModelInputError(
             f"{where} input {fld.name!r} is sparse (variable-length): expected one list of "
-            f"values per row, got the string {value!r}; pass [{value!r}] for one row"
+            f"values per row, got the string {value_text(value)}; pass [{value_text(value)}] for one row"
         )
     if _is_sparse_triple(value):
         indices, values, dense_shape = (np.asarray(_as_numpy(x)) for x in _triple(value))

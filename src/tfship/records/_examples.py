@@ -35,7 +35,7 @@ from tfship._wire import (
     ours,
     protos,
 )
-from tfship.errors import DataError
+from tfship.errors import DataError, value_text
 from tfship.records._fields import Field
 from tfship.schema import CsvMissing, Schema, field_values
 
@@ -172,7 +172,7 @@ class ByValue:
             kinds = {_kind_of(name, v, where) for v in values}
             if len(kinds) > 1:
                 mixed = " and ".join(sorted(_KIND_NAMES[k] for k in kinds))
-                raise DataError(f"{_at(where)}feature {name!r}: values {values!r} mix {mixed}")
+                raise DataError(f"{_at(where)}feature {name!r}: values {value_text(values)} mix {mixed}")
             kind = kinds.pop()
             yield name, kind, _typed_by_value(name, kind, values, where)
 
@@ -198,7 +198,7 @@ def _kind_of(name: str, value: Any, where: str) -> str:
     if isinstance(value, (float, np.floating)):
         return FLOAT
     raise DataError(
-        f"{_at(where)}feature {name!r}: value {value!r} of type {type(value).__name__} is not "
+        f"{_at(where)}feature {name!r}: value {value_text(value)} of type {type(value).__name__} is not "
         "str, bytes, int, bool or float (a feature holds one value or a flat list of them)"
     )
 

@@ -27,7 +27,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from tfship.errors import DataError, InputError
+from tfship.errors import DataError, InputError, value_text
 from tfship.records._fields import MISSING as _MISSING
 from tfship.records._fields import Field, schema_fields
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
@@ -319,7 +319,7 @@ def _note_text_in_numbers(
     log.warning(
         "column %r is read as text: %s (%s) is not a number, though %d of its %d cells are; "
         "a schema (--schema FILE) reads it as numbers and names the bad cells",
-        name, repr(text), place, len(present) - len(words), len(present),
+        name, value_text(text), place, len(present) - len(words), len(present),
     )
 
 

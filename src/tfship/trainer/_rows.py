@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._files import atomic_write
-from tfship.errors import DataError
+from tfship.errors import DataError, value_text
 from tfship.schema import CsvMissing, Schema
 
 _CHUNK_ROWS = 65536
@@ -82,7 +82,7 @@ def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     values = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
     allowed = set(vocabulary)
     return {
-        i: f"field {schema.label.name!r}: {value!r} is not one of the label's classes "
+        i: f"field {schema.label.name!r}: {value_text(value)} is not one of the label's classes "
            f"({', '.join(vocabulary)})"
         for i, value in enumerate(values[:rows]) if value is not None and str(value) not in allowed
     }
