@@ -1,4 +1,4 @@
-"""Install size and time: the core (``pip install .``) against the full install (``".[tf]"``).
+"""Install size and time: the core (``pip install .``) against the full install (``".[estimator]"``).
 
 Each install goes into a fresh venv in a temporary directory, with pip's cache as it is (after
 a first run the time is resolving, unpacking and byte-compiling, not downloading); the size is
@@ -72,7 +72,7 @@ def main() -> None:
             raise SystemExit(f"error: {core_venv.name} does not exist; run make test-core (or drop --short)")
         if sys.prefix == sys.base_prefix or importlib.util.find_spec("tensorflow") is None:
             raise SystemExit("error: --short measures the venv running it as the full install; run it "
-                             "with the python of a venv that has tfship[tf] (.venv/bin/python)")
+                             "with the python of a venv that has tfship[estimator] (.venv/bin/python)")
         rows = [(f"core (Python {newest})", site_packages_bytes(core_venv), None),
                 ("full (this venv)", site_packages_bytes(full_venv), None)]
     else:
@@ -81,9 +81,9 @@ def main() -> None:
             core, full = pathlib.Path(tmp) / "core", pathlib.Path(tmp) / "full"
             checkout = package_copy(pathlib.Path(tmp))
             core_s = install(*pythons[newest], core, str(checkout))
-            full_s = install(*pythons[this], full, f"{checkout}[tf]")
+            full_s = install(*pythons[this], full, f"{checkout}[estimator]")
             rows = [(f"core (Python {newest})", site_packages_bytes(core), core_s),
-                    (f"full, [tf] (Python {this})", site_packages_bytes(full), full_s)]
+                    (f"full, [estimator] (Python {this})", site_packages_bytes(full), full_s)]
     print(f"{'install':<28} {'size':>12}  time")
     for name, size, seconds in rows:
         print(row(name, size, seconds))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from estimator_lane import build
+from estimator_lane import build, has_estimator
 
 _PROXY_VARS = ("grpc_proxy", "https_proxy", "http_proxy", "all_proxy", "no_proxy")
 
@@ -27,6 +27,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # Whole directories that train or export with tf.estimator: the estimator lane only.
 _ESTIMATOR_DIRECTORIES = ("trainer", "exporters")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # Their modules import the trainer or the Estimator at the top: not even collectable where
+    # TensorFlow has no tf.estimator (the run lane), where they would all be deselected anyway.
+    tests = Path(__file__).parent
+    if collection_path.parent == tests and collection_path.name in _ESTIMATOR_DIRECTORIES:
+        return not has_estimator()
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

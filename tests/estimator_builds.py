@@ -189,3 +189,222 @@ def loader_exports(root: Path) -> dict[str, Any]:
         "scalar": scalar.decode(),
         "predictions": root / PREDICTIONS,
     }
+
+
+# --- exports of every kind TF 2.15 writes, with the answers TF 2.15 gives ---------------------
+
+CROSS_ROWS = 12
+CROSS_ANSWERS = "answers.json"
+
+
+def _tensor_json(array: Any) -> dict[str, Any]:
+    """A tensor as JSON: bytes in base64 (serialized Examples hold NUL bytes), numbers as lists
+    (a float32 through a Python float and back is exact)."""
+    import base64
+
+    array = np.asarray(array)
+    if array.dtype == object or array.dtype.kind == "S":
+        flat = [base64.b64encode(bytes(v)).decode() for v in array.reshape(-1)]
+        return {"dtype": "bytes", "shape": list(array.shape), "b64": flat}
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "values": array.reshape(-1).tolist()}
+
+
+def _cross_rows() -> dict[str, Any]:
+    rng = np.random.default_rng(15)
+    return {
+        "x": rng.normal(size=CROSS_ROWS).astype(np.float32),
+        "n": rng.integers(0, 40, CROSS_ROWS).astype(np.int64),
+        "city": rng.choice(["lyon", "oslo", "lima"], CROSS_ROWS).astype(object),
+    }
+
+
+def _cross_examples(rows: dict[str, Any]) -> Any:
+    import tensorflow as tf
+
+    feature = tf.train.Feature
+    serialized = []
+    for i in range(CROSS_ROWS):
+        example = tf.train.Example(features=tf.train.Features(feature={
+            "x": feature(float_list=tf.train.FloatList(value=[rows["x"][i]])),
+            "n": feature(int64_list=tf.train.Int64List(value=[rows["n"][i]])),
+            "city": feature(bytes_list=tf.train.BytesList(value=[rows["city"][i].encode()])),
+        }))
+        serialized.append(example.SerializeToString())
+    return np.array(serialized, dtype=object)
+
+
+def _cross_answers(path: Path, feeds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each signature's answer to its feeds, by TensorFlow 2.15 itself: a TF1 session as TF
+    Serving runs the export."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    answers: dict[str, Any] = {}
+    with tf.Graph().as_default(), v1.Session() as session:
+        meta_graph = v1.saved_model.loader.load(session, ["serve"], str(path))
+        for key, signature in sorted(meta_graph.signature_def.items()):
+            if key.startswith("__"):
+                continue
+            feed = feeds[key]
+            fetches = {name: info.name for name, info in signature.outputs.items()}
+            got = session.run(fetches, {signature.inputs[name].name: feed[name] for name in feed})
+            answers[key] = {
+                "method": signature.method_name,
+                "inputs": {name: _tensor_json(value) for name, value in feed.items()},
+                "outputs": {name: _tensor_json(value) for name, value in got.items()},
+            }
+    return answers
+
+
+def cross_tf(root: Path) -> dict[str, Any]:
+    """Estimator exports as TensorFlow 2.15 writes them — canned and custom, parsing and raw
+    receivers, tfship's trainer with both — and every signature's answer to fixed inputs, by TF
+    2.15: what another TensorFlow must give back (``tests/loaders/test_across_tensorflow.py``)."""
+    import tensorflow as tf
+
+    est = _est()
+    fc = tf.feature_column
+    rows = _cross_rows()
+    labels = (rows["x"] + rows["n"] / 20.0 > 1.0).astype(np.int64)
+    city = fc.categorical_column_with_vocabulary_list("city", ["lyon", "oslo", "lima"])
+    wide = [city, fc.numeric_column("n", dtype=tf.int64)]
+    deep = [fc.numeric_column("x"), fc.indicator_column(city)]
+    spec = fc.make_parse_example_spec(wide + deep)
+
+    def features() -> dict[str, Any]:
+        return {
+            "x": tf.constant(rows["x"][:, None]),
+            "n": tf.constant(rows["n"][:, None]),
+            "city": tf.constant(rows["city"].astype(str)[:, None]),
+        }
+
+    def input_fn() -> Any:
+        return tf.data.Dataset.from_tensors((features(), labels[:, None])).repeat()
+
+    def regression_input_fn() -> Any:
+        return tf.data.Dataset.from_tensors((features(), rows["x"][:, None] * 2.0)).repeat()
+
+    def raw_receiver() -> Any:
+        g = tf.compat.v1
+        placeholders = {
+            "x": g.placeholder(tf.float32, [None, 1], name="x"),
+            "n": g.placeholder(tf.int64, [None, 1], name="n"),
+            "city": g.placeholder(tf.string, [None, 1], name="city"),
+        }
+        return est.export.ServingInputReceiver(placeholders, placeholders)
+
+    def custom_model_fn(features: Any, labels: Any, mode: Any) -> Any:
+        inputs = tf.compat.v1.feature_column.input_layer(features, deep)
+        logits = v1_dense(inputs, 3)
+        predictions = {"logits": logits, "top": tf.argmax(logits, axis=1), "scores": tf.nn.softmax(logits)}
+        if mode == est.ModeKeys.PREDICT:
+            return est.EstimatorSpec(
+                mode, predictions=predictions,
+                export_outputs={"serving_default": est.export.PredictOutput(predictions)},
+            )
+        loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels[:, 0], logits)
+        step = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step()
+        )
+        return est.EstimatorSpec(mode, loss=loss, train_op=step)
+
+    def v1_dense(inputs: Any, units: int) -> Any:
+        kernel = tf.compat.v1.get_variable("kernel", [inputs.shape[1], units])
+        return tf.matmul(inputs, kernel)
+
+    parsing = est.export.build_parsing_serving_input_receiver_fn(spec)
+    combined = est.DNNLinearCombinedClassifier(
+        linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[6],
+        model_dir=str(root / "combined_model"),
+    )
+    combined.train(input_fn, steps=5)
+    regressor = est.LinearRegressor(wide + deep[:1], model_dir=str(root / "regressor_model"))
+    regressor.train(regression_input_fn, steps=5)
+    custom = est.Estimator(custom_model_fn, model_dir=str(root / "custom_model"))
+    custom.train(input_fn, steps=5)
+    exports = {
+        "canned_parsing": combined.export_saved_model(str(root / "canned_parsing"), parsing),
+        "canned_raw": combined.export_saved_model(str(root / "canned_raw"), raw_receiver),
+        "regressor_parsing": regressor.export_saved_model(str(root / "regressor_parsing"), parsing),
+        "custom_parsing": custom.export_saved_model(str(root / "custom_parsing"), parsing),
+    }
+    examples = _cross_examples(rows)
+    raw_feed = {
+        "x": rows["x"][:, None], "n": rows["n"][:, None], "city": rows["city"].astype(bytes)[:, None]
+    }
+    answers: dict[str, Any] = {}
+    for name, exported in exports.items():
+        path = Path(exported.decode())
+        inputs = raw_feed if name.endswith("_raw") else None
+        with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+            meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path))
+            keys = [key for key in meta_graph.signature_def if not key.startswith("__")]
+            feeds = {
+                key: inputs or {next(iter(meta_graph.signature_def[key].inputs)): examples} for key in keys
+            }
+        answers[name] = {"path": path, "signatures": _cross_answers(path, feeds)}
+
+    trained = tiny_model(root / "trainer_both")
+    path = Path(trained["exports"]["best"][-1])
+    answers["trainer_both"] = {"path": path, "signatures": _trainer_answers(path, Path(trained["eval_csv"]))}
+    (root / CROSS_ANSWERS).write_text(__import__("json").dumps(answers, default=str))
+    return {"answers": root / CROSS_ANSWERS}
+
+
+def _trainer_answers(path: Path, eval_csv: Path) -> dict[str, Any]:
+    """tfship's trainer exports both receivers: its parsing signatures take Examples of the eval
+    rows, its raw ones the rows' columns."""
+    import csv
+
+    import tensorflow as tf
+
+    with open(eval_csv, newline="") as stream:
+        complete = [row for row in csv.DictReader(stream) if not {"", "NA"} & set(row.values())]
+    rows = complete[:CROSS_ROWS]
+    v1 = tf.compat.v1
+    feeds: dict[str, dict[str, Any]] = {}
+    with tf.Graph().as_default(), v1.Session() as session:
+        meta_graph = v1.saved_model.loader.load(session, ["serve"], str(path))
+        for key, signature in meta_graph.signature_def.items():
+            if key.startswith("__"):
+                continue
+            feed = {}
+            for name, info in signature.inputs.items():
+                dtype = tf.dtypes.as_dtype(info.dtype)
+                if dtype == tf.string and name in ("examples", "inputs") and name not in rows[0]:
+                    feed[name] = _penguin_examples(rows)
+                else:
+                    feed[name] = _column(rows, name, dtype)
+            feeds[key] = feed
+    return _cross_answers(path, feeds)
+
+
+def _column(rows: list[dict[str, str]], name: str, dtype: Any) -> Any:
+    values = [row[name] for row in rows]
+    if dtype.name == "string":
+        return np.array([v.encode() for v in values], dtype=object)
+    numbers = [float(v) for v in values]
+    return np.array(numbers, dtype=dtype.as_numpy_dtype)
+
+
+def _penguin_examples(rows: list[dict[str, str]]) -> Any:
+    import tensorflow as tf
+
+    serialized = []
+    for row in rows:
+        features = {}
+        for name, value in row.items():
+            if name == "species":
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                features[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+                continue
+            if name in ("flipper_length_mm", "body_mass_g", "year"):
+                features[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(number)]))
+            else:
+                features[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[number]))
+        example = tf.train.Example(features=tf.train.Features(feature=features))
+        serialized.append(example.SerializeToString())
+    return np.array(serialized, dtype=object)

@@ -15,7 +15,8 @@ Tests that call ``tf.estimator`` themselves are marked ``estimator`` and run on 
 lane only (``pytest -m 'not estimator'`` on the run lane); ``tests/trainer`` and
 ``tests/exporters`` are marked whole by ``tests/conftest.py``.
 
-Run as a script (by :func:`build` on the run lane): ``python estimator_lane.py BUILDER DIR``.
+Run as a script (by :func:`build_many` on the run lane):
+``python estimator_lane.py BUILDER DIR [BUILDER DIR ...]``.
 """
 
 from __future__ import annotations
@@ -58,9 +59,16 @@ def _run(builder: str, directory: Path) -> Any:
 
 def build(builder: str, directory: Path) -> Any:
     """What ``builder`` (``"module:function"``) built in ``directory``, on either lane."""
-    directory.mkdir(parents=True, exist_ok=True)
+    return build_many([(builder, directory)])[0]
+
+
+def build_many(jobs: list[tuple[str, Path]]) -> list[Any]:
+    """What each builder built in its directory, on either lane; on the run lane all of them in
+    one process of the estimator lane, which imports TensorFlow once."""
+    for _, directory in jobs:
+        directory.mkdir(parents=True, exist_ok=True)
     if has_estimator():
-        return _run(builder, directory)
+        return [_run(builder, directory) for builder, directory in jobs]
     python = os.environ.get(PYTHON_VARIABLE)
     if not python:
         raise RuntimeError(
@@ -69,20 +77,23 @@ def build(builder: str, directory: Path) -> Any:
         )
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    arguments = [str(part) for job in jobs for part in job]
     done = subprocess.run(
-        [python, str(Path(__file__).resolve()), builder, str(directory)],
+        [python, str(Path(__file__).resolve()), *arguments],
         cwd=TESTS, env=env, capture_output=True, text=True, timeout=900,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"building {builder} with {python} failed:\n{done.stderr[-4000:]}")
-    return json.loads((directory / ANSWER).read_text())
+        names = ", ".join(builder for builder, _ in jobs)
+        raise RuntimeError(f"building {names} with {python} failed:\n{done.stderr[-4000:]}")
+    return [json.loads((directory / ANSWER).read_text()) for _, directory in jobs]
 
 
 def main(argv: list[str]) -> int:
-    """``python estimator_lane.py BUILDER DIR``: build, and write the answer to ``DIR/built.json``."""
-    builder, directory = argv
-    answer = _run(builder, Path(directory))
-    (Path(directory) / ANSWER).write_text(json.dumps(answer))
+    """``python estimator_lane.py BUILDER DIR [BUILDER DIR ...]``: build each, and write its
+    answer to ``DIR/built.json``."""
+    for builder, directory in zip(argv[::2], argv[1::2]):
+        answer = _run(builder, Path(directory))
+        (Path(directory) / ANSWER).write_text(json.dumps(answer))
     return 0
 
 

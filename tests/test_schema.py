@@ -12,7 +12,6 @@ import pytest
 from tfship.errors import DataError, SchemaError
 from tfship.records import BySchema, to_example
 from tfship.schema import CsvMissing, Schema
-from tfship.trainer import build_columns
 
 BASE: dict[str, Any] = {
     "label": {"name": "y", "kind": "multiclass", "vocabulary": ["a", "b", "c"]},
@@ -64,11 +63,13 @@ def test_parse_spec_tensor_specs_and_columns() -> None:
     specs = schema.tensor_specs()
     assert specs["vec"].shape.as_list() == [None, 3]
     assert isinstance(specs["tags"], tf.SparseTensorSpec)
-    assert len(build_columns(schema)) == len(BASE["features"]) + 1  # one cross
 
 
+@pytest.mark.estimator  # feature columns are the trainer's
 def test_feature_columns_compute_on_parsed_examples() -> None:
     import tensorflow as tf
+
+    from tfship.trainer import build_columns
 
     schema = Schema.from_dict(BASE)
     records = [{"x": "2", "n": "15", "cat": "q", "ident": 3, "tags": ["a", "b"], "vec": [1, 2, 3]},
@@ -77,6 +78,7 @@ def test_feature_columns_compute_on_parsed_examples() -> None:
     parsed = tf.io.parse_example(serialized, schema.parse_spec())
     dense = tf.keras.layers.DenseFeatures(build_columns(schema))(parsed)
     assert dense.shape[0] == 2 and dense.shape[1] > 10
+    assert len(build_columns(schema)) == len(BASE["features"]) + 1  # one cross
     assert parsed["x"].numpy().tolist() == [2.0, 1.5]  # default filled in
 
 
@@ -161,7 +163,10 @@ def test_bad_schema_files(tmp_path: Path) -> None:
         Schema.load(bad)
 
 
+@pytest.mark.estimator  # feature columns are the trainer's
 def test_vocabulary_file_is_resolved_next_to_the_schema(tmp_path: Path) -> None:
+    from tfship.trainer import build_columns
+
     (tmp_path / "vocab.txt").write_text("p\nq\n")
     data = _feature(2, use={"kind": "categorical", "vocabulary_file": "vocab.txt"})
     (tmp_path / "s.json").write_text(json.dumps(data))

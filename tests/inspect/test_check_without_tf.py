@@ -126,8 +126,8 @@ def test_check_run_says_what_to_install_before_checking_anything() -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        "Error: --run (it loads the model) needs the 'tf' extra (TensorFlow is not installed): "
-        'pip install "tfship[tf]"'
+        "Error: --run (it loads the model) needs the 'run' extra (TensorFlow is not installed): "
+        'pip install "tfship[run]"'
     )
 
 
