@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import email.utils
 import errno
+import functools
+import inspect
 import logging
 import re
 import socket
@@ -152,9 +154,26 @@ def _proto_json(message: Any) -> str:
     from google.protobuf import json_format
 
     text: str = json_format.MessageToJson(
-        message, including_default_value_fields=True, preserving_proto_field_name=True, indent=2
+        message, preserving_proto_field_name=True, indent=2, **_unset_fields_printed()
     )
     return text
+
+
+@functools.cache
+def _unset_fields_printed() -> dict[str, bool]:
+    """The option that prints fields left unset, as TF Serving's ``always_print_primitive_fields``.
+
+    protobuf 5.26 renamed ``including_default_value_fields`` to
+    ``always_print_fields_with_no_presence``. The two differ only on scalars with presence
+    (proto2 ``optional``, proto3 ``optional``); the messages written here (model status, model
+    spec, signature map) have none, so both print the same fields: every scalar, list and map,
+    never an unset message or oneof member.
+    """
+    from google.protobuf import json_format
+
+    if "always_print_fields_with_no_presence" in inspect.signature(json_format.MessageToJson).parameters:
+        return {"always_print_fields_with_no_presence": True}
+    return {"including_default_value_fields": True}
 
 
 # routing -------------------------------------------------------------------------------------
