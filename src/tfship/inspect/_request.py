@@ -111,7 +111,8 @@ class ExampleRequest:
         """This request as one serialized ``PredictionLog`` (a warmup record)."""
         record = protos().prediction_log_pb2.PredictionLog()
         getattr(record, f"{self.verb}_log").request.CopyFrom(self.grpc)
-        return bytes(record.SerializeToString())
+        # map entries (the inputs) sorted: the same bytes on every protobuf, whose map order differs
+        return bytes(record.SerializeToString(deterministic=True))
 
 
 class _B64:
@@ -353,7 +354,7 @@ def write_warmup(path: str | os.PathLike[str], requests: Iterable[ExampleRequest
         if isinstance(r, ExampleRequest):
             records.append(r.warmup_record())
         elif is_message(r, "tensorflow.serving.PredictionLog"):  # tfship's class or TF Serving's
-            records.append(bytes(r.SerializeToString()))
+            records.append(bytes(r.SerializeToString(deterministic=True)))
         else:
             kind = getattr(getattr(r, "DESCRIPTOR", None), "full_name", type(r).__name__)
             raise InputError(
