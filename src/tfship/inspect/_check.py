@@ -72,6 +72,8 @@ class CheckReport:
     path: str
     findings: list[Finding] = field(default_factory=list)
     content_hash: str | None = None
+    #: The TensorFlow version whose ops the export was judged against (``None``: not judged).
+    target_tf: str | None = None
 
     def add(self, check: str, severity: str, message: str) -> None:
         """Record a finding."""
@@ -97,6 +99,7 @@ class CheckReport:
             "errors": len(self.errors),
             "warnings": len(self.warnings),
             "content_hash": self.content_hash,
+            "target_tf": self.target_tf,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -237,12 +240,14 @@ def _check_ops(
     else:
         report.add("denylisted_ops", "ok", "no denylisted ops")
     if table is not None:
+        report.target_tf = table.tensorflow
+        report.add("target_tf", "info", f"ops judged against {table.judged}")
         unknown = sorted(op for op in ops if table.attributes(op) is None)
         if unknown:
             report.add(
                 "registered_ops",
                 "error",
-                "ops this TensorFlow does not register (custom ops?): " + ", ".join(unknown),
+                f"ops {table.name} does not register (custom ops?): " + ", ".join(unknown),
             )
         else:
             report.add("registered_ops", "ok", f"all {len(ops)} ops are registered")
@@ -260,17 +265,23 @@ def newer_op_problems(mg: MetaGraphInfo, table: OpTable | None = None) -> list[s
     """Ops written by a newer TensorFlow: attributes this one does not know, newer XlaCallModule.
 
     Such a graph loads, then every call fails (``Cannot deserialize computation``, ``NodeDef
-    mentions attr ...``). TensorFlow 2.15's ops are read from the table shipped with tfship
-    (:func:`op_table`), not from TensorFlow.
+    mentions attr ...``). An unknown attribute left at the default its writer's op list
+    declares is no problem: TensorFlow's loader removes it first, as TF Serving's does
+    (``RemoveNewDefaultAttrsFromGraphDef``). The ops are read from ``table`` (by default the
+    installed TensorFlow's, see :func:`op_table`), never from TensorFlow.
     """
     table = table or op_table()
     newest = table.xla_call_module_max_version
+    defaults = _writer_defaults(mg)
     problems: set[str] = set()
     for node in _all_nodes(mg):
         names = table.attributes(node.op)
         if names is None:
             continue
-        extra = sorted(a for a in node.attr if not a.startswith("_") and a not in names)
+        extra = sorted(
+            a for a, value in node.attr.items()
+            if not a.startswith("_") and a not in names and defaults.get((node.op, a)) != value
+        )
         if extra:
             problems.add(f"{node.op} has attributes {', '.join(extra)} that it does not know")
         if node.op == "XlaCallModule" and node.attr["version"].i > newest:
@@ -281,10 +292,23 @@ def newer_op_problems(mg: MetaGraphInfo, table: OpTable | None = None) -> list[s
     return sorted(problems)
 
 
-def describe_newer_ops(problems: list[str]) -> str:
-    """One line for :func:`newer_op_problems`' findings, with what to do."""
+def _writer_defaults(mg: MetaGraphInfo) -> dict[tuple[str, str], Any]:
+    """(op, attribute) -> its default, from the op list of the TensorFlow that wrote the graph."""
+    op_list = mg.proto.meta_info_def.stripped_op_list
+    return {
+        (op.name, attr.name): attr.default_value
+        for op in op_list.op
+        for attr in op.attr
+        if attr.HasField("default_value")
+    }
+
+
+def describe_newer_ops(problems: list[str], table: OpTable | None = None) -> str:
+    """One line for :func:`newer_op_problems`' findings against ``table`` (by default the
+    installed TensorFlow's), with what to do."""
+    table = table or op_table()
     return (
-        f"this TensorFlow ({op_table().tensorflow}) cannot run ops of a newer one: "
+        f"{table.name} cannot run ops of a newer one: "
         + "; ".join(problems)
         + "; re-export with Keras's TensorFlow backend (KERAS_BACKEND=tensorflow), "
         "or serve with a TensorFlow that knows these ops"
@@ -294,9 +318,9 @@ def describe_newer_ops(problems: list[str]) -> str:
 def _check_op_versions(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -> None:
     problems = newer_op_problems(mg, table)
     if problems:
-        report.add("op_versions", "error", describe_newer_ops(problems))
+        report.add("op_versions", "error", describe_newer_ops(problems, table))
     else:
-        report.add("op_versions", "ok", "every op's attributes are known to this TensorFlow")
+        report.add("op_versions", "ok", f"every op's attributes are known to {table.name}")
 
 
 def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
@@ -366,6 +390,7 @@ def check_saved_model(
     tags: str = "serve",
     denylist: Iterable[str] = DEFAULT_DENYLIST,
     check_registered_ops: bool = True,
+    target_tf: str | None = None,
 ) -> CheckReport:
     """Check an export for serving readiness with TF Serving.
 
@@ -373,11 +398,14 @@ def check_saved_model(
         path: the export (version) directory.
         tags: the tag-set TF Serving will load.
         denylist: op types that must not appear.
-        check_registered_ops: also check every op is registered in TensorFlow 2.15 and that
-            its attributes are known there (read from the table shipped with tfship, not from
-            TensorFlow, which is never imported).
+        check_registered_ops: also check every op is registered in the TensorFlow that will
+            run the export and that its attributes are known there (read from a table tfship
+            ships, not from TensorFlow, which is never imported).
+        target_tf: that TensorFlow's version (``"2.15"``, ``"2.21.0"``); by default the one
+            installed here, else the newest tfship has a table for. The report names it.
 
     Raises:
+        InputError: tfship has no op table for ``target_tf``.
         ModelError: the path is missing or holds no readable SavedModel.
         SignatureNotFoundError: no MetaGraph has the tag-set.
 
@@ -389,7 +417,10 @@ def check_saved_model(
         >>> report = check_saved_model("m/1")
         >>> report.to_dict()["ready"]
         True
+        >>> check_saved_model("m/1", target_tf="2.15").target_tf
+        '2.15.1'
     """
+    table = op_table(target_tf) if check_registered_ops else None  # an unknown target first
     root = pathlib.Path(path)
     info = read_saved_model(root)
     report = CheckReport(str(root))
@@ -397,7 +428,7 @@ def check_saved_model(
     mg = info.meta_graph(tags)  # an unknown tag-set is bad input (exit 2), not a finding
     _check_signatures(report, mg)
     _check_restore(report, mg)
-    _check_ops(report, mg, denylist, op_table() if check_registered_ops else None)
+    _check_ops(report, mg, denylist, table)
     _check_warmup(report, root, mg)
     report.content_hash = content_hash(root)
     fingerprint = "present" if (root / "fingerprint.pb").is_file() else "absent"

@@ -229,18 +229,34 @@ def diff(a: str, b: str, as_json: bool) -> None:
     is_flag=True,
     help="Also load the export as TF Serving does and run one request per signature.",
 )
+@click.option(
+    "--target-tf",
+    metavar="VERSION",
+    default=None,
+    help="Judge the ops against this TensorFlow, the one that will serve the export (e.g. 2.15 "
+    "or 2.21.0; default: the installed one, else the newest tfship has a table for).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool, as_json: bool) -> None:
+def check(
+    path: str,
+    tag_set: str,
+    denylist: str | None,
+    strict: bool,
+    run: bool,
+    target_tf: str | None,
+    as_json: bool,
+) -> None:
     """Check an export for serving readiness; exit 3 when it is not ready.
 
     PATH is a version directory, or a base path: then the version TF Serving would serve
     from it (the newest) is checked. The checks read the protos only and need no TensorFlow;
+    its ops are judged against the TensorFlow named by --target-tf (the output says which).
     --run loads the model in a TF1 session (as TF Serving does) and runs a request built from
-    each signature's defaults.
+    each signature's defaults, on the TensorFlow installed here.
 
     Example:
 
-        tfship inspect check export/best/1700000123 --run
+        tfship inspect check export/best/1700000123 --target-tf 2.15 --run
     """
     from tfship.inspect._check import CheckFailedError, check_saved_model, render_check
     from tfship.inspect._scan import parse_denylist
@@ -250,7 +266,7 @@ def check(path: str, tag_set: str, denylist: str | None, strict: bool, run: bool
 
         require_tensorflow("--run (it loads the model)")
     path = _served_version(path, "checking")
-    report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist))
+    report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist), target_tf=target_tf)
     if run:
         from tfship.exporters import check_runs
 

@@ -1,15 +1,20 @@
 """``python -m tfship.inspect._opdefs_gen OUTPUT`` (``make opdefs``): write the op table
 ``inspect check`` reads (see :mod:`tfship.inspect._opdefs`) from the installed TensorFlow.
 
+OUTPUT is a file, or a directory: then the table is written there under its own name,
+``opdefs-<version>.json``, so each lane's Python writes its TensorFlow's table beside the others.
+
 A module of its own: ``python -m`` on one the package imports would run it a second time.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
-from tfship.inspect._opdefs import HOLDS, SCHEMA, SCHEMA_VERSION, render_table
+from tfship._files import write_atomically
+from tfship.inspect._opdefs import HOLDS, SCHEMA, SCHEMA_VERSION, render_table, table_file
 
 
 def table_from_tensorflow() -> dict[str, Any]:
@@ -41,11 +46,14 @@ def table_from_tensorflow() -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     """``python -m tfship.inspect._opdefs_gen OUTPUT``: write the table from the installed TensorFlow."""
     if len(argv) != 1:
-        print("usage: python -m tfship.inspect._opdefs_gen OUTPUT", file=sys.stderr)
+        print("usage: python -m tfship.inspect._opdefs_gen OUTPUT (a file, or a directory)", file=sys.stderr)
         return 2
-    text = render_table(table_from_tensorflow())
-    with open(argv[0], "w", encoding="utf-8") as stream:
-        stream.write(text)
+    table = table_from_tensorflow()
+    output = argv[0]
+    if os.path.isdir(output):
+        output = os.path.join(output, table_file(table["tensorflow"]))
+    write_atomically(output, render_table(table))
+    print(f"wrote the op table of TensorFlow {table['tensorflow']} to {output}", file=sys.stderr)
     return 0
 
 

@@ -70,6 +70,9 @@ def _batches(ctx: click.Context, param: click.Parameter, value: str) -> tuple[in
               help="Largest candidate/baseline ratio of median latency allowed.")
 @click.option("--max-load-seconds", default=120.0, show_default=True, type=_POSITIVE,
               help="How long a model may take to load and replay its warmup.")
+@click.option("--target-tf", metavar="VERSION",
+              help="Judge the candidate's ops against the TensorFlow of the server that will serve "
+                   "it (e.g. 2.15 or 2.21.0; default: the installed one, which the served checks run).")
 @click.option("--dry-run", is_flag=True, help="Decide, publish nothing.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the decision as one self-contained HTML page.")
@@ -80,12 +83,13 @@ def promote(
 ) -> None:
     """Check CANDIDATE against the version served from --to, then publish it there.
 
-    The checks, in order, all run even after a failure: ready (inspect check --run),
-    compatible (inspect diff, as a client sees it), serves (loaded by tfship serve in its own
-    process, warmup replayed, N requests answered), same answers (against the baseline),
-    as good (--eval data or the exporters' metrics, --threshold and --change) and as fast
-    (p50/p99 at --batch, interleaved). When every check passes the candidate is copied into
-    the base path, fsynced and renamed to the next version, with a decision record beside it.
+    The checks, in order, all run even after a failure: ready (inspect check --run, its ops
+    judged against --target-tf), compatible (inspect diff, as a client sees it), serves
+    (loaded by tfship serve in its own process, warmup replayed, N requests answered), same
+    answers (against the baseline), as good (--eval data or the exporters' metrics,
+    --threshold and --change) and as fast (p50/p99 at --batch, interleaved). When every check
+    passes the candidate is copied into the base path, fsynced and renamed to the next
+    version, with a decision record beside it.
     Exit codes: 0 promoted (or would be), 3 refused, 2 bad input, 1 failed to run.
 
     \b
@@ -113,6 +117,7 @@ def promote(
             thresholds=options["thresholds"], changes=options["changes"], batches=options["batches"],
             latency_calls=options["latency_calls"], max_latency_ratio=options["max_latency_ratio"],
             max_load_seconds=options["max_load_seconds"], dry_run=dry_run,
+            target_tf=options["target_tf"],
         )
         on_check = None if as_json else _print_check
         try:

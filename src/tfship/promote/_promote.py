@@ -91,6 +91,9 @@ class PromoteOptions:
     max_load_seconds: float = 120.0
     call_timeout: float = 30.0
     dry_run: bool = False
+    #: The TensorFlow of the server that will serve the candidate (``"2.15"``, ``"2.21.0"``), whose
+    #: ops ``ready`` judges it against; ``None``: the one installed here, which the served checks run.
+    target_tf: str | None = None
 
 
 @dataclass
@@ -253,13 +256,18 @@ class _Run:
     def ready(self) -> Check:
         try:
             self.info = read_saved_model(self.candidate)
-            report = check_saved_model(self.candidate)
+            report = check_saved_model(self.candidate, target_tf=self.options.target_tf)
         except ModelError as exc:
             return Check("ready", FAIL, f"unreadable: {exc}")
+        if self.options.target_tf is not None:
+            self.notes.append(
+                f"ready judged the candidate's ops against TensorFlow {report.target_tf}, the target "
+                "named; serves, same answers and as fast ran it on the TensorFlow installed here"
+            )
         # promote gives the candidate its version number: its own directory name is free
         errors = [f"{f.check}: {f.message}" for f in report.errors if f.check != "version_dir"]
         warnings = [f"{f.check}: {f.message}" for f in report.warnings]
-        summary = f"{len(errors)} error(s), {len(warnings)} warning(s)"
+        summary = f"{len(errors)} error(s), {len(warnings)} warning(s) on TensorFlow {report.target_tf}"
         if errors:
             summary += f"; {errors[0]}"
         numbers = {"findings": [f.to_dict() for f in report.findings]}
@@ -519,8 +527,8 @@ def promote(
         published then).
 
     Raises:
-        InputError: a path or file is missing or of the wrong kind, or a threshold names a
-            metric that was not measured.
+        InputError: a path or file is missing or of the wrong kind, a threshold names a
+            metric that was not measured, or tfship has no op table for ``options.target_tf``.
         ModelError: the baseline cannot be read.
 
     Example:
