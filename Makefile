@@ -110,13 +110,15 @@ protos: $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS)
 	cd $(PROTO_DIR) && $(abspath $(PROTOC_VENV))/bin/python -m grpc_tools.protoc -I. --include_imports \
 		--descriptor_set_out=$(abspath $(PROTOS_OUT)) $$(find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
 
-# The ops TensorFlow registers, with their attribute names, and the newest XlaCallModule version
-# it runs: the table `inspect check` reads instead of importing TensorFlow. Run it after changing
-# the pinned TensorFlow; tests/inspect fails while the shipped file is stale.
-OPDEFS_OUT ?= src/tfship/inspect/opdefs.json
+# The ops each lane's TensorFlow registers, with their attribute names and the newest XlaCallModule
+# version it runs: the tables `inspect check` reads instead of importing TensorFlow, one per
+# shipped TensorFlow (opdefs-<version>.json). Run it after changing either lane's TensorFlow;
+# tests/inspect fails on each lane while its table is stale.
+OPDEFS_DIR ?= src/tfship/inspect
 
-opdefs: $(VENV)/.installed-run
-	$(PY) -m tfship.inspect._opdefs_gen $(OPDEFS_OUT)
+opdefs: $(VENV)/.installed-run $(RUN_VENV)/.installed-dev
+	$(PY) -m tfship.inspect._opdefs_gen $(OPDEFS_DIR)
+	$(RUN_PY) -m tfship.inspect._opdefs_gen $(OPDEFS_DIR)
 
 clean:
 	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info

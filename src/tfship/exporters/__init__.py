@@ -5,7 +5,10 @@ function that stages, verifies and publishes (``export_model``), and drop-in exp
 ``tf.estimator.EvalSpec(exporters=...)``: ``LatestExporter``, ``FinalExporter`` and a
 restart-safe ``BestExporter``.
 
-Importing this package is cheap: TensorFlow loads on first use of a name below.
+Importing this package is cheap: TensorFlow loads on first use of a name below. The receivers,
+``export_model`` and the exporters need ``tf.estimator`` (the ``estimator`` extra, TensorFlow
+2.15) and say so in one line on a newer TensorFlow; ``check_runs`` and ``verify_export`` run an
+export on any TensorFlow.
 
 Example:
     >>> from tfship.exporters import BestExporter, parsing_receiver
