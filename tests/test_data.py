@@ -145,9 +145,18 @@ def test_every_command_that_writes_a_file_takes_o_for_out(tmp_path: Path) -> Non
                                 "-o", str(tmp_path / "s.csv")])
     assert synth.exit_code == 0, synth.output
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 4
-    assert "-o, --out" in runner.invoke(cli, ["export", "--help"]).output
 
 
+@pytest.mark.estimator  # tfship export needs tf.estimator, even for its help
+def test_export_takes_o_for_out_too() -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    assert "-o, --out" in CliRunner().invoke(cli, ["export", "--help"]).output
+
+
+@pytest.mark.estimator  # training's input function
 def test_a_byte_order_mark_is_not_part_of_the_first_name(tmp_path: Path) -> None:
     from tfship.trainer import InputOptions, build_input_fn
 

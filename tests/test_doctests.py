@@ -34,6 +34,13 @@ def _module_names() -> list[str]:
 
 
 MODULES = _module_names()
+# Their examples train or export Estimators: the estimator lane only (tests/estimator_lane.py).
+ESTIMATOR_PACKAGES = ("tfship.trainer", "tfship.exporters")
+
+
+def _param(name: str) -> Any:
+    needs = any(name == p or name.startswith(p + ".") for p in ESTIMATOR_PACKAGES)
+    return pytest.param(name, id=name, marks=[pytest.mark.estimator] if needs else [])
 
 
 class _Finder(doctest.DocTestFinder):
@@ -87,7 +94,7 @@ class _Recorder(doctest.DocTestRunner):
 
 # matplotlib (the promotion report's plots) still calls pyparsing's old spellings
 @pytest.mark.filterwarnings("ignore::pyparsing.warnings.PyparsingDeprecationWarning")
-@pytest.mark.parametrize("name", MODULES, ids=MODULES)
+@pytest.mark.parametrize("name", [_param(name) for name in MODULES])
 def test_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = _Recorder()
     for number, test in enumerate(_examples(name)):
@@ -100,12 +107,14 @@ def test_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         pytest.fail("\n".join(runner.problems), pytrace=False)
 
 
+@pytest.mark.estimator  # it imports every module
 def test_examples_are_found() -> None:
     counts = {name: sum(sum(map(_runs, test.examples)) for test in _examples(name)) for name in MODULES}
     total = sum(counts.values())
     assert total >= EXPECTED_EXAMPLES - MARGIN, f"only {total} docstring examples found: {counts}"
 
 
+@pytest.mark.estimator  # it imports every module
 def test_every_example_in_the_source_is_found() -> None:
     # a docstring the finder cannot reach (an object renamed to another module, a lazy
     # package) would hold examples that never run: count ">>>" lines file by file

@@ -52,6 +52,7 @@ def test_csv_cells_by_column_type() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.estimator  # training's input function
 def test_trainer_csv_input_follows_the_rule(tmp_path: Path) -> None:
     from tfship.trainer import InputOptions, build_input_fn
 

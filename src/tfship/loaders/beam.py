@@ -44,8 +44,8 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         >>> with beam.Pipeline() as pipeline:
         ...     _ = (pipeline | beam.Create([{"a": 1.0, "b": 2.0}])
         ...          | RunInference(LocalModelHandler("m/1", None, None))
-        ...          | beam.Map(lambda result: print(result.inference)))
-        {'y': 3.0}
+        ...          | beam.Map(lambda result: print(result.inference["y"].item())))
+        3.0
     """
 
     def __init__(
