@@ -54,6 +54,7 @@ def _write(kind: str, path: Path, records: list[dict[str, Any]]) -> Path:
         ("tfrecord", "field 'bill_length_mm': expected float32 values (float_list), found a bytes_list"),
     ],
 )
+@pytest.mark.estimator  # tfship export --warmup
 def test_export_names_the_file_and_record_of_a_bad_warmup_record(
     tiny_model: Any, tmp_path: Path, kind: str, reason: str
 ) -> None:

@@ -105,6 +105,7 @@ def test_a_slower_candidate_is_refused_on_latency(modules, tmp_path: Path) -> No
     assert _versions(base) == ["1"]
 
 
+@pytest.mark.estimator  # it exports a worse checkpoint
 def test_a_worse_trained_model_is_refused_by_change_on_eval_data(tiny_model, tmp_path: Path) -> None:
     untrained = tmp_path / "untrained"
     result = CliRunner().invoke(cli, [

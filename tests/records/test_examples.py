@@ -280,6 +280,7 @@ PENGUIN = {"island": "Biscoe", "bill_length_mm": 45.5, "bill_depth_mm": 15.25, "
 
 
 @pytest.mark.slow
+@pytest.mark.estimator  # one caller is tfship export --warmup
 def test_every_caller_builds_the_same_example(tiny_model: Any, tmp_path: Path) -> None:
     """The export's warmup (schema typing), ``inspect request`` (the parsing signature's feature
     spec, read from the graph), the schema's parse spec, the client's rule and TF Serving's JSON

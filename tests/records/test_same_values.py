@@ -146,6 +146,7 @@ def test_the_reader_types_each_cell_once(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.estimator  # tfship export --warmup
 def test_export_warmup_holds_the_values_the_reader_gives(tiny_model: Any, tmp_path: Path) -> None:
     path = _csv(tmp_path / "penguins.csv", ROWS)
     out = tmp_path / "serving"
