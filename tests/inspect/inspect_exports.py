@@ -286,7 +286,12 @@ def tf2_module(root: pathlib.Path) -> pathlib.Path:
 
 
 def keras_model(root: pathlib.Path) -> pathlib.Path:
-    """A small functional Keras model saved with ``tf.saved_model.save``."""
+    """A small functional Keras model saved for serving as its Keras does: Keras 2 with
+    ``tf.saved_model.save``, Keras 3 (TensorFlow 2.16 and later) with ``model.export``, which
+    names the signature's inputs after the model's (``tf.saved_model.save`` of a Keras 3 model
+    calls them ``inputs``, ``inputs_1``)."""
+    from importlib.metadata import version
+
     import tensorflow as tf
 
     inputs = {
@@ -299,7 +304,10 @@ def keras_model(root: pathlib.Path) -> pathlib.Path:
     out = tf.keras.layers.Dense(2, name="probs", activation="softmax")(x)
     model = tf.keras.Model(inputs, out)
     path = root / "keras" / "1"
-    tf.saved_model.save(model, str(path))
+    if int(version("keras").split(".")[0]) >= 3:
+        model.export(str(path), format="tf_saved_model", verbose=False)
+    else:
+        tf.saved_model.save(model, str(path))
     return path
 
 

@@ -42,7 +42,8 @@ def test_show_all_of_a_model_tensorflow_cannot_load(
     reference = subprocess.run(
         [str(SMCLI), "show", "--dir", str(path), "--all"], capture_output=True, text=True
     )
-    assert reference.returncode != 0  # it loads the model to list the functions, and fails
+    # it loads the model to list the functions, and fails (TF 2.15) or lists none (later ones)
+    assert reference.returncode != 0 or "Concrete Functions: N/A" in reference.stdout
     ours = CliRunner().invoke(cli, ["inspect", "show", str(path), "--all"])
     assert ours.exit_code == 0
     assert "'TfshipNoSuchOp'" in ours.stdout and "Function Name: '__call__'" in ours.stdout
