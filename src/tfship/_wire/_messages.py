@@ -7,7 +7,7 @@ the same. ``make protos`` compiles them into one ``FileDescriptorSet`` (imports 
 ``_wire/proto/descriptors.pb``, which the package ships.
 
 Generated ``_pb2`` modules work only with the protobuf major they were made for (and the next
-one); classes made from descriptors at run time work on every protobuf from 3.20 to 6.x. They
+one); classes made from descriptors at run time work on every protobuf from 3.20 to 7.x. They
 live in a private ``DescriptorPool``, so they never clash with TensorFlow's own classes of the
 same names in the same process: the two kinds exchange bytes, not objects.
 
