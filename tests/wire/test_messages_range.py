@@ -19,11 +19,11 @@ from venvs import ROOT, THIS, interpreters
 
 # the case -> (what pip installs, the version it must report)
 PROTOBUFS = {"3.20": ("protobuf==3.20.3", "3.20.3"), "5": ("protobuf>=5,<6", "5."),
-             "6": ("protobuf>=6,<7", "6.")}
+             "6": ("protobuf>=6,<7", "6."), "7": ("protobuf>=7,<8", "7.")}
 # Python 3.9 runs protobuf 3.20 on its C++ backend (a wheel with the extension); newer Pythons run
 # 3.20 in pure Python and 4.21 and later on upb.
 CASES = [("3.9", "3.20"), (THIS, "3.20"), (THIS, "5"), (THIS, "6"), ("3.12", "6"), ("3.13", "3.20"),
-         ("3.13", "6")]
+         ("3.13", "6"), ("3.13", "7")]
 WIRE_DEPS = ["numpy", "orjson", "crc32c"]
 
 SCRIPT = r"""
