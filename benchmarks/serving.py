@@ -174,13 +174,17 @@ def big_call_times(address: str, request: Any) -> dict[str, float]:
         }
 
 
-def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
+def serve_constant_reply(
+    kind: str, version_dir: str | None = None, request_file: str | None = None
+) -> None:
     """Serve Predict with one pre-serialized reply (the transport floor), until killed.
 
     With ``version_dir`` each call also runs that model's signature (``big`` for the big
     reply, else the default) on a fixed input through ``LocalModel.checked_runner``, in the
     handler's thread, before the same constant reply: the floor of any server on this stack
-    that runs the model (no request read, no checks, no answer written).
+    that runs the model (no request read, no checks, no answer written). ``request_file``, a
+    serialized ``PredictRequest``, names another model's signature, input and outputs (every
+    output of the signature when it filters none), read once at start-up.
     """
     from concurrent import futures
 
@@ -197,10 +201,13 @@ def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
     if version_dir is not None:
         from tfship.loaders import load
 
-        signature, output = ("big", "image") if kind == "big" else ("serving_default", "scores")
-        run = load(version_dir).checked_runner(signature, [output])
+        model = load(version_dir)
+        signature, outputs = ("big", ["image"]) if kind == "big" else ("serving_default", ["scores"])
+        feeds: dict[str, Any] = {"x": np.ones([1, 16], np.float32)}
+        if request_file is not None:
+            signature, feeds, outputs = request_feeds(model, Path(request_file).read_bytes())
+        run = model.checked_runner(signature, outputs)
         assert run is not None
-        feeds = {"x": np.ones([1, 16], np.float32)}
 
         def answer(_request: bytes, _context: Any) -> bytes:
             run(feeds)
@@ -218,6 +225,17 @@ def serve_constant_reply(kind: str, version_dir: str | None = None) -> None:
     print(server.add_insecure_port("127.0.0.1:0"), flush=True)
     server.start()
     server.wait_for_termination()
+
+
+def request_feeds(model: Any, request: bytes) -> tuple[str, dict[str, Any], list[str]]:
+    """The signature, feeds and outputs a serialized ``PredictRequest`` asks ``model`` for."""
+    from tfship._wire import DEFAULT_SIGNATURE, decode_tensor, protos
+
+    message = protos().predict_pb2.PredictRequest.FromString(request)
+    signature = message.model_spec.signature_name or DEFAULT_SIGNATURE
+    feeds = {key: decode_tensor(tensor) for key, tensor in message.inputs.items()}
+    outputs = list(message.output_filter) or sorted(model.signature(signature).outputs)
+    return signature, feeds, outputs
 
 
 def against_floor(
@@ -438,6 +456,7 @@ def main() -> None:
                         help="per measurement (default 2; 0.2 with --short)")
     parser.add_argument("--constant-reply-server", choices=("small", "big"), help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--request", help=argparse.SUPPRESS)
     parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
     parser.add_argument("--short", action="store_true",
                         help="0.2 s per measurement, 8 clients only: every path, no targets")
@@ -445,7 +464,7 @@ def main() -> None:
     seconds = args.seconds if args.seconds is not None else 0.2 if args.short else 2.0
     clients = SHORT_CLIENTS if args.short else CLIENTS
     if args.constant_reply_server:
-        serve_constant_reply(args.constant_reply_server, args.model)
+        serve_constant_reply(args.constant_reply_server, args.model, args.request)
         return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "bench"

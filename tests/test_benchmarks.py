@@ -61,6 +61,24 @@ ROWS: dict[str, list[str]] = {
             for kind in ("linear_parsing", "tf2_module", "all")
         ),
     ],
+    "lanes.py": [
+        r"^2\.15 +3\.\d+\.\d+ +2\.15\.\d+ ",
+        r"^newest +3\.\d+\.\d+ +\d+\.\d+\.\d+ ",
+        *(rf"^TF \d+\.\d+\.\d+ \({venv}\) +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER} +{NUMBER} "
+          rf"\({NUMBER}-{NUMBER}\) +{NUMBER} +{NUMBER}$" for venv in (r"\.venv", r"\.venv-run")),
+        rf"^newest / 2\.15, tfship predict rows/s: job {NUMBER}x \({NUMBER}-{NUMBER}x\), wall "
+        rf"{NUMBER}x \({NUMBER}-{NUMBER}x\)$",
+        *(rf"^{side} +{n} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER} \({NUMBER}-{NUMBER}\) +"
+          rf"{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
+          for side in ("tfship serve", "floor running the model",
+                       r"transport floor \(constant reply\)")
+          for n in (1, 8)),
+        r"^the same answers from both servers \(probabilities within 1e-5\): True$",
+        *(rf"^tfship serve / floor running the model, {n} clients?: 2\.15 {NUMBER}x, newest "
+          rf"{NUMBER}x$" for n in (1, 8)),
+        rf"^the model's own run per call, 1 client .*: 2\.15 {NUMBER} ms, newest {NUMBER} ms "
+        rf"\(newest / 2\.15 {NUMBER}x the time\)$",
+    ],
     "loaders.py": [
         rf"^tfship predict \(CSV->CSV\) +3,000 +{NUMBER} +{NUMBER} +1\.00 *$",
         *(
