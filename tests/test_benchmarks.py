@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# The benchmarks measure tfship against tf.estimator's own paths, so they run on the estimator
+# lane; lanes.py measures the run lane from there.
+pytestmark = [pytest.mark.slow, pytest.mark.estimator]
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
