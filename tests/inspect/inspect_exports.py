@@ -371,6 +371,34 @@ def keras_sequential(root: pathlib.Path) -> pathlib.Path:
     return path
 
 
+def tfship_export(root: pathlib.Path) -> pathlib.Path:
+    """A LinearClassifier exported by ``tfship.exporters.export_model`` with both receivers, a
+    warmup record and the exporter's metadata."""
+    import tensorflow as tf
+    from tensorflow_estimator import estimator
+
+    from tfship.exporters import both_receiver, export_model
+
+    est = estimator.LinearClassifier(_columns(), config=_run_config(root / "model"))
+    est.train(_input_fn, steps=2)
+    spec: dict[str, Any] = {
+        "age": tf.io.FixedLenFeature([1], tf.float32, default_value=[40.0]),
+        "color": tf.io.VarLenFeature(tf.string),
+    }
+    example = tf.train.Example()
+    example.features.feature["age"].float_list.value.append(33.0)
+    example.features.feature["color"].bytes_list.value.append(b"red")
+    result = export_model(
+        est,
+        root / "export" / "linear",
+        both_receiver(spec),
+        warmup=[example],
+        eval_result={"accuracy": 0.75},
+        exporter={"name": "final"},
+    )
+    return pathlib.Path(result.path)
+
+
 BUILDERS = {
     "linear_parsing": linear_parsing,
     "linear_text": linear_text,

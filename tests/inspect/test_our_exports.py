@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from estimator_lane import build
 from tfship.cli import cli
 
 pytestmark = pytest.mark.slow
@@ -16,33 +16,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def our_export(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    import inspect_exports
-    import tensorflow as tf
-    from tensorflow_estimator import estimator
-
-    from tfship.exporters import both_receiver, export_model
-
-    root = tmp_path_factory.mktemp("ours")
-    est = estimator.LinearClassifier(
-        inspect_exports._columns(), config=inspect_exports._run_config(root / "model")
-    )
-    est.train(inspect_exports._input_fn, steps=2)
-    spec: dict[str, Any] = {
-        "age": tf.io.FixedLenFeature([1], tf.float32, default_value=[40.0]),
-        "color": tf.io.VarLenFeature(tf.string),
-    }
-    example = tf.train.Example()
-    example.features.feature["age"].float_list.value.append(33.0)
-    example.features.feature["color"].bytes_list.value.append(b"red")
-    result = export_model(
-        est,
-        root / "export" / "linear",
-        both_receiver(spec),
-        warmup=[example],
-        eval_result={"accuracy": 0.75},
-        exporter={"name": "final"},
-    )
-    return pathlib.Path(result.path)
+    """A LinearClassifier exported by tfship.exporters with both receivers, warmup and metadata
+    (by TensorFlow 2.15, on either lane)."""
+    return pathlib.Path(build("inspect/inspect_exports:tfship_export", tmp_path_factory.mktemp("ours")))
 
 
 def test_check_versions_and_request(our_export: pathlib.Path) -> None:
