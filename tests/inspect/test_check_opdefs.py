@@ -105,6 +105,37 @@ def newer_op(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return _copy_with(tmp_path_factory.mktemp("newer_op") / "1", _newer_op)
 
 
+EXPECTED_JAX_ERROR = json.loads((NEWTF / "expected.json").read_text())["models"]["keras_jax_export"]["error"]
+
+
+def _copy_jax_with(dst: pathlib.Path, change: Callable[[bytes], bytes]) -> pathlib.Path:
+    """A copy of the JAX-backend export with each XlaCallModule's ``module`` replaced by ``change``'s."""
+    shutil.copytree(NEWTF / "keras_jax_export" / "1", dst)
+    proto = read_saved_model(dst).proto
+    graph = proto.meta_graphs[0].graph_def
+    nodes = [n for n in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
+             if n.op == "XlaCallModule"]
+    assert len(nodes) == 2
+    for node in nodes:
+        node.attr["module"].s = change(node.attr["module"].s)
+    (dst / "saved_model.pb").write_bytes(proto.SerializeToString())
+    return dst
+
+
+@pytest.fixture(scope="module")
+def jax_at(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], pathlib.Path]:
+    """The JAX-backend export with its producer string saying another StableHLO version."""
+
+    def at(version: str) -> pathlib.Path:
+        def change(module: bytes) -> bytes:
+            assert module.startswith(b"ML\xefR\x0dStableHLO_v1.18.0\x00")
+            return module.replace(b"StableHLO_v1.18.0", b"StableHLO_v" + version.encode(), 1)
+
+        return _copy_jax_with(tmp_path_factory.mktemp(f"jax_{version}") / "1", change)
+
+    return at
+
+
 def _by_check(report: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {f["check"]: f for f in report["findings"]}
 
@@ -136,7 +167,7 @@ def test_each_shipped_table_says_what_it_describes_one_op_a_line() -> None:
     assert tuple(sorted(tables)) == SHIPPED
     for version, text in tables.items():
         table = json.loads(text)
-        assert table["schema"] == "tfship.opdefs" and table["version"] == 1
+        assert table["schema"] == "tfship.opdefs" and table["version"] == 2
         assert table["tensorflow"] == version
         lines = text.decode().splitlines()
         assert lines[lines.index('"ops": {') + 1 :][:3] == [
@@ -151,6 +182,8 @@ def test_the_tables_differ_where_the_tensorflows_do() -> None:
     assert old["ops"]["MatMul"] == ["T", "transpose_a", "transpose_b"]
     assert new["ops"]["MatMul"] == ["T", "grad_a", "grad_b", "transpose_a", "transpose_b"]
     assert (old["xla_call_module_max_version"], new["xla_call_module_max_version"]) == (8, 10)
+    # what each one's StableHLO bindings report, and its XlaCallModule's errors name
+    assert (old["stablehlo_max_version"], new["stablehlo_max_version"]) == ("0.14.24", "1.13.7")
     assert "TRTEngineOp" in old["ops"] and "TRTEngineOp" not in new["ops"]
 
 
@@ -205,12 +238,104 @@ def test_by_default_the_installed_tensorflow_judges(grad_a: pathlib.Path) -> Non
         assert report.errors[0].message.startswith(newer)
 
 
-def test_a_jax_export_is_ready_for_the_newer_tensorflow_only() -> None:
+def test_a_jax_export_whose_stablehlo_is_newer_than_either_tensorflow_reads_is_ready_for_neither() -> None:
+    # its XlaCallModule holds StableHLO v1.18.0; TF 2.21 reads up to v1.13.7 and fails every call
+    # (expected.json holds its error), TF 2.15 up to v0.14.24, and runs XlaCallModule 8 at most
     export = NEWTF / "keras_jax_export" / "1"
+    assert EXPECTED_JAX_ERROR.startswith("Cannot deserialize computation: ")
     (error,) = check_saved_model(export, target_tf="2.15").errors
     assert "XlaCallModule version 10 is newer than the 8 it runs" in error.message
     assert "XlaCallModule has attributes use_shardy_partitioner" in error.message
-    assert not check_saved_model(export, target_tf="2.21").errors
+    assert "XlaCallModule holds StableHLO v1.18.0, newer than the v0.14.24 it reads" in error.message
+    assert error.message.endswith(
+        "re-export with Keras's TensorFlow backend (KERAS_BACKEND=tensorflow), "
+        "or serve with a TensorFlow that knows these ops and reads this StableHLO"
+    )
+    report = check_saved_model(export, target_tf="2.21")
+    (error,) = report.errors
+    assert (error.check, error.message) == ("op_versions", (
+        "TensorFlow 2.21.0 cannot deserialize this graph's StableHLO: XlaCallModule holds StableHLO "
+        "v1.18.0, newer than the v1.13.7 it reads; export it with a JAX and Keras whose StableHLO "
+        "TensorFlow 2.21.0 reads (v1.13.7 or older), or with Keras's TensorFlow backend "
+        "(KERAS_BACKEND=tensorflow), or serve it with a newer TensorFlow that reads its StableHLO"
+    ))
+    assert "stablehlo" not in {f.check for f in report.findings}  # said once, as the error
+
+
+def test_the_cli_says_a_jax_export_is_not_ready_for_the_newest_tensorflow() -> None:
+    export = str(NEWTF / "keras_jax_export" / "1")
+    result = CliRunner().invoke(cli, ["inspect", "check", export, "--target-tf", "2.21"])
+    assert result.exit_code == 3, result.output
+    assert (
+        "ERROR    op_versions: TensorFlow 2.21.0 cannot deserialize this graph's StableHLO: "
+        "XlaCallModule holds StableHLO v1.18.0, newer than the v1.13.7 it reads; "
+    ) in result.stdout
+    assert result.stdout.endswith(f"{export}: NOT READY (1 errors, 0 warnings)\n")
+
+
+@pytest.mark.parametrize("target", ["2.15", "2.21"])
+def test_a_stablehlo_the_tensorflow_reads_is_judged_ok(
+    jax_at: Callable[[str], pathlib.Path], target: str
+) -> None:
+    # the JAX export's module, said to be written for exactly what the target reads
+    reads = {"2.15": "0.14.24", "2.21": "1.13.7"}[target]
+    report = check_saved_model(jax_at(reads), target_tf=target)
+    checks = {f.check: f for f in report.findings}
+    assert "StableHLO" not in checks["op_versions"].message
+    assert (checks["stablehlo"].severity, checks["stablehlo"].message) == ("ok", (
+        f"XlaCallModule holds StableHLO v{reads}; TensorFlow {report.target_tf} deserializes up to v{reads}"
+    ))
+    # one patch release newer is newer
+    newer = reads.rsplit(".", 1)[0] + "." + str(int(reads.rsplit(".", 1)[1]) + 1)
+    (error,) = check_saved_model(jax_at(newer), target_tf=target).errors
+    assert f"XlaCallModule holds StableHLO v{newer}, newer than the v{reads} it reads" in error.message
+
+
+@pytest.mark.parametrize(
+    "version",
+    [b"\x0d", b"\x02\x01", b"\x80" + b"\x01" * 7, b"\x00" + b"\x00" * 8],  # 1, 2, 8 and 9 bytes
+)
+def test_the_producer_is_read_after_a_bytecode_version_of_any_length(
+    tmp_path: pathlib.Path, version: bytes
+) -> None:
+    def change(module: bytes) -> bytes:
+        return b"ML\xefR" + version + b"StableHLO_v1.13.7\x00" + module.split(b"\x00", 1)[1]
+
+    report = check_saved_model(_copy_jax_with(tmp_path / "1", change), target_tf="2.21")
+    checks = {f.check: f for f in report.findings}
+    assert checks["stablehlo"].message == (
+        "XlaCallModule holds StableHLO v1.13.7; TensorFlow 2.21.0 deserializes up to v1.13.7"
+    )
+
+
+NO_PRODUCER = "its MLIR bytecode has no producer string (of at most 64 bytes)"
+
+
+@pytest.mark.parametrize(
+    ("module", "why"),
+    [
+        (b"module {}", "it is not MLIR bytecode (no MLIR magic number)"),
+        (b"ML\xefR", "its MLIR bytecode ends after the magic number"),
+        (b"ML\xefR\x0dStableHLO_v1.18.0", NO_PRODUCER),  # cut short
+        (b"ML\xefR\x0d" + b"x" * 100_000 + b"\x00", NO_PRODUCER),  # read 64 bytes at most
+        (b"ML\xefR\x0dMLIR23.0.0git\x00\x01", "its MLIR bytecode was produced by 'MLIR23.0.0git', not by "
+         "StableHLO (StableHLO_vX.Y.Z)"),
+        (b"ML\xefR\x0dStableHLO_v1.x\x00", "its MLIR bytecode was produced by 'StableHLO_v1.x', not by "
+         "StableHLO (StableHLO_vX.Y.Z)"),
+    ],
+)
+def test_a_module_whose_stablehlo_cannot_be_read_is_said_not_judged(
+    tmp_path: pathlib.Path, module: bytes, why: str
+) -> None:
+    export = _copy_jax_with(tmp_path / "1", lambda _: module)
+    report = check_saved_model(export, target_tf="2.21")
+    assert not report.errors, [f.message for f in report.errors]
+    warned = sorted(f.message for f in report.warnings if f.check == "stablehlo")
+    assert warned == [
+        f"cannot judge XlaCallModule {name!r}: {why}, so which StableHLO it needs is unknown; "
+        "run it on the TensorFlow that will serve it"
+        for name in ("XlaCallModule", "jax2tf_vjp/XlaCallModule")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -339,6 +464,32 @@ def test_an_installed_tensorflow_whose_table_cannot_be_built_is_refused_not_misj
     assert not (tmp_path / "cache").exists()
     result = _tfship_without_tensorflow(tmp_path, "inspect", "check", str(grad_a), "--target-tf", "2.21")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_table_that_does_not_know_its_stablehlo_makes_the_check_say_it_could_not_judge(
+    tmp_path: pathlib.Path,
+) -> None:
+    # an installed TensorFlow 2.99.0 without a shipped table, whose kept table (built from its
+    # registry) records no StableHLO version: its StableHLO bindings said none
+    site = _site_without_tensorflow(tmp_path)
+    dist_info = site / "tensorflow-2.99.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.99.0\n")
+    table = json.loads(_shipped_tables()["2.21.0"])
+    table.update(tensorflow="2.99.0", stablehlo_max_version=None)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "opdefs-2.99.0.json").write_text(json.dumps(table))
+    export = str(NEWTF / "keras_jax_export" / "1")
+    result = _tfship_without_tensorflow(tmp_path, "inspect", "check", export)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "WARNING  stablehlo: cannot judge the StableHLO of XlaCallModule (v1.18.0): tfship's table for "
+        "this TensorFlow (2.99.0) does not record which StableHLO it deserializes; run it on that "
+        "TensorFlow to find out\n"
+    ) in result.stdout
+    assert result.stdout.endswith(f"{export}: ready (0 errors, 1 warnings)\n")
+    result = _tfship_without_tensorflow(tmp_path, "inspect", "check", export, "--strict")
+    assert result.returncode == 3, result.stdout
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,13 +263,16 @@ def _all_nodes(mg: MetaGraphInfo) -> Iterable[Any]:
 
 
 def newer_op_problems(mg: MetaGraphInfo, table: OpTable | None = None) -> list[str]:
-    """Ops written by a newer TensorFlow: attributes this one does not know, newer XlaCallModule.
+    """Ops written by a newer TensorFlow: attributes this one does not know, newer XlaCallModule,
+    StableHLO newer than its XlaCallModule deserializes.
 
     Such a graph loads, then every call fails (``Cannot deserialize computation``, ``NodeDef
     mentions attr ...``). An unknown attribute left at the default its writer's op list
     declares is no problem: TensorFlow's loader removes it first, as TF Serving's does
     (``RemoveNewDefaultAttrsFromGraphDef``). The ops are read from ``table`` (by default the
-    installed TensorFlow's, see :func:`op_table`), never from TensorFlow.
+    installed TensorFlow's, see :func:`op_table`), never from TensorFlow; a StableHLO version
+    that cannot be read, or a table that does not know its own, is no problem here: ``check``
+    says it could not judge.
     """
     table = table or op_table()
     newest = table.xla_call_module_max_version
@@ -289,7 +293,82 @@ def newer_op_problems(mg: MetaGraphInfo, table: OpTable | None = None) -> list[s
                 f"XlaCallModule version {node.attr['version'].i} is newer than the "
                 f"{newest} it runs (a JAX-backend export?)"
             )
+    reads = table.stablehlo_max_version
+    for written in {v for _, v in _stablehlo_versions(mg) if isinstance(v, tuple)}:
+        if reads is not None and written > _version_tuple(reads):
+            problems.add(f"{_NEWER_STABLEHLO}{_dotted(written)}, newer than the v{reads} it reads")
     return sorted(problems)
+
+
+#: How :func:`newer_op_problems` begins a StableHLO finding, so its description gives its remedy.
+_NEWER_STABLEHLO = "XlaCallModule holds StableHLO v"
+#: From this XlaCallModule version on, the oldest any TensorFlow runs, ``module`` is a StableHLO
+#: portable artifact (TensorFlow's ``kVersionStartStableHloCompatibility``).
+_STABLEHLO_FROM = 4
+#: MLIR bytecode's magic number, then a PrefixVarInt bytecode version, then the producer as a
+#: null-terminated string, which StableHLO's serializer writes as ``StableHLO_vX.Y.Z``, its target
+#: version (MLIR's BytecodeFormat.md; StableHLO's ``getPortableArtifactVersion``).
+_MLIR_MAGIC = b"ML\xefR"
+_PRODUCER = re.compile(rb"StableHLO_v(\d{1,9})\.(\d{1,9})\.(\d{1,9})")
+_MAX_PRODUCER = 64
+
+
+def _stablehlo_version(module: bytes) -> tuple[int, int, int]:
+    r"""The StableHLO version a portable artifact (an ``XlaCallModule``'s ``module``) was written
+    for, read from its MLIR bytecode header only: nothing is parsed beyond the producer string.
+
+    Raises:
+        ValueError: the bytes are no StableHLO portable artifact; the message says what they are.
+
+    Example:
+        >>> _stablehlo_version(b"ML\xefR\rStableHLO_v1.18.0\x00\x01...")
+        (1, 18, 0)
+        >>> _stablehlo_version(b"module {}")
+        Traceback (most recent call last):
+        ValueError: it is not MLIR bytecode (no MLIR magic number)
+    """
+    if not module.startswith(_MLIR_MAGIC):
+        raise ValueError("it is not MLIR bytecode (no MLIR magic number)")
+    at = len(_MLIR_MAGIC)
+    if at >= len(module):
+        raise ValueError("its MLIR bytecode ends after the magic number")
+    first = module[at]
+    # a PrefixVarInt: the trailing zero bits of its first byte count the bytes that follow
+    at += 1 + ((first & -first).bit_length() - 1 if first else 8)
+    end = module.find(b"\0", at, at + _MAX_PRODUCER + 1)
+    if end < 0:
+        raise ValueError(f"its MLIR bytecode has no producer string (of at most {_MAX_PRODUCER} bytes)")
+    producer = module[at:end]
+    match = _PRODUCER.fullmatch(producer)
+    if match is None:
+        shown = producer.decode("ascii", "backslashreplace")
+        raise ValueError(f"its MLIR bytecode was produced by {shown!r}, not by StableHLO (StableHLO_vX.Y.Z)")
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch
+
+
+def _stablehlo_versions(mg: MetaGraphInfo) -> list[tuple[str, tuple[int, int, int] | str]]:
+    """Each XlaCallModule node's name with its StableHLO version, or why it cannot be read
+    (names repeat across the graph's functions)."""
+    found: list[tuple[str, tuple[int, int, int] | str]] = []
+    for node in _all_nodes(mg):
+        if node.op != "XlaCallModule" or "version" not in node.attr or "module" not in node.attr:
+            continue
+        if node.attr["version"].i < _STABLEHLO_FROM:
+            continue
+        try:
+            found.append((node.name, _stablehlo_version(node.attr["module"].s)))
+        except ValueError as exc:
+            found.append((node.name, str(exc)))
+    return found
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
 
 
 def _writer_defaults(mg: MetaGraphInfo) -> dict[tuple[str, str], Any]:
@@ -307,11 +386,20 @@ def describe_newer_ops(problems: list[str], table: OpTable | None = None) -> str
     """One line for :func:`newer_op_problems`' findings against ``table`` (by default the
     installed TensorFlow's), with what to do."""
     table = table or op_table()
+    stablehlo = [p for p in problems if p.startswith(_NEWER_STABLEHLO)]
+    if len(stablehlo) == len(problems):  # a JAX export whose ops this TensorFlow knows
+        return (
+            f"{table.name} cannot deserialize this graph's StableHLO: " + "; ".join(problems)
+            + f"; export it with a JAX and Keras whose StableHLO {table.name} reads "
+            f"(v{table.stablehlo_max_version} or older), or with Keras's TensorFlow backend "
+            "(KERAS_BACKEND=tensorflow), or serve it with a newer TensorFlow that reads its StableHLO"
+        )
     return (
         f"{table.name} cannot run ops of a newer one: "
         + "; ".join(problems)
         + "; re-export with Keras's TensorFlow backend (KERAS_BACKEND=tensorflow), "
-        "or serve with a TensorFlow that knows these ops"
+        + ("or serve with a TensorFlow that knows these ops and reads this StableHLO" if stablehlo
+           else "or serve with a TensorFlow that knows these ops")
     )
 
 
@@ -321,6 +409,37 @@ def _check_op_versions(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -
         report.add("op_versions", "error", describe_newer_ops(problems, table))
     else:
         report.add("op_versions", "ok", f"every op's attributes are known to {table.name}")
+    _check_stablehlo(report, mg, table)
+
+
+def _check_stablehlo(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -> None:
+    """The XlaCallModule nodes' StableHLO beyond :func:`newer_op_problems`' errors: what could
+    not be judged (an unreadable module, a table that does not know its StableHLO), else ok."""
+    found = _stablehlo_versions(mg)
+    unreadable = sorted({(name, why) for name, why in found if isinstance(why, str)})
+    for name, why in unreadable[:20]:
+        report.add(
+            "stablehlo", "warning",
+            f"cannot judge XlaCallModule {name!r}: {why}, so which StableHLO it needs is unknown; "
+            "run it on the TensorFlow that will serve it",
+        )
+    versions = sorted({v for _, v in found if isinstance(v, tuple)})
+    if not versions:
+        return
+    written = ", ".join(f"v{_dotted(v)}" for v in versions)
+    reads = table.stablehlo_max_version
+    if reads is None:
+        report.add(
+            "stablehlo", "warning",
+            f"cannot judge the StableHLO of XlaCallModule ({written}): tfship's table for "
+            f"{table.name} does not record which StableHLO it deserializes; run it on that "
+            "TensorFlow to find out",
+        )
+    elif versions[-1] <= _version_tuple(reads):
+        report.add(
+            "stablehlo", "ok",
+            f"XlaCallModule holds StableHLO {written}; {table.name} deserializes up to v{reads}",
+        )
 
 
 def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:

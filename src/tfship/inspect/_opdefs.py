@@ -4,8 +4,10 @@ One table per TensorFlow that tfship's extras install, ``opdefs-<version>.json``
 of ``tfship.inspect``): 2.15.1, pinned by the ``estimator`` extra, and the newest, which the
 ``run`` extra brings. A table holds what the readiness checks consult and nothing more: the
 TensorFlow version it describes, every op type that version registers with the names of its
-attributes (no types, defaults or arguments: no check reads them), and the newest
-``XlaCallModule`` version it runs. ``make opdefs`` writes each from its own lane's TensorFlow
+attributes (no types, defaults or arguments: no check reads them), the newest
+``XlaCallModule`` version it runs, and the newest StableHLO portable artifact version it
+deserializes (what a JAX export's ``XlaCallModule`` carries; ``null`` when the TensorFlow does
+not say). ``make opdefs`` writes each from its own lane's TensorFlow
 (``python -m tfship.inspect._opdefs_gen DIRECTORY``); a test fails while the installed one's
 table is stale.
 
@@ -41,15 +43,17 @@ from tfship.errors import InputError, TfshipError
 log = logging.getLogger(__name__)
 
 SCHEMA = "tfship.opdefs"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 HOLDS = (
     "every op type the TensorFlow named here registers, with the names of its attributes; "
-    "the newest XlaCallModule version it runs"
+    "the newest XlaCallModule version it runs; the newest StableHLO portable artifact version "
+    "it deserializes (null: unknown)"
 )
 #: Where a table built from an installed TensorFlow is kept (else ``$XDG_CACHE_HOME/tfship``).
 CACHE_ENV = "TFSHIP_CACHE_DIR"
 _TABLE_NAME = re.compile(r"^opdefs-(\d+\.\d+\.\d+)\.json$")
 _TARGET = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+_STABLEHLO_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 #: Why a table was chosen: named by the caller, the TensorFlow installed here, or the newest shipped.
 TARGET, INSTALLED, NEWEST = "target", "installed", "newest"
 
@@ -71,6 +75,8 @@ class OpTable:
     ``chosen`` is ``"target"`` (named by the caller), ``"installed"`` (the TensorFlow installed
     here) or ``"newest"`` (no TensorFlow installed: the newest table shipped); ``built`` is where
     a table built from the installed TensorFlow's registry is kept, ``None`` for a shipped one.
+    ``stablehlo_max_version`` is the newest StableHLO version its ``XlaCallModule`` deserializes
+    (``"1.13.7"``), ``None`` when the table does not know it.
 
     Example:
         >>> table = op_table("2.15")
@@ -80,10 +86,13 @@ class OpTable:
         True
         >>> table.judged
         'TensorFlow 2.15.1, the target named'
+        >>> table.xla_call_module_max_version, table.stablehlo_max_version
+        (8, '0.14.24')
     """
 
     tensorflow: str
     xla_call_module_max_version: int
+    stablehlo_max_version: str | None
     ops: Mapping[str, frozenset[str]]
     chosen: str = TARGET
     built: str | None = None
@@ -221,9 +230,13 @@ def _parse(text: bytes, where: str, version: str, *, remedy: str, built: str | N
         raise TfshipError(f"{where} is not a {SCHEMA} table version {SCHEMA_VERSION}: {remedy}")
     if _same_version(data.get("tensorflow")) != _same_version(version):  # a nightly: 2.22.0-dev2025...
         raise TfshipError(f"{where} describes TensorFlow {data.get('tensorflow')}, not {version}: {remedy}")
+    stablehlo = data.get("stablehlo_max_version", "missing")
+    if stablehlo is not None and not (isinstance(stablehlo, str) and _STABLEHLO_VERSION.match(stablehlo)):
+        raise TfshipError(f"{where} gives {stablehlo!r} as its newest StableHLO, not X.Y.Z or null: {remedy}")
     return OpTable(
         tensorflow=version,
         xla_call_module_max_version=int(data["xla_call_module_max_version"]),
+        stablehlo_max_version=stablehlo,
         ops={op: frozenset(attrs) for op, attrs in data["ops"].items()},
         built=built,
     )

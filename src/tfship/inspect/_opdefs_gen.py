@@ -39,8 +39,27 @@ def table_from_tensorflow() -> dict[str, Any]:
         "tensorflow": version,
         "holds": HOLDS,
         "xla_call_module_max_version": int(xla.call_module_maximum_supported_version()),
+        "stablehlo_max_version": stablehlo_max_version(),
         "ops": {op.name: sorted(a.name for a in op.attr) for op in op_list.op},
     }
+
+
+def stablehlo_max_version() -> str | None:
+    """The newest StableHLO portable artifact version the installed TensorFlow deserializes,
+    or ``None`` when it does not say.
+
+    TensorFlow's StableHLO bindings report the version of the StableHLO library built into it,
+    the one ``XlaCallModule`` deserializes its ``module`` with: an artifact written for a newer
+    StableHLO fails every call (``failed to deserialize portable artifact using StableHLO_v...``).
+    """
+    from tfship._tf import tf_module
+
+    try:
+        stablehlo = tf_module("tensorflow.compiler.mlir.stablehlo.stablehlo")
+    except ImportError:
+        return None
+    current = getattr(stablehlo, "get_current_version", None)
+    return None if current is None else str(current())
 
 
 def main(argv: list[str]) -> int:

@@ -322,7 +322,7 @@ class LocalModel:
             return list(runner(*values))
         except Exception as exc:
             tf = _tf()
-            if isinstance(exc, tf.errors.InvalidArgumentError):
+            if isinstance(exc, tf.errors.InvalidArgumentError) and not _undeserializable(exc):
                 raise ModelInputError(
                     f"the model rejected its inputs: {_op_message(exc)}", path=str(self.path)
                 ) from exc
@@ -661,6 +661,16 @@ def _tf() -> Any:
     from tfship._tf import tf
 
     return tf()
+
+
+#: What TensorFlow says when it cannot read the model's own computation (an XlaCallModule whose
+#: StableHLO is newer than its own), with the code INVALID_ARGUMENT though no input is to blame.
+_UNDESERIALIZABLE = "Cannot deserialize computation"
+
+
+def _undeserializable(exc: Any) -> bool:
+    """Whether a TensorFlow error says the model's computation cannot be deserialized."""
+    return _UNDESERIALIZABLE in str(getattr(exc, "message", None) or exc)
 
 
 def _op_message(exc: Any) -> str:
