@@ -1,7 +1,8 @@
-"""``tfship inspect show`` against TensorFlow 2.15.1's ``saved_model_cli show``, byte for byte.
+"""``tfship inspect show`` against the installed TensorFlow's ``saved_model_cli show``, byte for byte.
 
-The reference runs in a subprocess on the same exports. Only the ops set is normalised (the
-original prints a Python set in arbitrary order; we print it sorted).
+The reference runs in a subprocess on the same exports. Only orders that the original leaves to
+chance are normalised, as we print them sorted: the ops set (a Python set), and the entries of
+a dict-valued argument (a protobuf map, whose order from protobuf 5 on changes with each process).
 """
 
 from __future__ import annotations
@@ -27,7 +28,40 @@ pytestmark = pytest.mark.slow
 
 
 def _normalise_ops(text: str) -> str:
-    return _OPS.sub(lambda m: m.group(1) + "{" + ", ".join(sorted(m.group(2).split(", "))) + "}", text)
+    text = _OPS.sub(lambda m: m.group(1) + "{" + ", ".join(sorted(m.group(2).split(", "))) + "}", text)
+    return "\n".join(_sorted_dicts(line) if "Value: {" in line else line for line in text.split("\n"))
+
+
+def _sorted_dicts(line: str) -> str:
+    """The line with the entries of each dict literal in it sorted, nested ones too; what ends a
+    literal (saved_model_cli's ``, \\b\\b}``) stays as it is."""
+    out, i = [], 0
+    while (start := line.find("{", i)) >= 0:
+        end = _closing(line, start)
+        parts = [part.strip(" ") for part in _top_level(line[start + 1 : end])]
+        ending = ", " + parts.pop() if parts and parts[-1].strip("\b") == "" else ""
+        out.append(line[i:start] + "{" + ", ".join(sorted(map(_sorted_dicts, parts))) + ending + "}")
+        i = end + 1
+    return "".join(out) + line[i:]
+
+
+def _closing(text: str, start: int) -> int:
+    depth = 0
+    for at in range(start, len(text)):
+        depth += (text[at] in "{[(") - (text[at] in "}])")
+        if depth == 0:
+            return at
+    return len(text)
+
+
+def _top_level(body: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(body):
+        depth += (char in "{[(") - (char in "}])")
+        if depth == 0 and char == ",":
+            parts.append(body[start:at])
+            start = at + 1
+    return [*parts, body[start:]] if body else []
 
 
 def _ours(args: list[str]) -> str:

@@ -127,7 +127,8 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "bool_value": lambda v: bool(v.bool_value),
     "list_value": lambda v: [decode(x) for x in v.list_value.values],
     "tuple_value": lambda v: tuple(decode(x) for x in v.tuple_value.values),
-    "dict_value": lambda v: {k: decode(v.dict_value.fields[k]) for k in v.dict_value.fields},
+    # by key: a map's order is protobuf's, which from protobuf 5 changes from process to process
+    "dict_value": lambda v: {k: decode(v.dict_value.fields[k]) for k in sorted(v.dict_value.fields)},
     "named_tuple_value": _named_tuple,
     "tensor_shape_value": lambda v: _Shape(
         None
