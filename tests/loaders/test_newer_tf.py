@@ -3,8 +3,9 @@
 ``LocalModel`` and ``tfship predict`` must give the values the newer TensorFlow computed (the
 committed ``expected.json``); an export whose signatures read variables its restore step never
 writes runs through TF2's object loader; ``tfship serve`` fails such requests as TF Serving
-does, saying why and what to do. A JAX-backend export runs ops TF 2.15 does not know: the
-estimator lane refuses it with the reason, the run lane (the TensorFlow that wrote it) runs it.
+does, saying why and what to do. A JAX-backend export holds a StableHLO module newer than
+either TensorFlow reads (and, for TF 2.15, an XlaCallModule version it does not know): both
+lanes refuse it at load with the reason.
 """
 
 from __future__ import annotations
