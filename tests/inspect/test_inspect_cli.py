@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import shutil
 
 import pytest
@@ -118,7 +119,7 @@ def test_errors_are_one_line_exit_2(
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ")
-    assert pytest.importorskip("re").search(message, lines[0])
+    assert re.search(message, lines[0])
 
 
 def test_versions(exports: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import apache_beam  # noqa: F401  (make test installs Beam on both lanes: one missing fails here)
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +17,6 @@ from loaders.support import EstimatorExports, make_rows
 from loaders.test_job import BAD_LINES, write_csv, write_input
 from tfship.cli import cli
 
-pytest.importorskip("apache_beam")
 pytestmark = pytest.mark.slow
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import apache_beam  # noqa: F401  (make test installs Beam on both lanes: one missing fails here)
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +18,6 @@ from click.testing import CliRunner
 
 from tfship.cli import cli
 
-pytest.importorskip("apache_beam")
 pytestmark = pytest.mark.slow
 
 
