@@ -16,7 +16,7 @@ find_python = $(shell for v in $(1); do 	if command -v python$$v >/dev/null 2>&1
 BASE_PYTHON := $(call find_python,$(CANDIDATES))
 RUN_PYTHON := $(call find_python,$(RUN_CANDIDATES))
 
-.PHONY: demo test test-estimator test-run test-fast test-core bench lint browser clean fixtures-newtf protos opdefs
+.PHONY: demo test prepare test-estimator test-run test-fast test-core bench lint browser clean fixtures-newtf protos opdefs
 .DEFAULT_GOAL := demo
 
 $(PY):
@@ -56,14 +56,19 @@ browser:
 
 # Both lanes, one after the other: the whole suite on TensorFlow 2.15 (.venv), then every test
 # not marked `estimator` on the newest TensorFlow (.venv-run), whose Estimator fixtures are
-# built by .venv's Python (TFSHIP_ESTIMATOR_PYTHON). No test is skipped in either lane.
-test: lint browser test-estimator test-run
+# built by .venv's Python (TFSHIP_ESTIMATOR_PYTHON). No test is skipped in either lane. The two
+# venvs and Chromium are installed side by side first: mostly downloads and unpacking.
+test: prepare lint test-estimator test-run
 
-test-estimator: $(VENV)/.installed-dev
-	$(VENV)/bin/pytest -q -p no:cacheprovider
+prepare:
+	$(MAKE) -j3 $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev browser
+
+# benchmarks/lanes.py (run by the benchmarks' test) measures both lanes from this one
+test-estimator: $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev
+	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=20
 
 test-run: $(RUN_VENV)/.installed-dev $(VENV)/.installed-dev
-	TFSHIP_ESTIMATOR_PYTHON=$(abspath $(PY)) $(RUN_VENV)/bin/pytest -q -p no:cacheprovider -m 'not estimator'
+	TFSHIP_ESTIMATOR_PYTHON=$(abspath $(PY)) $(RUN_VENV)/bin/pytest -q -p no:cacheprovider -m 'not estimator' --durations=20
 
 # The inner loop: the tests not marked slow, on the TensorFlow 2.15 lane. Never instead of `make test`.
 test-fast: $(VENV)/.installed-dev

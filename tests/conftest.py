@@ -48,9 +48,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @dataclass(frozen=True)
 class TrainResult:
-    """What the tests read of ``tfship.trainer.train``'s result: the exports per exporter."""
+    """What the tests read of ``tfship.trainer.train``'s result: the exports per exporter, the
+    last step and the final evaluation."""
 
     exports: dict[str, list[str]]
+    global_step: int
+    metrics: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
     workdir = tmp_path_factory.mktemp("tiny_model")
     built = build("estimator_builds:tiny_model", workdir)
     paths = [Path(built[key]) for key in ("schema_path", "train_csv", "eval_csv", "model_dir")]
-    return TinyModel(workdir, *paths, TrainResult(built["exports"]))
+    result = TrainResult(built["exports"], built["global_step"], built["metrics"])
+    return TinyModel(workdir, *paths, result)
 
 
 @pytest.fixture(scope="module")

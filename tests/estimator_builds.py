@@ -49,6 +49,8 @@ def tiny_model(workdir: Path) -> dict[str, Any]:
         "eval_csv": eval_csv,
         "model_dir": workdir / "model",
         "exports": result.exports,
+        "global_step": result.global_step,
+        "metrics": {name: float(value) for name, value in result.metrics.items()},
     }
 
 
