@@ -73,13 +73,13 @@ def test_infer_schema_errors(tmp_path: Path) -> None:
     path.write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match=r"label column 'y' is not in .*columns are \['a', 'b'\]"):
         infer_schema(path, "y")
-    path.write_text("a,b\n1,2\n3\n")  # a malformed row is skipped and named
+    path.write_text("a,b\n1,2\n3\n")  # a bad row is skipped and named, as training names it
     from tfship.data import explain_schema
 
     _, reasons = explain_schema(path, "b")
-    assert reasons[0] == f"skipped 1 malformed row(s): {path}:3: 1 fields, the header has 2"
+    assert reasons[0] == f"skipped 1 bad row(s): {path}:3: expected 2 CSV cells (as in the header), found 1"
     path.write_text("a,b\n3\n")
-    with pytest.raises(DataError, match=r"every row of .*d.csv is malformed, first: .*d.csv:2: 1 fields"):
+    with pytest.raises(DataError, match=r"every row of .*d.csv is malformed, first: .*d.csv:2: expected 2"):
         infer_schema(path, "b")
 
 

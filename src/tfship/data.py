@@ -10,7 +10,6 @@ Example:
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 import re
@@ -23,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 from tfship._files import atomic_write
 from tfship.errors import DataError, InputError
 from tfship.schema import (
+    CsvLineError,
     CsvMissing,
     Feature,
     Label,
     Schema,
     csv_column_dtype,
+    csv_line_cells,
     did_you_mean,
     read_csv_header,
 )
@@ -153,7 +154,8 @@ def explain_schema(
         'species (label): 3 classes -> multiclass'
     """
     lines: list[int] = []
-    columns, malformed = _read_columns(Path(path), lines)
+    blank: list[int] = []
+    columns, malformed = _read_columns(Path(path), lines, blank)
     if label not in columns:
         raise InputError(f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
                          f"columns are {list(columns)}")
@@ -166,8 +168,10 @@ def explain_schema(
     features: list[Feature] = []
     reasons: list[str] = []
     if malformed:
-        more = f" and {len(malformed) - 1} more" if len(malformed) > 1 else ""
-        reasons.append(f"skipped {len(malformed)} malformed row(s): {malformed[0]}{more}")
+        more = f" and {len(malformed) - 3} more" if len(malformed) > 3 else ""
+        reasons.append(f"skipped {len(malformed)} bad row(s): {'; '.join(malformed[:3])}{more}")
+    if blank:
+        reasons.append(f"note: {path}: skipped {len(blank)} blank line(s), at line(s) {_shown(blank)}")
     for name, values in columns.items():
         if name != label and name not in exclude:
             identifier = None if name in keep else _identifier(values, rule)
@@ -182,12 +186,15 @@ def explain_schema(
     reasons.append(f"{label} (label): {_label_reason(target, columns[label])}")
     unlabelled = _unlabelled_lines(columns[label], rule, lines)
     if unlabelled:
-        shown = ", ".join(map(str, unlabelled[:5])) + (
-            f" and {len(unlabelled) - 5} more" if len(unlabelled) > 5 else "")
         reasons.append(f"note: {path}: label column {label!r} is missing in {len(unlabelled)} row(s), at "
-                       f"line(s) {shown}; training refuses such rows as bad (a model cannot learn from a "
-                       f"row without a label): drop them, or let training skip them")
+                       f"line(s) {_shown(unlabelled)}; training refuses such rows as bad (a model cannot "
+                       f"learn from a row without a label): drop them, or let training skip them")
     return Schema(label=target, features=tuple(features)), reasons
+
+
+def _shown(lines: list[int]) -> str:
+    """Line numbers for a note: the first five, and how many more."""
+    return ", ".join(map(str, lines[:5])) + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
 
 
 def _chosen(feature: Feature) -> str:
@@ -219,11 +226,14 @@ def _label_reason(target: Label, values: list[str]) -> str:
     return f"{classes} classes -> {target.kind}"
 
 
-def _read_columns(path: Path, lines: list[int] | None = None) -> tuple[dict[str, list[str]], list[str]]:
-    """The columns of a CSV file, and where its malformed rows (a wrong number of fields) are.
+def _read_columns(
+    path: Path, lines: list[int] | None = None, blank: list[int] | None = None
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The columns of a CSV file, and where its bad rows are, by the readers' line rule.
 
-    A proposal can do without a few broken rows: they are left out and named, not fatal.
-    ``lines``, when given, receives the line number of each row kept.
+    A proposal can do without a few bad rows (another number of fields, the header repeated,
+    a line that is not UTF-8): they are left out and named, not fatal. ``lines``, when given,
+    receives the line number of each row kept; ``blank`` that of each blank line skipped.
     """
     malformed: list[str] = []
     try:
@@ -232,14 +242,18 @@ def _read_columns(path: Path, lines: list[int] | None = None) -> tuple[dict[str,
             if not header:
                 raise InputError(f"{path} is empty: a CSV with a header row is needed")
             columns: dict[str, list[str]] = {h: [] for h in header}
-            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
-            for row in reader:
-                if len(row) != len(header):
-                    line = reader.line_num + 1  # the header was line 1
-                    malformed.append(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
+            for line, text in enumerate(raw, start=2):  # the header was line 1
+                try:
+                    row = csv_line_cells(text.rstrip(b"\n"), header)
+                except CsvLineError as exc:
+                    malformed.append(f"{path}:{line}: {exc}")
+                    continue
+                if row is None:
+                    if blank is not None:
+                        blank.append(line)
                     continue
                 if lines is not None:
-                    lines.append(reader.line_num + 1)
+                    lines.append(line)
                 for h, v in zip(header, row):
                     columns[h].append(v)
     except FileNotFoundError:

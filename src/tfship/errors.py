@@ -11,6 +11,7 @@ The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
     │   ├── SchemaError (2)                 a schema file or a feature in it is invalid
     │   ├── DataError (2)                   a data file or a record does not match the schema
     │   │   ├── schema.MissingColumnError     a data file lacks a column of the schema
+    │   │   ├── schema.CsvLineError           a CSV data line is not a row (not UTF-8, the header again)
     │   │   └── loaders.TooManyRejectsError   a batch job rejected more rows than --max-rejects
     │   ├── server.ServerConfigError      a server flag or model_config_list is invalid
     │   ├── promote.MetricNotMeasuredError  a threshold names a metric that was not measured

@@ -46,9 +46,11 @@ from tfship._files import write_atomically
 from tfship.errors import DataError, SchemaError, value_text
 
 __all__ = [
+    "CsvLineError",
     "CsvMissing",
     "DTYPES",
     "Feature",
+    "HEADER_REPEATED",
     "LABEL_KINDS",
     "Label",
     "MissingColumnError",
@@ -57,6 +59,7 @@ __all__ = [
     "USE_KINDS",
     "coerce_value",
     "csv_column_dtype",
+    "csv_line_cells",
     "did_you_mean",
     "field_values",
     "is_missing",
@@ -748,8 +751,64 @@ def read_csv_header(stream: IO[bytes]) -> list[str]:
         >>> read_csv_header(io.BytesIO(b"\\xef\\xbb\\xbfage,name\\n39,Ann\\n"))
         ['age', 'name']
     """
-    line = stream.readline().decode("utf-8-sig")
+    raw = stream.readline()
+    try:
+        line = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where = getattr(stream, "name", "the CSV file")
+        raise DataError(f"{where}:1: {_not_utf8(exc)}") from None
     return next(csv.reader([line]), [])
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> str:
+    byte = exc.object[exc.start:exc.start + 1].hex()
+    return (f"not UTF-8 text (byte 0x{byte} at byte {exc.start + 1} of the line): "
+            f"expected UTF-8; save the file as UTF-8 (a spreadsheet's \"CSV UTF-8\")")
+
+
+#: why a data line equal to the header is not a row
+HEADER_REPEATED = "the header repeated (files joined with their headers?): not a row"
+
+
+def csv_line_cells(line: bytes, names: Sequence[str]) -> list[str] | None:
+    """The cells of one data line of a CSV file, by the one rule every CSV reader follows.
+
+    ``line`` is the line's bytes without its line end (a trailing ``\\r`` is dropped here).
+    A blank line (spaces at most) is no row and gives None; every reader skips it and says so.
+    A line that is not UTF-8, cannot be parsed, has another number of cells than ``names``,
+    or repeats the header is a bad row: ``CsvLineError`` says why, without file or line.
+
+    Example:
+        >>> csv_line_cells(b"1,Ann\\r", ["age", "name"])
+        ['1', 'Ann']
+        >>> csv_line_cells(b"  ", ["age", "name"]) is None
+        True
+        >>> csv_line_cells(b"age,name", ["age", "name"])
+        Traceback (most recent call last):
+        ...
+        tfship.schema.CsvLineError: the header repeated (files joined with their headers?): not a row
+    """
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if not line.strip():
+        return None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CsvLineError(_not_utf8(exc)) from None
+    try:
+        cells = next(csv.reader([text], strict=True), [])
+    except csv.Error as exc:
+        raise CsvLineError(f"unparseable CSV line: {exc}") from None
+    if len(cells) != len(names):
+        raise CsvLineError(f"expected {len(names)} CSV cells (as in the header), found {len(cells)}")
+    if cells == list(names):
+        raise CsvLineError(HEADER_REPEATED)
+    return cells
+
+
+class CsvLineError(DataError):
+    """Raised when a data line of a CSV file is not a row; the message says why (no place)."""
 
 
 def nearest_name(name: str, names: Iterable[str]) -> str | None:

@@ -11,7 +11,6 @@ rule (:func:`type_csv_records`). Nothing here needs TensorFlow: TFRecord framing
 
 from __future__ import annotations
 
-import csv
 import glob
 import io
 import json
@@ -31,9 +30,11 @@ from tfship.errors import DataError, InputError, value_text
 from tfship.records._fields import MISSING as _MISSING
 from tfship.records._fields import Field, schema_fields
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
+    CsvLineError,
     CsvMissing,
     Schema,
     csv_column_dtype,
+    csv_line_cells,
     field_values,
     read_csv_header,
 )
@@ -88,6 +89,8 @@ class Chunk:
     serialized: Array | None = None
     csv: bool = False
     names: Sequence[str] | None = None
+    #: blank lines of a CSV file, skipped by every reader (they are no row, good or bad)
+    blank_lines: list[int] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -435,14 +438,20 @@ def _csv_block(
     if not blank:
         try:
             table = _arrow_csv(block, names)
-        except Exception:  # noqa: BLE001 - any Arrow parse failure: take the slow path
+        except Exception:  # noqa: BLE001 - any Arrow parse failure (not UTF-8 too): the slow path
             table = None
-        if table is not None and table.num_rows == count:
+        if table is not None and table.num_rows == count and not _holds_header(table, names):
             columns = {n: table.column(n) for n in names if wanted is None or n in wanted}
             return Chunk(source, numbers, columns, texts=texts, csv=True)
-    lines = list(texts)
-    keep = [i for i, line in enumerate(lines) if line.strip()]
-    return _csv_slow(source, names, [lines[i] for i in keep], numbers[keep], wanted)
+    return _csv_slow(source, names, block.split(b"\n")[:-1], numbers, wanted)
+
+
+def _holds_header(table: Any, names: list[str]) -> bool:
+    """Whether a row may repeat the header: its first cell is the first name (checked whole on
+    the line-by-line path)."""
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.equal(table.column(0), names[0])).as_py())
 
 
 def _arrow_csv(data: bytes, names: list[str]) -> Any:
@@ -464,31 +473,32 @@ def _arrow_csv(data: bytes, names: list[str]) -> Any:
 
 
 def _csv_slow(
-    source: str, names: list[str], texts: list[str], numbers: Array, wanted: set[str] | None
+    source: str, names: list[str], lines: list[bytes], numbers: Array, wanted: set[str] | None
 ) -> Chunk:
     rejects: list[Reject] = []
+    blank: list[int] = []
     good_rows: list[list[str]] = []
     good_lines: list[int] = []
     good_texts: list[str] = []
-    for text, number in zip(texts, numbers.tolist()):
+    for line, number in zip(lines, numbers.tolist()):
         try:
-            cells = next(csv.reader([text], strict=True), [])
-        except csv.Error as exc:
-            rejects.append(Reject(source, number, f"unparseable CSV line: {exc}", text))
+            cells = csv_line_cells(line, names)
+        except CsvLineError as exc:
+            text = line.rstrip(b"\r").decode("utf-8", "replace")
+            rejects.append(Reject(source, number, str(exc), text))
             continue
-        if len(cells) != len(names):
-            reason = f"expected {len(names)} CSV cells (as in the header), found {len(cells)}"
-            rejects.append(Reject(source, number, reason, text))
+        if cells is None:
+            blank.append(number)
             continue
         good_rows.append(cells)
         good_lines.append(number)
-        good_texts.append(text)
+        good_texts.append(line.rstrip(b"\r").decode("utf-8"))
     columns: dict[str, Any] = {}
     for i, name in enumerate(names):
         if wanted is None or name in wanted:
             columns[name] = [row[i] for row in good_rows]
-    lines = np.asarray(good_lines, dtype=np.int64)
-    return Chunk(source, lines, columns, rejects=rejects, texts=good_texts, csv=True)
+    rows = np.asarray(good_lines, dtype=np.int64)
+    return Chunk(source, rows, columns, rejects=rejects, texts=good_texts, csv=True, blank_lines=blank)
 
 
 # -- JSONL -------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ reads copies of the affected files without them.
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 import tempfile
@@ -52,6 +51,8 @@ class RowCheck:
     bad: list[BadRow] = field(default_factory=list)
     #: rows read per CSV file, bad ones included
     rows_by_file: dict[str, int] = field(default_factory=dict)
+    #: blank lines (file, line): no row, skipped like every reader of tfship skips them
+    blank: list[tuple[str, int]] = field(default_factory=list)
 
     def require_rows(self, role: str, files: Sequence[str]) -> None:
         """Refuse a set of CSV files (``role``: training, evaluation) that has no usable row.
@@ -121,6 +122,7 @@ def check_csv_rows(
             result.rows += chunk.rows + len(chunk.rejects)
             result.rows_by_file[name] += chunk.rows + len(chunk.rejects)
             result.bad.extend(BadRow(name, r.line, r.reason) for r in chunk.rejects)
+            result.blank.extend((name, line) for line in chunk.blank_lines)
             converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule, source=name,
                                       fill_missing_columns=fill_missing_columns)
             problems = {**_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
@@ -154,27 +156,41 @@ def checked_files(
         )
     for role, members in sets:
         check.require_rows(role, members)
-    if not check.bad:
+    if echo is not None and check.blank:
+        echo(_blank_note(check.blank))
+    if not check.bad and not check.blank:
         yield list(files)
         return
-    if rejects is not None:
+    if check.bad and rejects is not None:
         _write_rejects(rejects, check.bad)
-    if echo is not None:
+    if check.bad and echo is not None:
         where = f"; listed in {rejects}" if rejects is not None else ""
         echo(f"skipping {len(check.bad)} bad row(s) of {check.rows}, first {check.bad[0].file}:"
              f"{check.bad[0].line}: {check.bad[0].reason}{where}")
     workdir = Path(tempfile.mkdtemp(prefix="tfship-train-rows-"))
     try:
-        yield _without_bad_rows(files, check.bad, workdir)
+        skipped = [(b.file, b.line) for b in check.bad] + check.blank
+        yield _without_lines(files, skipped, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _without_bad_rows(files: Sequence[str], bad: list[BadRow], workdir: Path) -> list[str]:
-    """Copies of the files that hold bad rows, without them; the other files as they are."""
+def _blank_note(blank: list[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{file}:{line}" for file, line in blank[:5])
+    more = f" and {len(blank) - 5} more" if len(blank) > 5 else ""
+    return f"note: skipping {len(blank)} blank line(s), at {shown}{more}"
+
+
+def _without_lines(files: Sequence[str], skipped: list[tuple[str, int]], workdir: Path) -> list[str]:
+    """Copies of the files that hold skipped lines (bad rows, blank lines), without them; the
+    other files as they are.
+
+    The copy keeps every other line's bytes as they are: the reader numbers lines by their
+    line ends, so TensorFlow's CSV decoding never sees a line the row check did not pass.
+    """
     by_file: dict[str, set[int]] = {}
-    for bad_row in bad:
-        by_file.setdefault(bad_row.file, set()).add(bad_row.line)
+    for name, number in skipped:
+        by_file.setdefault(name, set()).add(number)
     out = []
     for index, name in enumerate(files):
         lines = by_file.get(name)
@@ -182,13 +198,10 @@ def _without_bad_rows(files: Sequence[str], bad: list[BadRow], workdir: Path) ->
             out.append(name)
             continue
         target = workdir / f"{index}-{Path(name).name}"
-        with open(name, newline="", encoding="utf-8-sig") as src, target.open("w", newline="") as dst:
-            reader, writer = csv.reader(src), csv.writer(dst)
-            start = 1
-            for cells in reader:
-                if start not in lines:
-                    writer.writerow(cells)
-                start = reader.line_num + 1
+        with open(name, "rb") as src, target.open("wb") as dst:
+            for number, line in enumerate(src, start=1):
+                if number not in lines:
+                    dst.write(line if line.endswith(b"\n") else line + b"\n")
         out.append(str(target))
     return out
 
