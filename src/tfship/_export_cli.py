@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("tfship.exporters")
 
+RECEIVERS = ("parsing", "raw", "both")
+#: the receiver of a model dir whose trainer.json records none
+DEFAULT_RECEIVER = "parsing"
+
 
 def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, str] | None:
     if value is None:
@@ -45,10 +49,10 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option(
     "--receiver",
     "kind",
-    type=click.Choice(["parsing", "raw", "both"]),
-    default="parsing",
-    show_default=True,
-    help="Serialized tf.Examples, raw tensors, or both (parsing default, raw alternative).",
+    type=click.Choice(RECEIVERS),
+    default=None,
+    help="Serialized tf.Examples, raw tensors, or both (parsing default, raw alternative). "
+    "Default: the one training recorded in the model dir, else parsing.",
 )
 @click.option(
     "--out",
@@ -87,7 +91,7 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 def export(
     model_dir: Path,
     schema_path: Path | None,
-    kind: str,
+    kind: str | None,
     out: Path,
     checkpoint: str | None,
     best_by: tuple[str, str] | None,
@@ -105,7 +109,8 @@ def export(
         raise InputError(f"--model-dir {model_dir}: no such model directory")
     from tfship.trainer import TRAINER_FILE, read_trainer_file
 
-    if read_trainer_file(model_dir) is None:
+    recorded = read_trainer_file(model_dir)
+    if recorded is None:
         raise InputError(
             f"--model-dir {model_dir} has no {TRAINER_FILE}: tfship export rebuilds only models "
             "trained by tfship train; for an Estimator with your own model_fn, export from Python "
@@ -118,7 +123,8 @@ def export(
     schema = Schema.load(schema_path) if schema_path else None
     estimator = build_estimator(schema, model_dir)
     if schema is None:
-        schema = Schema.from_dict((read_trainer_file(model_dir) or {})["schema"])
+        schema = Schema.from_dict(recorded["schema"])
+    kind = kind or _recorded_receiver(recorded, model_dir)
     eval_result: dict[str, Any] | None = None
     if best_by:
         checkpoint, record = best_checkpoint(model_dir, best_by[0], best_by[1], eval_name)
@@ -149,6 +155,20 @@ def export(
             _echo_result(result)
         if late_interrupt():
             logger.info("Ctrl-C came after version %d was published: it stays published", result.version)
+
+
+def _recorded_receiver(recorded: dict[str, Any], model_dir: Path) -> str:
+    # The exports training wrote have the recorded receiver's signatures; an export without
+    # them would be refused by promote as a removed signature.
+    receiver = recorded.get("receiver")
+    if receiver in RECEIVERS:
+        logger.info("receiver %s, as training recorded in %s", receiver, model_dir / "trainer.json")
+        return str(receiver)
+    logger.info(
+        "receiver %s: %s records none (trained before it was recorded); give --receiver to choose",
+        DEFAULT_RECEIVER, model_dir / "trainer.json",
+    )
+    return DEFAULT_RECEIVER
 
 
 def _evaluation_of(

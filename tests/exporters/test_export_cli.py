@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,46 @@ def test_a_checkpoint_of_another_model_names_the_missing_variable(trained_dir: P
         result.stderr,
     ), result.stderr
     assert not numeric_dirs(tmp_path / "o")
+
+
+@pytest.mark.estimator  # it exports
+def test_a_re_export_has_the_signatures_of_the_trainers_exports(
+    tiny_model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # training recorded its receiver (both, train's default): export gives the same signatures
+    # without being told, so promote does not refuse the re-export for a removed signature
+    caplog.set_level(logging.INFO, logger="tfship.exporters")
+    recorded = json.loads((tiny_model.model_dir / "trainer.json").read_text())
+    assert recorded["receiver"] == "both"
+    out = tmp_path / "serving"
+    result = _run(["--model-dir", str(tiny_model.model_dir), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    version = out / str(json.loads(result.stdout)["version"])
+    assert set(saved_signatures(version)) == set(saved_signatures(tiny_model.export("final")))
+    assert "raw:predict" in saved_signatures(version)
+    assert f"receiver both, as training recorded in {tiny_model.model_dir / 'trainer.json'}" in caplog.text
+
+
+@pytest.mark.estimator  # it exports
+def test_a_model_dir_without_a_recorded_receiver_exports_parsing_and_says_so(
+    tiny_model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import shutil
+
+    caplog.set_level(logging.INFO, logger="tfship.exporters")
+    model_dir = Path(shutil.copytree(tiny_model.model_dir, tmp_path / "model"))
+    recorded = json.loads((model_dir / "trainer.json").read_text())
+    del recorded["receiver"]  # as a model dir trained before the receiver was recorded
+    (model_dir / "trainer.json").write_text(json.dumps(recorded))
+    out = tmp_path / "serving"
+    result = _run(["--model-dir", str(model_dir), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    sigs = saved_signatures(out / str(json.loads(result.stdout)["version"]))
+    assert "raw:predict" not in sigs and list(sigs["predict"].inputs) == ["examples"]
+    assert f"receiver parsing: {model_dir / 'trainer.json'} records none" in caplog.text
+    # an explicit receiver still wins over the record
+    result = _run(["--model-dir", str(tiny_model.model_dir), "--out", str(out), "--receiver", "raw",
+                   "--json"])
+    assert result.exit_code == 0, result.output
+    sigs = saved_signatures(out / str(json.loads(result.stdout)["version"]))
+    assert "raw:predict" not in sigs and "examples" not in sigs["predict"].inputs

@@ -257,7 +257,7 @@ def test_a_tfrecord_of_prediction_logs_is_replayed_and_the_warmup_file_counted(
     assert code == 0, out + err
     serves = _lines(out)["serves"]
     assert "(2 warmup record(s) replayed)" in serves and f"answered 3/3 requests from {logs}" in serves
-    assert "6 rows: agreement 100.00%" in _lines(out)["same answers"]
+    assert f"6 rows from {logs}: agreement 100.00%" in _lines(out)["same answers"]
 
 
 def test_fields_the_signature_does_not_take_are_named_in_a_note(modules, tmp_path: Path) -> None:
@@ -313,3 +313,33 @@ def test_killing_promote_while_it_serves_leaves_no_server_running(modules, tmp_p
     while any(_running(pid) for pid in servers):
         assert time.monotonic() < deadline, "a tfship serve outlived the promote that started it"
         time.sleep(0.1)
+
+
+def test_without_requests_same_answers_says_it_compared_one_request_repeated(
+    modules, tmp_path: Path
+) -> None:
+    # 10 copies of one request agree all or not at all: the line must not pass that off as 10 rows
+    base = base_with(tmp_path, modules["baseline"])
+    code, out, err = _run(str(modules["same"]), "--to", str(base), "-n", "10", "--dry-run", *FAST)
+    assert code == 0, out + err
+    assert _lines(out)["same answers"].startswith(
+        "pass  one request (the signature's defaults) repeated 10 times, not 10 distinct rows: "
+        "agreement 100.00%"
+    ), out
+
+
+@pytest.mark.estimator  # tiny_model's exports
+def test_the_eval_rows_are_the_requests_when_none_are_given(tiny_model, tmp_path: Path) -> None:
+    older, newer = (Path(p) for p in tiny_model.result.exports["latest"][-2:])
+    base = base_with(tmp_path, older)
+    code, out, err = _run(
+        str(newer), "--to", str(base), "--eval", str(tiny_model.eval_csv), "--dry-run",
+        "--max-diff", "1", "--min-agreement", "0", *FAST,
+    )
+    assert code == 0, out + err
+    rows = min(100, len(tiny_model.eval_csv.read_text().splitlines()) - 1)
+    source = f"the eval records of {tiny_model.eval_csv}, without their label 'species'"
+    lines = _lines(out)
+    assert f"answered {rows}/{rows} requests from {source}" in lines["serves"], out
+    assert lines["same answers"].startswith(f"pass  {rows} rows from {source}: agreement "), out
+    assert "repeated" not in lines["same answers"]

@@ -53,3 +53,17 @@ def test_a_finished_model_says_so_and_lists_no_old_exports(tmp_path: Path) -> No
     assert "export " not in again.stdout  # type: ignore[attr-defined]
     as_json = json.loads(_train(schema, data, tmp_path / "m", "--max-steps", "5", "--json").stdout)  # type: ignore[attr-defined]
     assert as_json["exports"] == {} and as_json["global_step"] == 5
+
+
+@pytest.mark.estimator  # it trains
+def test_the_receiver_is_recorded_and_another_one_continues_the_model(tmp_path: Path) -> None:
+    # the receiver shapes the exports, not the checkpoints: continuing with another is no other model
+    data = penguins_split(tmp_path / "data")
+    schema = tmp_path / "schema.json"
+    infer_schema(data[0], "species").save(schema)
+    first = _train(schema, data, tmp_path / "m", "--max-steps", "5", "--receiver", "parsing")
+    assert first.exit_code == 0, first.output  # type: ignore[attr-defined]
+    assert json.loads((tmp_path / "m" / "trainer.json").read_text())["receiver"] == "parsing"
+    again = _train(schema, data, tmp_path / "m", "--max-steps", "10")
+    assert again.exit_code == 0, again.output  # type: ignore[attr-defined]
+    assert json.loads((tmp_path / "m" / "trainer.json").read_text())["receiver"] == "both"

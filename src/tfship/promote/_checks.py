@@ -156,10 +156,12 @@ def compare_classes(base: Mapping[str, Any], cand: Mapping[str, Any]) -> OutputC
 
 
 def same_answers(
-    comparisons: Sequence[OutputComparison], *, min_agreement: float, max_diff: float
+    comparisons: Sequence[OutputComparison], *, min_agreement: float, max_diff: float,
+    over: str | None = None,
 ) -> Check:
     """Fail when any output agrees on fewer rows than ``min_agreement`` or differs by more
-    than ``max_diff``; the line names the worst output."""
+    than ``max_diff``; the line names the worst output, after ``over`` (what was compared;
+    default: the number of rows)."""
     worst_agree = min(
         (c for c in comparisons if c.agreement is not None), key=lambda c: c.agreement or 0.0, default=None
     )
@@ -181,7 +183,7 @@ def same_answers(
             c.output for c in comparisons if c.max_abs_diff is not None and c.max_abs_diff > max_diff
         ]
     rows = comparisons[0].rows if comparisons else 0
-    summary = f"{rows} rows: " + "; ".join(parts)
+    summary = f"{over or f'{rows} rows'}: " + "; ".join(parts)
     if failures:
         summary += f"; differs on {', '.join(sorted(set(failures)))}"
     numbers = {"rows": rows, "min_agreement": min_agreement, "max_diff": max_diff,

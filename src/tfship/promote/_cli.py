@@ -49,7 +49,8 @@ def _batches(ctx: click.Context, param: click.Parameter, value: str) -> tuple[in
 @click.option("--requests", type=_EXISTING_FILE,
               help="Requests to replay: records (.jsonl/.json/.csv) or a TFRecord of PredictionLog.")
 @click.option("-n", "--count", default=100, show_default=True, type=click.IntRange(1),
-              help="How many requests to replay (the defaults' request, without --requests).")
+              help="How many requests to replay: the first of --requests, else of --eval's rows, "
+                   "else the defaults' one request, repeated.")
 @click.option("--signature", help="Signature the records are sent to (default serving_default).")
 @click.option("--eval", "eval_file", type=_EXISTING_FILE,
               help="Labelled records both models are evaluated on.")

@@ -388,9 +388,12 @@ class _Run:
         if picked is not None:
             comparisons = [picked if c.output == "classes" else c for c in comparisons]
         self._keep_scores(pairs, comparisons)
-        return same_answers(
-            comparisons, min_agreement=self.options.min_agreement, max_diff=self.options.max_diff
+        check = same_answers(
+            comparisons, min_agreement=self.options.min_agreement, max_diff=self.options.max_diff,
+            over=_compared(replay, comparisons[0].rows),
         )
+        check.numbers.update(source=replay.source, repeated=replay.repeated)
+        return check
 
     def _keep_scores(self, pairs: dict[str, tuple[list[Any], list[Any]]],
                      comparisons: Sequence[OutputComparison]) -> None:
@@ -477,6 +480,14 @@ class _Run:
             client.close()
         for server in self.servers.values():
             server.stop()
+
+
+def _compared(replay: RequestSet, rows: int) -> str:
+    """What the same answers line compared: one request sent again and again measures one row."""
+    if replay.repeated:
+        return (f"one request ({replay.source}) repeated {len(replay.requests)} times, "
+                f"not {rows} distinct rows")
+    return f"{rows} rows from {replay.source}"
 
 
 def _picked_classes(pairs: dict[str, tuple[list[Any], list[Any]]]) -> OutputComparison | None:
@@ -582,8 +593,10 @@ def promote(
 def _serve_and_compare(run: _Run, workdir: Path, emit: Callable[..., None]) -> None:
     replay = None
     if run.info is not None:  # the requests are read before any model is loaded
+        label = run.options.label or _label_of(run.candidate, run.baseline)
         replay = load_requests(run.options.requests, run.info, count=run.options.count,
-                               signature=run.options.signature)
+                               signature=run.options.signature, eval_path=run.options.eval_file,
+                               label=label)
     started = time.perf_counter()
     failures = run.start_servers(workdir) if run.info is not None else {"candidate": "unreadable"}
     load_seconds = time.perf_counter() - started

@@ -37,12 +37,17 @@ class Request:
 
 @dataclass
 class RequestSet:
-    """The replayed requests, where they came from, and notes on what was skipped or filled."""
+    """The replayed requests, where they came from, and notes on what was skipped or filled.
+
+    ``repeated`` is true when every request is the same one (the defaults' request): a
+    comparison over them measures one row, however many times it was sent.
+    """
 
     requests: list[Request]
     source: str
     notes: list[str] = field(default_factory=list)
     labels: list[Any] | None = None
+    repeated: bool = False
 
 
 def _dense(value: Any) -> Any:
@@ -147,17 +152,50 @@ def from_defaults(info: SavedModelInfo, count: int) -> RequestSet:
     """``count`` requests built from ``serving_default``'s defaults."""
     built = example_request(info)
     request = request_of(built.verb, built.grpc, info)
-    return RequestSet([request] * count, "the signature's defaults", [])
+    return RequestSet([request] * count, "the signature's defaults", [], repeated=True)
+
+
+def from_eval(
+    path: Path, info: SavedModelInfo, *, count: int, signature: str | None = None, label: str | None = None
+) -> RequestSet:
+    """The rows of a labelled eval file as requests, their ``label`` left out: real rows to
+    compare and time when no requests are given. The first ``count`` are kept.
+
+    Raises:
+        InputError: the file is empty or a record does not fit the signature.
+    """
+    records = read_records(path, fields=signature_fields(info, signature), places=True)
+    without = f", without their label {label!r}" if label is not None else ""
+    # with the label named, a row without it is refused here, before any model is loaded
+    chosen = from_records(records, info, signature=signature, label=label,
+                          source=f"the eval records of {path}{without}")
+    return _first(chosen, count)
+
+
+def _first(chosen: RequestSet, count: int) -> RequestSet:
+    if len(chosen.requests) > count:
+        chosen.notes.append(f"the first {count} of {len(chosen.requests)} requests were replayed")
+        chosen.requests = chosen.requests[:count]
+    return chosen
 
 
 def load_requests(
-    path: Path | None, info: SavedModelInfo, *, count: int, signature: str | None = None
+    path: Path | None,
+    info: SavedModelInfo,
+    *,
+    count: int,
+    signature: str | None = None,
+    eval_path: Path | None = None,
+    label: str | None = None,
 ) -> RequestSet:
-    """The requests to replay: from ``path`` (records or a TFRecord of logs), or defaults.
+    """The requests to replay: from ``path`` (records or a TFRecord of logs), else the rows of
+    ``eval_path`` without their ``label``, else one request of the defaults, repeated.
 
     Raises:
         InputError: the file is missing, of an unknown kind, empty, or holds nothing to replay.
     """
+    if path is None and eval_path is not None:
+        return from_eval(eval_path, info, count=count, signature=signature, label=label)
     if path is None:
         return from_defaults(info, count)
     if not path.is_file():
@@ -174,10 +212,7 @@ def load_requests(
             f"{path}: unknown kind of request file {suffix!r}; expected records "
             "(.jsonl, .json, .csv) or a TFRecord of PredictionLog (.tfrecord, a warmup file)"
         )
-    if len(chosen.requests) > count:
-        chosen.notes.append(f"the first {count} of {len(chosen.requests)} requests were replayed")
-        chosen.requests = chosen.requests[:count]
-    return chosen
+    return _first(chosen, count)
 
 
 def batched(requests: Sequence[Request], size: int) -> Request:

@@ -154,7 +154,8 @@ def build_estimator(
 
 
 def read_trainer_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The schema and model config a training run recorded in its model directory, if any."""
+    """The schema, model config and receiver a training run recorded in its model directory,
+    if any (a directory trained before the receiver was recorded has no ``receiver``)."""
     path = Path(model_dir) / TRAINER_FILE
     if not path.exists():
         return None
@@ -162,9 +163,10 @@ def read_trainer_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | Non
     return data
 
 
-def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions) -> None:
+def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions, receiver: str) -> None:
     model_dir.mkdir(parents=True, exist_ok=True)
-    payload = {"schema": schema.to_dict(), "model": config.to_dict()}
+    # the receiver lets a later export give the signatures the training's exports have
+    payload = {"schema": schema.to_dict(), "model": config.to_dict(), "receiver": receiver}
     write_atomically(model_dir / TRAINER_FILE, json.dumps(payload, indent=2) + "\n")
 
 
@@ -277,7 +279,7 @@ class _Job:
         eval_spec = self._eval_spec(exporters)
         fresh = not self.model_dir.exists()
         try:
-            _write_trainer_file(self.model_dir, self.schema, self.model)
+            _write_trainer_file(self.model_dir, self.schema, self.model, self.run.receiver)
             estimator_obj = self._estimator()
             metrics = self._train_and_evaluate(estimator_obj, train_spec, eval_spec)
         except BaseException:
@@ -306,7 +308,7 @@ class _Job:
     def cluster(self, task: ClusterTask) -> TrainResult:
         self.model.check(self.schema)
         if task.task_type == "chief":
-            _write_trainer_file(self.model_dir, self.schema, self.model)
+            _write_trainer_file(self.model_dir, self.schema, self.model, self.run.receiver)
         watchdog = self._watchdog(task)
         watchdog.start()
         try:
@@ -536,6 +538,8 @@ def check_model_dir(model_dir: Path, schema: Schema, config: ModelOptions) -> No
     recorded = read_trainer_file(model_dir)
     if recorded is None or checkpoint_step_of(model_dir) is None:
         return
+    # the receiver shapes the exports only, not the checkpoints: training with another is fine
+    recorded = {key: recorded[key] for key in ("schema", "model") if key in recorded}
     wanted = {"schema": schema.to_dict(), "model": config.to_dict()}
     difference = _first_difference(recorded, json.loads(json.dumps(wanted)))
     if difference is not None:
