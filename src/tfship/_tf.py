@@ -118,7 +118,9 @@ def tensorflow_version() -> str | None:
         >>> tensorflow_version() == tf().__version__
         True
     """
-    for distribution in ("tensorflow", "tensorflow-cpu", "tf-nightly"):
+    # the names TensorFlow's builds are published under, one of which a TensorFlow install holds
+    for distribution in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos",
+                         "tensorflow-intel", "tensorflow-aarch64", "tf-nightly", "tf-nightly-cpu"):
         try:
             return importlib.metadata.version(distribution)
         except importlib.metadata.PackageNotFoundError:
