@@ -10,10 +10,13 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import json
 import logging
 import os
 import re
 import sys
+import urllib.parse
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -204,18 +207,65 @@ def missing_extra(what: str, known_as: str, *, estimator: bool = False) -> Extra
     ``run`` extra, or the ``estimator`` extra (and the Pythons it installs on) for training.
 
     Example:
-        >>> print(missing_extra("tfship serve", "TensorFlow"))
-        tfship serve needs the 'run' extra (TensorFlow is not installed): pip install "tfship[run]"
+        >>> print(missing_extra("tfship serve", "TensorFlow"))  # doctest: +ELLIPSIS
+        tfship serve needs the 'run' extra (TensorFlow is not installed): pip install ...[run]"
     """
     if not estimator:
         return ExtraNotInstalledError(
             f"{what} needs the {RUN_EXTRA!r} extra ({known_as} is not installed): "
-            f'pip install "tfship[{RUN_EXTRA}]"'
+            f"{install_command(RUN_EXTRA)}"
         )
     return ExtraNotInstalledError(
         f"{what} needs the {ESTIMATOR_EXTRA!r} extra ({known_as} is not installed): "
-        f'pip install "tfship[{ESTIMATOR_EXTRA}]"{_on_estimator_python()}'
+        f"{install_command(ESTIMATOR_EXTRA)}{_on_estimator_python()}"
     )
+
+
+def install_command(extra: str) -> str:
+    """The pip command that adds ``extra`` to this tfship, installed the way this one was.
+
+    tfship installed from a checkout or a wheel file cannot be reinstalled by its name (it
+    is not on a public index): pip's record of where it came from (``direct_url.json``)
+    gives the checkout, editable or not, or the wheel, while it is still there. Installed
+    from an index, or when the source is gone, the name is what pip needs.
+
+    Example:
+        >>> install_command("spark").startswith("pip install ")
+        True
+    """
+    source = _installed_from()
+    if source is None:
+        return f'pip install "tfship[{extra}]"'
+    kind, where = source
+    if kind == "vcs":
+        return f'pip install "tfship[{extra}] @ {where}"'
+    editable = "-e " if kind == "editable" else ""
+    return f'pip install {editable}"{where}[{extra}]"'
+
+
+def _installed_from() -> tuple[str, str] | None:
+    """``(kind, where)`` for tfship installed from a local directory (``dir``, ``editable``),
+    a local wheel (``wheel``) or a version-control URL (``vcs``); None otherwise."""
+    try:
+        text = importlib.metadata.distribution("tfship").read_text("direct_url.json")
+        record = json.loads(text) if text else None
+    except (importlib.metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("url"), str):
+        return None
+    url: str = record["url"]
+    if "vcs_info" in record:
+        vcs = record["vcs_info"].get("vcs", "git") if isinstance(record["vcs_info"], dict) else "git"
+        return "vcs", f"{vcs}+{url}"
+    if not url.startswith("file://"):
+        return None
+    path = urllib.request.url2pathname(urllib.parse.urlparse(url).path)
+    if not os.path.exists(path):
+        return None
+    dir_info = record.get("dir_info")
+    if isinstance(dir_info, dict):
+        return ("editable" if dir_info.get("editable") else "dir"), path
+    return "wheel", path
 
 
 def missing_estimator(what: str) -> ExtraNotInstalledError:
@@ -228,7 +278,7 @@ def missing_estimator(what: str) -> ExtraNotInstalledError:
     here = f"TensorFlow {tensorflow_version() or '(unknown version)'} on Python {_python()}"
     return ExtraNotInstalledError(
         f"{what} needs tf.estimator, which ships with TensorFlow 2.15 only ({here} is installed): "
-        f'pip install "tfship[{ESTIMATOR_EXTRA}]" in a Python {ESTIMATOR_PYTHONS} environment'
+        f"{install_command(ESTIMATOR_EXTRA)} in a Python {ESTIMATOR_PYTHONS} environment"
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tfship._tf import is_verbose
+from tfship._tf import install_command, is_verbose
 from tfship.errors import InputError
 from tfship.loaders._beam_rows import ERROR_KEY as _ERROR_KEY
 from tfship.loaders._beam_rows import NAMESPACE as _NAMESPACE
@@ -63,9 +63,7 @@ def _beam() -> Any:
     try:
         import apache_beam
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise InputError(
-            "the Beam runner needs Apache Beam: pip install 'tfship[beam]'"
-        ) from exc
+        raise InputError(f"the Beam runner needs Apache Beam: {install_command('beam')}") from exc
     return apache_beam
 
 

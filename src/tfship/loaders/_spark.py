@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from tfship._tf import is_verbose
+from tfship._tf import install_command, is_verbose
 from tfship.errors import InputError, TfshipError
 from tfship.loaders._job import (
     BatchRunner,
@@ -203,7 +203,7 @@ def _pyspark() -> Any:
     try:
         import pyspark
     except ImportError as exc:
-        raise InputError("the Spark runner needs pyspark: pip install 'tfship[spark]'") from exc
+        raise InputError(f"the Spark runner needs pyspark: {install_command('spark')}") from exc
     return pyspark
 
 
