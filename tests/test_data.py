@@ -311,7 +311,8 @@ def test_synth_names_what_the_schema_leaves_open(tmp_path: Path) -> None:
                                                   "range": [18, 90]}},
         {"name": "visits", "dtype": "int64", "use": {"kind": "numeric"}}]}).save(path)
     out = tmp_path / "synth.csv"
-    result = CliRunner().invoke(cli, ["data", "synth", "--schema", str(path), "--rows", "500", "-o", str(out)])
+    result = CliRunner().invoke(cli, ["data", "synth", "--schema", str(path), "--rows", "500",
+                                      "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
         f"note: no range recorded for 'visits': its values are drawn without bounds ({path})",
