@@ -376,6 +376,9 @@ def test_a_date_per_row_and_sparse_row_names_are_left_out_and_named(tmp_path: Pa
     assert reasons[2].startswith("store: one value ('Leeds') in every row -> left out")
     assert schema.feature("temperature").use["range"][0] >= 8
     assert infer_schema(path, "takings", keep=["day"]).feature("day").use["kind"] == "hash"
+    gaps = tmp_path / "gaps.csv"  # days not recorded, as R writes them, are still dates
+    gaps.write_text(path.read_text().replace(",2019-03-05,", ",NA,").replace(",2019-03-09,", ",NA,"))
+    assert explain_schema(gaps, "takings")[1][1].startswith("day: 118 values, dates (2019-03-01 to 2019-06-28)")
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "takings"])
     assert result.exit_code == 0, result.output
     assert ("left out: rownames, day, store (each for the reason above); --keep NAME uses one anyway "

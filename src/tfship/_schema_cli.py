@@ -45,7 +45,7 @@ def infer(
 
     What was seen in each column and what was chosen goes to stderr, one line per column.
     Identifiers (a distinct text per row, a row number), columns of one value and dates of
-    nearly one row each are left out unless --keep names them.
+    more than 50 days are left out unless --keep names them.
     """
     tokens = NA_VALUES if na_values is None else tuple(
         v.strip() for v in na_values.split(",") if v.strip()

@@ -122,8 +122,12 @@ def infer_schema(
     Identifiers are left out: a text column whose every value is distinct (a name per row), an
     integer column whose every value is distinct and which counts up or down or fills at least
     half of the whole numbers between its smallest and largest (row numbers, of a shuffled or
-    sampled table too), once it has at least 20 values. A model would memorise them and learn
-    nothing that holds for new rows; ``keep`` names those to use anyway.
+    sampled table too), or is named like one (``rownames``, ``id``, ``customer_id``), once it
+    has at least 20 values. A model would memorise them and learn nothing that holds for new
+    rows. A column of one value is left out too (it carries no information), and so is an ISO
+    date column of more than 50 days (a category of days seen says nothing of a new day); one
+    of fewer days is kept as a category, with a note. ``keep`` names those to use anyway; every
+    numeric feature and a regression label record the ``range`` seen.
 
     Args:
         path: a CSV file with a header row.
@@ -184,7 +188,7 @@ def explain_schema(
             feature, why = _infer_feature(name, values, rule)
             features.append(feature)
             reasons.append(f"{name}: {why} -> {_chosen(feature)}")
-            dates = _date_span(_present(values, feature.dtype, rule))
+            dates = _date_span(_present(values, feature.dtype, rule), rule)
             if dates is not None:
                 reasons.append(f"note: {name} holds dates ({dates}): kept as a category of the days "
                                f"seen, so a day after them is unknown to the model; for season or "
@@ -274,8 +278,9 @@ def _left_out(name: str, values: list[str], rule: CsvMissing, *, kept: bool) -> 
     """Why a column is no feature (what was seen, then ``-> left out``), or None to use it.
 
     A column without any value cannot be one even when asked to be kept. A column of one value
-    carries no information; dates are left out only when nearly every row has its own day;
-    identifiers are left out. ``kept`` (the user's ``keep``) keeps the last three.
+    carries no information; dates of more than 50 days are left out (fewer are kept as a
+    category, with a note); identifiers are left out. ``kept`` (the user's ``keep``) keeps the
+    last three.
     """
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
@@ -287,8 +292,9 @@ def _left_out(name: str, values: list[str], rule: CsvMissing, *, kept: bool) -> 
     if len(distinct) == 1 and len(present) == len(values):
         return (f"one value ({next(iter(distinct))!r}) in every row -> left out (it carries no "
                 f"information); keep it to use it anyway")
-    dates = _date_span(present)
+    dates = _date_span(present, rule)
     if dates is not None:
+        distinct -= rule.tokens("float32")
         if len(distinct) <= VOCABULARY_LIMIT:
             return None  # kept as a category, with a note
         return (f"{len(distinct)} values, dates ({dates}) -> left out: as a category a model would "
@@ -303,17 +309,21 @@ def _left_out(name: str, values: list[str], rule: CsvMissing, *, kept: bool) -> 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
 
-def _date_span(present: list[str]) -> str | None:
-    """``first to last`` when every value is an ISO date (2019-03-01, or with a time), or None."""
-    if not present or not all(_ISO_DATE.match(v.strip()) for v in present):
+def _date_span(present: list[str], rule: CsvMissing) -> str | None:
+    """``first to last`` when every value is an ISO date (2019-03-01, or with a time), or None.
+
+    A missing-value token (``NA``) among the dates does not make them text.
+    """
+    na = rule.tokens("float32")
+    days = {v.strip() for v in present} - na
+    if not days or not all(_ISO_DATE.match(v) for v in days):
         return None
     try:
-        for value in set(present):
-            datetime.date.fromisoformat(value.strip()[:10])
+        for value in days:
+            datetime.date.fromisoformat(value[:10])
     except ValueError:
         return None  # 2019-13-45 is no date
-    ordered = sorted(v.strip() for v in present)
-    return f"{ordered[0]} to {ordered[-1]}"
+    return f"{min(days)} to {max(days)}"
 
 
 # Names that say a column numbers or keys its rows (the last word, in any case).
