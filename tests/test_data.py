@@ -378,8 +378,19 @@ def test_a_date_per_row_and_sparse_row_names_are_left_out_and_named(tmp_path: Pa
     assert infer_schema(path, "takings", keep=["day"]).feature("day").use["kind"] == "hash"
     gaps = tmp_path / "gaps.csv"  # days not recorded, as R writes them, are still dates
     gaps.write_text(path.read_text().replace(",2019-03-05,", ",NA,").replace(",2019-03-09,", ",NA,"))
-    assert explain_schema(gaps, "takings")[1][1].startswith("day: 118 values, dates (2019-03-01 to 2019-06-28)")
+    gapped = explain_schema(gaps, "takings")[1][1]
+    assert gapped.startswith("day: 118 values, dates (2019-03-01 to 2019-06-28)")
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "takings"])
     assert result.exit_code == 0, result.output
     assert ("left out: rownames, day, store (each for the reason above); --keep NAME uses one anyway "
             "(or add it to the schema)") in result.stderr
+
+
+def test_an_empty_column_is_left_out_so_the_schema_loads(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("remarks,score,y\n" + "".join(f",{i * 0.5},{i % 2}\n" for i in range(30)))
+    schema, reasons = explain_schema(path, "y", keep=["remarks"])
+    assert reasons[0] == ("remarks: no value in any of 30 row(s) -> left out (nothing to learn from, so keep "
+                          "cannot use it)")
+    schema.save(tmp_path / "s.json")
+    assert Schema.load(tmp_path / "s.json").feature_names == ["score"]

@@ -285,7 +285,8 @@ def _left_out(name: str, values: list[str], rule: CsvMissing, *, kept: bool) -> 
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
     if not present:
-        return f"no value in any of {len(values)} row(s) -> left out (nothing to learn from)"
+        return (f"no value in any of {len(values)} row(s) -> left out (nothing to learn from, "
+                f"so keep cannot use it)")
     if kept:
         return None
     distinct = set(present)
