@@ -376,6 +376,9 @@ def test_a_date_per_row_and_sparse_row_names_are_left_out_and_named(tmp_path: Pa
     assert reasons[2].startswith("store: one value ('Leeds') in every row -> left out")
     assert schema.feature("temperature").use["range"][0] >= 8
     assert infer_schema(path, "takings", keep=["day"]).feature("day").use["kind"] == "hash"
+    measured = tmp_path / "measured.csv"  # the same numbers under a measurement's name are kept
+    measured.write_text(path.read_text().replace("rownames,", "price index,", 1))
+    assert infer_schema(measured, "takings").feature_names == ["price index", "temperature"]
     gaps = tmp_path / "gaps.csv"  # days not recorded, as R writes them, are still dates
     gaps.write_text(path.read_text().replace(",2019-03-05,", ",NA,").replace(",2019-03-09,", ",NA,"))
     gapped = explain_schema(gaps, "takings")[1][1]

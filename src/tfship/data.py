@@ -327,14 +327,16 @@ def _date_span(present: list[str], rule: CsvMissing) -> str | None:
     return f"{min(days)} to {max(days)}"
 
 
-# Names that say a column numbers or keys its rows (the last word, in any case).
-_ID_WORDS = frozenset({"id", "ids", "rownames", "rowname", "rownum", "index", "idx", "uuid", "key"})
+# Names that say a column numbers or keys its rows: the whole name (in any case), or its last
+# word (``customer_id``, ``PassengerId``; but not ``price index``).
+_ID_NAMES = frozenset({"rownames", "rowname", "rownum", "row", "index", "idx", "key", "unnamed: 0", ""})
+_ID_WORDS = frozenset({"id", "ids", "uuid"})
 
 
 def _named_like_an_identifier(name: str) -> bool:
     """Whether a column's name says it is an identifier: ``rownames``, ``id``, ``customer_id``,
     ``PassengerId``, an empty name or ``Unnamed: 0`` (a data frame's written index)."""
-    if not name.strip() or re.fullmatch(r"Unnamed: \d+", name.strip()):
+    if name.strip().lower() in _ID_NAMES:
         return True
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
     return bool(words) and words[-1].lower() in _ID_WORDS
