@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tfship.data import infer_schema, penguins_split, synthesize
+from tfship.data import explain_schema, infer_schema, penguins_csv, penguins_split, synthesize
 from tfship.errors import DataError, InputError
-from tfship.schema import CsvMissing
+from tfship.schema import CsvMissing, Schema
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -241,8 +241,8 @@ def test_schema_infer_says_how_to_keep_an_identifier(tmp_path: Path) -> None:
     out = tmp_path / "schema.json"
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "Survived", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert ("left out as identifiers: PassengerId, Name, Ticket; --keep NAME uses one anyway "
-            "(or add it to the schema)") in result.stderr
+    assert ("left out: PassengerId, Name, Ticket (each for the reason above); --keep NAME uses one "
+            "anyway (or add it to the schema)") in result.stderr
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "Survived", "--keep", "Nmae"])
     assert result.exit_code == 2
     assert "column to keep 'Nmae' is not in" in result.stderr and "(did you mean 'Name'?)" in result.stderr
@@ -268,3 +268,132 @@ def test_missing_labels_are_named_by_line_with_the_remedy(tmp_path: Path) -> Non
     path.write_text("years,salary\n1,\n2,\n")
     with pytest.raises(DataError, match=r"label column 'salary' has no value in any row"):
         infer_schema(path, "salary")
+
+
+def _raw_penguins() -> Path:
+    """The penguins as the field station recorded them: a date per nest (Date Egg), columns of
+    one value (Region, Stage), sample numbers, isotopes with gaps."""
+    return penguins_csv().parent / "penguins-raw.csv"
+
+
+@pytest.mark.parametrize("label", ["Body Mass (g)", "Culmen Length (mm)"])
+def test_synthetic_numbers_are_in_the_schema_units_and_range(tmp_path: Path, label: str) -> None:
+    schema = infer_schema(_raw_penguins(), label)
+    out = synthesize(schema, 3000, tmp_path / "synth.csv", seed=5)
+    rows = _rows(out)
+    numbers = [f for f in schema.features if f.use["kind"] == "numeric"]
+    assert {f.name for f in numbers} >= {"Flipper Length (mm)", "Culmen Depth (mm)", "Sample Number"}
+    for f in numbers:
+        low, high = f.use["range"]
+        cells = [r[f.name] for r in rows]
+        assert all(low <= float(c) <= high for c in cells), (f.name, low, high)
+        if f.dtype == "int64":  # whole numbers stay whole
+            assert all(c.lstrip("-").isdigit() for c in cells), f.name
+    values = [float(r[label]) for r in rows]
+    mean, std = schema.label.scale or (0.0, 1.0)
+    low, high = schema.label.range or (0.0, 0.0)
+    assert low <= min(values) and max(values) <= high
+    assert abs(sum(values) / len(values) - mean) < 0.15 * std  # the label's units, not standardised
+    spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    assert 0.75 * std < spread < 1.25 * std
+    whole = all(r[label].isdigit() for r in rows)
+    assert whole == (label == "Body Mass (g)")  # an integer label stays whole too
+
+
+def test_synth_names_what_the_schema_leaves_open(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    path = tmp_path / "schema.json"
+    Schema.from_dict({"label": {"name": "spend", "kind": "regression"}, "features": [
+        {"name": "age", "dtype": "int64", "use": {"kind": "numeric", "normalize": {"mean": 40, "std": 9},
+                                                  "range": [18, 90]}},
+        {"name": "visits", "dtype": "int64", "use": {"kind": "numeric"}}]}).save(path)
+    out = tmp_path / "synth.csv"
+    result = CliRunner().invoke(cli, ["data", "synth", "--schema", str(path), "--rows", "500",
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"note: no range recorded for 'visits': its values are drawn without bounds ({path})",
+        f"note: label 'spend' has no scale: its values are standardised (mean 0, std 1), not in its own "
+        f"units ({path})",
+        f"note: no range recorded for label 'spend': its values are drawn without bounds ({path})",
+    ]
+    ages = [int(r["age"]) for r in _rows(out)]
+    assert min(ages) >= 18 and max(ages) <= 90
+
+
+def test_dates_and_columns_of_one_value_are_named_for_what_they_are(tmp_path: Path) -> None:
+    schema, reasons = explain_schema(_raw_penguins(), "Species")
+    by_column = {line.split(":")[0]: line for line in reasons if not line.startswith("note:")}
+    assert by_column["Region"] == ("Region: one value ('Anvers') in every row -> left out (it carries no "
+                                   "information); keep it to use it anyway")
+    assert by_column["Stage"].startswith("Stage: one value ('Adult, 1 Egg Stage') in every row -> left out")
+    # A date is a feature: kept (its days repeat, one per nest), with a note on how to use it.
+    assert schema.feature("Date Egg").use["kind"] == "categorical"
+    assert ("note: Date Egg holds dates (2007-11-09 to 2009-12-01): kept as a category of the days seen, "
+            "so a day after them is unknown to the model; for season or weekday, add them to the data as "
+            "columns (month, weekday)") in reasons
+    assert not any("identifier" in line for line in reasons if "Date Egg" in line)
+    assert "Region" not in schema.feature_names and "Stage" not in schema.feature_names
+    kept = infer_schema(_raw_penguins(), "Species", keep=["Region"])
+    assert kept.feature("Region").use["vocabulary"] == ["Anvers"]
+
+
+def _daily(path: Path) -> Path:
+    """A shop's daily takings: one row per day, the row names of a 3% sample of a larger table
+    (sparse, unordered), a store of one value, the temperature."""
+    import datetime
+    import random
+
+    rng = random.Random(7)
+    names = rng.sample(range(1, 4000), 120)
+    start = datetime.date(2019, 3, 1)
+    lines = ["rownames,day,store,temperature,takings"]
+    for i, name in enumerate(names):
+        day = start + datetime.timedelta(days=i)
+        temperature = round(8 + 10 * rng.random(), 1)
+        lines.append(f"{name},{day.isoformat()},Leeds,{temperature},{round(900 + 40 * temperature)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_date_per_row_and_sparse_row_names_are_left_out_and_named(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfship.cli import cli
+
+    path = _daily(tmp_path / "daily.csv")
+    schema, reasons = explain_schema(path, "takings")
+    assert schema.feature_names == ["temperature"]
+    assert reasons[0].startswith("rownames: 120 values, every one distinct, spread over ")
+    assert reasons[0].endswith("named like one: an identifier -> left out (a model would memorise it); "
+                               "keep it to use it anyway")
+    assert reasons[1] == ("day: 120 values, dates (2019-03-01 to 2019-06-28) -> left out: as a category a "
+                          "model would only know the days it saw; add the parts that recur (month, weekday, "
+                          "day of year) to the data as columns, or keep it to use it as a category")
+    assert reasons[2].startswith("store: one value ('Leeds') in every row -> left out")
+    assert schema.feature("temperature").use["range"][0] >= 8
+    assert infer_schema(path, "takings", keep=["day"]).feature("day").use["kind"] == "hash"
+    measured = tmp_path / "measured.csv"  # the same numbers under a measurement's name are kept
+    measured.write_text(path.read_text().replace("rownames,", "price index,", 1))
+    assert infer_schema(measured, "takings").feature_names == ["price index", "temperature"]
+    gaps = tmp_path / "gaps.csv"  # days not recorded, as R writes them, are still dates
+    gaps.write_text(path.read_text().replace(",2019-03-05,", ",NA,").replace(",2019-03-09,", ",NA,"))
+    gapped = explain_schema(gaps, "takings")[1][1]
+    assert gapped.startswith("day: 118 values, dates (2019-03-01 to 2019-06-28)")
+    result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "takings"])
+    assert result.exit_code == 0, result.output
+    assert ("left out: rownames, day, store (each for the reason above); --keep NAME uses one anyway "
+            "(or add it to the schema)") in result.stderr
+
+
+def test_an_empty_column_is_left_out_so_the_schema_loads(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("remarks,score,y\n" + "".join(f",{i * 0.5},{i % 2}\n" for i in range(30)))
+    schema, reasons = explain_schema(path, "y", keep=["remarks"])
+    assert reasons[0] == ("remarks: no value in any of 30 row(s) -> left out (nothing to learn from, so keep "
+                          "cannot use it)")
+    schema.save(tmp_path / "s.json")
+    assert Schema.load(tmp_path / "s.json").feature_names == ["score"]

@@ -45,6 +45,8 @@ def _feature(index: int, **changes: Any) -> dict[str, Any]:
 
 def test_round_trip_through_a_file(tmp_path: Path) -> None:
     schema = Schema.from_dict(BASE)
+    ranged = Schema.from_dict(_with(label={"name": "y", "kind": "regression", "range": [2700, 6300]}))
+    assert Schema.from_dict(ranged.to_dict()).label.range == (2700, 6300)
     schema.save(tmp_path / "s.json")
     again = Schema.load(tmp_path / "s.json")
     assert again.to_dict() == schema.to_dict()
@@ -137,6 +139,13 @@ def test_label_conversion() -> None:
          r"feature 'ident': an identity feature needs dtype int64"),
         (_feature(4, use={"kind": "hash", "buckets": 0}), r"feature 'tags': buckets must be a positive"),
         (_feature(5, default=[0.0]), r"feature 'vec': default has 1 values, shape \[3\] needs 3"),
+        (_feature(0, use={"kind": "numeric", "range": [5, 1]}),
+         r"feature 'x': range must be \[min, max\], two numbers with min <= max, found \[5, 1\]"),
+        (_feature(2, use={"kind": "categorical", "vocabulary": ["p"], "range": [0, 1]}),
+         r"feature 'cat': range is for numeric and bucketized features, not categorical"),
+        (_with(label={"name": "y", "kind": "regression", "range": [0]}), r"label 'y': range must be"),
+        (_with(label={"name": "y", "kind": "binary", "range": [0, 1]}),
+         r"label 'y': range: only a regression label has a range"),
         (_feature(0, name="n"), r"features \['n'\] are declared more than once"),
         (_feature(0, colour="red"), r"feature 'x': unknown keys \['colour'\]"),
         (_with(label={"name": "y", "kind": "ordinal"}), r"label 'y': kind 'ordinal' is not one of"),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tfship.data import penguins_split, synthesize
+from tfship.data import penguins_split, synthesis_notes, synthesize
 from tfship.schema import Schema
 
 
@@ -29,6 +29,13 @@ def penguins(out: Path) -> None:
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, type=int)
 def synth(schema_path: Path, rows: int, out: Path, seed: int) -> None:
-    """Write ROWS synthetic CSV rows that follow a schema."""
-    synthesize(Schema.load(schema_path), rows, out, seed=seed)
+    """Write ROWS synthetic CSV rows that follow a schema.
+
+    Numbers keep to the schema's units and recorded range (whole in an integer column); what
+    the schema leaves open is named on stderr.
+    """
+    loaded = Schema.load(schema_path)
+    for note in synthesis_notes(loaded):
+        click.echo(f"{note} ({schema_path})", err=True)
+    synthesize(loaded, rows, out, seed=seed)
     click.echo(str(out))

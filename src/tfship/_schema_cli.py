@@ -44,7 +44,8 @@ def infer(
     """Propose a schema for DATA.csv: dtypes, vocabularies, hash buckets, defaults.
 
     What was seen in each column and what was chosen goes to stderr, one line per column.
-    Identifiers (a distinct text per row, a row number) are left out unless --keep names them.
+    Identifiers (a distinct text per row, a row number), columns of one value and dates of
+    more than 50 days are left out unless --keep names them.
     """
     tokens = NA_VALUES if na_values is None else tuple(
         v.strip() for v in na_values.split(",") if v.strip()
@@ -55,8 +56,8 @@ def infer(
         click.echo(line, err=True)
     left_out = [n for n in _columns(data) if n not in {label, *exclude, *proposed.feature_names}]
     if left_out:
-        click.echo(f"left out as identifiers: {', '.join(left_out)}; --keep NAME uses one anyway "
-                   f"(or add it to the schema)", err=True)
+        click.echo(f"left out: {', '.join(left_out)} (each for the reason above); --keep NAME uses one "
+                   f"anyway (or add it to the schema)", err=True)
     if out is not None:
         proposed.save(out)
         click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "

@@ -10,12 +10,13 @@ Example:
 from __future__ import annotations
 
 import csv
+import datetime
 import math
 import os
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,9 @@ from tfship.schema import (
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesize"]
+__all__ = [
+    "explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesis_notes", "synthesize",
+]
 
 # Strings with at most this many distinct values get a vocabulary; more get hash buckets.
 VOCABULARY_LIMIT = 50
@@ -119,8 +122,12 @@ def infer_schema(
     Identifiers are left out: a text column whose every value is distinct (a name per row), an
     integer column whose every value is distinct and which counts up or down or fills at least
     half of the whole numbers between its smallest and largest (row numbers, of a shuffled or
-    sampled table too), once it has at least 20 values. A model would memorise them and learn
-    nothing that holds for new rows; ``keep`` names those to use anyway.
+    sampled table too), or is named like one (``rownames``, ``id``, ``customer_id``), once it
+    has at least 20 values. A model would memorise them and learn nothing that holds for new
+    rows. A column of one value is left out too (it carries no information), and so is an ISO
+    date column of more than 50 days (a category of days seen says nothing of a new day); one
+    of fewer days is kept as a category, with a note. ``keep`` names those to use anyway; every
+    numeric feature and a regression label record the ``range`` seen.
 
     Args:
         path: a CSV file with a header row.
@@ -174,14 +181,18 @@ def explain_schema(
         reasons.append(f"note: {path}: skipped {len(blank)} blank line(s), at line(s) {_shown(blank)}")
     for name, values in columns.items():
         if name != label and name not in exclude:
-            identifier = None if name in keep else _identifier(values, rule)
-            if identifier is not None:
-                reasons.append(f"{name}: {identifier} -> left out (a model would memorise it); "
-                               f"keep it to use it anyway")
+            left_out = _left_out(name, values, rule, kept=name in keep)
+            if left_out is not None:
+                reasons.append(f"{name}: {left_out}")
                 continue
             feature, why = _infer_feature(name, values, rule)
             features.append(feature)
             reasons.append(f"{name}: {why} -> {_chosen(feature)}")
+            dates = _date_span(_present(values, feature.dtype, rule), rule)
+            if dates is not None:
+                reasons.append(f"note: {name} holds dates ({dates}): kept as a category of the days "
+                               f"seen, so a day after them is unknown to the model; for season or "
+                               f"weekday, add them to the data as columns (month, weekday)")
     target = _infer_label(label, columns[label], rule, where=(str(path), lines))
     reasons.append(f"{label} (label): {_label_reason(target, columns[label])}")
     unlabelled = _unlabelled_lines(columns[label], rule, lines)
@@ -263,7 +274,75 @@ def _read_columns(
     return columns, malformed
 
 
-def _identifier(values: list[str], rule: CsvMissing) -> str | None:
+def _left_out(name: str, values: list[str], rule: CsvMissing, *, kept: bool) -> str | None:
+    """Why a column is no feature (what was seen, then ``-> left out``), or None to use it.
+
+    A column without any value cannot be one even when asked to be kept. A column of one value
+    carries no information; dates of more than 50 days are left out (fewer are kept as a
+    category, with a note); identifiers are left out. ``kept`` (the user's ``keep``) keeps the
+    last three.
+    """
+    dtype = csv_column_dtype(values, rule)
+    present = _present(values, dtype, rule)
+    if not present:
+        return (f"no value in any of {len(values)} row(s) -> left out (nothing to learn from, "
+                f"so keep cannot use it)")
+    if kept:
+        return None
+    distinct = set(present)
+    if len(distinct) == 1 and len(present) == len(values):
+        return (f"one value ({next(iter(distinct))!r}) in every row -> left out (it carries no "
+                f"information); keep it to use it anyway")
+    dates = _date_span(present, rule)
+    if dates is not None:
+        distinct -= rule.tokens("float32")
+        if len(distinct) <= VOCABULARY_LIMIT:
+            return None  # kept as a category, with a note
+        return (f"{len(distinct)} values, dates ({dates}) -> left out: as a category a model would "
+                f"only know the days it saw; add the parts that recur (month, weekday, day of year) "
+                f"to the data as columns, or keep it to use it as a category")
+    identifier = _identifier(name, values, rule)
+    if identifier is None:
+        return None
+    return f"{identifier} -> left out (a model would memorise it); keep it to use it anyway"
+
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
+
+
+def _date_span(present: list[str], rule: CsvMissing) -> str | None:
+    """``first to last`` when every value is an ISO date (2019-03-01, or with a time), or None.
+
+    A missing-value token (``NA``) among the dates does not make them text.
+    """
+    na = rule.tokens("float32")
+    days = {v.strip() for v in present} - na
+    if not days or not all(_ISO_DATE.match(v) for v in days):
+        return None
+    try:
+        for value in days:
+            datetime.date.fromisoformat(value[:10])
+    except ValueError:
+        return None  # 2019-13-45 is no date
+    return f"{min(days)} to {max(days)}"
+
+
+# Names that say a column numbers or keys its rows: the whole name (in any case), or its last
+# word (``customer_id``, ``PassengerId``; but not ``price index``).
+_ID_NAMES = frozenset({"rownames", "rowname", "rownum", "row", "index", "idx", "key", "unnamed: 0", ""})
+_ID_WORDS = frozenset({"id", "ids", "uuid"})
+
+
+def _named_like_an_identifier(name: str) -> bool:
+    """Whether a column's name says it is an identifier: ``rownames``, ``id``, ``customer_id``,
+    ``PassengerId``, an empty name or ``Unnamed: 0`` (a data frame's written index)."""
+    if name.strip().lower() in _ID_NAMES:
+        return True
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return bool(words) and words[-1].lower() in _ID_WORDS
+
+
+def _identifier(name: str, values: list[str], rule: CsvMissing) -> str | None:
     """What makes a column an identifier (every value distinct, and text or a count), or None."""
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
@@ -292,6 +371,8 @@ def _identifier(values: list[str], rule: CsvMissing) -> str | None:
     if inside >= IDENTIFIER_DENSITY * (high - low + 1):
         return (f"{distinct}, the middle {inside} fill {inside / (high - low + 1):.0%} of the whole "
                 f"numbers from {low} to {high}: row numbers")
+    if _named_like_an_identifier(name):
+        return f"{distinct}, spread over {min(numbers)} to {max(numbers)}, named like one: an identifier"
     return None
 
 
@@ -360,10 +441,17 @@ def _numeric_feature(name: str, values: list[float], dtype: str, has_missing: bo
     use: dict[str, Any] = {"kind": "numeric"}
     if std > 0:
         use["normalize"] = {"mean": round(mean, 6), "std": round(std, 6)}
+    use["range"] = _range(values, dtype)
     default: Any = None
     if has_missing:
         default = round(mean) if dtype == "int64" else round(mean, 6)
     return Feature(name, dtype, (), default, use)
+
+
+def _range(values: list[float], dtype: str) -> list[Any]:
+    """The smallest and largest value seen, as whole numbers in an integer column."""
+    low, high = min(values), max(values)
+    return [int(low), int(high)] if dtype == "int64" else [low, high]
 
 
 def _embedding_dim(cardinality: int) -> int:
@@ -390,7 +478,8 @@ def _infer_label(
         numbers = [float(v) for v in present]
         std = statistics.pstdev(numbers)
         scale = (round(statistics.fmean(numbers), 6), round(std, 6)) if std > 0 else None
-        return Label(name, "regression", scale=scale)
+        low, high = _range(numbers, dtype)
+        return Label(name, "regression", scale=scale, range=(low, high))
     return Label(name, "binary" if len(classes) == 2 else "multiclass", tuple(classes))
 
 
@@ -405,8 +494,11 @@ def synthesize(
     """Write ``rows`` synthetic CSV rows for a schema, in chunks so memory stays flat.
 
     Features are drawn from what the schema says of them (normalisation statistics,
-    boundaries, vocabularies); the label is a noisy function of the numeric features, so a
-    model has something to learn. The same seed writes the same file.
+    boundaries, vocabularies), within the ``range`` it records and as whole numbers in an
+    integer column; the label is a noisy function of the features, so a model has something
+    to learn, and a regression label is in the units of its ``scale`` and ``range``.
+    :func:`synthesis_notes` names what the schema leaves open. The same seed writes the
+    same file.
     """
     import numpy as np
 
@@ -424,37 +516,108 @@ def synthesize(
     return out
 
 
+def synthesis_notes(schema: Schema) -> list[str]:
+    """What :func:`synthesize` cannot keep to because the schema does not say it, one line each.
+
+    A number without a recorded ``range`` is drawn without bounds; a regression label
+    without a ``scale`` comes out standardised (mean 0, std 1). ``infer_schema`` records both.
+
+    Example:
+        >>> s = Schema.from_dict({"label": {"name": "y", "kind": "regression"},
+        ...                       "features": [{"name": "x"}]})
+        >>> synthesis_notes(s)[0]
+        "note: no range recorded for 'x': its values are drawn without bounds"
+    """
+    notes = [f"note: no range recorded for {f.name!r}: its values are drawn without bounds"
+             for f in schema.features if f.use["kind"] in ("numeric", "bucketized") and "range" not in f.use]
+    label = schema.label
+    if label.kind == "regression" and label.scale is None:
+        notes.append(f"note: label {label.name!r} has no scale: its values are standardised "
+                     f"(mean 0, std 1), not in its own units")
+    if label.kind == "regression" and label.range is None:
+        notes.append(f"note: no range recorded for label {label.name!r}: its values are drawn without bounds")
+    return notes
+
+
+# Each synthetic feature moves the label by a term of about this standard deviation, and so
+# does the noise.
+_SIGNAL = 0.5
+# Draws outside a recorded range are drawn again this many times, then clipped to it.
+_REDRAWS = 20
+
+
 def _synth_chunk(schema: Schema, n: int, rng: np.random.Generator) -> Iterator[tuple[Any, ...]]:
     import numpy as np
 
-    score = rng.normal(0.0, 0.5, n)
+    signal = np.zeros(n)
+    variance = _SIGNAL**2  # the noise's
     columns = []
     for f in schema.features:
-        values, signal = _synth_feature(f, n, rng)
+        values, term, term_variance = _synth_feature(f, n, rng)
         columns.append(values)
-        score = score + signal
-    columns.append(_synth_label(schema.label, score))
+        signal = signal + term
+        variance += term_variance
+    columns.append(_synth_label(schema.label, signal, math.sqrt(variance), rng))
     return zip(*(np.asarray(c).tolist() for c in columns))
 
 
-def _synth_feature(f: Feature, n: int, rng: np.random.Generator) -> tuple[Any, Any]:
+def _synth_feature(f: Feature, n: int, rng: np.random.Generator) -> tuple[Any, Any, float]:
+    """A feature's values, the term they add to the label, and that term's variance."""
     import numpy as np
 
     use = f.use
     size = f.size or 1
     if use["kind"] in ("numeric", "bucketized"):
-        norm = use.get("normalize", {"mean": 0.0, "std": 1.0})
-        if use["kind"] == "bucketized":
-            b = use["boundaries"]
-            norm = {"mean": (b[0] + b[-1]) / 2, "std": max((b[-1] - b[0]) / 2, 1e-6)}
-        z = rng.normal(0.0, 1.0, n)
-        values = norm["mean"] + norm["std"] * z
-        values = np.round(values).astype(np.int64) if f.dtype == "int64" else np.round(values, 4)
-        return _repeat(values, size), z * 0.5
+        mean, std = _centre(use)
+        observed = use.get("range")
+        values = _bounded(lambda rows: mean + std * rng.normal(0.0, 1.0, len(rows)), n, observed, f.dtype)
+        values = np.round(values) if f.dtype == "int64" else np.round(values, 4)
+        if observed is not None:  # rounding may step over an end; a whole number stays inside
+            whole = f.dtype == "int64"
+            values = np.clip(values, math.ceil(observed[0]) if whole else observed[0],
+                             math.floor(observed[1]) if whole else observed[1])
+        if f.dtype == "int64":
+            values = values.astype(np.int64)
+        return _repeat(values, size), (values - mean) / std * _SIGNAL, _SIGNAL**2
     tokens = _tokens(f)
     idx = rng.integers(0, len(tokens), n)
-    weights = np.linspace(-1.0, 1.0, len(tokens)) if len(tokens) > 1 else np.zeros(1)
-    return _repeat(np.asarray(tokens, dtype=object)[idx], size), weights[idx] * 0.5
+    weights = np.linspace(-1.0, 1.0, len(tokens)) * _SIGNAL if len(tokens) > 1 else np.zeros(1)
+    return _repeat(np.asarray(tokens, dtype=object)[idx], size), weights[idx], float(np.mean(weights**2))
+
+
+def _centre(use: Mapping[str, Any]) -> tuple[float, float]:
+    """Mean and std to draw a number from: its normalisation, else the middle of its
+    boundaries or of its range, else 0 and 1."""
+    if "normalize" in use:
+        return float(use["normalize"]["mean"]), float(use["normalize"]["std"])
+    ends = use.get("boundaries") or use.get("range")
+    if ends:
+        return (ends[0] + ends[-1]) / 2, max((ends[-1] - ends[0]) / 2, 1e-6)
+    return 0.0, 1.0
+
+
+def _bounded(draw: Callable[[Any], Any], n: int, observed: Sequence[float] | None, dtype: str) -> Any:
+    """``draw(rows)`` for all ``n`` rows, with the values outside ``observed`` (after rounding,
+    for integers) drawn again, and any left after that clipped: a truncated distribution, not
+    a pile at the ends. ``draw`` takes the row numbers to draw for."""
+    import numpy as np
+
+    values = draw(np.arange(n))
+    if observed is None:
+        return values
+    low, high = observed
+
+    def out_of_range(v: Any) -> Any:
+        shown = np.round(v) if dtype == "int64" else v
+        return (shown < low) | (shown > high)
+
+    outside = np.flatnonzero(out_of_range(values))
+    for _ in range(_REDRAWS):
+        if not outside.size:
+            break
+        values[outside] = draw(outside)
+        outside = outside[out_of_range(values[outside])]
+    return np.clip(values, low, high)
 
 
 def _tokens(f: Feature) -> list[Any]:
@@ -473,11 +636,20 @@ def _repeat(values: Any, size: int) -> Any:
     return ["|".join([str(v)] * size) for v in values]
 
 
-def _synth_label(label: Label, score: Any) -> Any:
+def _synth_label(label: Label, signal: Any, spread: float, rng: np.random.Generator) -> Any:
+    """Labels from the features' terms plus noise; ``spread`` is the std of that sum."""
     import numpy as np
 
     if label.kind == "regression":
-        return np.round(score, 4)
+        mean, std = label.scale or (0.0, 1.0)
+
+        def draw(rows: Any) -> Any:  # only the noise is drawn again: the features keep their say
+            return mean + std * (signal[rows] + rng.normal(0.0, _SIGNAL, len(rows))) / spread
+
+        whole = label.range is not None and all(isinstance(v, int) for v in label.range)
+        values = _bounded(draw, len(signal), label.range, "int64" if whole else "float32")
+        return np.round(values).astype(np.int64) if whole else np.round(values, 4)
+    score = signal + rng.normal(0.0, _SIGNAL, len(signal))
     if label.kind == "binary":
         positive = score > 0
         if label.vocabulary is None:

@@ -17,8 +17,9 @@ A schema is one JSON file::
 default), ``[k]`` (exactly k values) or ``null`` (any number of values: a sparse feature).
 ``use.kind`` is ``numeric`` (optional ``normalize`` with ``mean``/``std``), ``bucketized``
 (``boundaries``), ``categorical`` (``vocabulary`` or ``vocabulary_file``), ``identity``
-(``num_buckets``) or ``hash`` (``buckets``); categorical kinds are shown to the model ``as``
-``indicator`` or ``embedding`` (with ``dimension``). ``groups`` name feature groups (the
+(``num_buckets``) or ``hash`` (``buckets``); a numeric or bucketized feature, and a regression
+label, may record the ``range`` (``[min, max]``) seen in the data; categorical kinds are shown
+to the model ``as`` ``indicator`` or ``embedding`` (with ``dimension``). ``groups`` name feature groups (the
 ``two_tower`` model's ``user`` and ``item`` towers).
 
 Example:
@@ -99,6 +100,9 @@ class Label:
     #: a regression label's (mean, std) in the training data: the model learns the label
     #: standardised and answers in its own units
     scale: tuple[float, float] | None = None
+    #: a regression label's smallest and largest value in the training data; written as
+    #: integers (2700, not 2700.0) they say the label is a whole number
+    range: tuple[float, float] | None = None
 
     @property
     def dtype(self) -> str:
@@ -123,6 +127,8 @@ class Label:
             out["vocabulary"] = list(self.vocabulary)
         if self.scale is not None:
             out["scale"] = {"mean": self.scale[0], "std": self.scale[1]}
+        if self.range is not None:
+            out["range"] = list(self.range)
         return out
 
 
@@ -387,7 +393,20 @@ def _parse_label(raw: Any) -> Label:
         raise SchemaError(f"label {name!r}: a multiclass label needs a vocabulary of 2+ classes")
     if kind == "binary" and vocab is not None and len(vocab) != 2:
         raise SchemaError(f"label {name!r}: a binary vocabulary has 2 classes, found {len(vocab)}")
-    return Label(name, kind, vocab, _parse_scale(raw.get("scale"), name, kind))
+    observed = raw.get("range")
+    if observed is not None:
+        if kind != "regression":
+            raise SchemaError(f"label {name!r}: range: only a regression label has a range")
+        observed = tuple(_parse_range(observed, f"label {name!r}"))
+    return Label(name, kind, vocab, _parse_scale(raw.get("scale"), name, kind), observed)
+
+
+def _parse_range(raw: Any, where: str) -> list[float]:
+    """A ``[min, max]`` seen in the data: two finite numbers, the first not above the second."""
+    ok = isinstance(raw, list) and len(raw) == 2 and all(_is_number(v) and math.isfinite(v) for v in raw)
+    if not ok or raw[0] > raw[1]:
+        raise SchemaError(f"{where}: range must be [min, max], two numbers with min <= max, found {raw!r}")
+    return list(raw)
 
 
 def _parse_scale(raw: Any, name: str, kind: str) -> tuple[float, float] | None:
@@ -445,6 +464,10 @@ def _validate_use(f: Feature, where: str) -> None:
             raise SchemaError(f"{where}: a {kind} feature needs dtype float32 or int64, not string")
         if f.is_sparse:
             raise SchemaError(f"{where}: a {kind} feature needs a fixed shape, not null")
+        if "range" in f.use:
+            _parse_range(f.use["range"], where)
+    elif "range" in f.use:
+        raise SchemaError(f"{where}: range is for numeric and bucketized features, not {kind}")
     if kind == "numeric" and "normalize" in f.use:
         norm = f.use["normalize"]
         ok = isinstance(norm, Mapping) and _is_number(norm.get("mean")) and _is_number(norm.get("std"))

@@ -46,7 +46,9 @@ def test_a_bad_row_is_named_and_nothing_is_written(dirty: tuple[Path, Path, Path
     assert result.exit_code == 2  # type: ignore[attr-defined]
     stderr = result.stderr  # type: ignore[attr-defined]
     assert stderr.startswith(f"Error: {train}:6: field 'bill_length_mm': expected float32, found 'forty'")
-    assert "(3 bad row(s) of 345; 0 may be skipped); --max-bad-rows N skips up to N of them" in stderr
+    # The bad rows are counted against their own file, not against training and evaluation rows together.
+    assert (f"(3 bad row(s): 3 of 277 training rows in {train}, 0 of 68 evaluation rows in {evaluation}; "
+            f"0 may be skipped); --max-bad-rows N skips up to N of them") in stderr
     assert "Graph execution error" not in stderr and len(stderr.strip().splitlines()) == 1
     assert not (tmp_path / "model").exists()
 
@@ -57,8 +59,22 @@ def test_a_few_bad_rows_can_be_skipped(dirty: tuple[Path, Path, Path], tmp_path:
     result = _train(schema, train, evaluation, tmp_path / "model", "--max-bad-rows", "3",
                     "--rejects", str(rejects))
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
-    assert "skipping 3 bad row(s) of 345" in result.stderr  # type: ignore[attr-defined]
+    assert (f"skipping 3 bad row(s): 3 of 277 training rows in {train}, 0 of 68 evaluation rows in "
+            f"{evaluation}; first {train}:6") in result.stderr  # type: ignore[attr-defined]
     listed = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert [r["line"] for r in listed] == [6, 7, 9]
     assert "1e400" in listed[1]["reason"]
     assert "expected 8 CSV cells" in listed[2]["reason"]
+
+
+def test_bad_rows_are_counted_per_file_of_a_set(dirty: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    schema, train, evaluation = dirty
+    clean = tmp_path / "clean.csv"
+    clean.write_text(evaluation.read_text())
+    result = CliRunner().invoke(cli, [
+        "train", "--schema", str(schema), "--train", str(train), "--train", str(clean),
+        "--eval", str(evaluation), "--model-dir", str(tmp_path / "model"), "--max-steps", "5",
+    ])
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert (f"(3 bad row(s): 3 of 345 training rows in {train} (3 of 277) and {clean} (0 of 68), "
+            f"0 of 68 evaluation rows in {evaluation}; 0 may be skipped)") in result.stderr

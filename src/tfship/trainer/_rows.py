@@ -74,6 +74,26 @@ class RowCheck:
         raise DataError(f"no {role} rows: every row of {names} is bad ({bad} bad row(s)); "
                         f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}")
 
+    def bad_counts(self, sets: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+        """``3 bad row(s): 3 of 277 training rows in train.csv, 0 of 68 evaluation rows in
+        eval.csv``: the bad rows against the rows of their own set, file by file in a set of
+        several; without ``sets``, against each file's rows."""
+        groups = list(sets) or [("", [f]) for f in self.files]
+        parts = []
+        for role, members in groups:
+            counted = [f for f in dict.fromkeys(members) if f in self.rows_by_file]
+            if not counted:
+                continue  # TFRecord files are not counted here
+            per_file = [(f, self._bad_in(f), self.rows_by_file[f]) for f in counted]
+            rows = f"{role} rows" if role else "rows"
+            total = f"{sum(b for _, b, _ in per_file)} of {sum(r for _, _, r in per_file)} {rows}"
+            files = [f"{f} ({b} of {r})" if len(per_file) > 1 else f for f, b, r in per_file]
+            parts.append(f"{total} in {' and '.join(files)}")
+        return f"{len(self.bad)} bad row(s): {', '.join(parts)}"
+
+    def _bad_in(self, file: str) -> int:
+        return sum(1 for b in self.bad if b.file == file)
+
 
 def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     """Rows whose label is outside the vocabulary (the Head would fail the whole run)."""
@@ -111,7 +131,7 @@ def check_csv_rows(
     fields = schema_fields(schema)
     result = RowCheck(list(files))
     rule = CsvMissing()
-    for name in files:
+    for name in dict.fromkeys(files):  # a file given twice (to train and to evaluate) is read once
         if not name.endswith(".csv"):
             continue
         # The input function names the filled columns when it reads the file.
@@ -152,7 +172,7 @@ def checked_files(
         first = check.bad[0]
         raise _TooManyBadRows(
             f"{first.file}:{first.line}: {first.reason} "
-            f"({len(check.bad)} bad row(s) of {check.rows}; {max_bad_rows} may be skipped)"
+            f"({check.bad_counts(sets)}; {max_bad_rows} may be skipped)"
         )
     for role, members in sets:
         check.require_rows(role, members)
@@ -165,7 +185,7 @@ def checked_files(
         _write_rejects(rejects, check.bad)
     if check.bad and echo is not None:
         where = f"; listed in {rejects}" if rejects is not None else ""
-        echo(f"skipping {len(check.bad)} bad row(s) of {check.rows}, first {check.bad[0].file}:"
+        echo(f"skipping {check.bad_counts(sets)}; first {check.bad[0].file}:"
              f"{check.bad[0].line}: {check.bad[0].reason}{where}")
     workdir = Path(tempfile.mkdtemp(prefix="tfship-train-rows-"))
     try:
