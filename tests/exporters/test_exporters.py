@@ -189,10 +189,52 @@ def test_nan_first_eval_does_not_block_later_exports(
     assert best.decisions[0].line == "skipped: loss nan is not finite and never becomes best at step 10"
 
 
-def test_keep_n_best_keeps_the_best_not_the_newest(
+def auc_bigger(best_eval_result: dict[str, float], current_eval_result: dict[str, float]) -> bool:
+    return current_eval_result["auc"] > best_eval_result["auc"]
+
+
+def test_a_compare_fn_decision_is_logged_and_recorded_as_the_compare_fn_s(
+    classifier: Any, checkpoints: dict[int, str], tmp_path: Path, export_logs: Callable[[], list[str]]
+) -> None:
+    best = BestExporter("best", _receiver(), compare_fn=auc_bigger, exports_to_keep=None, **FAST)
+    evals = [{"loss": 0.44, "auc": 0.8}, {"loss": 0.3879, "auc": 0.78}, {"loss": 0.5, "auc": 0.9}]
+    paths = [
+        best.export(classifier, str(tmp_path), checkpoints[10], {**e, "global_step": 10 + i}, False)
+        for i, e in enumerate(evals)
+    ]
+    assert [p is not None for p in paths] == [True, False, True]
+    v1, v3 = Path(paths[0]).name, Path(paths[2]).name
+    assert [d.line for d in best.decisions] == [
+        f"exported {v1}: first best for compare_fn auc_bigger at step 10",
+        f"skipped: compare_fn auc_bigger rejects auc 0.78 over best {v1} with auc 0.8 at step 11",
+        f"exported {v3}: compare_fn auc_bigger prefers auc 0.9 over best {v1} with auc 0.8 at step 12",
+    ]
+    assert not any("loss" in line for line in export_logs())
+    record = json.loads((tmp_path / "tfship-best.json").read_text())
+    assert record["compare_fn"] == "auc_bigger" and "metric" not in record and "value" not in record
+    assert record["compared"] == ["auc"]
+    assert record["metrics"] == {"loss": 0.5, "auc": 0.9, "global_step": 12}
+    assert record["version"] == int(v3)
+    meta = json.loads((Path(paths[2]) / "assets.extra" / "tfship.json").read_text())
+    assert meta["exporter"]["compare_fn"] == "auc_bigger" and "metric" not in meta["exporter"]
+    assert meta["exporter"]["compared"] == ["auc"]
+    previous = {"version": int(v1), "metrics": {"auc": 0.8, "loss": 0.44, "global_step": 10}}
+    assert meta["exporter"]["previous_best"] == previous
+    # A restarted run hands the recorded metrics to compare_fn, as tf.estimator's would.
+    again = BestExporter("best", _receiver(), compare_fn=auc_bigger, **FAST)
+    assert again.export(classifier, str(tmp_path), checkpoints[10], {"loss": 0.1, "auc": 0.85}, False) is None
+    assert again.decisions[0].line == (
+        f"skipped: compare_fn auc_bigger rejects auc 0.85 over best {v3} with auc 0.9 at step 10"
+    )
+    # A best chosen by compare_fn is no best by loss, and the other way round.
+    assert BestExporter("best", _receiver(), **FAST).best_record(tmp_path) is None
+
+
+def test_keep_n_under_a_compare_fn_keeps_its_newest_bests_not_the_best_by_metric(
     classifier: Any, checkpoints: dict[int, str], tmp_path: Path
 ) -> None:
-    # compare_fn that exports everything, so the newest are not the best.
+    # Each export was preferred by compare_fn over the best before it, so its newest are its
+    # best (tf.estimator keeps the newest); the unused metric (auc here) ranks nothing.
     best = BestExporter(
         "best",
         _receiver(),
@@ -203,8 +245,7 @@ def test_keep_n_best_keeps_the_best_not_the_newest(
     )
     paths = _evals(best, classifier, tmp_path, checkpoints[10], [0.9, 0.95, 0.5, 0.6, 0.7])
     names = [Path(p).name for p in paths]
-    # best two by auc: 0.95 and 0.9; the newest (0.7, also the current record) is never removed.
-    assert numeric_dirs(tmp_path) == sorted([names[0], names[1], names[4]])
+    assert numeric_dirs(tmp_path) == sorted(names[3:])
 
 
 def test_keep_one_best_leaves_exactly_the_best(
@@ -310,6 +351,10 @@ def test_a_record_left_behind_by_a_crash_is_reconciled_with_the_versions(
     assert restarted.decisions[0].line == "skipped: auc 0.85 <= best 0.9 at step 10"
 
 
+def _loss_smaller(best_eval_result: dict[str, float], current_eval_result: dict[str, float]) -> bool:
+    return current_eval_result.get("loss", 0.0) < best_eval_result.get("loss", 0.0)
+
+
 @pytest.mark.slow
 def test_event_file_pattern_seeds_the_best_from_earlier_evaluations_of_a_named_eval(tmp_path: Path) -> None:
     from tensorflow_estimator import estimator as est_mod
@@ -330,6 +375,12 @@ def test_event_file_pattern_seeds_the_best_from_earlier_evaluations_of_a_named_e
     )
     better = {"loss": best_past / 2, "global_step": 10}
     assert seeded.export(est, str(base), ckpt, better, False) is not None
+    by_fn = BestExporter("fn", _receiver(), "eval_holdout/*.tfevents.*", compare_fn=_loss_smaller, **FAST)
+    assert by_fn.export(est, str(tmp_path / "fn"), ckpt, worse, False) is None
+    assert by_fn.decisions[0].line == (
+        f"skipped: compare_fn _loss_smaller rejects loss {best_past + 1.0:.6g} over the best at "
+        f"step {history[0].step} with loss {best_past:.6g} at step 10"
+    )
     unseeded = BestExporter("other", _receiver(), metric="loss", **FAST)
     assert unseeded.export(est, str(tmp_path / "other"), ckpt, worse, False) is not None
     with pytest.raises(ValueError, match="event_file_pattern must be"):

@@ -15,10 +15,10 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfship._tf import estimator
 from tfship.errors import TrainError, value_text
@@ -387,11 +387,12 @@ class BestExporter(_TfshipExporter):
     """Exports when the evaluation beats the best so far, restart-safe.
 
     The arguments of ``tf.estimator.BestExporter``, in its order and with its defaults, then
-    tfship's own, keyword-only. The best record (metric, mode, value, global step, checkpoint,
-    version) is kept in ``<export_path>/tfship-best.json`` and read back on start, so a
-    restarted run never exports a worse model. NaN and infinite values never become best.
-    ``exports_to_keep`` versions are kept, chosen by metric (not by age); the current best and
-    the newest are never removed.
+    tfship's own, keyword-only. The best record (metric, mode and value, or the compare_fn's
+    name and the metrics it read; then global step, checkpoint, version, metrics) is kept in
+    ``<export_path>/tfship-best.json`` and read back on start, so a restarted run never
+    exports a worse model. By metric, NaN and infinite values never become best, and
+    ``exports_to_keep`` versions are kept by metric (not by age); the current best and the
+    newest are never removed.
 
     Args:
         name: the exporter's directory name under ``<model_dir>/export/``.
@@ -403,7 +404,9 @@ class BestExporter(_TfshipExporter):
             ``None`` starts from nothing: the first evaluation is exported.
         compare_fn: ``fn(best_eval_result=..., current_eval_result=...) -> bool``, True when
             the current evaluation is better (tf.estimator's contract); ``None`` compares
-            ``metric`` by ``mode``, which by default is tf.estimator's smaller ``loss``.
+            ``metric`` by ``mode``, which by default is tf.estimator's smaller ``loss``. With a
+            compare_fn, ``metric``, ``mode`` and ``min_delta`` are unused: the log lines and the
+            record name the function and the metrics it read, and the newest versions are kept.
         assets_extra: destination under ``assets.extra/`` -> source file to copy.
         as_text: write ``saved_model.pbtxt`` instead of ``saved_model.pb``.
         exports_to_keep: how many of the best versions to keep (``None``: all).
@@ -471,6 +474,7 @@ class BestExporter(_TfshipExporter):
         self._min_delta = float(min_delta)
         self._keep = _check_keep(cls, exports_to_keep)
         self._compare_fn = compare_fn
+        self._fn_name = _callable_name(compare_fn) if compare_fn is not None else None
         self._records: dict[Path, dict[str, Any] | None] = {}
 
     @property
@@ -508,26 +512,38 @@ class BestExporter(_TfshipExporter):
         record = self.best_record(base)
         if record is None and self._event_file_pattern is not None:
             record = self._records[base] = self._seed_from_events(estimator, step)
-        better, why = self._compare(value, metrics, record)
-        if not better:
-            self._decide("skipped", None, step, f"skipped: {why} at step {step}")
+        verdict = self._compare(value, metrics, record)
+        if not verdict.better:
+            self._decide("skipped", None, step, f"skipped: {verdict.why} at step {step}")
             return None
-        info = {
-            "metric": self._metric,
-            "mode": self._mode,
-            "value": value,
-            "previous_best": record.get("value") if record else None,
-        }
+        info = self._export_info(value, record, verdict)
         result = self._export(estimator, base, checkpoint_path, metrics, info)
-        self._save_record(base, value, metrics, result)
-        self._decide_exported(result, f"exported {result.version}: {why} at step {step}")
+        self._save_record(base, value, metrics, result, verdict)
+        self._decide_exported(result, f"exported {result.version}: {verdict.why} at step {step}")
         self._gc_best(base, result.version)
         return str(result.path)
 
+    def _ranking(self) -> dict[str, Any]:
+        # What chose the best: written into the record and the versions, checked on reading.
+        if self._fn_name is not None:
+            return {"compare_fn": self._fn_name}
+        return {"metric": self._metric, "mode": self._mode}
+
+    def _export_info(
+        self, value: float | None, record: Mapping[str, Any] | None, verdict: _Verdict
+    ) -> dict[str, Any]:
+        if self._fn_name is None:
+            previous_value = record.get("value") if record else None
+            return {**self._ranking(), "value": value, "previous_best": previous_value}
+        previous = None
+        if record is not None:
+            previous = {"version": record.get("version"), "metrics": dict(record.get("metrics", {}))}
+        return {**self._ranking(), "compared": list(verdict.compared), "previous_best": previous}
+
     def _value(self, metrics: Mapping[str, Any], base: Path) -> float | None:
+        if self._compare_fn is not None:
+            return None  # compare_fn alone decides, on all the metrics
         if self._metric not in metrics:
-            if self._compare_fn is not None:
-                return None
             raise MetricNotFoundError(
                 self._metric,
                 [k for k in metrics if k != "global_step"],
@@ -542,28 +558,52 @@ class BestExporter(_TfshipExporter):
 
     def _compare(
         self, value: float | None, metrics: Mapping[str, Any], record: dict[str, Any] | None
-    ) -> tuple[bool, str]:
+    ) -> _Verdict:
+        if self._fn_name is not None:
+            return self._compare_by_fn(metrics, record)
         m = self._metric
         if value is not None and not math.isfinite(value):
-            return False, f"{m} {fmt(value)} is not finite and never becomes best"
+            return _Verdict(False, f"{m} {fmt(value)} is not finite and never becomes best")
         if record is None:
-            return True, f"{m} {fmt(value)} (first best)"
+            return _Verdict(True, f"{m} {fmt(value)} (first best)")
         best = record.get("value")
-        if self._compare_fn is not None:
-            best_metrics = {k: _num(v) for k, v in record.get("metrics", {}).items()}
-            ok = bool(self._compare_fn(best_eval_result=best_metrics, current_eval_result=metrics))
-            return ok, (f"compare_fn {'prefers' if ok else 'rejects'} {m} {fmt(value)} over best {fmt(best)}")
         assert value is not None and best is not None
         sign = ">" if self._mode == "max" else "<"
         improved = value > best + self._min_delta if self._mode == "max" else (value < best - self._min_delta)
         if improved:
-            return True, f"{m} {fmt(value)} {sign} {fmt(best)}"
+            return _Verdict(True, f"{m} {fmt(value)} {sign} {fmt(best)}")
         if self._min_delta and (value > best if self._mode == "max" else value < best):
-            return False, (
-                f"{m} {fmt(value)} does not beat best {fmt(best)} by min_delta {fmt(self._min_delta)}"
+            return _Verdict(
+                False, f"{m} {fmt(value)} does not beat best {fmt(best)} by min_delta {fmt(self._min_delta)}"
             )
         anti = "<=" if self._mode == "max" else ">="
-        return False, f"{m} {fmt(value)} {anti} best {fmt(best)}"
+        return _Verdict(False, f"{m} {fmt(value)} {anti} best {fmt(best)}")
+
+    def _compare_by_fn(self, metrics: Mapping[str, Any], record: dict[str, Any] | None) -> _Verdict:
+        # tf.estimator's rule: the user's function gets both evaluations and decides. The
+        # metrics it reads are noted, so the log names them and nothing it did not look at.
+        assert self._compare_fn is not None
+        name = f"compare_fn {self._fn_name}"
+        if record is None:
+            return _Verdict(True, f"first best for {name}")
+        best_read: set[str] = set()
+        current_read: set[str] = set()
+        best_metrics = {k: _num(v) for k, v in record.get("metrics", {}).items()}
+        ok = bool(
+            self._compare_fn(
+                best_eval_result=_Watched(best_metrics, best_read),
+                current_eval_result=_Watched(metrics, current_read),
+            )
+        )
+        version = record.get("version")
+        best = f"best {version}" if version is not None else f"the best at step {record.get('global_step')}"
+        verdict = "prefers" if ok else "rejects"
+        compared = tuple(sorted(best_read | current_read))
+        if not compared:
+            return _Verdict(ok, f"{name} {verdict} this evaluation over {best} (it read no metric)")
+        current_text = _metrics_text(metrics, current_read)
+        best_text = _metrics_text(best_metrics, best_read)
+        return _Verdict(ok, f"{name} {verdict} {current_text} over {best} with {best_text}", compared)
 
     def _record_path(self, base: Path) -> Path:
         return base / BEST_RECORD_FILE
@@ -582,7 +622,38 @@ class BestExporter(_TfshipExporter):
             record = None
         # A crash between publishing a version and rewriting the record leaves the record
         # behind the versions: the better of the two is the best so far.
-        from_versions = self._record_from_versions(base)
+        record = self._reconcile(record, self._record_from_versions(base))
+        if record is None:
+            return None
+        if self._fn_name is not None:
+            show(
+                "%s: best so far for compare_fn %s: version %s, step %s",
+                self._name,
+                self._fn_name,
+                record.get("version"),
+                record.get("global_step"),
+            )
+            return record
+        show(
+            "%s: best so far %s %s (version %s, step %s)",
+            self._name,
+            self._metric,
+            fmt(record["value"]),
+            record.get("version"),
+            record.get("global_step"),
+        )
+        return record
+
+    def _reconcile(
+        self, record: dict[str, Any] | None, from_versions: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        if self._fn_name is not None:
+            # Each export was preferred over the best before it: the newest version is the best.
+            if record is None or not isinstance(record.get("metrics"), dict):
+                return from_versions
+            if from_versions is not None and from_versions["version"] > (_num(record.get("version")) or 0):
+                return from_versions
+            return record
         if record is None or (
             from_versions is not None
             and _num(record.get("value")) is not None
@@ -595,14 +666,6 @@ class BestExporter(_TfshipExporter):
         if value is None or not math.isfinite(value):
             return None
         record["value"] = value
-        show(
-            "%s: best so far %s %s (version %s, step %s)",
-            self._name,
-            self._metric,
-            fmt(value),
-            record.get("version"),
-            record.get("global_step"),
-        )
         return record
 
     def _seed_from_events(self, estimator: Any, step: int | None) -> dict[str, Any] | None:
@@ -617,24 +680,21 @@ class BestExporter(_TfshipExporter):
         best = self._best_of(past)
         if best is None:
             return None
-        value = best.metrics.get(self._metric)
+        seeded: dict[str, Any] = {**self._ranking(), "global_step": best.step, "version": None}
+        if self._fn_name is None:
+            value = best.metrics.get(self._metric)
+            seeded["value"] = value
+            chosen = f"{self._metric} {fmt(value)}"
+        else:
+            chosen = f"for compare_fn {self._fn_name}"
         show(
-            "%s: best so far from the evaluations in %s: %s %s at step %d",
+            "%s: best so far from the evaluations in %s: %s at step %d",
             self._name,
             self._event_file_pattern,
-            self._metric,
-            fmt(value),
+            chosen,
             best.step,
         )
-        return {
-            "metric": self._metric,
-            "mode": self._mode,
-            "value": value,
-            "global_step": best.step,
-            "version": None,
-            "source": self._event_file_pattern,
-            "metrics": dict(best.metrics),
-        }
+        return {**seeded, "source": self._event_file_pattern, "metrics": dict(best.metrics)}
 
     def _best_of(self, evaluations: list[Any]) -> Any:
         if self._compare_fn is not None:
@@ -654,39 +714,45 @@ class BestExporter(_TfshipExporter):
         return min(scored, key=lambda r: (sign * r.metrics[m], r.step))
 
     def _matches(self, record: Mapping[str, Any]) -> bool:
-        if record.get("metric") != self._metric or record.get("mode") != self._mode:
+        ours = self._ranking()
+        theirs = {k: record.get(k) for k in ("compare_fn", "metric", "mode") if record.get(k) is not None}
+        if theirs != ours:
             show(
-                "%s: best record ranks by %s (%s), this exporter by %s (%s): starting afresh",
+                "%s: best record was chosen by %s, this exporter chooses by %s: starting afresh",
                 self._name,
-                record.get("metric"),
-                record.get("mode"),
-                self._metric,
-                self._mode,
+                _ranking_text(theirs),
+                _ranking_text(ours),
             )
             return False
         return True
 
     def _record_from_versions(self, base: Path) -> dict[str, Any] | None:
         # The record file may be lost; our versions' metadata still says how good each was.
+        ranked = [
+            v
+            for v in self._ours(base)
+            if all(v.metadata.get("exporter", {}).get(k) == want for k, want in self._ranking().items())
+        ]
+        if self._fn_name is not None:
+            # Each export was preferred over the best before it: the newest is the best.
+            return self._version_record(max(ranked, key=lambda v: v.number)) if ranked else None
         best: dict[str, Any] | None = None
-        for v in self._ours(base):
-            info = v.metadata.get("exporter", {})
-            value = _num(info.get("value"))
-            if info.get("metric") != self._metric or info.get("mode") != self._mode:
-                continue
+        for v in ranked:
+            value = _num(v.metadata["exporter"].get("value"))
             if value is None or not math.isfinite(value):
                 continue
             if best is None or self._better_or_equal(value, best["value"]):
-                best = {
-                    "metric": self._metric,
-                    "mode": info.get("mode"),
-                    "value": value,
-                    "global_step": v.metadata.get("global_step"),
-                    "version": v.number,
-                    "checkpoint": v.metadata.get("checkpoint"),
-                    "metrics": v.metadata.get("metrics", {}),
-                }
+                best = {**self._version_record(v), "value": value}
         return best
+
+    def _version_record(self, v: Version) -> dict[str, Any]:
+        return {
+            **self._ranking(),
+            "global_step": v.metadata.get("global_step"),
+            "version": v.number,
+            "checkpoint": v.metadata.get("checkpoint"),
+            "metrics": v.metadata.get("metrics", {}),
+        }
 
     def _better_or_equal(self, a: float, b: float) -> bool:
         return a >= b if self._mode == "max" else a <= b
@@ -695,19 +761,26 @@ class BestExporter(_TfshipExporter):
         return a > b if self._mode == "max" else a < b
 
     def _save_record(
-        self, base: Path, value: float | None, metrics: Mapping[str, Any], result: ExportResult
+        self,
+        base: Path,
+        value: float | None,
+        metrics: Mapping[str, Any],
+        result: ExportResult,
+        verdict: _Verdict,
     ) -> None:
         from tfship.exporters._export import jsonable_metrics
 
-        record = {
-            "metric": self._metric,
-            "mode": self._mode,
-            "value": value,
-            "global_step": result.global_step,
-            "checkpoint": result.checkpoint,
-            "version": result.version,
-            "metrics": jsonable_metrics(metrics),
-        }
+        record: dict[str, Any] = self._ranking()
+        if self._fn_name is None:
+            record["value"] = value
+        else:
+            record["compared"] = list(verdict.compared)
+        record.update(
+            global_step=result.global_step,
+            checkpoint=result.checkpoint,
+            version=result.version,
+            metrics=jsonable_metrics(metrics),
+        )
         write_json_atomic(self._record_path(base), record)
         self._records[base] = record
 
@@ -716,7 +789,9 @@ class BestExporter(_TfshipExporter):
         record = self._records.get(base) or {}
 
         def rank(v: Version) -> tuple[float, int]:
-            value = _num(v.metadata.get("exporter", {}).get("value"))
+            # Under compare_fn each export beat the one before, so the newest are the best
+            # (tf.estimator keeps the newest too).
+            value = None if self._fn_name else _num(v.metadata.get("exporter", {}).get("value"))
             if value is None or not math.isfinite(value):
                 return (math.inf, -v.number)
             return (-value if self._mode == "max" else value, -v.number)
@@ -724,6 +799,60 @@ class BestExporter(_TfshipExporter):
         protect = {newest, int(record.get("version") or newest)}
         self._gc(base, sorted(ours, key=rank), self._keep, protect)
 
+
+def _metrics_text(metrics: Mapping[str, Any], names: Iterable[str]) -> str:
+    shown = [f"{k} {fmt(_num(metrics.get(k)))}" for k in sorted(names)]
+    return ", ".join(shown) or "no metric"
+
+
+class _Verdict(NamedTuple):
+    """Whether an evaluation becomes best, the reason for the log, and the metrics compared."""
+
+    better: bool
+    why: str
+    compared: tuple[str, ...] = ()
+
+
+class _Watched(dict[str, Any]):
+    """An evaluation handed to compare_fn that notes the names of the metrics it reads."""
+
+    def __init__(self, metrics: Mapping[str, Any], read: set[str]) -> None:
+        super().__init__(metrics)
+        self._read = read
+
+    def __getitem__(self, key: str) -> Any:
+        self._read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if key in self:
+            self._read.add(key)
+        return super().get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        self._read.update(super().keys())
+        return super().__iter__()
+
+    def values(self) -> Any:
+        self._read.update(super().keys())
+        return super().values()
+
+    def items(self) -> Any:
+        self._read.update(super().keys())
+        return super().items()
+
+
+def _ranking_text(ranking: Mapping[str, Any]) -> str:
+    if "compare_fn" in ranking:
+        return f"compare_fn {ranking['compare_fn']}"
+    if not ranking:
+        return "nothing known"
+    return f"{ranking.get('metric')} ({ranking.get('mode')})"
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return str(name) if name else type(fn).__qualname__
 
 def _num(value: Any) -> float | None:
     try:

@@ -172,7 +172,10 @@ def both_receiver(
 
     ``default`` picks which one feeds the default signatures (``serving_default``, ...); the
     other becomes ``receiver_tensors_alternatives`` and yields signatures named
-    ``"<alternative_name>:<output>"`` (e.g. ``raw:predict``).
+    ``"<alternative_name>:<output>"`` (e.g. ``raw:predict``). The raw inputs are those of
+    ``raw_receiver``, and are the parse's outputs: from feature columns a categorical is a
+    dense ``[batch]`` input, so a tf.Example may carry at most one value of it (a second one
+    is refused; ``parsing_receiver`` reads any number).
 
     Example:
         >>> r = both_receiver({"x": tf().io.FixedLenFeature([], tf().float32)})
@@ -203,6 +206,8 @@ def build_receiver(source: Any, kind: str, **options: Any) -> Receiver:
     if kind not in KINDS:
         raise ValueError(f"receiver kind must be one of {', '.join(KINDS)}; got {kind!r}")
     parse_spec, tensor_specs, schema = normalize_source(source)
+    if kind == "both" and parse_spec is not None:
+        parse_spec = _parse_as_raw(parse_spec, tensor_specs)
     if kind != "raw" and parse_spec is None:
         raise ValueError(
             f"receiver {kind!r} parses tf.Example, which carries only "
@@ -275,6 +280,26 @@ def _specs_from_columns(columns: list[Any], spec: Mapping[str, Any]) -> dict[str
         if isinstance(feat, t.io.VarLenFeature) and name not in sequence:
             specs[name] = t.TensorSpec([None], feat.dtype, name=name)
     return specs
+
+
+# What feature columns take for "no value" in a dense categorical input (they drop it).
+_NO_VALUE = {"string": "", "int64": -1, "float32": 0.0}
+
+
+def _parse_as_raw(spec: Mapping[str, Any], tensor_specs: Mapping[str, Any]) -> dict[str, Any]:
+    # The raw inputs of a combined receiver are its parse outputs, so each feature is parsed
+    # into its raw input's encoding: a feature-column categorical (variable-length in the
+    # columns' parse spec, a dense [batch] raw input) is parsed as one value per example, and
+    # a tf.Example without it gives the value the columns ignore.
+    t = tf()
+    out = dict(spec)
+    for name, feat in spec.items():
+        raw = tensor_specs[name]
+        if isinstance(feat, t.io.VarLenFeature) and _spec_kind(raw) == "dense":
+            out[name] = t.io.FixedLenFeature(
+                raw.shape[1:].as_list(), feat.dtype, default_value=_NO_VALUE[feat.dtype.name]
+            )
+    return out
 
 
 def _sequence_keys(columns: list[Any]) -> set[str]:

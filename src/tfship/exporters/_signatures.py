@@ -111,7 +111,9 @@ def _warn_unservable_inputs(keys: list[str], tensors: Mapping[str, Any]) -> None
         message = (
             f"input {name!r} of signature(s) {', '.join(sorted(keys))} is {encoding} "
             "(variable-length): TF Serving's Predict API (REST and gRPC) cannot feed it; "
-            "give the feature a fixed shape if it has one value per example"
+            "if it has one value per example, say so in the receiver's source "
+            '(tf.io.FixedLenFeature([], dtype), tf.TensorSpec([None], dtype), or "shape": [] '
+            "in a schema), else send its values in tf.Examples (receiver 'parsing' or 'both')"
         )
         if keys and message not in _warned:
             _warned.add(message)
