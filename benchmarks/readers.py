@@ -4,9 +4,10 @@ The same table (synthetic penguins, ``tfship.data.synthesize``) is written as CS
 (one object a row, typed values) and as Parquet, then each file is read the way a batch job
 reads it: ``read_chunks`` in chunks of 16,384 rows and ``convert_chunk`` to the schema's typed
 columns, every row good. The formats take turns in each repeat, so a busy machine slows them
-alike; each prints its median rows/s with the spread over repeats, and its ratio to CSV's in the
-same repeat (median, then the spread). Target: JSON Lines within 2x of CSV (>= 0.5x its rows/s).
-Every format must give the same converted columns, checked before any timing.
+alike; each prints its median rows/s with the spread over repeats and its ratio to CSV's in the
+same repeat (median, then the spread); then the median CPU seconds of each, steadier than wall
+time on shared cores. Target: JSON Lines within 2x of CSV (>= 0.5x its rows/s). Every format
+must give the same converted columns, checked before any timing.
 
 Usage: ``python benchmarks/readers.py [--rows N] [--repeats N] [--short]``. ``--short`` reads
 3,000 rows twice and judges no target.
@@ -50,12 +51,12 @@ def write_table(workdir: Path, rows: int) -> tuple[dict[str, Any], dict[str, Pat
     return schema_fields(schema), paths
 
 
-def read(path: Path, fields: dict[str, Any]) -> tuple[float, int, dict[str, Any]]:
-    """Seconds to read and convert ``path``, its rows, and its converted columns."""
+def read(path: Path, fields: dict[str, Any]) -> tuple[tuple[float, float], int, dict[str, Any]]:
+    """Wall and CPU seconds to read and convert ``path``, its rows, and its converted columns."""
     from tfship.records import convert_chunk, read_chunks
     from tfship.schema import CsvMissing
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     rows, parts = 0, []
     for chunk in read_chunks(path, CHUNK_ROWS, set(fields)):
         converted = convert_chunk(fields, chunk.columns, chunk.rows, CsvMissing() if chunk.csv else None,
@@ -64,7 +65,7 @@ def read(path: Path, fields: dict[str, Any]) -> tuple[float, int, dict[str, Any]
             raise SystemExit(f"{path}: rejected rows: {converted.bad or chunk.rejects[:3]}")
         rows += chunk.rows
         parts.append(converted.columns)
-    seconds = time.perf_counter() - started
+    seconds = (time.perf_counter() - started, time.process_time() - cpu)
     columns = {name: np.concatenate([np.asarray(p[name]) for p in parts]) for name in fields}
     return seconds, rows, columns
 
@@ -90,9 +91,12 @@ def main() -> None:
         first = {fmt: read(paths[fmt], fields) for fmt in FORMATS}  # warm-up, and the check
         agree = all(same_columns(first["csv"][2], first[fmt][2]) for fmt in FORMATS)
         seconds: dict[str, list[float]] = {fmt: [] for fmt in FORMATS}
+        cpu: dict[str, list[float]] = {fmt: [] for fmt in FORMATS}
         for _ in range(repeats):
             for fmt in FORMATS:
-                seconds[fmt].append(read(paths[fmt], fields)[0])
+                (wall, used), _, _ = read(paths[fmt], fields)
+                seconds[fmt].append(wall)
+                cpu[fmt].append(used)
     print(f"read_chunks + convert_chunk, {rows:,} rows of {len(fields)} columns, chunks of "
           f"{CHUNK_ROWS:,}, {repeats} turns")
     print(f"{'format':<10}{'rows':>10}{'MB':>8}{'rows/s median (spread)':>34}{'x CSV (spread)':>24}")
@@ -102,6 +106,9 @@ def main() -> None:
         print(f"{fmt:<10}{rows:>10,}{sizes[fmt] / 1e6:>8.1f}"
               f"{f'{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})':>34}"
               f"{f'{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x)':>24}")
+    used = {fmt: statistics.median(cpu[fmt]) for fmt in FORMATS}
+    print(f"CPU seconds, median: {', '.join(f'{fmt} {used[fmt]:.3f}' for fmt in FORMATS)}; "
+          f"JSON Lines / CSV {used['jsonl'] / used['csv']:.2f}x (on a busy machine the wall ratio drifts)")
     print(f"the same converted columns from every format: {agree}")
     jsonl = statistics.median(c / s for c, s in zip(seconds["csv"], seconds["jsonl"]))
     verdict = "not judged (--short)" if args.short else ("met" if jsonl >= 0.5 else "MISSED")

@@ -103,6 +103,7 @@ ROWS: dict[str, list[str]] = {
     "readers.py": [
         *(rf"^{fmt} +3,000 +{NUMBER} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
           for fmt in ("csv", "jsonl", "parquet")),
+        rf"^CPU seconds, median: csv {NUMBER}, jsonl {NUMBER}, parquet {NUMBER}; JSON Lines / CSV {NUMBER}x",
         r"^the same converted columns from every format: True$",
         rf"^target: JSON Lines >= 0\.5x CSV's rows/s: {NUMBER}x, not judged \(--short\)$",
     ],
