@@ -100,6 +100,13 @@ ROWS: dict[str, list[str]] = {
         ),
         rf"^tfship predict as a command on 4,000 rows: {NUMBER} s wall, peak RSS {NUMBER} MB$",
     ],
+    "readers.py": [
+        *(rf"^{fmt} +3,000 +{NUMBER} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
+          for fmt in ("csv", "jsonl", "parquet")),
+        rf"^CPU seconds, median: csv {NUMBER}, jsonl {NUMBER}, parquet {NUMBER}; JSON Lines / CSV {NUMBER}x",
+        r"^the same converted columns from every format: True$",
+        rf"^target: JSON Lines >= 0\.5x CSV's rows/s: {NUMBER}x, not judged \(--short\)$",
+    ],
     "protos.py": [
         rf"^tensorflow\.SavedModel +\d+ +{NUMBER} +{NUMBER} +{NUMBER}  True$",
         rf"^tensorflow\.serving\.PredictResponse +\d+ +{NUMBER} +{NUMBER} +{NUMBER}  True$",

@@ -183,6 +183,10 @@ def convert_value(fld: Field, value: Any, csv: CsvMissing | None = None) -> list
 
 
 def _from_python(fld: Field, values: list[Any], out: Converted, csv: CsvMissing | None = None) -> Column:
+    if csv is None and fld.shape == () and not fld.sparse:
+        fast = _typed_python(fld, values, out)
+        if fast is not None:
+            return fast
     per_row: list[list[Any]] = []
     for row, value in enumerate(values):
         try:
@@ -196,6 +200,52 @@ def _from_python(fld: Field, values: list[Any], out: Converted, csv: CsvMissing 
         return _sparse(fld, lengths, np.asarray(flat, dtype=_np_dtype(fld.dtype)))
     shape = tuple(d or 1 for d in fld.shape or ())
     return np.asarray(per_row, dtype=_np_dtype(fld.dtype)).reshape((len(values), *shape))
+
+
+#: Python types whose values a scalar field of each kind of dtype takes as they are.
+_PLAIN_TYPES: dict[str, set[type]] = {"float": {int, float}, "int": {int}, "string": {str}}
+#: the types of a missing value: None, and ``MISSING`` (a bare object)
+_GAP_TYPES = {type(None), type(_MISSING)}
+_KINDS = {"string": "string", "float16": "float", "float32": "float", "float64": "float",
+          "int32": "int", "int64": "int"}
+
+
+def _typed_python(fld: Field, values: list[Any], out: Converted) -> Array | None:
+    """A scalar column of typed values (JSON numbers, JSON strings) converted at once, or None
+    when some value needs :func:`convert_value` (a bool, a string for a number, an int for a
+    string, a value out of range): the same values and reasons as value by value."""
+    kind = _KINDS.get(fld.dtype)
+    if kind is None:
+        return None
+    types = set(map(type, values))
+    gaps = bool(types & _GAP_TYPES)
+    missing = np.zeros(len(values), dtype=bool)
+    if gaps:
+        missing = np.fromiter((v is None or v is _MISSING for v in values), bool, len(values))
+        types = set(map(type, (v for v in values if v is not None and v is not _MISSING)))
+    if not types <= _PLAIN_TYPES[kind]:
+        return None
+    if kind == "string":
+        strings = np.empty(len(values), dtype=object)
+        strings[:] = [v if isinstance(v, str) else "" for v in values] if gaps else values
+        return _fill_missing(fld, strings, missing, out)
+    gap = math.nan if kind == "float" else 0
+    filled = [gap if v is None or v is _MISSING else v for v in values] if gaps else values
+    try:
+        numbers: Array = np.asarray(filled, dtype=np.float64 if kind == "float" else np.int64)
+    except OverflowError:
+        return None
+    if kind == "float":
+        missing |= np.isnan(numbers)  # a NaN is missing, as a null is
+        finite = numbers[np.isfinite(numbers)]
+        if finite.size and np.abs(finite).max() > _FLOAT_MAX.get(fld.dtype, math.inf):
+            return None
+        numbers[missing] = 0.0
+    else:
+        low, high = _INT_RANGE[fld.dtype]
+        if numbers.size and (numbers.min() < low or numbers.max() > high):
+            return None
+    return _fill_missing(fld, numbers.astype(fld.dtype), missing, out)
 
 
 def _sparse(fld: Field, lengths: Array, flat: Array) -> SparseColumn:
@@ -323,7 +373,7 @@ def _fill_missing(fld: Field, values: Array, missing: Array, out: Converted) -> 
         out.mark(np.flatnonzero(missing), f"field {fld.name!r}: missing, and the feature has no default")
         return values
     values = values.copy()
-    values[missing] = fld.default.reshape(-1)[0]
+    values[missing] = fld.default.reshape(-1).tolist()[0]  # a str, not numpy's str_, as value by value
     return values
 
 

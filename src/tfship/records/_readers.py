@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -33,6 +34,7 @@ from tfship.schema import (  # importing it also lifts the csv module's cap on a
     CsvLineError,
     CsvMissing,
     Schema,
+    _not_utf8,
     csv_column_dtype,
     csv_line_cells,
     field_values,
@@ -506,28 +508,131 @@ def _csv_slow(
 
 def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
     source = str(path)
-    with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig") as f:
-        if _plain(path).suffix.lower() == ".json" and _is_document(f):
-            rows: Iterator[tuple[int, str, Any]] = _document_rows(f.read(), source)
-        else:
-            rows = _line_rows(f)
-        while True:
-            batch = list(islice(rows, chunk_rows))
-            if not batch:
+    if _plain(path).suffix.lower() == ".json":
+        with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig") as f:
+            if _is_document(f):
+                rows = _document_rows(f.read(), source)
+                while batch := list(islice(rows, chunk_rows)):
+                    yield _json_chunk(source, [_json_part(source, batch)], wanted)
                 return
-            yield _json_chunk(source, batch, wanted)
+    with _open_binary(path) as f:
+        lines = _TextLines(f)
+        while True:
+            # a chunk holds chunk_rows lines that are not blank (rows and rejects), as ever
+            parts: list[_JsonPart] = []
+            count = 0
+            while count < chunk_rows and (group := lines.take(chunk_rows - count)):
+                parts.append(_json_lines(source, group, lines.number - len(group)))
+                count += parts[-1].count
+            if not count:
+                return
+            yield _json_chunk(source, parts, wanted)
 
 
-def _line_rows(f: io.TextIOWrapper) -> Iterator[tuple[int, str, Any]]:
-    """(line, text, parsed value or the reason it is not one) of each non-blank line."""
-    for number, line in enumerate(f, 1):
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            continue
+_BOM = b"\xef\xbb\xbf"
+
+
+def _lone_cr(data: bytes) -> bool:
+    return b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
+
+
+class _TextLines:
+    """The lines of a binary stream as text mode reads them: a lone CR ends a line too
+    (universal newlines), and a byte-order mark at the start is not part of the first line."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.number = 0  # lines taken so far
+        self.carry: list[bytes] = []
+
+    def take(self, count: int) -> list[bytes]:
+        """The next ``count`` lines at most, each with its line end."""
+        lines, self.carry = self.carry[:count], self.carry[count:]
+        if len(lines) < count:
+            more = list(islice(self.stream, count - len(lines)))
+            if self.number == 0 and not lines and more and more[0].startswith(_BOM):
+                more[0] = more[0][len(_BOM):]
+            if _lone_cr(b"".join(more)):
+                more = [piece for line in more for piece in line.splitlines(keepends=True)]
+            lines += more
+            lines, self.carry = lines[:count], lines[count:]
+        self.number += len(lines)
+        return lines
+
+
+#: 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float; found
+#: as a run of zeros once every digit is one (a regular expression takes longer than parsing).
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
+
+
+def _long_digits(data: bytes) -> bool:
+    return _LONG_RUN in data.translate(_ZEROS)
+
+
+@dataclass
+class _JsonPart:
+    """Consecutive lines of a JSON Lines file: the records, their lines and texts, the rejects."""
+
+    records: list[dict[str, Any]]
+    lines: Array
+    texts: Sequence[str]
+    rejects: list[Reject]
+
+    @property
+    def count(self) -> int:
+        """Its lines that are not blank."""
+        return len(self.records) + len(self.rejects)
+
+
+def _json_lines(source: str, lines: list[bytes], before: int) -> _JsonPart:
+    """The lines that follow line ``before``, read.
+
+    orjson parses them at once when every one is a JSON object it reads as the standard
+    ``json`` module does; any other line (blank, bad JSON, not an object, not UTF-8, a long
+    integer, a lone carriage return) sends them line by line, through :func:`_json_value`.
+    Either way the rows, their values and the rejects are the same.
+    """
+    import orjson
+
+    block = b"".join(lines)
+    if not block.endswith(b"\n"):
+        block += b"\n"
+    if not _lone_cr(block) and not _long_digits(block):
         try:
-            yield number, text, json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield number, text, _Unreadable(f"unparseable JSON: {exc}")
+            records = [orjson.loads(line) for line in lines]
+        except orjson.JSONDecodeError:
+            records = []
+        if set(map(type, records)) == {dict}:
+            numbers = np.arange(before + 1, before + 1 + len(records), dtype=np.int64)
+            return _JsonPart(records, numbers, LazyLines(block), [])
+    batch: list[tuple[int, str, Any]] = []
+    for number, line in enumerate(lines, before + 1):
+        text = line.rstrip(b"\r\n").decode("utf-8", "replace")
+        if text.strip():
+            batch.append((number, text, _json_value(line)))
+    return _json_part(source, batch)
+
+
+def _json_value(line: bytes) -> Any:
+    """The value of one line as the standard ``json`` module reads it, or why it is none."""
+    import orjson
+
+    if not _long_digits(line):
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass  # json says why (or reads what orjson refuses: NaN, a lone surrogate, 1e400)
+    try:
+        text = line.rstrip(b"\r\n").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _Unreadable(_not_utf8(exc))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _Unreadable(f"unparseable JSON: {exc}")
+    except RecursionError:
+        return _Unreadable("unparseable JSON: nested too deeply")
 
 
 def _is_document(f: io.TextIOWrapper) -> bool:
@@ -611,7 +716,8 @@ def _list_items(text: str, pos: int) -> Iterator[tuple[int, str, Any]]:
             pos += 1
 
 
-def _json_chunk(source: str, batch: list[tuple[int, str, Any]], wanted: set[str] | None) -> Chunk:
+def _json_part(source: str, batch: list[tuple[int, str, Any]]) -> _JsonPart:
+    """(line, text, value) of each row as records and rejects: a row must be a JSON object."""
     records: list[dict[str, Any]] = []
     numbers: list[int] = []
     texts: list[str] = []
@@ -627,11 +733,31 @@ def _json_chunk(source: str, batch: list[tuple[int, str, Any]], wanted: set[str]
         records.append(record)
         numbers.append(number)
         texts.append(text)
-    seen = set().union(*records) if records else set()
+    return _JsonPart(records, np.asarray(numbers, dtype=np.int64), texts, rejects)
+
+
+def _json_chunk(source: str, parts: list[_JsonPart], wanted: set[str] | None) -> Chunk:
+    if len(parts) == 1:
+        part = parts[0]
+    else:
+        part = _JsonPart(
+            [r for p in parts for r in p.records],
+            np.concatenate([p.lines for p in parts]),
+            [t for p in parts for t in p.texts],
+            [r for p in parts for r in p.rejects],
+        )
+    seen = set().union(*part.records) if part.records else set()
     names = seen & wanted if wanted is not None else seen
-    columns = {n: [r.get(n, _MISSING) for r in records] for n in sorted(names)}
-    lines = np.asarray(numbers, dtype=np.int64)
-    return Chunk(source, lines, columns, rejects=rejects, texts=texts, names=sorted(seen))
+    columns = {n: _json_column(part.records, n) for n in sorted(names)}
+    return Chunk(source, part.lines, columns, rejects=part.rejects, texts=part.texts, names=sorted(seen))
+
+
+def _json_column(records: list[dict[str, Any]], name: str) -> list[Any]:
+    """The values of ``name`` across records, ``MISSING`` where a record lacks it."""
+    try:
+        return list(map(itemgetter(name), records))  # in C, when every record has the name
+    except KeyError:
+        return [r.get(name, _MISSING) for r in records]
 
 
 # -- Parquet -----------------------------------------------------------------------------------
