@@ -6,6 +6,8 @@
   ``strings`` upper-cases text.
 * ``server``: the local ``tfship serve`` server (gRPC + REST) on 127.0.0.1 with free ports,
   serving ``m`` (all versions, labels stable=1 and canary=2).
+* ``custom_server``: ``tfship serve`` serving ``custom``, a custom ``model_fn`` Estimator
+  exported with a parsing receiver (one Predict signature taking serialized ``examples``).
 * ``ScriptedServer``: a small real gRPC server whose RPCs fail with chosen status codes, can
   go down and come back on the same port, and speaks TLS or listens on a unix socket.
 """
@@ -254,6 +256,31 @@ def classifier_server(classifier_base: Path) -> Iterator[Any]:
     )
     srv.start()
     try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+# ------------------------------------------------- a custom model_fn with a parsing receiver
+
+
+@pytest.fixture(scope="session")
+def custom_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A custom ``model_fn`` Estimator exported with a parsing receiver: one Predict signature
+    whose only input is ``examples`` (see ``custom_builds``)."""
+    built = build("serve_client/custom_builds:custom_parsing_base", tmp_path_factory.mktemp("custom"))
+    return Path(built)
+
+
+@pytest.fixture(scope="session")
+def custom_server(custom_base: Path) -> Iterator[Any]:
+    """``tfship serve`` serving the custom export as ``custom``, over gRPC and REST."""
+    from tfship.server import ModelServer, ServerOptions
+
+    srv = ModelServer.from_base_path(custom_base, "custom", options=ServerOptions(port=0, rest_port=0))
+    srv.start()
+    try:
+        srv.wait_until_available("custom", 1, timeout=60)
         yield srv
     finally:
         srv.stop()

@@ -1,8 +1,10 @@
 """``timeout=`` bounds the whole call on REST, as it does on gRPC: fetching the signature,
-connecting, sending, the server's time, receiving and decoding, retries included.
+building the request, connecting, sending, the server's time, receiving and decoding, retries
+included.
 
 The servers here are real HTTP servers on 127.0.0.1 that answer slowly in the ways a loaded
-server or network does: late headers, a body that trickles in, a slow metadata answer.
+server or network does: late headers, a body that trickles in, a slow metadata answer; and
+the local server, sent more records than can be built in time.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tfship.serve_client import AsyncServingClient, DeadlineExceededError, RestServingClient
+from tfship.serve_client import AsyncServingClient, DeadlineExceededError, RestServingClient, ServingClient
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -156,3 +158,62 @@ def test_a_rest_answer_that_does_not_fit_the_cached_signature_drops_it() -> None
             assert server.gets == 2  # fetched again after the answer that did not fit
     finally:
         server.close()
+
+
+# -------------------------------------------------- the client's own work counts: many records
+
+# Building 50k Examples takes the client 0.5 s or more: far beyond the timeouts below.
+MANY = [{"x": [1.0, 2.0]}] * 50_000
+TINY = 0.1
+SLACK = 0.3  # this machine is shared and noisy: a loose bound, still far below the building time
+
+
+def _raises_in_time(call: Any, what: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match=f"{what} model 'm'") as info:
+        call()
+    elapsed = time.monotonic() - start
+    assert elapsed < TINY + SLACK, f"raised after {elapsed:.3f} s with timeout={TINY}"
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("rest", [False, True], ids=["grpc", "rest"])
+def test_building_many_records_stops_at_the_deadline(server: Any, rest: bool) -> None:
+    kind, target = (RestServingClient, server.rest_url) if rest else (ServingClient, server.address)
+    with kind(target, timeout=30) as client:
+        client.metadata("m")  # connected, and the signature cached
+        _raises_in_time(lambda: client.classify("m", MANY, signature="classify", timeout=TINY), "Classify")
+        _raises_in_time(lambda: client.regress("m", MANY, signature="regress", timeout=TINY), "Regress")
+        if not rest:
+            tasks = [("classify", "classify")]
+            _raises_in_time(lambda: client.multi_inference("m", MANY, tasks, timeout=TINY), "MultiInference")
+
+
+def test_building_many_records_stops_at_the_deadline_async(server: Any) -> None:
+    async def call() -> None:
+        async with AsyncServingClient(server.address, timeout=30) as client:
+            await client.metadata("m")
+            await client.classify("m", MANY, signature="classify", timeout=TINY)
+
+    _raises_in_time(lambda: asyncio.run(call()), "Classify")
+
+
+@pytest.mark.parametrize("rest", [False, True], ids=["grpc", "rest"])
+def test_no_answer_comes_after_the_deadline(server: Any, rest: bool) -> None:
+    """Timeouts around the time a call takes: each call answers in time or raises, never late."""
+    kind, target = (RestServingClient, server.rest_url) if rest else (ServingClient, server.address)
+    records = MANY[:2000]
+    with kind(target, timeout=30) as client:
+        client.classify("m", records[:1], signature="classify")
+        outcomes = []
+        for timeout in [0.01 * step for step in range(1, 13)] + [0.2, 0.4, 0.8]:
+            start = time.monotonic()
+            try:
+                client.classify("m", records, signature="classify", timeout=timeout)
+            except DeadlineExceededError:
+                outcomes.append("late")
+                continue
+            elapsed = time.monotonic() - start
+            assert elapsed <= timeout + 0.05, f"answered after {elapsed:.3f} s with timeout={timeout:.2f}"
+            outcomes.append("answered")
+    assert "answered" in outcomes  # the sweep reached timeouts long enough to answer

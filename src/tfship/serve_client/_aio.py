@@ -160,12 +160,13 @@ class AsyncServingClient(BaseClient):
         version: int | None = None,
         label: str | None = None,
         output_filter: Sequence[str] | None = None,
+        schema: Schema | None = None,
         timeout: Timeout = DEFAULT,
     ) -> PredictResult:
         """Like :meth:`ServingClient.predict` (merged with concurrent calls under ``batching``)."""
         call = PredictCall(
             model, inputs, signature=signature, version=version, label=label,
-            output_filter=output_filter, timeout=timeout,
+            output_filter=output_filter, timeout=timeout, schema=schema,
         )
         if self._batcher is not None:
             return await self._batcher.submit(call)

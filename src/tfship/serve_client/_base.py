@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union
 import numpy as np
 
 from tfship.serve_client._calls import (
+    TYPED_BY_VALUE,
     WAIT_ERRORS,
     Waiter,
     examples_input,
     examples_request,
+    is_records,
     metadata_request,
     multi_inference_request,
     pick_signature,
@@ -44,7 +46,16 @@ from tfship.serve_client._errors import (
     UnimplementedError,
     renamed_for_call,
 )
-from tfship.serve_client._options import DEFAULT, RetryPolicy, RetryState, Timeout, deadline_for
+from tfship.serve_client._options import (
+    DEFAULT,
+    DeadlineCheck,
+    RetryPolicy,
+    RetryState,
+    Timeout,
+    deadline_check,
+    deadline_for,
+    time_left,
+)
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -135,7 +146,8 @@ class ModelRef(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class PredictCall:
     """The arguments of one ``predict``. ``inputs`` is what the user gave (a mapping of names
-    to arrays, lists or scalars, one bare array, a DataFrame)."""
+    to arrays, lists or scalars, one bare array, a DataFrame, or records for a signature that
+    parses ``tf.train.Example`` s, typed by ``schema``)."""
 
     model: str
     inputs: Any
@@ -144,6 +156,7 @@ class PredictCall:
     label: str | None = None
     output_filter: Sequence[str] | None = None
     timeout: Timeout = DEFAULT
+    schema: Schema | None = None
 
     @property
     def ref(self) -> ModelRef:
@@ -272,13 +285,20 @@ class BaseClient:
 
     # -- signatures, for validation (and for REST's output dtypes)
     def _signatures_flow(
-        self, ref: ModelRef, deadline: float | None, method: str, *, refresh: bool = False
+        self,
+        ref: ModelRef,
+        deadline: float | None,
+        method: str,
+        *,
+        refresh: bool = False,
+        needed: bool = False,
     ) -> Flow[KnownSignatures | None]:
-        """The signatures ``method`` validates against: cached, or fetched (``refresh``: always).
+        """The signatures ``method`` validates against: cached, or fetched (``refresh``: always;
+        ``needed``: even without validation, as records need them to be sent at all).
 
         A failed fetch is reported as a failure of ``method``, the call the user made.
         """
-        if not (self.validate or self.transport.needs_signature):
+        if not (self.validate or self.transport.needs_signature or needed):
             return None
         cached = None if refresh else self._metadata.get(ref)
         if cached is not None:
@@ -302,25 +322,34 @@ class BaseClient:
     # -- the RPCs
     def _predict_flow(self, call: PredictCall) -> Flow[PredictResult]:
         deadline = self._deadline(call.timeout)
-        known = yield from self._signatures_flow(call.ref, deadline, "Predict")
+        records = is_records(call.inputs)
+        check = deadline_check(deadline, _context("Predict", call.ref))
+        known = yield from self._signatures_flow(call.ref, deadline, "Predict", needed=records)
         try:
-            sent = self._predict_call(call, known)
+            sent = self._predict_call(call, known, check)
         except _STALE_SIGNATURE:
             if known is None or known.fresh:
                 raise
             # Refused by a cached signature: a newer version may take these inputs. Ask once.
-            known = yield from self._signatures_flow(call.ref, deadline, "Predict", refresh=True)
-            sent = self._predict_call(call, known)
+            known = yield from self._signatures_flow(
+                call.ref, deadline, "Predict", refresh=True, needed=records
+            )
+            sent = self._predict_call(call, known, check)
         try:
             answer = yield Send(sent, deadline)
-        except _REFETCH_AFTER:
+        except _REFETCH_AFTER as exc:
             self._metadata.drop(call.model)
+            if records and call.schema is None and _refused_types(exc):
+                raise _noted(exc, TYPED_BY_VALUE) from exc
             raise
         result = predict_result(answer)
         self._forget_if_outlived(call.model, known, result.model_spec.version)
+        time_left(deadline, "while the answer was decoded", sent.context)
         return result
 
-    def _predict_call(self, call: PredictCall, known: KnownSignatures | None) -> Call:
+    def _predict_call(
+        self, call: PredictCall, known: KnownSignatures | None, check: DeadlineCheck | None
+    ) -> Call:
         """The Predict to send: its request, the signature checked against and the inputs as
         arrays when the transport takes them (the request then holds none); raises what the
         check refuses."""
@@ -334,6 +363,8 @@ class BaseClient:
             output_filter=call.output_filter,
             validate=self.validate,
             as_arrays=self.transport.takes_arrays,
+            schema=call.schema,
+            check=check,
         )
         request = predict_request(
             call.model,
@@ -346,19 +377,20 @@ class BaseClient:
         arrays = encoded if any(isinstance(a, np.ndarray) for a in encoded.values()) else None
         return Call("Predict", request, call.model, call.ref.asked, sig, arrays)
 
-    def _examples_flow(self, method: str, call: ExamplesCall) -> Flow[Any]:
-        """Classify or Regress (``method``): the response message.
+    def _examples_flow(self, method: str, call: ExamplesCall) -> Flow[tuple[Any, float | None]]:
+        """Classify or Regress (``method``): the response message, and the call's deadline
+        (set before the request is built: building many records counts).
 
         A refusal by a signature of another kind (Classify on a regression signature) is told
         in one line naming the signatures that can answer, instead of the server's text (which
         may carry the whole SignatureDef).
         """
         model = call.model
+        deadline = self._deadline(call.timeout)  # the call's own building of the request counts
         try:
-            request = examples_request(method, call)
+            request = examples_request(method, call, deadline_check(deadline, _context(method, call.ref)))
         except InvalidInputError as exc:  # a bad record: say which call and model it was for
             raise InvalidInputError(f"{method} model {model!r}: {exc}", model=model) from exc.__cause__
-        deadline = self._deadline(call.timeout)
         try:
             response = yield Send(Call(method, request, model, call.ref.asked), deadline)
         except InvalidInputError as exc:
@@ -370,27 +402,34 @@ class BaseClient:
             if better is None:
                 raise
             raise better from exc
-        return response
+        return response, deadline
 
     def _classify_flow(self, call: ExamplesCall) -> Flow[ClassifyResult]:
-        response = yield from self._examples_flow("Classify", call)
-        return classify_result(response.result, response.model_spec, response)
+        response, deadline = yield from self._examples_flow("Classify", call)
+        result = classify_result(response.result, response.model_spec, response)
+        time_left(deadline, "while the answer was decoded", _context("Classify", call.ref))
+        return result
 
     def _regress_flow(self, call: ExamplesCall) -> Flow[RegressResult]:
-        response = yield from self._examples_flow("Regress", call)
-        return regress_result(response.result, response.model_spec, response)
+        response, deadline = yield from self._examples_flow("Regress", call)
+        result = regress_result(response.result, response.model_spec, response)
+        time_left(deadline, "while the answer was decoded", _context("Regress", call.ref))
+        return result
 
     def _multi_inference_flow(self, call: MultiInferenceCall) -> Flow[MultiInferenceResult]:
+        deadline = self._deadline(call.timeout)
+        context = _context("MultiInference", call.ref)
         request = multi_inference_request(
             call.model,
-            examples_input(call.examples, call.context, call.schema),
+            examples_input(call.examples, call.context, call.schema, deadline_check(deadline, context)),
             call.tasks,
             version=call.version,
             label=call.label,
         )
-        deadline = self._deadline(call.timeout)
         response = yield Send(Call("MultiInference", request, call.model, call.ref.asked), deadline)
-        return multi_inference_result(response)
+        result = multi_inference_result(response)
+        time_left(deadline, "while the answer was decoded", context)
+        return result
 
     def _metadata_flow(self, ref: ModelRef, deadline: float | None) -> Flow[ModelMetadata]:
         request = metadata_request(ref.model, version=ref.version, label=ref.label)
@@ -433,6 +472,25 @@ class BaseClient:
         response = yield Send(Call("HandleReloadConfigRequest", reload_request(config)), deadline)
         check_reload(response)
         self._metadata.drop()
+
+
+def _context(method: str, ref: ModelRef) -> dict[str, Any]:
+    """The keywords of ``error_from_status`` for a failure of ``method`` on ``ref`` (as
+    ``Call.context``), for the errors a flow raises itself."""
+    return {"model": ref.model, "version": ref.asked, "method": method}
+
+
+def _refused_types(exc: ServingCallError) -> bool:
+    """Whether the server refused the features of Examples the client typed by value (a dtype
+    that does not match, or a feature without a default left out)."""
+    return isinstance(exc, InvalidInputError) and exc.code is not None and "type" in (exc.details or "")
+
+
+def _noted(exc: ServingCallError, note: str) -> ServingCallError:
+    """``exc`` with ``note`` (the likely cause and its fix) added to its message."""
+    return type(exc)(
+        f"{exc}; {note}", code=exc.code, details=exc.details, model=exc.model, version=exc.version
+    )
 
 
 def run_flow(flow: Flow[T], send: Callable[[Send], Any], sleep: Callable[[float], None]) -> T:

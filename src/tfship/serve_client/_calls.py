@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tfship._wire import (
+    CLASSIFY_METHOD,
     DEFAULT_SIGNATURE,
+    REGRESS_METHOD,
     InputCheckError,
     check_inputs,
     encode_tensor,
@@ -34,6 +36,7 @@ from tfship.serve_client._errors import (
     ServingSignatureNotFoundError,
     UnavailableError,
 )
+from tfship.serve_client._options import CHECK_EVERY, DeadlineCheck
 from tfship.serve_client._results import VersionStatus, _public_keys, check_ready
 
 if TYPE_CHECKING:
@@ -94,11 +97,17 @@ def predict_inputs(
     output_filter: Sequence[str] | None,
     validate: bool = True,
     as_arrays: bool = False,
+    schema: Schema | None = None,
+    check: DeadlineCheck | None = None,
 ) -> dict[str, Any]:
     """Encoded inputs, checked against ``sig`` (when known and ``validate``), and a checked
     ``output_filter``: everything that can be wrong is found before sending. ``as_arrays``:
-    checked inputs stay numpy arrays (for a transport that writes its own format)."""
+    checked inputs stay numpy arrays (for a transport that writes its own format). Records
+    become serialized Examples (:func:`records_as_examples`, typed by ``schema``; ``check``
+    bounds the building by the call's deadline)."""
     key = signature or DEFAULT_SIGNATURE
+    if is_records(inputs):
+        inputs = records_as_examples(inputs, sig, model, schema, check)
     encoded = encode_inputs(inputs, sig if validate else None, model, cast=cast, as_arrays=as_arrays)
     check_output_filter(output_filter, sig, model, key)
     return encoded
@@ -235,13 +244,17 @@ def request_example(record: Any, schema: Schema | None = None, where: str = "") 
 
 
 def examples_input(
-    examples: Iterable[Any], context: Any = None, schema: Schema | None = None
+    examples: Iterable[Any],
+    context: Any = None,
+    schema: Schema | None = None,
+    check: DeadlineCheck | None = None,
 ) -> Any:
-    """The ``tensorflow.serving.Input`` for classify/regress/multi_inference."""
+    """The ``tensorflow.serving.Input`` for classify/regress/multi_inference; ``check`` (the
+    call's deadline) is called every ``CHECK_EVERY`` records."""
     pb = protos()
     if isinstance(examples, (Mapping, str, bytes)) or not isinstance(examples, Iterable):
         raise TypeError(f"examples must be a list of records, not a {type(examples).__name__}")
-    built = [request_example(record, schema, f"example {i}") for i, record in enumerate(examples)]
+    built = _built_examples(examples, schema, check, "example")
     if not built:
         raise InvalidInputError("no examples: give at least one record")
     message = pb.input_pb2.Input()
@@ -254,14 +267,121 @@ def examples_input(
     return message
 
 
-def examples_request(method: str, call: ExamplesCall) -> Any:
+def _built_examples(
+    records: Iterable[Any], schema: Schema | None, check: DeadlineCheck | None, noun: str
+) -> list[Any]:
+    """Each record as a ``tf.train.Example``, named ``{noun} N`` in errors; ``check`` every
+    ``CHECK_EVERY`` records."""
+    if check is None:
+        return [request_example(record, schema, f"{noun} {i}") for i, record in enumerate(records)]
+    built = []
+    for number, record in enumerate(records):
+        if number % CHECK_EVERY == 0:
+            check("while the request was built")
+        built.append(request_example(record, schema, f"{noun} {number}"))
+    return built
+
+
+# The note a server's refusal of records built without a schema gets: the likely cause and fix.
+TYPED_BY_VALUE = (
+    "the records were typed by their Python values (int -> int64, float -> float, str -> bytes); "
+    "give schema= to type them as the model's features"
+)
+
+
+def is_records(inputs: Any) -> bool:
+    """Whether predict inputs are records: a non-empty list or tuple of dicts (or
+    ``tf.train.Example`` s), which a parsing signature takes as serialized Examples."""
+    return (
+        isinstance(inputs, (list, tuple))
+        and bool(inputs)
+        and all(isinstance(r, Mapping) or is_message(r, "tensorflow.Example") for r in inputs)
+    )
+
+
+def examples_input_key(sig: SignatureInfo | None, names: Iterable[str] = ()) -> str | None:
+    """The input of ``sig`` known to take serialized ``tf.train.Example`` s, or None.
+
+    That is its only input, of dtype string, not named by the records (``names``), and known as
+    Examples by what the signature says: a classify or regress signature, an input keyed
+    ``examples`` (a parsing receiver's), or fed by a tensor named for examples (an Estimator's
+    ``input_example_tensor``). A string input known by nothing else may take text: records are
+    not sent to it as Examples silently.
+
+    Example:
+        >>> from types import SimpleNamespace as S
+        >>> sig = S(method_name="tensorflow/serving/predict",
+        ...         inputs={"examples": S(dtype="string", name="input_example_tensor:0")})
+        >>> examples_input_key(sig, ["age"]), examples_input_key(sig, ["examples"])
+        ('examples', None)
+    """
+    key = _one_string_input(sig, names)
+    if key is None or sig is None:
+        return None
+    named = key == "examples" or "example" in sig.inputs[key].name.lower()
+    return key if named or sig.method_name in (CLASSIFY_METHOD, REGRESS_METHOD) else None
+
+
+def _one_string_input(sig: SignatureInfo | None, names: Iterable[str]) -> str | None:
+    """The key of the only input of ``sig`` when it is a string the records do not name."""
+    if sig is None or len(sig.inputs) != 1:
+        return None
+    key, info = next(iter(sig.inputs.items()))
+    return key if info.dtype == "string" and key not in set(names) else None
+
+
+def records_as_examples(
+    records: Sequence[Any],
+    sig: SignatureInfo | None,
+    model: str,
+    schema: Schema | None = None,
+    check: DeadlineCheck | None = None,
+) -> dict[str, Any]:
+    """Predict inputs for records: ``{input: serialized Examples}``, for a signature that parses
+    them (see :func:`examples_input_key`); values typed by ``schema``, or by their Python type.
+
+    Raises:
+        InvalidInputError: the signature is unknown, or does not take serialized Examples; the
+            message says what to give instead.
+    """
+    names = {str(k) for record in records if isinstance(record, Mapping) for k in record}
+    key = examples_input_key(sig, names)
+    if key is None:
+        raise InvalidInputError(_records_refused(sig, model, names), model=model)
+    built = _built_examples(records, schema, check, "record")
+    return {key: np.array([example.SerializeToString() for example in built], dtype=object)}
+
+
+def _records_refused(sig: SignatureInfo | None, model: str, names: Iterable[str]) -> str:
+    """Why records cannot go to ``sig``, and what to give instead, in one line."""
+    build = "[tfship.records.to_example(record).SerializeToString(), ...]"
+    if sig is None:
+        return (
+            f"model {model!r}: records (dicts) go to a signature that parses serialized tf.train.Example s, "
+            f"and the server told no signature; give {{input name: {build}}}"
+        )
+    key = _one_string_input(sig, names)
+    if key is not None:
+        return (
+            f"model {model!r} signature {sig.key!r} takes one string input, {key!r}, which nothing "
+            f"says parses tf.train.Example s (it may take text); if it does, give {{{key!r}: {build}}}"
+        )
+    return (
+        f"model {model!r} signature {sig.key!r} takes {_describe(sig.inputs)}, not records: records "
+        "(dicts) are sent as serialized tf.train.Example s only to a signature whose one input "
+        "parses them; give a dict of input name -> values"
+    )
+
+
+def examples_request(method: str, call: ExamplesCall, check: DeadlineCheck | None = None) -> Any:
     """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
-    (``"Regress"``) for a call's records with its optional shared context."""
+    (``"Regress"``) for a call's records with its optional shared context; ``check`` bounds the
+    building by the call's deadline."""
     module, name = _EXAMPLES_REQUESTS[method]
     request = getattr(getattr(protos(), module), name)()
     spec = model_spec_proto(call.model, version=call.version, label=call.label, signature=call.signature)
     request.model_spec.CopyFrom(spec)
-    request.input.CopyFrom(examples_input(call.examples, call.context, call.schema))
+    request.input.CopyFrom(examples_input(call.examples, call.context, call.schema, check))
     return request
 
 

@@ -223,28 +223,30 @@ def predict_command(
 ) -> None:
     """Run a signature on inputs and print its outputs.
 
+    Records (a .jsonl, .csv or .json file of objects) sent to a signature whose one input takes
+    serialized tf.Examples (a parsing export's ``examples``) are sent as Examples.
+
     Example: tfship client predict -m m -d '{"x": [[1.0, 2.0]]}'
     """
     _check_version(version, label)
     if schema_path is None:
-        inputs = read_predict_inputs(input_paths, data)
+        sources = _read_sources(input_paths, data)
+        records = _records_of(sources)
     with _connect(opts) as conn:
         if schema_path is not None:
             inputs = _schema_inputs(
                 conn, opts["model"], version, label, signature, input_paths, data, schema_path,
                 ignore_unknown,
             )
-        elif isinstance(inputs, dict):
+        elif records is not None:
             taken = _predict_signature(conn, opts["model"], version, label, signature)
-            inputs = _known_inputs(inputs, taken, ignore_unknown)
-        result = conn.predict(
-            opts["model"],
-            inputs,
-            signature=signature,
-            version=version,
-            label=label,
-            output_filter=list(outputs) or None,
-        )
+            inputs = _records_inputs(records, taken, ignore_unknown)
+        else:
+            inputs = _merged(sources)
+            if isinstance(inputs, dict):
+                taken = _predict_signature(conn, opts["model"], version, label, signature)
+                inputs = _known_inputs(inputs, taken, ignore_unknown)
+        result = _predict(conn, opts["model"], inputs, signature, version, label, outputs)
     if opts["as_json"]:
         echo_json(
             {
@@ -260,6 +262,48 @@ def predict_command(
         shown = _decode_strings(value)
         click.echo(f"{key}: {value.dtype if value.dtype != object else 'string'} {list(value.shape)}")
         click.echo("  " + np.array2string(shown, threshold=50, separator=", ").replace("\n", "\n  "))
+
+
+def _predict(
+    conn: Any,
+    model: str,
+    inputs: Any,
+    signature: str | None,
+    version: int | None,
+    label: str | None,
+    outputs: tuple[str, ...],
+) -> Any:
+    """The Predict; a refusal of records typed by value names the flag that types them."""
+    from tfship.serve_client import InvalidInputError
+    from tfship.serve_client._calls import TYPED_BY_VALUE
+
+    try:
+        return conn.predict(
+            model, inputs, signature=signature, version=version, label=label,
+            output_filter=list(outputs) or None,
+        )
+    except InvalidInputError as exc:
+        text = str(exc)
+        if not text.endswith(TYPED_BY_VALUE):
+            raise
+        flag = TYPED_BY_VALUE.replace("give schema=", "give --schema FILE")
+        raise type(exc)(
+            text[: -len(TYPED_BY_VALUE)] + flag, code=exc.code, details=exc.details, model=exc.model,
+            version=exc.version,
+        ) from exc
+
+
+def _records_inputs(
+    records: tuple[list[Any], Callable[[int], str]], sig: SignatureInfo, ignore_unknown: bool
+) -> Any:
+    """Records as the signature takes them: as they are, for the client to send as serialized
+    tf.Examples, to a signature that parses them; else one column per field."""
+    from tfship.serve_client._calls import examples_input_key
+
+    rows, place = records
+    if examples_input_key(sig, {name for row in rows for name in row}) is not None:
+        return rows
+    return _known_inputs(_columns(rows, place), sig, ignore_unknown)
 
 
 def _predict_signature(
@@ -374,21 +418,49 @@ def _raw_columns(
     return columns
 
 
+# One source of predict inputs: its name (NAME=FILE; "" for none), what it holds, and the
+# place of its record n (from 1) for error messages.
+_Source = tuple[str, Any, Callable[[int], str]]
+
+
 def read_predict_inputs(paths: tuple[str, ...], data: str | None) -> Any:
     """Predict inputs from files and inline JSON: a dict name -> values, or one bare value."""
+    return _merged(_read_sources(paths, data))
+
+
+def _read_sources(paths: tuple[str, ...], data: str | None) -> list[_Source]:
+    """What each of ``--data`` and the ``--input`` files holds, as read."""
     if not paths and data is None:
         raise InputError("give inputs with --input FILE or --data JSON")
-    merged: dict[str, Any] = {}
-    bare: Any = None
+    sources: list[_Source] = []
     if data is not None:
-        bare = _merge(merged, _columns(_parse_json(data, "--data"), lambda n: f"--data: record {n}"))
+        sources.append(("", _parse_json(data, "--data"), lambda n: f"--data: record {n}"))
     for spec in paths:
         name, _, file = spec.rpartition("=") if "=" in spec else ("", "", spec)
         loaded, places = _read_values(Path(file))
+        sources.append((name, loaded, partial(_record_place, file, places)))
+    return sources
+
+
+def _records_of(sources: list[_Source]) -> tuple[list[Any], Callable[[int], str]] | None:
+    """The records, and their places, when the inputs are one unnamed source of records."""
+    if len(sources) != 1:
+        return None
+    name, loaded, place = sources[0]
+    if name or not isinstance(loaded, list) or not loaded or not all(isinstance(r, dict) for r in loaded):
+        return None
+    return loaded, place
+
+
+def _merged(sources: list[_Source]) -> Any:
+    """The sources as predict inputs: records become columns, named files join them."""
+    merged: dict[str, Any] = {}
+    bare: Any = None
+    for name, loaded, place in sources:
         if name:
             merged[name] = loaded
         else:
-            bare = _merge(merged, _columns(loaded, partial(_record_place, file, places)))
+            bare = _merge(merged, _columns(loaded, place))
     if bare is not None:
         if merged:
             raise InputError("a bare array input cannot be mixed with named inputs; use NAME=FILE")

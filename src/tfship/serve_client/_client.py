@@ -148,6 +148,7 @@ class ServingClient(BaseClient):
         version: int | None = None,
         label: str | None = None,
         output_filter: Sequence[str] | None = None,
+        schema: Schema | None = None,
         timeout: Timeout = DEFAULT,
     ) -> PredictResult:
         """Run a signature on inputs and return its outputs as numpy arrays.
@@ -155,12 +156,17 @@ class ServingClient(BaseClient):
         Args:
             model: the model name.
             inputs: input name -> array / list / scalar; a bare array for a one-input signature;
-                a pandas DataFrame (one input per column).
+                a pandas DataFrame (one input per column); or records (a list of dicts) for a
+                signature whose one input takes serialized ``tf.train.Example`` s (a parsing
+                export's ``examples``): the client builds the Examples.
             signature: signature key (default ``serving_default``).
             version: a version number; ``None`` asks for the latest loaded version.
             label: a version label (``stable``); not with ``version``.
             output_filter: output names to compute and return (default: all).
-            timeout: seconds for this call; ``DEFAULT`` = the client's, ``None`` = no deadline.
+            schema: a ``tfship.schema.Schema`` typing records as the model's features; without
+                one, values are typed by their Python type (int -> int64, float -> float).
+            timeout: seconds for this whole call (building the request and reading the answer
+                included); ``DEFAULT`` = the client's, ``None`` = no deadline.
 
         Returns:
             A :class:`PredictResult`.
@@ -173,10 +179,11 @@ class ServingClient(BaseClient):
 
         Example:
             >>> client.predict("iris", {"x": [[5.1, 3.5, 1.4, 0.2]]}).outputs  # doctest: +SKIP
+            >>> client.predict("custom", [{"bill": 41.5, "island": "Dream"}]).outputs  # doctest: +SKIP
         """
         call = PredictCall(
             model, inputs, signature=signature, version=version, label=label,
-            output_filter=output_filter, timeout=timeout,
+            output_filter=output_filter, timeout=timeout, schema=schema,
         )
         if self._batcher is not None:
             return self._batcher.submit(call)

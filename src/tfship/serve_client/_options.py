@@ -27,14 +27,19 @@ from tfship.serve_client._errors import (
 )
 
 __all__ = [
+    "CHECK_EVERY",
     "DEFAULT",
     "DEFAULT_RETRIES",
+    "DeadlineCheck",
     "RetryPolicy",
     "RetryState",
     "Timeout",
     "TlsConfig",
+    "deadline_check",
     "deadline_for",
+    "late",
     "names_valid_keywords",
+    "time_left",
 ]
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -184,6 +189,45 @@ def deadline_for(timeout: Timeout, default: float | None) -> float | None:
     """The monotonic deadline of a call given ``timeout=`` (``DEFAULT``: the client's)."""
     budget = default if timeout is DEFAULT else timeout
     return None if budget is None else time.monotonic() + budget
+
+
+def time_left(deadline: float | None, what: str, context: Mapping[str, Any]) -> float | None:
+    """Seconds left before ``deadline`` (None: no deadline); once it has passed, the call's
+    ``DeadlineExceededError``, saying when: ``the call's deadline passed {what}``. ``context``
+    names the call (``Call.context``: method, model, version)."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise late(what, context)
+    return left
+
+
+def late(what: str, context: Mapping[str, Any]) -> DeadlineExceededError:
+    """The error of a call whose deadline passed ``what`` (``while the request was built``)."""
+    err = error_from_status("DEADLINE_EXCEEDED", f"the call's deadline passed {what}", **context)
+    assert isinstance(err, DeadlineExceededError)
+    return err
+
+
+CHECK_EVERY = 256
+"""Items (records, examples) a loop builds between two calls of its :data:`DeadlineCheck`."""
+
+DeadlineCheck = Callable[[str], None]
+"""What a long loop of encoding calls now and then: raises once the call's deadline passed."""
+
+
+def deadline_check(deadline: float | None, context: Mapping[str, Any]) -> DeadlineCheck | None:
+    """The check that bounds a call's own work (building, encoding) by its deadline, or None
+    without one: ``check("while the request was built")`` raises ``DeadlineExceededError`` once
+    the deadline passed. Loops call it every few hundred items, which costs nothing."""
+    if deadline is None:
+        return None
+
+    def check(what: str) -> None:
+        time_left(deadline, what, context)
+
+    return check
 
 
 class RetryState:

@@ -52,7 +52,14 @@ from tfship.serve_client._errors import (
     UnimplementedError,
     error_from_status,
 )
-from tfship.serve_client._options import TlsConfig
+from tfship.serve_client._options import (
+    CHECK_EVERY,
+    DeadlineCheck,
+    TlsConfig,
+    deadline_check,
+    late,
+    time_left,
+)
 from tfship.serve_client._results import PredictOutputs
 from tfship.serve_client._transports._base import Call, check_target
 
@@ -114,9 +121,10 @@ class _RestBase:
                 self._urls[path] = url
         return url
 
-    def _encode(self, call: Call) -> tuple[str, str, bytes | None] | PredictOutputs:
+    def _encode(self, call: Call, deadline: float | None) -> tuple[str, str, bytes | None] | PredictOutputs:
         """(HTTP method, path, body) of ``call``, or the answer itself when REST cannot carry
-        the request but its answer is known (an empty batch)."""
+        the request but its answer is known (an empty batch). Writing many examples as JSON
+        stops once ``deadline`` passes."""
         if call.method in _NOT_IN_REST:
             raise UnimplementedError(
                 f"{_NOT_IN_REST[call.method]}; use ServingClient over gRPC (a host:port target)",
@@ -124,7 +132,8 @@ class _RestBase:
                 model=call.model,
             )
         try:
-            verb, path, body = rest_request(call.method, call.request, call.inputs)
+            check = deadline_check(deadline, call.context)
+            verb, path, body = rest_request(call.method, call.request, call.inputs, check)
         except _EmptyBatch:
             return empty_batch_answer(call)
         except TypeError as exc:  # a dtype JSON cannot carry
@@ -136,7 +145,7 @@ class _RestBase:
         itself (see :meth:`_encode`)."""
         import httpx
 
-        encoded = self._encode(call)
+        encoded = self._encode(call, deadline)
         if not isinstance(encoded, tuple):
             return encoded
         verb, path, body = encoded
@@ -211,7 +220,7 @@ class RestTransport(_RestBase):
         the server's time, receiving and decoding. HTTP and connection failures leave as
         ``ServingCallError`` subclasses."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        encoded = self._encode(call)
+        encoded = self._encode(call, deadline)
         if not isinstance(encoded, tuple):
             return encoded
         verb, path, body = encoded
@@ -588,18 +597,11 @@ class AsyncRestTransport(_RestBase):
 
 def _left(deadline: float | None, call: Call, what: str = "waiting for the answer") -> float | None:
     """Seconds left before ``deadline``; DeadlineExceededError once it has passed."""
-    if deadline is None:
-        return None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise _late(call, what)
-    return left
+    return time_left(deadline, what, call.context)
 
 
 def _late(call: Call, what: str) -> DeadlineExceededError:
-    err = error_from_status("DEADLINE_EXCEEDED", f"the call's deadline passed {what}", **call.context)
-    assert isinstance(err, DeadlineExceededError)
-    return err
+    return late(what, call.context)
 
 
 def _timeouts(deadline: float | None, call: Call) -> dict[str, float | None]:
@@ -733,10 +735,11 @@ def _http_error(status: int, raw: bytes, context: Mapping[str, Any]) -> ServingC
 
 
 def rest_request(
-    method: str, request: Any, inputs: Mapping[str, Any] | None = None
+    method: str, request: Any, inputs: Mapping[str, Any] | None = None, check: DeadlineCheck | None = None
 ) -> tuple[str, str, dict[str, Any] | None]:
     """(HTTP method, path, JSON body) of TF Serving's REST call for a request message (a
-    Predict's ``inputs`` as arrays, when the request does not hold them).
+    Predict's ``inputs`` as arrays, when the request does not hold them); ``check`` is called
+    now and then while examples are written (it raises once the call's deadline passed).
 
     Example:
         >>> from tfship.serve_client._calls import status_request
@@ -752,7 +755,7 @@ def rest_request(
         arrays = inputs if inputs is not None else {k: decode_tensor(t) for k, t in request.inputs.items()}
         body = {"inputs": {k: _json_tensor(a) for k, a in arrays.items()}}
     else:
-        body = _examples_body(request.input)
+        body = _examples_body(request.input, check)
     if request.model_spec.signature_name:
         body["signature_name"] = request.model_spec.signature_name
     return "POST", path + _VERBS[method], body
@@ -835,15 +838,27 @@ def model_path(spec: Any) -> str:
 _PATHS: dict[tuple[str, int | None, str], str] = {}
 
 
-def _examples_body(input_message: Any) -> dict[str, Any]:
+def _examples_body(input_message: Any, check: DeadlineCheck | None = None) -> dict[str, Any]:
     kind = input_message.WhichOneof("kind")
     if kind == "example_list_with_context":
         listed = input_message.example_list_with_context
         return {
-            "examples": [example_to_json(e) for e in listed.examples],
+            "examples": _examples_json(listed.examples, check),
             "context": example_to_json(listed.context),
         }
-    return {"examples": [example_to_json(e) for e in input_message.example_list.examples]}
+    return {"examples": _examples_json(input_message.example_list.examples, check)}
+
+
+def _examples_json(examples: Any, check: DeadlineCheck | None) -> list[Any]:
+    """Each Example as its JSON object; ``check`` every ``CHECK_EVERY`` examples."""
+    if check is None:
+        return [example_to_json(e) for e in examples]
+    written = []
+    for number, example in enumerate(examples):
+        if number % CHECK_EVERY == 0:
+            check("while the request was written as JSON")
+        written.append(example_to_json(example))
+    return written
 
 
 # ------------------------------------------------------------ JSON answers to responses
