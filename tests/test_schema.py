@@ -183,3 +183,13 @@ def test_vocabulary_file_is_resolved_next_to_the_schema(tmp_path: Path) -> None:
     (tmp_path / "vocab.txt").unlink()
     with pytest.raises(SchemaError, match=r"feature 'cat': vocabulary_file .*vocab.txt does not exist"):
         build_columns(Schema.load(tmp_path / "s.json"))
+
+
+def test_a_number_too_big_for_any_float_is_a_bad_value_named_in_one_short_line() -> None:
+    # float() of an int past ~308 digits raises OverflowError: still a bad value of that field
+    with pytest.raises(DataError) as caught:
+        Schema.from_dict(BASE).convert_record({"n": 1, "x": 10**400}, where="rows.jsonl:4", csv=CsvMissing())
+    message = str(caught.value)
+    assert message.startswith("rows.jsonl:4: field 'x': expected float32, found 1000")
+    assert "(401 characters)" in message and "whole number of 401 digits is out of the range of float32" in message
+    assert len(message) < 300

@@ -149,7 +149,8 @@ def value_text(value: object) -> str:
 
     numpy 2 writes ``repr(np.float64(1.5))`` as ``np.float64(1.5)`` where numpy 1 wrote
     ``1.5``; a message naming a value taken from an array reads the same on both. A list or a
-    tuple shows its items this way; any other value is its ``repr``.
+    tuple shows its items this way; any other value is its ``repr``. A text longer than 120
+    characters keeps its two ends and says its length, so a hostile cell cannot fill a log.
 
     Example:
         >>> import numpy as np
@@ -157,7 +158,21 @@ def value_text(value: object) -> str:
         ('1.5', "'Adelie'", 'True')
         >>> value_text([np.int64(3), "a", (np.float32(0.1),)])
         "[3, 'a', (0.1,)]"
+        >>> shown = value_text("x" * 1000)
+        >>> len(shown), shown[-34:]
+        (133, "xxxxxxxxxxxxxxx' (1002 characters)")
     """
+    text = _value_text(value)
+    if len(text) <= _VALUE_TEXT_MAX:
+        return text
+    return f"{text[:_VALUE_TEXT_MAX - 24]}...{text[-16:]} ({len(text)} characters)"
+
+
+#: the longest value a message shows whole; a longer one keeps its two ends and its length
+_VALUE_TEXT_MAX = 120
+
+
+def _value_text(value: object) -> str:
     numpy = sys.modules.get("numpy")  # not imported yet: the value holds no numpy scalar
     if numpy is not None and isinstance(value, numpy.generic):
         if isinstance(value, (numpy.number, numpy.bool_)):
@@ -165,8 +180,8 @@ def value_text(value: object) -> str:
         if isinstance(value, (numpy.str_, numpy.bytes_)):
             return repr(value.item())
     if type(value) is list:
-        return "[" + ", ".join(map(value_text, value)) + "]"
+        return "[" + ", ".join(map(_value_text, value)) + "]"
     if type(value) is tuple:
-        items = ", ".join(map(value_text, value))
+        items = ", ".join(map(_value_text, value))
         return f"({items},)" if len(value) == 1 else f"({items})"
     return repr(value)

@@ -674,7 +674,11 @@ def coerce_value(dtype: str, value: Any) -> Any:
     if isinstance(value, bytes):
         value = value.decode()
     if dtype.startswith("float"):
-        number = float(value.strip() if isinstance(value, str) else value)
+        try:
+            number = float(value.strip() if isinstance(value, str) else value)
+        except OverflowError:  # an int of more than ~308 digits
+            digits = len(str(abs(int(value))))
+            raise ValueError(f"a whole number of {digits} digits is out of the range of {dtype}") from None
         if math.isfinite(number) and abs(number) > _FLOAT_MAX.get(dtype, math.inf):
             raise ValueError(f"{value_text(value)} is out of the range of {dtype}")
         if isinstance(value, str) and overflows(value, number):
