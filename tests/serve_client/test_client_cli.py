@@ -232,3 +232,35 @@ def test_rest_commands_print_no_request_logs(server: Any) -> None:
     loud = [*args[:3], "-v", *args[3:]]
     verbose = subprocess.run(loud, capture_output=True, text=True, env=env, timeout=60)
     assert "HTTP Request: GET" in verbose.stderr  # the check can fail: -v shows them
+
+
+def test_records_of_scalars_fill_inputs_of_one_value_per_row(tf: Any, tmp_path: Path) -> None:
+    # A feature column's numeric input is [?, 1] (a raw_receiver from feature columns): a
+    # record file holds one number per field, as a CSV column does, and each becomes its row.
+    from tfship.server import ModelServer, ServerOptions
+
+    class Columns(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32, name="speed"),
+                                      tf.TensorSpec([None], tf.string, name="kind")])
+        def serve(self, speed: Any, kind: Any) -> dict[str, Any]:
+            return {"twice": 2.0 * speed, "kind": kind}
+
+    module = Columns()
+    tf.saved_model.save(module, str(tmp_path / "cols" / "1"), signatures={"serving_default": module.serve})
+    records = tmp_path / "cars.jsonl"
+    records.write_text('{"speed": 1.5, "kind": "a"}\n{"speed": 4, "kind": "b"}\n')
+    srv = ModelServer.from_base_path(tmp_path / "cols", "cols", options=ServerOptions(port=0, rest_port=0))
+    srv.start()
+    try:
+        srv.wait_until_available("cols", 1, timeout=60)
+        for target in ([srv.address], ["--rest", "-s", f"http://127.0.0.1:{srv.rest_port}"]):
+            args = ["-s", *target] if len(target) == 1 else target
+            result = run("predict", *args, "-m", "cols", "-i", str(records), "--json")
+            assert result.exit_code == 0, result.output
+            assert json.loads(result.output)["outputs"]["twice"] == [[3.0], [8.0]]
+        # a list where one value is expected is still refused, naming the input
+        records.write_text('{"speed": [1.5, 2.0], "kind": "a"}\n')
+        result = run("predict", "-s", srv.address, "-m", "cols", "-i", str(records))
+        assert result.exit_code == 2 and "input 'speed'" in result.output
+    finally:
+        srv.stop()

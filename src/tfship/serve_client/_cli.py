@@ -303,7 +303,23 @@ def _records_inputs(
     rows, place = records
     if examples_input_key(sig, {name for row in rows for name in row}) is not None:
         return rows
-    return _known_inputs(_columns(rows, place), sig, ignore_unknown)
+    columns = _known_inputs(_columns(rows, place), sig, ignore_unknown)
+    return _one_value_rows(columns, sig) if isinstance(columns, dict) else columns
+
+
+def _one_value_rows(columns: dict[str, Any], sig: SignatureInfo) -> dict[str, Any]:
+    """A field of one value per record for an input of one value per row (shape ``[?, 1]``,
+    as a feature column's numeric input is): each value becomes its row, ``[v]``."""
+    out = dict(columns)
+    for name, values in columns.items():
+        info = sig.inputs.get(name)
+        shape = getattr(info, "shape", None)
+        if (
+            shape is not None and len(shape) == 2 and shape[1] == 1 and isinstance(values, list)
+            and all(not isinstance(v, (list, tuple, dict)) for v in values)
+        ):
+            out[name] = [[v] for v in values]
+    return out
 
 
 def _predict_signature(
