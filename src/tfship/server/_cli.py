@@ -100,7 +100,7 @@ def translate_tf_serving_flags(args: list[str]) -> list[str]:
 
 def _micros_to_seconds(text: str) -> str:
     try:
-        return repr(int(text) / 1e6)
+        return repr(max(int(text), 0) / 1e6)  # TF Serving: a negative interval does not wait
     except ValueError:
         raise ServerConfigError(
             f"--load_retry_interval_micros={text}: expected a whole number of microseconds"
@@ -163,10 +163,10 @@ class _ServeCommand(click.Command):
 @click.option("--allow-version-labels-for-unavailable-models", is_flag=True,
               help="Let labels name versions that are not loaded yet.")
 @click.option("--no-warmup", is_flag=True, help="Skip assets.extra/tf_serving_warmup_requests.")
-@click.option("--max-num-load-retries", default=0, show_default=True, type=click.IntRange(0),
-              help="Retry a failed load this many times (TF Serving: 5).")
+@click.option("--max-num-load-retries", default=5, show_default=True, type=click.IntRange(0),
+              help="Retry a failed load this many times, as TF Serving does (0: fail at once).")
 @click.option("--load-retry-interval-seconds", default=60.0, show_default=True,
-              type=click.FloatRange(0), help="Pause between load retries.")
+              type=click.FloatRange(0), help="Pause between load retries (TF Serving: 60 s).")
 @click.option("--enable-signature-method-name-check", is_flag=True,
               help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).")
 @click.option("--ssl-config-file", type=click.Path(dir_okay=False, path_type=Path),

@@ -306,7 +306,7 @@ class ModelManager:
         warmup: Warmup | None = None,
         allow_labels_for_unavailable: bool = False,
         on_load: Callable[[Servable], None] | None = None,
-        max_load_retries: int = 0,
+        max_load_retries: int = 5,
         load_retry_interval_s: float = 60.0,
     ) -> None:
         self._poll_seconds = poll_seconds
@@ -466,11 +466,8 @@ class ModelManager:
                 break
             except Exception as exc:  # any failure ends this version's load, never the server
                 error = from_exception(exc)
-                logger.error("Loading servable %s version %d failed: %s", name, harness.number,
-                             error.message)
                 attempt += 1
-                # TF Serving retries a failed load (--max_num_load_retries) while it stays LOADING
-                if attempt <= self._retries and not self._stop.wait(self._retry_interval):
+                if self._retry_after(name, harness, attempt, error):
                     continue
                 with self._lock:
                     harness.state = "error"
@@ -482,6 +479,19 @@ class ModelManager:
             self._publish(model, harness.number, "AVAILABLE")
         logger.info("Successfully loaded servable version {name: %s version: %d}", name,
                     harness.number)
+
+    def _retry_after(self, name: str, harness: _Version, attempt: int, error: RpcError) -> bool:
+        """Log a failed load; True after the pause when it is to be tried again.
+
+        TF Serving retries a failed load (``--max_num_load_retries``) while the version stays
+        LOADING: a version copied in non-atomically loads once its files are all there. A
+        version whose directory is gone is not retried (TF Serving cancels its retries).
+        """
+        retry = attempt <= self._retries and os.path.isdir(harness.path)
+        later = f"; retry {attempt} of {self._retries} in {self._retry_interval:g} s" if retry else ""
+        logger.error("Loading servable %s version %d failed: %s%s", name, harness.number,
+                     error.message, later)
+        return retry and not self._stop.wait(self._retry_interval)
 
     def _load_once(self, name: str, harness: _Version) -> Servable:
         servable = self._loader(name, harness.number, harness.path)

@@ -59,8 +59,10 @@ class ServerOptions:
         grpc_busy_workers: threads kept answering gRPC calls; more are added, up to
             ``grpc_workers``, only while calls wait and every thread is stuck in a long call
             (None: one per processor; with batching, all ``grpc_workers``).
-        max_load_retries: retries of a failed load (``--max_num_load_retries``; TF Serving 5).
-        load_retry_interval_s: pause between load retries.
+        max_load_retries: retries of a failed load (``--max_num_load_retries``, TF Serving's
+            5): a version copied in non-atomically fails once and loads on a retry.
+        load_retry_interval_s: pause between load retries (``--load_retry_interval_micros``,
+            TF Serving's 60 s); the version stays LOADING meanwhile.
         tls: serve gRPC over TLS, a :class:`SslConfig` (``--ssl_config_file``).
         grpc_socket_path: also serve gRPC on this unix socket.
         grpc_arguments: extra gRPC server arguments (``--grpc_channel_arguments``).
@@ -87,7 +89,7 @@ class ServerOptions:
     max_message_bytes: int = 2**31 - 1
     grpc_workers: int = 64
     grpc_busy_workers: int | None = None
-    max_load_retries: int = 0
+    max_load_retries: int = 5
     load_retry_interval_s: float = 60.0
     tls: SslConfig | None = None
     grpc_socket_path: str | os.PathLike[str] | None = None
@@ -187,8 +189,6 @@ class ModelServer:
             warmup=self._run_warmup if options.warmup else None,
             allow_labels_for_unavailable=options.allow_version_labels_for_unavailable_models,
             on_load=self._attach_batcher if self.batching else None,
-            # TF Serving retries failed loads 5 times a minute apart; a local server fails
-            # fast unless asked to behave the same way.
             max_load_retries=options.max_load_retries,
             load_retry_interval_s=options.load_retry_interval_s,
         )
