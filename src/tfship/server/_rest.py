@@ -318,7 +318,24 @@ _REASONS[499] = "Client Closed Request"
 
 
 class BadBody(ValueError):
-    """Raised when a request body cannot be read (bad chunk framing or Content-Length)."""
+    """Raised when a request body cannot be read (bad chunk framing or Content-Length); the
+    connection is answered ``status`` and closed, since where the next request starts is
+    not known."""
+
+    status = 400
+
+
+class UnknownCoding(BadBody):
+    """Raised for a transfer coding other than ``chunked`` (RFC 9112: 501)."""
+
+    status = 501
+
+
+# RFC 9112: chunk-size is 1*HEXDIG, then optional whitespace and extensions; Content-Length
+# is 1*DIGIT (str.isdigit() and int() also take "²", "+5", " 5", "5_0")
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n")
+_DIGITS = re.compile(r"[0-9]+")
+_READ_STEP = 64 << 20  # a body is read in pieces: memory follows the bytes that came
 
 
 class BodyTooLarge(ValueError):
@@ -439,7 +456,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body()
         except BadBody as exc:
             self.close_connection = True
-            self._reply(400, "application/json", error_body(str(exc)))
+            self._reply(exc.status, "application/json", error_body(str(exc)))
             return
         except BodyTooLarge as exc:  # read to its end: the connection can go on
             self._reply(400, "application/json", error_body(str(exc)))
@@ -471,37 +488,51 @@ class _Handler(BaseHTTPRequestHandler):
         self.log_request(status, len(payload))
 
     def _body(self) -> bytes:
-        encoding = self.headers.get("Transfer-Encoding", "")
-        if "chunked" in encoding.lower():
+        coding = self.headers.get("Transfer-Encoding")
+        length = self.headers.get("Content-Length")
+        if coding is not None:
+            if length is not None:  # RFC 9112 6.3: a smuggling attempt, or a broken client
+                raise BadBody("a request must not have both Transfer-Encoding and Content-Length")
+            if coding.strip().lower() != "chunked":
+                raise UnknownCoding(
+                    f"transfer coding {coding!r} is not implemented; only chunked is"
+                )
             body = self._chunks()
+        elif length is None:
+            return b""
         else:
-            length = self.headers.get("Content-Length")
-            if length is None:
-                return b""
-            if not length.strip().isdigit():
-                raise BadBody(f"invalid Content-Length: {length!r}")
-            size = int(length)
-            body = self.rfile.read(size)
-            if len(body) != size:
-                raise BadBody(f"request body ended after {len(body)} of {size} bytes")
+            body = self._exactly(_size(length, "Content-Length"))
         if "gzip" in self.headers.get("Content-Encoding", ""):
             return _inflate(body, self.server.max_inflated)
         return body
+
+    def _exactly(self, size: int) -> bytes:
+        """``size`` bytes of body, read in pieces (a claimed size allocates nothing)."""
+        parts: list[bytes] = []
+        left = size
+        while left:
+            part = self.rfile.read(min(left, _READ_STEP))
+            if not part:
+                raise BadBody(f"request body ended after {size - left} of {size} bytes")
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
 
     def _chunks(self) -> bytes:
         parts: list[bytes] = []
         while True:
             line = self.rfile.readline(1026)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise BadBody(f"invalid chunk size line: {line[:40]!r}") from None
-            if size < 0:
+            match = _CHUNK_LINE.fullmatch(line)
+            if match is None:
                 raise BadBody(f"invalid chunk size line: {line[:40]!r}")
+            size = _size(match.group(1).decode("ascii"), "chunk size", base=16)
             if size == 0:
                 break
-            chunk = self.rfile.read(size)
-            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+            try:
+                chunk = self._exactly(size)
+            except BadBody:
+                raise BadBody("request body ended inside a chunk") from None
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
                 raise BadBody("request body ended inside a chunk")
             parts.append(chunk)
         while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
@@ -510,6 +541,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
         logger.debug("rest: " + format, *args)
+
+
+def _size(text: str, what: str, base: int = 10) -> int:
+    """A Content-Length (decimal digits) or chunk size (hex digits, checked by the caller)
+    below 2**63.
+
+    Raises:
+        BadBody: anything else.
+    """
+    text = text.strip()
+    if base == 10 and not _DIGITS.fullmatch(text):
+        raise BadBody(f"invalid {what}: {text[:40]!r}")
+    digits = text.lstrip("0")
+    if len(digits) > 19 or int(digits or "0", base) > _INT64_MAX:
+        raise BadBody(f"{what} {text[:40]} is too large: the most is 2**63 - 1")
+    return int(digits or "0", base)
 
 
 def _inflate(body: bytes, limit: int) -> bytes:
