@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tfship.server import ModelConfig, ModelServer, ServerOptions
+from tfship.server import LocalServerError, ModelConfig, ModelServer, ServerOptions
 
 from .conftest import serve_process
 from .test_server_http import BODY, EXPECTED, PATH, Reader, post
@@ -100,6 +100,15 @@ def test_a_base_path_that_cannot_be_listed_keeps_the_model_served(
     assert len(unlisted) == 1 and "Too many open files" in unlisted[0], served.stderr
     assert any("can be listed again" in line for line in lines)
     assert "Traceback" not in served.stderr
+
+
+def test_a_base_path_that_cannot_be_listed_at_start_up_is_named(tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)  # exists as a name, lists as ELOOP, even for root
+    with pytest.raises(LocalServerError, match=(
+        f"^Could not list base path {loop} for servable m: Too many levels of symbolic links$"
+    )):
+        ModelServer([ModelConfig("m", str(loop))], ServerOptions(port=0)).start()
 
 
 def test_serve_raises_the_open_file_limit_to_the_hard_limit(module_base: Path) -> None:
