@@ -331,15 +331,16 @@ class UnknownCoding(BadBody):
     status = 501
 
 
+class BodyTooLarge(ValueError):
+    """Raised when a gzip request body inflates past the server's limit (answered 400 on a
+    connection that goes on: the body was read to its end)."""
+
+
 # RFC 9112: chunk-size is 1*HEXDIG, then optional whitespace and extensions; Content-Length
 # is 1*DIGIT (str.isdigit() and int() also take "²", "+5", " 5", "5_0")
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n")
 _DIGITS = re.compile(r"[0-9]+")
 _READ_STEP = 64 << 20  # a body is read in pieces: memory follows the bytes that came
-
-
-class BodyTooLarge(ValueError):
-    """Raised when a gzip request body inflates past the server's limit."""
 
 
 _MAX_HEADERS = 100
