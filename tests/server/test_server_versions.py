@@ -352,6 +352,24 @@ def test_a_version_copied_in_non_atomically_loads_on_a_retry(
     assert "; retry 1 of 5 in 0.5 s" in caplog.text
 
 
+def test_a_version_removed_while_its_load_waits_to_retry_is_not_retried(
+    serve: Any, tmp_path: Path, module_base: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    base = make_base(tmp_path, module_base, (1,))
+    with caplog.at_level("ERROR", logger="tfship.server._manager"):
+        server = serve(ModelConfig("m", str(base)), load_retry_interval_s=0.5)
+        broken = base / "5"
+        broken.mkdir()
+        (broken / "saved_model.pb").write_bytes(b"half a copy")
+        wait_until(lambda: "version 5 failed" in caplog.text)
+        shutil.rmtree(broken)  # given up on: the next try finds nothing to load
+        wait_until(lambda: states(server).get(5, [])[-1:] == ["END"])
+    failures = [r.getMessage() for r in caplog.records if "version 5 failed" in r.getMessage()]
+    assert len(failures) == 2 and failures[0].endswith("; retry 1 of 5 in 0.5 s")
+    assert "; retry" not in failures[1]
+    assert server.available_versions("m") == [1]
+
+
 def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) -> None:
     first = serve(ModelConfig("m", str(make_base(tmp_path, module_base, (1,)))))
     with pytest.raises(ServerConfigError, match=rf"gRPC port 127.0.0.1:{first.port} is already in use"):
