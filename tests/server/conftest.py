@@ -35,18 +35,29 @@ class ServeProcess:
 
     info: dict[str, Any] = field(default_factory=dict)
     stderr: str = ""
+    pid: int = 0
 
 
 @contextmanager
-def serve_process(*args: str) -> Iterator[ServeProcess]:
+def serve_process(*args: str, open_files: tuple[int, int] | None = None) -> Iterator[ServeProcess]:
     """Run ``tfship serve ARGS --json`` in its own process, as a user starts it; on leaving,
-    stop it with SIGTERM and check that it exited 0 (it is killed if anything went wrong)."""
+    stop it with SIGTERM and check that it exited 0 (it is killed if anything went wrong).
+
+    ``open_files`` sets the process's (soft, hard) limit on open files before it starts.
+    """
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+
+    def limit() -> None:
+        import resource
+
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
     process = subprocess.Popen(
         [sys.executable, "-m", "tfship", "serve", *args, "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=limit,
     )
-    running = ServeProcess()
+    running = ServeProcess(pid=process.pid)
     try:
         assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()

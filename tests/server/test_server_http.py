@@ -183,6 +183,60 @@ def test_bad_chunk_framing_is_400_and_closes(sock: socket.socket) -> None:
     assert reader.closed()
 
 
+@pytest.mark.parametrize(
+    ("head", "body", "status", "words"),
+    [
+        # RFC 9112 6.3: both framings in one request is how requests are smuggled
+        ("Transfer-Encoding: chunked\r\nContent-Length: 6", chunked(b"{}", 2), "400",
+         "both Transfer-Encoding and Content-Length"),
+        ("Transfer-Encoding: xchunked", chunked(b"{}", 2), "501", "only chunked"),
+        ("Transfer-Encoding: gzip, chunked", chunked(b"{}", 2), "501", "only chunked"),
+        ("Transfer-Encoding: chunked", b"0x2\r\n{}\r\n0\r\n\r\n", "400", "chunk size"),
+        ("Transfer-Encoding: chunked", b"+2\r\n{}\r\n0\r\n\r\n", "400", "chunk size"),
+        ("Transfer-Encoding: chunked", b" 2\r\n{}\r\n0\r\n\r\n", "400", "chunk size"),
+        ("Transfer-Encoding: chunked", b"8000000000000000\r\n{}\r\n", "400", "too large"),
+        ("Transfer-Encoding: chunked", b"7fffffffffffffff\r\n{}", "400", "inside a chunk"),
+        ("Content-Length: \u00b2", b"{}", "400", "invalid Content-Length"),
+        ("Content-Length: +2", b"{}", "400", "invalid Content-Length"),
+        ("Content-Length: 2, 2", b"{}", "400", "invalid Content-Length"),
+        ("Content-Length: 9223372036854775808", b"{}", "400", "too large"),
+        ("Content-Length: 1" + "0" * 5000, b"{}", "400", "too large"),
+    ],
+    ids=["both-framings", "xchunked", "gzip-chunked", "size-0x", "size-plus", "size-space",
+         "size-2**63", "size-2**63-1-short", "length-superscript", "length-plus",
+         "length-twice", "length-2**63", "length-5001-digits"],
+)
+def test_body_framing_outside_rfc_9112_is_refused_and_closed(
+    sock: socket.socket, head: str, body: bytes, status: str, words: str
+) -> None:
+    reader = Reader(sock)
+    request = f"POST {PATH} HTTP/1.1\r\nHost: x\r\n{head}\r\n\r\n".encode("latin-1")
+    sock.sendall(request + body)
+    if "inside a chunk" in words:
+        sock.shutdown(socket.SHUT_WR)  # the 2**63 - 1 bytes never come
+    answer, headers, text = reader.response()
+    assert answer.startswith(f"HTTP/1.1 {status}") and headers["connection"] == "close"
+    assert words in json.loads(text)["error"]
+    assert reader.closed()
+
+
+def test_a_lone_surrogate_in_a_json_string_is_400(sock: socket.socket) -> None:
+    reader = Reader(sock)
+    for text, offset in [('"\\ud800"', 13), ('"\\udc00"', 13), ('"\\ud800\\u0041"', 13),
+                         ('"\\\\ud800"', None), ('"\\ud83d\\ude00"', None)]:
+        body = ('{"inputs": [' + text + '], "signature_name": "strings"}').encode()
+        sock.sendall(post("/v1/models/module:predict", body))
+        status, _, answer = reader.response()
+        if offset is None:  # a backslash then "ud800"; a pair (an emoji): plain strings
+            assert status == "HTTP/1.1 200 OK", answer
+            continue
+        assert status == "HTTP/1.1 400 Bad Request"
+        assert json.loads(answer) == {"error": (
+            f"JSON Parse error: The surrogate pair in string is invalid. at offset: {offset}")}
+    sock.sendall(post(PATH, BODY))  # the connection goes on
+    assert json.loads(reader.response()[2]) == EXPECTED
+
+
 def test_gzip_body_is_inflated(sock: socket.socket) -> None:
     reader = Reader(sock)
     sock.sendall(post(PATH, gzip.compress(BODY), Content_Encoding="gzip"))

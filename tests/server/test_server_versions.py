@@ -155,7 +155,7 @@ def test_failed_load_ends_with_its_error_and_keeps_the_old_version(
     serve: Any, tmp_path: Path, module_base: Path
 ) -> None:
     base = make_base(tmp_path, module_base, (1,))
-    server = serve(ModelConfig("m", str(base)))
+    server = serve(ModelConfig("m", str(base)), max_load_retries=0)
     broken = base / "temp-5"
     broken.mkdir()
     (broken / "saved_model.pb").write_bytes(b"this is not a SavedModel")
@@ -263,7 +263,7 @@ def predict_log(**inputs: Any) -> Any:
 
 
 def load_error(serve: Any, base: Path) -> Any:
-    server = ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0))
+    server = ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0, max_load_retries=0))
     with pytest.raises(LocalServerError) as info:
         server.start()  # like TF Serving, a model whose first load fails stops the start
     event = server.history("m")[-1]
@@ -319,28 +319,55 @@ def test_corrupt_warmup_file(serve: Any, tmp_path: Path, module_base: Path) -> N
     assert error.message.endswith(". Please verify your warmup data is in TFRecord format.")
 
 
-def test_failed_load_is_retried_while_loading(
-    serve: Any, tmp_path: Path, module_base: Path
+def test_load_retries_default_to_tf_servings() -> None:
+    # --max_num_load_retries=5, --load_retry_interval_micros=60000000 (2.15 to 2.20)
+    options = ServerOptions()
+    assert (options.max_load_retries, options.load_retry_interval_s) == (5, 60.0)
+
+
+def test_a_version_copied_in_non_atomically_loads_on_a_retry(
+    tmp_path: Path, module_base: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     base = tmp_path / "base"
     broken = base / "1"
     broken.mkdir(parents=True)
-    (broken / "saved_model.pb").write_bytes(b"not yet")
+    (broken / "saved_model.pb").write_bytes(b"not yet")  # the copy has begun, not ended
+    # the default number of retries; only the pause is shortened
     server = ModelServer([ModelConfig("m", str(base))], ServerOptions(
-        port=0, max_load_retries=50, load_retry_interval_s=0.05))
+        port=0, load_retry_interval_s=0.5))
     starter = threading.Thread(target=server.start)
-    starter.start()
-    try:
-        time.sleep(0.3)
-        assert server.history("m")[-1].state == "LOADING"  # still retrying
-        shutil.rmtree(broken)
-        shutil.copytree(module_base / "1", broken)  # the export is fixed in place
-        starter.join(timeout=60)
-        assert server.available_versions("m") == [1]
-        assert states(server)[1] == ["START", "LOADING", "AVAILABLE"]
-    finally:
-        starter.join(timeout=60)
-        server.stop()
+    with caplog.at_level("ERROR", logger="tfship.server._manager"):
+        starter.start()
+        try:
+            time.sleep(0.2)
+            assert server.history("m")[-1].state == "LOADING"  # waiting to retry
+            shutil.rmtree(broken)
+            shutil.copytree(module_base / "1", broken)  # the copy ends
+            starter.join(timeout=60)
+            assert server.available_versions("m") == [1]
+            assert states(server)[1] == ["START", "LOADING", "AVAILABLE"]
+        finally:
+            starter.join(timeout=60)
+            server.stop()
+    assert "; retry 1 of 5 in 0.5 s" in caplog.text
+
+
+def test_a_version_removed_while_its_load_waits_to_retry_is_not_retried(
+    serve: Any, tmp_path: Path, module_base: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    base = make_base(tmp_path, module_base, (1,))
+    with caplog.at_level("ERROR", logger="tfship.server._manager"):
+        server = serve(ModelConfig("m", str(base)), load_retry_interval_s=0.5)
+        broken = base / "5"
+        broken.mkdir()
+        (broken / "saved_model.pb").write_bytes(b"half a copy")
+        wait_until(lambda: "version 5 failed" in caplog.text)
+        shutil.rmtree(broken)  # given up on: the next try finds nothing to load
+        wait_until(lambda: states(server).get(5, [])[-1:] == ["END"])
+    failures = [r.getMessage() for r in caplog.records if "version 5 failed" in r.getMessage()]
+    assert len(failures) == 2 and failures[0].endswith("; retry 1 of 5 in 0.5 s")
+    assert "; retry" not in failures[1]
+    assert server.available_versions("m") == [1]
 
 
 def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) -> None:

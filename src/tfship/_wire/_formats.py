@@ -259,11 +259,12 @@ def version_number(name: str) -> int | None:
     return None
 
 
-def version_dirs(base: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+def version_dirs(base: str | os.PathLike[str], *, strict: bool = False) -> list[tuple[int, Path]]:
     """The version directories under a model's base path, by version number then name.
 
     Two names for one number (``7`` and ``007``) are both listed; a missing or unreadable base
-    path has none.
+    path has none, unless ``strict``: then the ``OSError`` is raised, so that a caller can
+    tell "no versions" from "cannot tell" (a full descriptor table, a flaky network mount).
 
     Example:
         >>> version_dirs("no/such/base")
@@ -272,6 +273,8 @@ def version_dirs(base: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     try:
         entries = list(os.scandir(base))
     except OSError:
+        if strict:
+            raise
         return []
     found = []
     for entry in entries:

@@ -171,13 +171,38 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 def _parse_slowly(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8"))
+        doc = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise JsonError(
             f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
         ) from None
     except json.JSONDecodeError as exc:
         raise JsonError(f"JSON Parse error: {_rapidjson_text(exc)} at offset: {exc.pos}") from None
+    at = _lone_surrogate(body)  # json takes "\ud800"; no UTF-8 text can hold it
+    if at is not None:
+        raise JsonError(f"JSON Parse error: The surrogate pair in string is invalid. at offset: {at}")
+    return doc
+
+
+_ESCAPE = re.compile(rb"\\(?:u([0-9A-Fa-f]{4})|.)", re.S)
+
+
+def _lone_surrogate(body: bytes) -> int | None:
+    """Where the first ``\\uD800``-``\\uDFFF`` escape outside a high-low pair begins, as
+    rapidjson reports it (the escape's backslash); None when every one is paired."""
+    high: int | None = None  # the offset of a high surrogate waiting for its low half
+    follows = -1
+    for match in _ESCAPE.finditer(body):
+        code = int(match.group(1), 16) if match.group(1) else -1
+        if high is not None:
+            if match.start() != follows or not 0xDC00 <= code <= 0xDFFF:
+                return high
+            high = None
+        elif 0xD800 <= code <= 0xDBFF:
+            high, follows = match.start(), match.end()
+        elif 0xDC00 <= code <= 0xDFFF:
+            return match.start()
+    return high
 
 
 # Python's json messages -> rapidjson's GetParseError_En texts, which TF Serving returns.

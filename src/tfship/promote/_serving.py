@@ -65,9 +65,12 @@ class ServedModel:
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         self._started = time.perf_counter()
+        # a finished export loads or it does not: no retries (TF Serving's five, a minute
+        # apart, are for versions still being copied in), so a failure says why at once
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(self.base),
-             "--model-name", self.name, "--port", "0", "--poll-seconds", "0", "--json"],
+             "--model-name", self.name, "--port", "0", "--poll-seconds", "0",
+             "--max-num-load-retries", "0", "--json"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=env, start_new_session=True, preexec_fn=_die_with_parent,
         )

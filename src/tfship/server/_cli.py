@@ -100,7 +100,7 @@ def translate_tf_serving_flags(args: list[str]) -> list[str]:
 
 def _micros_to_seconds(text: str) -> str:
     try:
-        return repr(int(text) / 1e6)
+        return repr(max(int(text), 0) / 1e6)  # TF Serving: a negative interval does not wait
     except ValueError:
         raise ServerConfigError(
             f"--load_retry_interval_micros={text}: expected a whole number of microseconds"
@@ -142,6 +142,13 @@ class _ServeCommand(click.Command):
               help="REST port (off unless given); 0 picks a free one.")
 @click.option("--rest-api-timeout-ms", default=30000, show_default=True,
               type=click.IntRange(1), help="Longest REST model run before a 504.")
+@click.option("--rest-max-connections", type=click.IntRange(1), default=None,
+              help="Most REST connections open at once; past it a new one is answered 503 "
+                   "and closed at once (a proxy in front retries elsewhere). Default: 1024, "
+                   "or half the open-file limit when that is lower.")
+@click.option("--rest-max-inflated-bytes", type=click.IntRange(1), default=100 << 20,
+              show_default=True, help="Size a gzip REST request body may inflate to; past it "
+                                      "the request is answered 400.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--version-policy", default="latest", show_default=True,
               help="latest, latest:N, all or specific:V[,V...].")
@@ -163,10 +170,10 @@ class _ServeCommand(click.Command):
 @click.option("--allow-version-labels-for-unavailable-models", is_flag=True,
               help="Let labels name versions that are not loaded yet.")
 @click.option("--no-warmup", is_flag=True, help="Skip assets.extra/tf_serving_warmup_requests.")
-@click.option("--max-num-load-retries", default=0, show_default=True, type=click.IntRange(0),
-              help="Retry a failed load this many times (TF Serving: 5).")
+@click.option("--max-num-load-retries", default=5, show_default=True, type=click.IntRange(0),
+              help="Retry a failed load this many times, as TF Serving does (0: fail at once).")
 @click.option("--load-retry-interval-seconds", default=60.0, show_default=True,
-              type=click.FloatRange(0), help="Pause between load retries.")
+              type=click.FloatRange(0), help="Pause between load retries (TF Serving: 60 s).")
 @click.option("--enable-signature-method-name-check", is_flag=True,
               help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).")
 @click.option("--ssl-config-file", type=click.Path(dir_okay=False, path_type=Path),
@@ -182,6 +189,8 @@ def serve(
     port: int,
     rest_port: int | None,
     rest_api_timeout_ms: int,
+    rest_max_connections: int | None,
+    rest_max_inflated_bytes: int,
     host: str,
     version_policy: str,
     poll_seconds: float,
@@ -243,12 +252,15 @@ def serve(
         model_config_file=model_config,
         model_config_poll_seconds=model_config_poll_seconds,
         rest_timeout_s=rest_api_timeout_ms / 1000.0,
+        rest_max_connections=rest_max_connections,
+        rest_max_inflated_bytes=rest_max_inflated_bytes,
         prometheus_path=None if metrics is None else metrics.path,
     )
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")
     server = ModelServer(models, options)
     _keep_large_buffers()
+    _raise_open_file_limit()
     stop = _StopRequest()
     previous = _on_signals(stop)
     try:
@@ -285,6 +297,24 @@ def _keep_large_buffers() -> None:
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
     mallopt(m_mmap_threshold, 32 << 20)
     mallopt(m_trim_threshold, 128 << 20)
+
+
+def _raise_open_file_limit() -> None:
+    """Raise the soft limit on open files to the hard limit, as servers do.
+
+    The soft limit is often 1,024: a thousand idle clients would leave no descriptor to list
+    a base path or read a version's files. The process is the command's own, so the setting
+    is ours to make; where the hard limit cannot be taken (unlimited on macOS), the soft one
+    stays as it was.
+    """
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, OSError, ValueError) as exc:  # no such limit, or not ours to raise
+        logging.getLogger(__name__).debug("open-file limit left as it was: %s", exc)
 
 
 def _exit_now_if_program() -> None:

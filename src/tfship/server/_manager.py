@@ -242,11 +242,18 @@ def serve_meta_graph(saved_model: SavedModelInfo) -> Any:
 
 def version_paths(base_path: str, model: str) -> dict[int, str] | None:
     """Version number -> directory of the numeric version directories under ``base_path``
-    (None when the base path is missing)."""
-    if not os.path.isdir(base_path):
+    (None when the base path is missing).
+
+    Raises:
+        OSError: the base path exists but cannot be listed (out of file descriptors, a
+            network mount that failed, no permission): that is no answer, not "no versions".
+    """
+    try:
+        listed = version_dirs(base_path, strict=True)
+    except (FileNotFoundError, NotADirectoryError):
         return None
     versions: dict[int, str] = {}
-    for number, path in version_dirs(base_path):
+    for number, path in listed:
         full = os.path.join(base_path, path.name)
         if number in versions:
             logger.warning("model %s: duplicate version directories %s and %s", model,
@@ -275,6 +282,7 @@ class _Model:
     warned_empty: bool = False
     active: bool = True  # False once a reloaded config leaves the model out
     missing_logged: bool = False
+    unlisted: str | None = None  # why the last poll could not list the base path
     warned_missing: set[int] = field(default_factory=set)
 
 
@@ -306,9 +314,11 @@ class ModelManager:
         warmup: Warmup | None = None,
         allow_labels_for_unavailable: bool = False,
         on_load: Callable[[Servable], None] | None = None,
-        max_load_retries: int = 0,
+        max_load_retries: int = 5,
         load_retry_interval_s: float = 60.0,
+        on_poll_error: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_poll_error = on_poll_error
         self._poll_seconds = poll_seconds
         self._retries = max(max_load_retries, 0)
         self._retry_interval = load_retry_interval_s
@@ -400,7 +410,15 @@ class ModelManager:
             while self._next_action(model, set()):
                 pass
             return
-        found = version_paths(config.base_path, config.name)
+        try:
+            found = version_paths(config.base_path, config.name)
+        except OSError as exc:
+            self._poll_failed(model, exc)
+            return
+        if model.unlisted is not None:
+            logger.info("Base path %s for servable %s can be listed again", config.base_path,
+                        config.name)
+            model.unlisted = None
         if found is None:
             if not model.missing_logged:  # once, not on every poll
                 logger.error("Could not find base path %s for servable %s", config.base_path,
@@ -423,6 +441,18 @@ class ModelManager:
         self._aspire(model, aspired)
         while self._next_action(model, set(aspired)):
             pass
+
+    def _poll_failed(self, model: _Model, exc: OSError) -> None:
+        """A base path that cannot be listed aborts this poll and keeps what is served, as TF
+        Serving's file system source does; one line per run of failures, each one counted."""
+        reason = exc.strerror or str(exc)
+        if model.unlisted != reason:
+            logger.error(
+                "Could not list base path %s for servable %s: %s; its served versions stay until "
+                "a poll lists it", model.config.base_path, model.config.name, reason)
+        model.unlisted = reason
+        if self._on_poll_error is not None:
+            self._on_poll_error(model.config.name)
 
     def _aspire(self, model: _Model, aspired: Mapping[int, str]) -> None:
         with self._lock:
@@ -466,11 +496,8 @@ class ModelManager:
                 break
             except Exception as exc:  # any failure ends this version's load, never the server
                 error = from_exception(exc)
-                logger.error("Loading servable %s version %d failed: %s", name, harness.number,
-                             error.message)
                 attempt += 1
-                # TF Serving retries a failed load (--max_num_load_retries) while it stays LOADING
-                if attempt <= self._retries and not self._stop.wait(self._retry_interval):
+                if self._retry_after(name, harness, attempt, error):
                     continue
                 with self._lock:
                     harness.state = "error"
@@ -482,6 +509,19 @@ class ModelManager:
             self._publish(model, harness.number, "AVAILABLE")
         logger.info("Successfully loaded servable version {name: %s version: %d}", name,
                     harness.number)
+
+    def _retry_after(self, name: str, harness: _Version, attempt: int, error: RpcError) -> bool:
+        """Log a failed load; True after the pause when it is to be tried again.
+
+        TF Serving retries a failed load (``--max_num_load_retries``) while the version stays
+        LOADING: a version copied in non-atomically loads once its files are all there. A
+        version whose directory is gone is not retried (TF Serving cancels its retries).
+        """
+        retry = attempt <= self._retries and os.path.isdir(harness.path)
+        later = f"; retry {attempt} of {self._retries} in {self._retry_interval:g} s" if retry else ""
+        logger.error("Loading servable %s version %d failed: %s%s", name, harness.number,
+                     error.message, later)
+        return retry and not self._stop.wait(self._retry_interval)
 
     def _load_once(self, name: str, harness: _Version) -> Servable:
         servable = self._loader(name, harness.number, harness.path)

@@ -12,6 +12,13 @@ ones kept here are those of every request (``servables/tensorflow/util.cc``):
 
 The text is written by ``prometheus_client``. Its writer names a counter family ``..._total``;
 to keep TF Serving's sample name the request count is exposed untyped.
+
+Two counters are tfship's own, for faults TF Serving only logs:
+
+- ``tfship_base_path_poll_errors_total{model_name}``: polls that could not list a model's base
+  path (out of file descriptors, a failed network mount); each kept the served versions;
+- ``tfship_rest_connections_refused_total``: REST connections answered 503 and closed because
+  the connection limit was reached.
 """
 
 from __future__ import annotations
@@ -45,12 +52,16 @@ class Metrics:
     content_type = "text/plain; version=0.0.4; charset=utf-8"
 
     def __init__(self, path: str = DEFAULT_PATH) -> None:
-        from prometheus_client import CollectorRegistry
+        # every module the page needs, now: out of file descriptors, no module can be read
+        import prometheus_client.core  # noqa: F401
+        from prometheus_client import CollectorRegistry, generate_latest  # noqa: F401
 
         self.path = path or DEFAULT_PATH
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}
         self._latency: dict[tuple[str, str, str], tuple[list[int], float]] = {}
+        self._poll_errors: dict[str, int] = {}
+        self._refused = 0
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_Collector(self))  # type: ignore[arg-type]
 
@@ -64,6 +75,21 @@ class Metrics:
             index = bisect.bisect_right(_BOUNDS, micros)  # TF's limits are exclusive
             buckets[index] += 1
             self._latency[(model, api, entrypoint)] = (buckets, total + micros)
+
+    def count_poll_error(self, model: str) -> None:
+        """Count one poll that could not list ``model``'s base path."""
+        with self._lock:
+            self._poll_errors[model] = self._poll_errors.get(model, 0) + 1
+
+    def count_refused_connection(self) -> None:
+        """Count one REST connection refused at the connection limit."""
+        with self._lock:
+            self._refused += 1
+
+    def faults(self) -> tuple[dict[str, int], int]:
+        """Copies of the poll error counts per model and the refused connections."""
+        with self._lock:
+            return dict(self._poll_errors), self._refused
 
     def serves(self, path: str) -> bool:
         """Whether an HTTP request path is the metrics page."""
@@ -107,6 +133,25 @@ class _Collector:
                 cumulative.append((bound, running))
             histogram.add_metric(list(key), cumulative, sum_value=total)
         yield histogram
+        yield from _fault_counters(*self._metrics.faults())
+
+
+def _fault_counters(poll_errors: dict[str, int], refused: int) -> Iterator[Any]:
+    from prometheus_client.core import CounterMetricFamily
+
+    polls = CounterMetricFamily(
+        "tfship_base_path_poll_errors",
+        "Polls that could not list a model's base path; the served versions were kept.",
+        labels=["model_name"],
+    )
+    for model, count in sorted(poll_errors.items()):
+        polls.add_metric([model], count)
+    yield polls
+    yield CounterMetricFamily(
+        "tfship_rest_connections_refused",
+        "REST connections answered 503 and closed at the connection limit.",
+        value=refused,
+    )
 
 
 _RUN_PATH = re.compile(

@@ -20,7 +20,10 @@ handed to a thread, as a model run must be); each grew by under 1 MB of RSS with
 connections. A batch-1 Predict costs ~1 ms in the model and JSON work, so no library would move
 the REST rows of ``benchmarks/serving.py``, and each would add a dependency (and for uvicorn an
 event loop to bridge to blocking model runs). One thread per connection, bounded by the idle
-timeout below.
+timeout below and by a limit on open connections: past it a new connection is answered
+``503`` (UNAVAILABLE, which clients and proxies retry) and closed at once, rather than left
+waiting in the listen queue, so that a proxy in front learns at once to try another server
+and idle clients cannot use up the file descriptors that polling and loading need.
 """
 
 from __future__ import annotations
@@ -74,9 +77,13 @@ _INT64_MAX = 2**63 - 1
 
 # An idle kept-alive connection is closed after this long (libevent's evhttp default is 50 s).
 IDLE_TIMEOUT_S = 50.0
-# gzip request bodies are inflated up to this size (then treated as unreadable, as TF Serving does)
-_MAX_INFLATED = 2**31
+# gzip request bodies inflate up to this size, TF Serving's (its ZLib::kMaxUncompressedBytes)
+DEFAULT_MAX_INFLATED = 100 << 20
+_INFLATE_STEP = 1 << 20  # inflated this much at a time, so that a bomb is stopped at the cap
 _POLL_S = 0.05  # how often the accept loop checks for shutdown()
+# REST connections open at once, unless told otherwise (and at most half the open-file limit)
+DEFAULT_MAX_CONNECTIONS = 1024
+_OUT_OF_FILES = (errno.EMFILE, errno.ENFILE)
 
 
 def error_body(message: str) -> bytes:
@@ -311,7 +318,29 @@ _REASONS[499] = "Client Closed Request"
 
 
 class BadBody(ValueError):
-    """Raised when a request body cannot be read (bad chunk framing or Content-Length)."""
+    """Raised when a request body cannot be read (bad chunk framing or Content-Length); the
+    connection is answered ``status`` and closed, since where the next request starts is
+    not known."""
+
+    status = 400
+
+
+class UnknownCoding(BadBody):
+    """Raised for a transfer coding other than ``chunked`` (RFC 9112: 501)."""
+
+    status = 501
+
+
+class BodyTooLarge(ValueError):
+    """Raised when a gzip request body inflates past the server's limit (answered 400 on a
+    connection that goes on: the body was read to its end)."""
+
+
+# RFC 9112: chunk-size is 1*HEXDIG, then optional whitespace and extensions; Content-Length
+# is 1*DIGIT (str.isdigit() and int() also take "²", "+5", " 5", "5_0")
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n")
+_DIGITS = re.compile(r"[0-9]+")
+_READ_STEP = 64 << 20  # a body is read in pieces: memory follows the bytes that came
 
 
 _MAX_HEADERS = 100
@@ -428,6 +457,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body()
         except BadBody as exc:
             self.close_connection = True
+            self._reply(exc.status, "application/json", error_body(str(exc)))
+            return
+        except BodyTooLarge as exc:  # read to its end: the connection can go on
             self._reply(400, "application/json", error_body(str(exc)))
             return
         metrics = self.api.core.metrics  # --monitoring_config_file's Prometheus page
@@ -457,37 +489,51 @@ class _Handler(BaseHTTPRequestHandler):
         self.log_request(status, len(payload))
 
     def _body(self) -> bytes:
-        encoding = self.headers.get("Transfer-Encoding", "")
-        if "chunked" in encoding.lower():
+        coding = self.headers.get("Transfer-Encoding")
+        length = self.headers.get("Content-Length")
+        if coding is not None:
+            if length is not None:  # RFC 9112 6.3: a smuggling attempt, or a broken client
+                raise BadBody("a request must not have both Transfer-Encoding and Content-Length")
+            if coding.strip().lower() != "chunked":
+                raise UnknownCoding(
+                    f"transfer coding {coding!r} is not implemented; only chunked is"
+                )
             body = self._chunks()
+        elif length is None:
+            return b""
         else:
-            length = self.headers.get("Content-Length")
-            if length is None:
-                return b""
-            if not length.strip().isdigit():
-                raise BadBody(f"invalid Content-Length: {length!r}")
-            size = int(length)
-            body = self.rfile.read(size)
-            if len(body) != size:
-                raise BadBody(f"request body ended after {len(body)} of {size} bytes")
+            body = self._exactly(_size(length, "Content-Length"))
         if "gzip" in self.headers.get("Content-Encoding", ""):
-            return _inflate(body)
+            return _inflate(body, self.server.max_inflated)
         return body
+
+    def _exactly(self, size: int) -> bytes:
+        """``size`` bytes of body, read in pieces (a claimed size allocates nothing)."""
+        parts: list[bytes] = []
+        left = size
+        while left:
+            part = self.rfile.read(min(left, _READ_STEP))
+            if not part:
+                raise BadBody(f"request body ended after {size - left} of {size} bytes")
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
 
     def _chunks(self) -> bytes:
         parts: list[bytes] = []
         while True:
             line = self.rfile.readline(1026)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise BadBody(f"invalid chunk size line: {line[:40]!r}") from None
-            if size < 0:
+            match = _CHUNK_LINE.fullmatch(line)
+            if match is None:
                 raise BadBody(f"invalid chunk size line: {line[:40]!r}")
+            size = _size(match.group(1).decode("ascii"), "chunk size", base=16)
             if size == 0:
                 break
-            chunk = self.rfile.read(size)
-            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+            try:
+                chunk = self._exactly(size)
+            except BadBody:
+                raise BadBody("request body ended inside a chunk") from None
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
                 raise BadBody("request body ended inside a chunk")
             parts.append(chunk)
         while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
@@ -498,14 +544,63 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug("rest: " + format, *args)
 
 
-def _inflate(body: bytes) -> bytes:
-    """A gzip body inflated; an unreadable one becomes empty, as in TF Serving's server."""
+def _size(text: str, what: str, base: int = 10) -> int:
+    """A Content-Length (decimal digits) or chunk size (hex digits, checked by the caller)
+    below 2**63.
+
+    Raises:
+        BadBody: anything else.
+    """
+    text = text.strip()
+    if base == 10 and not _DIGITS.fullmatch(text):
+        raise BadBody(f"invalid {what}: {text[:40]!r}")
+    digits = text.lstrip("0")
+    if len(digits) > 19 or int(digits or "0", base) > _INT64_MAX:
+        raise BadBody(f"{what} {text[:40]} is too large: the most is 2**63 - 1")
+    return int(digits or "0", base)
+
+
+def _inflate(body: bytes, limit: int) -> bytes:
+    """A gzip body inflated; an unreadable one becomes empty, as in TF Serving's server.
+
+    Inflated a step at a time, so that memory grows with the limit, never with what a small
+    body could inflate to (2 MB of gzip hold 2 GiB of zeros).
+
+    Raises:
+        BodyTooLarge: the body inflates past ``limit`` bytes.
+    """
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    steps: list[bytes] = []
+    size, pending = 0, body
     try:
-        data = inflater.decompress(body, _MAX_INFLATED)
+        while not inflater.eof:
+            step = inflater.decompress(pending, min(_INFLATE_STEP, limit + 1 - size))
+            steps.append(step)
+            size += len(step)
+            if size > limit:
+                raise BodyTooLarge(f"gzip request body inflates past {limit} bytes, the server's limit")
+            pending = inflater.unconsumed_tail
+            if not step and not pending:
+                break  # the stream ends before its end: unreadable
     except zlib.error:
         return b""
-    return data if inflater.eof else b""
+    return b"".join(steps) if inflater.eof else b""
+
+
+def connection_limit(requested: int | None) -> int:
+    """The most REST connections open at once: ``requested``, or by default 1024 or half the
+    soft open-file limit, whichever is lower."""
+    if requested is not None:
+        return requested
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # no such limit on this platform
+        return DEFAULT_MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY:
+        return DEFAULT_MAX_CONNECTIONS
+    return max(1, min(DEFAULT_MAX_CONNECTIONS, soft // 2))
 
 
 class _Server(ThreadingHTTPServer):
@@ -516,10 +611,76 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     api: RestApi
 
-    def __init__(self, address: tuple[str, int], handler: type[_Handler]) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type[_Handler], max_connections: int
+    ) -> None:
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        self.max_connections = max_connections
+        self.max_inflated = DEFAULT_MAX_INFLATED
+        self._open = 0  # accepted and not yet closed, counted from accept() on
+        self._starved = False  # accept() failed for want of descriptors
         super().__init__(address, handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept; out of descriptors, pause a poll interval instead of spinning on a listening
+        socket that stays readable."""
+        try:
+            request = super().get_request()
+        except OSError as exc:
+            if exc.errno in _OUT_OF_FILES:
+                if not self._starved:
+                    logger.error("rest: cannot accept connections: %s", exc.strerror)
+                self._starved = True
+                time.sleep(_POLL_S)
+            raise  # socketserver drops this one accept
+        self._starved = False
+        return request
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            full = self._open >= self.max_connections
+            if not full:
+                self._open += 1
+        if full:
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread for it: the connection is closed, not counted
+            self._done()
+            self.shutdown_request(request)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        with self._connections_lock:
+            self._open -= 1
+
+    def _refuse(self, request: socket.socket) -> None:
+        """Answer 503 at once and close, without reading the request."""
+        metrics = self.api.core.metrics
+        if metrics is not None:
+            metrics.count_refused_connection()
+        body = error_body(
+            f"The server has {self.max_connections} REST connections open, its limit; "
+            "try again later"
+        )
+        head = (
+            f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Date: {_date()}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        try:
+            request.settimeout(1.0)
+            request.sendall(head.encode("latin-1") + body)
+        except OSError:
+            pass  # the client went away: nothing to tell it
+        self.shutdown_request(request)
 
     def opened(self, connection: socket.socket) -> None:
         with self._connections_lock:
@@ -553,9 +714,18 @@ class _Server(ThreadingHTTPServer):
 
 
 def start_rest(
-    core: ServingCore, host: str, port: int, *, timeout_s: float | None = 30.0
+    core: ServingCore,
+    host: str,
+    port: int,
+    *,
+    timeout_s: float | None = 30.0,
+    max_connections: int | None = None,
+    max_inflated: int = DEFAULT_MAX_INFLATED,
 ) -> tuple[Any, int]:
     """Start the REST API in a background thread; returns the server and its bound port.
+
+    ``max_connections`` bounds the connections open at once (:func:`connection_limit`);
+    ``max_inflated`` the size a gzip request body may inflate to (past it: 400).
 
     Raises:
         LocalServerError: when the address cannot be bound.
@@ -563,13 +733,14 @@ def start_rest(
     api = RestApi(core, timeout_s)
     handler = type("Handler", (_Handler,), {"api": api})
     try:
-        server = _Server((host, port), handler)
+        server = _Server((host, port), handler, connection_limit(max_connections))
     except OSError as exc:
         api.close()
         if exc.errno == errno.EADDRINUSE:
             raise ServerConfigError(f"REST port {host}:{port} is already in use") from None
         raise LocalServerError(f"cannot bind REST to {host}:{port}: {exc.strerror}") from exc
     server.api = api
+    server.max_inflated = max_inflated
     # shutdown() waits for the loop to notice it: poll often, so that a stop is quick
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": _POLL_S}, name="tfship-rest", daemon=True

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tfship.server._config import ModelConfig, SslConfig, single_model
-from tfship.server._manager import ModelManager, Servable, StateEvent
+from tfship.server._manager import ModelManager, Servable, StateEvent, version_paths
 from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
@@ -59,8 +59,10 @@ class ServerOptions:
         grpc_busy_workers: threads kept answering gRPC calls; more are added, up to
             ``grpc_workers``, only while calls wait and every thread is stuck in a long call
             (None: one per processor; with batching, all ``grpc_workers``).
-        max_load_retries: retries of a failed load (``--max_num_load_retries``; TF Serving 5).
-        load_retry_interval_s: pause between load retries.
+        max_load_retries: retries of a failed load (``--max_num_load_retries``, TF Serving's
+            5): a version copied in non-atomically fails once and loads on a retry.
+        load_retry_interval_s: pause between load retries (``--load_retry_interval_micros``,
+            TF Serving's 60 s); the version stays LOADING meanwhile.
         tls: serve gRPC over TLS, a :class:`SslConfig` (``--ssl_config_file``).
         grpc_socket_path: also serve gRPC on this unix socket.
         grpc_arguments: extra gRPC server arguments (``--grpc_channel_arguments``).
@@ -68,6 +70,12 @@ class ServerOptions:
             every ``model_config_poll_seconds`` when that is above 0.
         model_config_poll_seconds: ``--model_config_file_poll_wait_seconds``.
         rest_timeout_s: longest REST model run (``--rest_api_timeout_in_ms``); None: no limit.
+        rest_max_connections: the most REST connections open at once; past it a new one is
+            answered 503 and closed at once. None: 1024, or half the open-file limit when
+            that is lower, so that idle clients cannot use up the descriptors that polling
+            and loading need.
+        rest_max_inflated_bytes: the size a gzip REST body may inflate to (TF Serving's
+            100 MiB); past it the request is answered 400.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
 
@@ -87,7 +95,7 @@ class ServerOptions:
     max_message_bytes: int = 2**31 - 1
     grpc_workers: int = 64
     grpc_busy_workers: int | None = None
-    max_load_retries: int = 0
+    max_load_retries: int = 5
     load_retry_interval_s: float = 60.0
     tls: SslConfig | None = None
     grpc_socket_path: str | os.PathLike[str] | None = None
@@ -95,6 +103,8 @@ class ServerOptions:
     model_config_file: str | os.PathLike[str] | None = None
     model_config_poll_seconds: float = 0.0
     rest_timeout_s: float | None = 30.0
+    rest_max_connections: int | None = None
+    rest_max_inflated_bytes: int = 100 << 20
     prometheus_path: str | None = None
 
 
@@ -171,7 +181,14 @@ class ModelServer:
         from tfship.server._status import RpcError
 
         for model in self.models:
-            if not os.path.isdir(model.base_path):
+            try:
+                found = version_paths(model.base_path, model.name)
+            except OSError as exc:
+                raise LocalServerError(
+                    f"Could not list base path {model.base_path} for servable {model.name}: "
+                    f"{exc.strerror or exc}"
+                ) from None
+            if found is None:
                 raise ServerConfigError(
                     f"Could not find base path {model.base_path} for servable {model.name}"
                 )
@@ -181,21 +198,20 @@ class ModelServer:
             _check_port_free(self.host, options.port, "gRPC")
         if options.rest_port is not None:
             _check_port_free(self.host, options.rest_port, "REST")
+        if options.prometheus_path is not None:
+            from tfship.server._metrics import Metrics
+
+            self.metrics = Metrics(options.prometheus_path)
         self._manager = ModelManager(
             self.models,
             poll_seconds=options.poll_seconds,
             warmup=self._run_warmup if options.warmup else None,
             allow_labels_for_unavailable=options.allow_version_labels_for_unavailable_models,
             on_load=self._attach_batcher if self.batching else None,
-            # TF Serving retries failed loads 5 times a minute apart; a local server fails
-            # fast unless asked to behave the same way.
             max_load_retries=options.max_load_retries,
             load_retry_interval_s=options.load_retry_interval_s,
+            on_poll_error=None if self.metrics is None else self.metrics.count_poll_error,
         )
-        if options.prometheus_path is not None:
-            from tfship.server._metrics import Metrics
-
-            self.metrics = Metrics(options.prometheus_path)
         self._core = ServingCore(
             self._manager, method_name_check=options.method_name_check, metrics=self.metrics
         )
@@ -222,7 +238,9 @@ class ModelServer:
                 from tfship.server._rest import start_rest
 
                 self._rest, self.rest_port = start_rest(
-                    self._core, self.host, options.rest_port, timeout_s=options.rest_timeout_s
+                    self._core, self.host, options.rest_port, timeout_s=options.rest_timeout_s,
+                    max_connections=options.rest_max_connections,
+                    max_inflated=options.rest_max_inflated_bytes,
                 )
         except BaseException:
             self.stop()
