@@ -212,10 +212,16 @@ def test_a_graph_cycle_on_the_way_to_a_constant_is_refused(
 ) -> None:
     path = parsing_export(tmp_path, Parsing(edit=edit))
     other = parsing_export(tmp_path, Parsing(), version="2")
+    served = parsing_export(tmp_path / "serving", Parsing()).parent
     node = "default" if edit is _self_loop else "dense_keys"
-    commands = (["show", path, "--json"], ["request", path], ["diff", other, path])
-    for args in commands if edit is _self_loop else commands[1:2]:
-        run = tfship("inspect", *args)
+    commands = (
+        ["inspect", "request", path],
+        ["inspect", "show", path, "--json"],
+        ["inspect", "diff", other, path],
+        ["promote", path, "--to", served],
+    )
+    for args in commands if edit is _self_loop else commands[:1]:
+        run = tfship(*args)
         refused(run, f"{path / 'saved_model.pb'}: node {node!r} is its own input", "cycle")
 
 
