@@ -270,8 +270,10 @@ def test_a_default_of_exactly_the_most_values_is_read_and_one_more_is_not(tmp_pa
          "constant 'default' of dtype float32 cannot be read: tensor_content holds 8 bytes"),
         (None, _tensor(DT_FLOAT, [2], [1.0, 2.0]), [3],
          "the default of feature 'x' (node 'default') has 2 values, but its shape [3] holds 3"),
+        (None, _tensor(DT_FLOAT, [3], [1.0, 2.0, 3.0]), [-5],
+         "feature 'x' of node 'parse' declares shape [-5]"),
     ],
-    ids=["string_keys", "rank", "negative_dim", "tensor_content", "default_vs_shape"],
+    ids=["string_keys", "rank", "negative_dim", "tensor_content", "default_vs_shape", "feature_dim"],
 )
 def test_a_constant_that_is_not_what_it_declares_is_refused(
     tmp_path: pathlib.Path, keys: Any, default: Any, dense_shape: list[int], fragment: str

@@ -225,6 +225,9 @@ def _spec_of(node: Any, meta_graph: _Graph) -> dict[str, FeatureSpecEntry]:
         spec[key] = FeatureSpecEntry(key, "var", dtype_name(dtype), (None,), None, tensors)
     first_dense = 3 * num_sparse
     for i, (key, dtype, shape) in enumerate(zip(dense_keys, tdense, dense_shapes)):
+        dims = [int(d.size) for d in attr["dense_shapes"].list.shape[i].dim]
+        if min(dims, default=0) < -1:  # -1 is unknown (a sequence's length); less is no size
+            raise _corrupt(meta_graph, f"feature {key!r} of node {node.name!r} declares shape {dims}")
         known = tuple(d for d in shape if d is not None) if declared[i] is not None else None
         if known is not None and len(known) != len(shape):
             known = None  # an unknown dim: any number of values may fill it
