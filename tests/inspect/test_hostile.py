@@ -487,3 +487,33 @@ def test_a_variable_of_huge_rank_is_described_in_seconds(tmp_path: pathlib.Path)
     run = tfship("inspect", "show", path, "--json")
     assert run.code == 0 and run.seconds < DEADLINE, run.stderr
     assert '"bytes": null' in run.stdout
+
+
+def test_index_entries_claiming_the_same_bytes_are_not_read_again(tmp_path: pathlib.Path) -> None:
+    # a 4 MiB shard and a thousand entries of the index covering all of it: 4 GiB to checksum
+    from tfship.inspect._bundle import bundle_problems
+
+    pb = protos().tensor_bundle_pb2
+    path = raw_export(tmp_path, [-1, 1])
+    variables = path / "variables"
+    variables.mkdir()
+    size = 4 << 20
+    entries = [(b"", pb.BundleHeaderProto(num_shards=1).SerializeToString())]
+    for i in range(1000):
+        entry = pb.BundleEntryProto(dtype=DT_FLOAT, shard_id=0, offset=0, size=size, crc32c=1)
+        entry.shape.dim.add(size=size // 4)
+        entries.append((b"v%04d" % i, entry.SerializeToString()))
+    (variables / "variables.index").write_bytes(table(entries))
+    (variables / "variables.data-00000-of-00001").write_bytes(b"\0" * size)
+    started = time.monotonic()
+    problems = bundle_problems(variables)
+    assert time.monotonic() - started < DEADLINE
+    shard = variables / "variables.data-00000-of-00001"
+    assert len(problems) == 1000
+    assert problems[0] == (
+        f"{shard}: the bytes of tensor 'v0000' (at 0, {size} bytes) do not match their checksum "
+        "in the index (corrupt)"
+    )
+    assert problems[1] == (
+        f"{shard}: tensor 'v0001' (at 0, {size} bytes) overlaps tensor 'v0000' (at 0, {size} bytes)"
+    )

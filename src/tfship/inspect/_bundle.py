@@ -260,9 +260,19 @@ def _shard_problems(file: pathlib.Path, tensors: list[BundleTensor]) -> list[str
         return [f"{file} is missing" + (f" (it holds {names})" if names else "")]
     length = file.stat().st_size
     problems: list[str] = []
+    # Tensors are written one after the other: bytes claimed twice are not read twice, so
+    # checking a shard reads it at most once, however many entries the index makes up.
+    previous: BundleTensor | None = None
     with file.open("rb") as stream:
         for tensor in sorted(tensors, key=lambda t: t.offset):
             end = tensor.offset + tensor.size
+            if previous is not None and tensor.offset < previous.offset + previous.size:
+                problems.append(
+                    f"{file}: tensor {tensor.name!r} (at {tensor.offset}, {tensor.size} bytes) "
+                    f"overlaps tensor {previous.name!r} (at {previous.offset}, {previous.size} bytes)"
+                )
+                continue
+            previous = tensor
             if end > length:
                 problems.append(
                     f"{file} is {length} bytes, but tensor {tensor.name!r} lies at bytes "
