@@ -46,6 +46,9 @@ def write_tfrecords(stream: IO[bytes], records: Iterable[bytes]) -> int:
 
 #: bytes read from the stream at once: records are cut from a buffer, not read one by one.
 _BLOCK_BYTES = 1 << 20
+#: the most read at once for a long record: a length is a number in the file, and a record
+#: claiming a terabyte must end at the end of the file, not in a terabyte's allocation.
+_MAX_READ = 1 << 26
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
 
@@ -95,7 +98,7 @@ def _fill(stream: BinaryIO, buffer: bytes, need: int) -> bytes:
     parts = [buffer]
     size = len(buffer)
     while size < need:
-        more = stream.read(max(_BLOCK_BYTES, need - size))
+        more = stream.read(max(_BLOCK_BYTES, min(need - size, _MAX_READ)))
         if not more:
             break
         parts.append(more)

@@ -14,13 +14,16 @@ a string of 4 GiB or more), that checksum and the strings.
 
 from __future__ import annotations
 
+import itertools
 import pathlib
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from tfship._wire import masked_crc, protos
+from tfship.inspect._tensorinfo import element_count
 
 INDEX_FILE = "variables.index"
 _MAGIC = 0xDB4775248B80FB57
@@ -161,10 +164,7 @@ def read_bundle(index: pathlib.Path) -> tuple[int, list[BundleTensor]]:
 
 
 def _elements(shape: Any) -> int:
-    count = 1
-    for dim in shape.dim:
-        count *= max(dim.size, 0)
-    return count
+    return element_count(dim.size for dim in shape.dim)
 
 
 def _read(stream: BinaryIO, offset: int, size: int) -> bytes:
@@ -212,12 +212,46 @@ def bundle_problems(directory: pathlib.Path) -> list[str]:
     for tensor in tensors:
         if not tensor.sliced:
             by_shard.setdefault(tensor.shard, []).append(tensor)
-    for shard in range(shards):
+    # The shard count is a number in the index: only the shards that hold a tensor or whose file
+    # is present are looked at one by one; the others are counted.
+    known = {s for s in by_shard if 0 <= s < shards} | _present_shards(directory, shards)
+    for shard in sorted(known):
         problems.extend(_shard_problems(directory / data_file_name(shard, shards), by_shard.get(shard, [])))
-    for shard in sorted(set(by_shard) - set(range(shards))):
+    problems.extend(_absent_shards(index, shards, known))
+    for shard in sorted(s for s in by_shard if not 0 <= s < shards):
         names = ", ".join(t.name for t in by_shard[shard])
         problems.append(f"{index} places {names} in shard {shard} of a bundle of {shards} shards")
     return problems
+
+
+_DATA_FILE = re.compile(r"variables\.data-(\d{5,})-of-(\d{5,})")
+#: Missing shards that hold no tensor are named one by one up to this many, then counted.
+_NAMED_ABSENT = 5
+
+
+def _present_shards(directory: pathlib.Path, shards: int) -> set[int]:
+    """The shards of a bundle of ``shards`` whose data file is in ``directory``."""
+    present = set()
+    for entry in directory.iterdir():
+        match = _DATA_FILE.fullmatch(entry.name)
+        if match and int(match[1]) < shards and entry.name == data_file_name(int(match[1]), shards):
+            present.add(int(match[1]))
+    return present
+
+
+def _absent_shards(index: pathlib.Path, shards: int, known: set[int]) -> list[str]:
+    """The missing data files of shards that hold no tensor: each, or one line when many."""
+    absent = shards - len(known)
+    if absent <= 0:
+        return []
+    first = list(itertools.islice((s for s in range(shards) if s not in known), _NAMED_ABSENT + 1))
+    files = [index.parent / data_file_name(s, shards) for s in first]
+    if absent <= _NAMED_ABSENT:
+        return [f"{file} is missing" for file in files]
+    return [
+        f"{index} declares {shards} shards, but {absent} of their data files are missing (the "
+        f"first: {files[0].name}); {len(known)} of them hold a tensor or are present"
+    ]
 
 
 def _shard_problems(file: pathlib.Path, tensors: list[BundleTensor]) -> list[str]:
@@ -226,9 +260,19 @@ def _shard_problems(file: pathlib.Path, tensors: list[BundleTensor]) -> list[str
         return [f"{file} is missing" + (f" (it holds {names})" if names else "")]
     length = file.stat().st_size
     problems: list[str] = []
+    # Tensors are written one after the other: bytes claimed twice are not read twice, so
+    # checking a shard reads it at most once, however many entries the index makes up.
+    previous: BundleTensor | None = None
     with file.open("rb") as stream:
         for tensor in sorted(tensors, key=lambda t: t.offset):
             end = tensor.offset + tensor.size
+            if previous is not None and tensor.offset < previous.offset + previous.size:
+                problems.append(
+                    f"{file}: tensor {tensor.name!r} (at {tensor.offset}, {tensor.size} bytes) "
+                    f"overlaps tensor {previous.name!r} (at {previous.offset}, {previous.size} bytes)"
+                )
+                continue
+            previous = tensor
             if end > length:
                 problems.append(
                     f"{file} is {length} bytes, but tensor {tensor.name!r} lies at bytes "

@@ -21,9 +21,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tfship._wire import dtype_name
+from tfship.errors import ModelError
 
 _WRAPPER_NAME = re.compile(r"^__inference_(.*)_\d+$")
 _CALL_OPS = ("StatefulPartitionedCall", "PartitionedCall")
+
+
+class _Unreadable(ValueError):
+    """The object graph cannot be what it says; the public functions name the file."""
+
+
+def _refused(file: str | None, exc: _Unreadable) -> ModelError:
+    return ModelError(f"{file or 'the SavedModel'}: its object graph cannot be read: {exc}", path=file)
 
 
 # --- Python values that print like the TensorFlow objects saved_model_cli prints -------------
@@ -109,13 +118,19 @@ def decode(value: Any) -> Any:
 def _named_tuple(value: Any) -> Any:
     nt = value.named_tuple_value
     keys = [p.key for p in nt.values]
-    cls = collections.namedtuple(nt.name or "NamedTuple", keys, rename=True)  # type: ignore[misc]
+    try:
+        cls = collections.namedtuple(nt.name or "NamedTuple", keys, rename=True)  # type: ignore[misc]
+    except ValueError:  # what TensorFlow's loader would fail on too
+        raise _Unreadable(f"the named tuple {nt.name!r} has no valid Python name") from None
     return cls(*[decode(p.value) for p in nt.values])
 
 
 def _type_spec(value: Any) -> _TypeSpec:
     spec = value.type_spec_value
-    enum = type(spec).TypeSpecClass.Name(spec.type_spec_class)
+    try:
+        enum = type(spec).TypeSpecClass.Name(spec.type_spec_class)
+    except ValueError:  # a class newer than these protos (or none at all): shown by number
+        enum = f"TypeSpecClass({spec.type_spec_class})"
     name = spec.type_spec_class_name or _TYPE_SPEC_CLASSES.get(enum, enum)
     return _TypeSpec(name, decode(spec.type_state))
 
@@ -297,6 +312,10 @@ def _function_children(object_graph: Any) -> list[tuple[str, list[str], Any]]:
     nodes = object_graph.nodes
     children = []
     for ref in sorted(nodes[0].children, key=lambda r: r.local_name) if nodes else []:
+        if not 0 <= ref.node_id < len(nodes):
+            raise _Unreadable(
+                f"the root's child {ref.local_name!r} is node {ref.node_id}, of {len(nodes)} nodes"
+            )
         node = nodes[ref.node_id]
         kind = node.WhichOneof("kind")
         if kind == "function":
@@ -307,8 +326,22 @@ def _function_children(object_graph: Any) -> list[tuple[str, list[str], Any]]:
     return children
 
 
-def render_concrete_functions(meta_graphs: Iterable[Any]) -> str:
+def _arguments(saved: Any, function: str) -> tuple[Any, Any]:
+    """A concrete function's ``(args, kwargs)`` from its canonicalized input signature."""
+    signature = decode(saved.canonicalized_input_signature)
+    if not signature:
+        return (), {}
+    if not (isinstance(signature, tuple) and len(signature) == 2
+            and isinstance(signature[0], (list, tuple)) and isinstance(signature[1], dict)):
+        raise _Unreadable(f"the input signature of {function!r} is not a pair of arguments and keywords")
+    return signature
+
+
+def render_concrete_functions(meta_graphs: Iterable[Any], *, file: str | None = None) -> str:
     """Return the ``Concrete Functions`` section (empty when no MetaGraph has an object graph).
+
+    Raises:
+        ModelError: the object graph cannot be what it says; the message names ``file``.
 
     Example:
         >>> import tensorflow as tf
@@ -334,11 +367,14 @@ def render_concrete_functions(meta_graphs: Iterable[Any]) -> str:
     object_graph = meta_graph.object_graph_def
     names = loaded_names(meta_graph)
     out = ["\nConcrete Functions:"]
-    for child_name, functions, bare in _function_children(object_graph):
-        out.append(f"\n  Function Name: '{child_name}'\n")
-        ordered = sorted(functions, key=lambda f: names.get(f, f))
-        for index, function in enumerate(ordered, 1):
-            _render_option(out, index, object_graph, function, bare)
+    try:
+        for child_name, functions, bare in _function_children(object_graph):
+            out.append(f"\n  Function Name: '{child_name}'\n")
+            ordered = sorted(functions, key=lambda f: names.get(f, f))
+            for index, function in enumerate(ordered, 1):
+                _render_option(out, index, object_graph, function, bare)
+    except _Unreadable as exc:
+        raise _refused(file, exc) from None
     return "".join(out)
 
 
@@ -347,9 +383,7 @@ def _render_option(out: list[str], index: int, object_graph: Any, function: str,
     kwargs: Any = None
     saved = object_graph.concrete_functions.get(function)
     if saved is not None and saved.HasField("canonicalized_input_signature"):
-        signature = decode(saved.canonicalized_input_signature)
-        if signature:
-            args, kwargs = signature
+        args, kwargs = _arguments(saved, function)
     elif bare is not None and bare.argument_keywords:
         args = list(bare.argument_keywords)
     if args:
@@ -378,9 +412,12 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def concrete_functions(meta_graph: Any) -> list[dict[str, Any]]:
+def concrete_functions(meta_graph: Any, *, file: str | None = None) -> list[dict[str, Any]]:
     """The root object's functions as JSON: per function, its options (concrete functions) in
     saved_model_cli's order, each with positional ``args`` and keyword ``kwargs``.
+
+    Raises:
+        ModelError: the object graph cannot be what it says; the message names ``file``.
 
     Example:
         >>> import tensorflow as tf
@@ -393,6 +430,13 @@ def concrete_functions(meta_graph: Any) -> list[dict[str, Any]]:
     """
     if not meta_graph.HasField("object_graph_def"):
         return []
+    try:
+        return _functions_json(meta_graph)
+    except _Unreadable as exc:
+        raise _refused(file, exc) from None
+
+
+def _functions_json(meta_graph: Any) -> list[dict[str, Any]]:
     object_graph = meta_graph.object_graph_def
     names = loaded_names(meta_graph)
     functions = []
@@ -403,7 +447,7 @@ def concrete_functions(meta_graph: Any) -> list[dict[str, Any]]:
             args: Any = []
             kwargs: Any = {}
             if saved is not None and saved.HasField("canonicalized_input_signature"):
-                args, kwargs = decode(saved.canonicalized_input_signature) or ((), {})
+                args, kwargs = _arguments(saved, function)
             elif bare is not None:
                 args = list(bare.argument_keywords)
             options.append({"function": function, "args": _jsonable(args), "kwargs": _jsonable(kwargs)})

@@ -42,7 +42,7 @@ from typing import Any
 from tfship._wire import dtype_name
 from tfship.inspect._concrete import concrete_functions
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo
-from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo, shape_of
+from tfship.inspect._tensorinfo import MAX_ELEMENTS, FeatureSpecEntry, TensorInfo, element_count, shape_of
 
 SCHEMA = "tfship.inspect.show"
 SCHEMA_VERSION = 1
@@ -133,9 +133,10 @@ def variables(info: SavedModelInfo) -> dict[str, Any]:
         if total is None or size is None or item["shape"] is None or None in item["shape"]:
             total = None
             continue
-        count = 1
-        for d in item["shape"]:
-            count *= d
+        count = element_count(item["shape"])
+        if count > MAX_ELEMENTS:  # more than TensorFlow allows: no size to add up
+            total = None
+            continue
         total += count * size
     files = info.path / "variables"
     on_disk = sum(p.stat().st_size for p in files.iterdir() if p.is_file()) if files.is_dir() else 0
@@ -196,7 +197,7 @@ def meta_graph_dict(mg: MetaGraphInfo) -> dict[str, Any]:
         "signatures": {k: signature_dict(s) for k, s in mg.signatures.items()},
         "aliases": aliases(mg),
         "ops": sorted(mg.ops),
-        "functions": concrete_functions(mg.proto),
+        "functions": concrete_functions(mg.proto, file=mg.file),
     }
 
 

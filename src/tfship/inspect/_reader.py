@@ -64,6 +64,11 @@ class SignatureInfo:
         """The ``tf.Example`` features this signature parses, or ``None`` when it does not parse.
 
         Found for a signature whose one string input feeds a ParseExample/ParseExampleV2 node.
+
+        Raises:
+            ModelError: the graph cannot be what it says: a cycle of Identity nodes on the way
+                to a constant, a constant that cannot be read or declares more values than
+                inspect builds, a default that does not fill its feature's shape.
         """
         return recover_feature_spec(self, self._meta_graph)
 
@@ -97,6 +102,7 @@ class MetaGraphInfo:
         tags: the tag-set, in the order stored in the proto.
         signatures: signature key -> :class:`SignatureInfo`, sorted by key.
         proto: the raw ``MetaGraphDef``.
+        file: the file it was read from (``None`` for one that came from elsewhere).
 
     Example:
         >>> import tensorflow as tf
@@ -108,9 +114,10 @@ class MetaGraphInfo:
         (True, False)
     """
 
-    def __init__(self, proto: Any, path: str | None = None) -> None:
+    def __init__(self, proto: Any, path: str | None = None, *, file: str | None = None) -> None:
         self.proto = proto
         self.path = path
+        self.file = file
         self.tags: tuple[str, ...] = tuple(proto.meta_info_def.tags)
         self.signatures: dict[str, SignatureInfo] = {
             k: SignatureInfo(k, proto.signature_def[k], self) for k in sorted(proto.signature_def)
@@ -205,7 +212,9 @@ class SavedModelInfo:
         self.path = path
         self.file = file
         self.proto = proto
-        self.meta_graphs: list[MetaGraphInfo] = [MetaGraphInfo(mg, str(path)) for mg in proto.meta_graphs]
+        self.meta_graphs: list[MetaGraphInfo] = [
+            MetaGraphInfo(mg, str(path), file=str(file)) for mg in proto.meta_graphs
+        ]
 
     def __repr__(self) -> str:
         return f"SavedModelInfo(path={str(self.path)!r}, tag_sets={self.tag_sets})"

@@ -28,9 +28,9 @@ from tfship._wire import (
     read_tfrecord_file,
     write_tfrecord_file,
 )
-from tfship.errors import InputError, ModelInputError
+from tfship.errors import InputError, ModelError, ModelInputError
 from tfship.inspect._reader import SavedModelInfo, SignatureInfo
-from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
+from tfship.inspect._tensorinfo import MAX_RANK, MAX_VALUES, FeatureSpecEntry, TensorInfo, element_count
 from tfship.records import ByFields, to_example
 
 _ZERO: dict[str, Any] = {"string": "", "bool": False}
@@ -272,6 +272,37 @@ def _classify_or_regress(
     return body, request
 
 
+def _row_shapes(sig: SignatureInfo) -> dict[str, tuple[int | None, ...]]:
+    """What one row of a request fills, per feature (parsing) or input (raw, without the batch)."""
+    if sig.feature_spec is not None:
+        return {name: entry.shape for name, entry in sig.feature_spec.items() if entry.kind == "fixed"}
+    return {key: t.shape[1:] if t.shape else () for key, t in sig.inputs.items() if t.encoding == "dense"}
+
+
+def _check_size(info: SavedModelInfo, sig: SignatureInfo, batch: int, given: Mapping[str, Any]) -> None:
+    """Refuse, before building anything, a request the signature's declared shapes make huge
+    (the values given are the caller's, not built here)."""
+    total = 0
+    for name, shape in _row_shapes(sig).items():
+        if name in given:
+            continue
+        what = "feature" if sig.feature_spec is not None else "input"
+        if len(shape) > MAX_RANK:
+            raise ModelError(
+                f"{info.file}: signature {sig.key!r} {what} {name!r} has {len(shape)} dimensions; "
+                f"TensorFlow allows {MAX_RANK}",
+                path=str(info.path),
+            )
+        total += element_count(d or 1 for d in shape) * batch
+        if total > MAX_VALUES:
+            raise ModelError(
+                f"{info.file}: signature {sig.key!r} {what} {name!r} of shape "
+                f"{[-1 if d is None else d for d in shape]} makes a request of {batch} row(s) hold "
+                f"more than {MAX_VALUES} values, the most an example request holds",
+                path=str(info.path),
+            )
+
+
 def model_name_of(info: SavedModelInfo) -> str:
     """The model name TF Serving would use: the base directory of a numeric version dir."""
     path = info.path.resolve()
@@ -301,6 +332,8 @@ def example_request(
     Raises:
         SignatureNotFoundError: the tag-set or signature does not exist.
         ModelInputError: the signature cannot be called through TF Serving's APIs (sparse input).
+        ModelError: the shapes the signature declares would make the request hold more than
+            ``MAX_VALUES`` values (or a shape has more dimensions than TensorFlow allows).
 
     Example:
         >>> req = example_request(read_saved_model("export/best/1"))  # doctest: +SKIP
@@ -322,6 +355,7 @@ def example_request(
             f"signature {sig.key!r} has no {kind} named {', '.join(map(repr, unknown))}; "
             f"valid {kind}: {', '.join(names)}"
         )
+    _check_size(info, sig, batch, values)
     verb = METHOD_KINDS.get(sig.method_name, "predict")
     if verb == "predict":
         rest, grpc = _predict(sig, model, batch, values)

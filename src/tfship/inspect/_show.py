@@ -85,7 +85,7 @@ def render_all(info: SavedModelInfo) -> str:
             out.append(f"\nsignature_def['{key}']:\n")
             out.append(render_signature(mg, key, indent=1))
         out.append(render_ops(mg))
-    out.append(render_concrete_functions(mg.proto for mg in info.meta_graphs))
+    out.append(render_concrete_functions((mg.proto for mg in info.meta_graphs), file=str(info.file)))
     return "".join(out)
 
 

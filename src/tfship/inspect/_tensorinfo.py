@@ -6,6 +6,7 @@ dtype's name is ``tfship._wire.dtype_name``, as everywhere).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,37 @@ import numpy as np
 
 from tfship._wire import dtype_name
 from tfship.records import Field
+
+#: TensorFlow's most dimensions of a valid shape (``TensorShape::IsValid``).
+MAX_RANK = 254
+#: The most elements a valid shape has (an int64 count); past it TensorFlow refuses the shape.
+MAX_ELEMENTS = 2**63 - 1
+#: The most values inspect builds from a size an export declares (a constant read from the
+#: graph, a feature's default, the zeros of an example request). A few bytes of a file can
+#: declare billions of values, and inspect is what people run on exports they do not trust yet.
+MAX_VALUES = 1 << 20
+
+
+def element_count(dims: Iterable[int]) -> int:
+    """The number of elements of a shape (a negative dim counts as 0), at most
+    ``MAX_ELEMENTS + 1``: the product stops growing once past it, so a shape of a hundred
+    thousand huge dims costs no big-number arithmetic.
+
+    Example:
+        >>> element_count([2, 3]), element_count([]), element_count([2**62] * 9 + [0])
+        (6, 1, 0)
+        >>> element_count([2**62] * 100_000) == MAX_ELEMENTS + 1
+        True
+    """
+    sizes = [max(int(d), 0) for d in dims]
+    if 0 in sizes:
+        return 0
+    count = 1
+    for size in sizes:
+        count *= size
+        if count > MAX_ELEMENTS:
+            return MAX_ELEMENTS + 1
+    return count
 
 
 def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
