@@ -383,3 +383,30 @@ def test_an_io_error_while_publishing_is_one_line_and_publishes_nothing(modules,
     ]
     assert "promoted:" not in out
     assert _versions(base) == ["1"] and not list(base.glob("2*"))
+
+
+def test_a_served_model_stops_when_its_parent_dies_without_the_kernels_signal(
+    modules, tmp_path: Path
+) -> None:
+    # the parent is a shell, not promote: no PR_SET_PDEATHSIG was asked for, only the child's
+    # own watch of its parent can stop it
+    base = base_with(tmp_path, modules["baseline"])
+    started, pid_file = tmp_path / "started.json", tmp_path / "server.pid"
+    script = (f'"{sys.executable}" -m tfship.promote._child $$ serve --model-base-path "{base}" '
+              f'--model-name m --port 0 --poll-seconds 0 --json >"{started}" 2>/dev/null & '
+              f'echo $! >"{pid_file}"; exec sleep 120')
+    parent = subprocess.Popen(["sh", "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not started.is_file() or not started.read_text().endswith("\n"):
+            assert time.monotonic() < deadline and parent.poll() is None, "the server never started"
+            time.sleep(0.1)
+        server = int(pid_file.read_text())
+        assert _running(server)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 2
+    while _running(server):
+        assert time.monotonic() < deadline, "the served model outlived its parent"
+        time.sleep(0.05)
