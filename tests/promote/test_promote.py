@@ -326,6 +326,38 @@ def test_killing_promote_while_it_serves_leaves_no_server_running(modules, tmp_p
     assert not workdirs[0].exists()
 
 
+def _catches_sigterm(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def test_killing_promote_while_its_servers_load_ends_them_at_once(modules, tmp_path: Path) -> None:
+    # a server that has its SIGTERM handler in place but is still loading stops only once it has
+    # loaded: the kill must not wait for that
+    base = base_with(tmp_path, modules["baseline"])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "promote", str(modules["slower"]), "--to", str(base)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    servers: list[int] = []
+    while len(servers) < 2 or not all(_catches_sigterm(pid) for pid in servers):
+        assert time.monotonic() < deadline and process.poll() is None, "the servers never started"
+        servers = _children(process.pid)
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    out, _ = process.communicate()
+    assert not out.startswith("ready"), "promote got past loading: the test did not test anything"
+    deadline = time.monotonic() + 2
+    while any(_running(pid) for pid in servers):
+        assert time.monotonic() < deadline, "a tfship serve outlived the promote that started it"
+        time.sleep(0.05)
+
+
 def test_without_requests_same_answers_says_it_compared_one_request_repeated(
     modules, tmp_path: Path
 ) -> None:

@@ -48,15 +48,16 @@ def work_directory() -> Iterator[Path]:
 
 
 def _die_with_parent() -> None:
-    # Runs in the child before exec: on Linux the kernel sends it SIGTERM when the deciding
-    # process dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere
-    # the child's own watch of its parent, in _child, stops it).
+    # Runs in the child before exec: on Linux the kernel kills it when the deciding process
+    # dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere the child's
+    # own watch of its parent, in _child, ends it). SIGKILL, not SIGTERM: a server stops on
+    # SIGTERM only once its models have loaded, seconds later, and no one is left to call it.
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
     pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 class LoadFailure(Exception):
