@@ -1,4 +1,13 @@
-"""``tfship promote``: check a candidate against the served version, then publish it."""
+"""``tfship promote``: check a candidate against the served version, then publish it.
+
+Run as ``python -m tfship.promote._cli PID serve ...`` it is also the entry point of the
+models promote serves: ``tfship serve`` that ends with promote. On Linux the kernel kills
+such a process when the promote that started it dies, even by SIGKILL
+(``PR_SET_PDEATHSIG``). The fallback on every system is a thread that sees the process's
+parent is no longer ``PID`` (promote is gone: the process was re-parented) and ends it at
+once. Nothing is lost: the server writes nothing, and its one client was promote. (SIGTERM
+would wait until the models finish loading, seconds or minutes later.)
+"""
 
 from __future__ import annotations
 
@@ -176,3 +185,25 @@ def _print_check(check: Check) -> None:
     click.echo(check.line())
     for note in check.notes:
         click.echo(f"{'':14}note: {note}")
+
+
+_PARENT_POLL_SECONDS = 0.2
+
+
+def _end_with(parent: int) -> None:
+    import os
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    import sys
+    import threading
+
+    from tfship.cli import main
+
+    threading.Thread(target=_end_with, args=(int(sys.argv.pop(1)),), daemon=True).start()
+    main()

@@ -19,16 +19,18 @@ import numpy as np
 from tfship._wire import METADATA_FILE, WARMUP_FILE, version_numbers
 from tfship.errors import InputError, ModelError, TfshipError, VerdictError
 from tfship.inspect import (
+    DEFAULT_DENYLIST,
     Change,
     SavedModelInfo,
     check_saved_model,
     content_hash,
     diff_saved_models,
     example_request,
+    host_effects,
+    host_effects_refusal,
     read_saved_model,
     read_warmup,
 )
-from tfship.inspect._scan import DEFAULT_DENYLIST, host_effects, host_effects_refusal
 from tfship.promote._checks import (
     FAIL,
     PASS,

@@ -50,7 +50,7 @@ def work_directory() -> Iterator[Path]:
 def _die_with_parent() -> None:
     # Runs in the child before exec: on Linux the kernel kills it when the deciding process
     # dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere the child's
-    # own watch of its parent, in _child, ends it). SIGKILL, not SIGTERM: a server stops on
+    # own watch of its parent, in _cli, ends it). SIGKILL, not SIGTERM: a server stops on
     # SIGTERM only once its models have loaded, seconds later, and no one is left to call it.
     if not sys.platform.startswith("linux"):
         return
@@ -90,7 +90,7 @@ class ServedModel:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         self._started = time.perf_counter()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tfship.promote._child", str(os.getpid()),
+            [sys.executable, "-m", "tfship.promote._cli", str(os.getpid()),
              "serve", "--model-base-path", str(self.base),
              "--model-name", self.name, "--port", "0", "--poll-seconds", "0", "--json"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
