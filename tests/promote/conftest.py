@@ -51,6 +51,26 @@ def export_module(
     return path
 
 
+def export_writer(path: Path, written: Path) -> Path:
+    """A TF1 export that writes files on the host: its init op writes ``written/init`` when it is
+    loaded, and its ``serving_default`` writes ``written/run`` on every request."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    with tf.Graph().as_default(), v1.Session() as session:
+        x = v1.placeholder(tf.float32, [None, 4], name="x")
+        with tf.control_dependencies([tf.io.write_file(str(written / "run"), "a request ran")]):
+            y = tf.identity(x * 2.0, name="y")
+        init = tf.io.write_file(str(written / "init"), "the export was loaded")
+        builder = v1.saved_model.Builder(str(path))
+        signature = v1.saved_model.predict_signature_def({"x": x}, {"y": y})
+        builder.add_meta_graph_and_variables(
+            session, ["serve"], signature_def_map={"serving_default": signature}, main_op=init
+        )
+        builder.save()
+    return path
+
+
 @pytest.fixture(scope="session")
 def modules(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """baseline, a copy of it, renamed output, other answers, heavier, and one that cannot load."""

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,6 +90,10 @@ def test_different_answers_are_refused_and_loosening_lets_them_through(modules, 
     assert "20 rows" in out and "differs on scores" in out
     code, out, err = _run(*args, "--dry-run", "--max-diff", "1", "--min-agreement", "0")
     assert code == 0, out + err
+    assert _lines(out)["compatible"].startswith("pass  1 change: weights_changed variables: "), out
+    assert _lines(out)["as fast"].startswith(
+        f"pass  batches of 1, 32 rows taken in order from the 20 rows of {modules['requests']} "
+        "(again from the first to fill a larger batch): batch 1: "), out
     assert out.strip().splitlines()[-1] == "would promote (dry run): nothing was published"
     assert _versions(base) == ["1"]
 
@@ -307,12 +312,50 @@ def test_killing_promote_while_it_serves_leaves_no_server_running(modules, tmp_p
             break
     servers = _children(process.pid)
     assert len(servers) == 2, servers
+    workdirs = list(Path(tempfile.gettempdir()).glob(f"tfship-promoting-*-{process.pid}"))
+    assert len(workdirs) == 1, workdirs
     process.send_signal(signal.SIGKILL)
     process.communicate()
-    deadline = time.monotonic() + 90  # a server stops gracefully; allow for a loaded machine
+    deadline = time.monotonic() + 2
     while any(_running(pid) for pid in servers):
         assert time.monotonic() < deadline, "a tfship serve outlived the promote that started it"
-        time.sleep(0.1)
+        time.sleep(0.05)
+    assert workdirs[0].is_dir()  # a killed process removes nothing: the next run does
+    options = PromoteOptions(latency_calls=2, max_latency_ratio=100.0, batches=(1,), dry_run=True)
+    assert promote(modules["same"], base, options).promoted
+    assert not workdirs[0].exists()
+
+
+def _catches_sigterm(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def test_killing_promote_while_its_servers_load_ends_them_at_once(modules, tmp_path: Path) -> None:
+    # a server that has its SIGTERM handler in place but is still loading stops only once it has
+    # loaded: the kill must not wait for that
+    base = base_with(tmp_path, modules["baseline"])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "promote", str(modules["slower"]), "--to", str(base)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    servers: list[int] = []
+    while len(servers) < 2 or not all(_catches_sigterm(pid) for pid in servers):
+        assert time.monotonic() < deadline and process.poll() is None, "the servers never started"
+        servers = _children(process.pid)
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    out, _ = process.communicate()
+    assert not out.startswith("ready"), "promote got past loading: the test did not test anything"
+    deadline = time.monotonic() + 2
+    while any(_running(pid) for pid in servers):
+        assert time.monotonic() < deadline, "a tfship serve outlived the promote that started it"
+        time.sleep(0.05)
 
 
 def test_without_requests_same_answers_says_it_compared_one_request_repeated(
@@ -325,6 +368,9 @@ def test_without_requests_same_answers_says_it_compared_one_request_repeated(
     assert _lines(out)["same answers"].startswith(
         "pass  one request (the signature's defaults) repeated 10 times, not 10 distinct rows: "
         "agreement 100.00%"
+    ), out
+    assert _lines(out)["as fast"].startswith(
+        "pass  one request (the signature's defaults) repeated to fill batches of 1, 32: batch 1: "
     ), out
 
 
@@ -343,3 +389,56 @@ def test_the_eval_rows_are_the_requests_when_none_are_given(tiny_model, tmp_path
     assert f"answered {rows}/{rows} requests from {source}" in lines["serves"], out
     assert lines["same answers"].startswith(f"pass  {rows} rows from {source}: agreement "), out
     assert "repeated" not in lines["same answers"]
+
+
+def test_a_report_that_cannot_be_written_after_publishing_is_a_warning(modules, tmp_path: Path) -> None:
+    # the name fits, its temporary sibling's does not: the write fails after the version is out
+    base = base_with(tmp_path, modules["baseline"])
+    report = tmp_path / ("r" * 245 + ".html")
+    code, out, err = _run(str(modules["same"]), "--to", str(base), "--report", str(report), *FAST)
+    assert code == 0, out + err
+    assert out.strip().splitlines()[-1] == f"promoted: version 2 at {base / '2'}"
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning: --report ")]
+    assert warning.endswith("File name too long; version 2 was published all the same"), err
+    assert _versions(base) == ["1", "2"]
+
+
+def test_an_io_error_while_publishing_is_one_line_and_publishes_nothing(modules, tmp_path: Path) -> None:
+    base = base_with(tmp_path, modules["baseline"])
+    candidate = Path(shutil.copytree(modules["baseline"], tmp_path / "candidate"))
+    dangling = candidate / "assets" / "vocabulary.txt"
+    dangling.symlink_to(tmp_path / "gone.txt")  # copied by content: there is none to read
+    code, out, err = _run(str(candidate), "--to", str(base), *FAST)
+    assert code == 1, out + err
+    assert err.splitlines() == [
+        f"Error: {dangling}: [Errno 2] No such file or directory: '{dangling}'; nothing was published"
+    ]
+    assert "promoted:" not in out
+    assert _versions(base) == ["1"] and not list(base.glob("2*"))
+
+
+def test_a_served_model_stops_when_its_parent_dies_without_the_kernels_signal(
+    modules, tmp_path: Path
+) -> None:
+    # the parent is a shell, not promote: no PR_SET_PDEATHSIG was asked for, only the child's
+    # own watch of its parent can stop it
+    base = base_with(tmp_path, modules["baseline"])
+    started, pid_file = tmp_path / "started.json", tmp_path / "server.pid"
+    script = (f'"{sys.executable}" -m tfship.promote._cli $$ serve --model-base-path "{base}" '
+              f'--model-name m --port 0 --poll-seconds 0 --json >"{started}" 2>/dev/null & '
+              f'echo $! >"{pid_file}"; exec sleep 120')
+    parent = subprocess.Popen(["sh", "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not started.is_file() or not started.read_text().endswith("\n"):
+            assert time.monotonic() < deadline and parent.poll() is None, "the server never started"
+            time.sleep(0.1)
+        server = int(pid_file.read_text())
+        assert _running(server)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 2
+    while _running(server):
+        assert time.monotonic() < deadline, "the served model outlived its parent"
+        time.sleep(0.05)

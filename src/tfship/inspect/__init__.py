@@ -30,7 +30,14 @@ from tfship.inspect._diff import BreakingChangeError, Change, DiffReport, diff_s
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._request import ExampleRequest, example_request, read_warmup, write_warmup
 from tfship.inspect._restore import REMEDY, unrestored_variables
-from tfship.inspect._scan import DEFAULT_DENYLIST, DenylistedOpError, scan_saved_model
+from tfship.inspect._scan import (
+    DEFAULT_DENYLIST,
+    HOST_EFFECT_OPS,
+    DenylistedOpError,
+    host_effects,
+    host_effects_refusal,
+    scan_saved_model,
+)
 from tfship.inspect._show import render_show
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
 from tfship.inspect._versions import VersionInfo, VersionsReport, list_versions
@@ -46,6 +53,7 @@ __all__ = [
     "ExampleRequest",
     "FeatureSpecEntry",
     "Finding",
+    "HOST_EFFECT_OPS",
     "MetaGraphInfo",
     "REMEDY",
     "SavedModelInfo",
@@ -59,6 +67,8 @@ __all__ = [
     "describe_newer_ops",
     "diff_saved_models",
     "example_request",
+    "host_effects",
+    "host_effects_refusal",
     "list_versions",
     "newer_op_problems",
     "read_saved_model",

@@ -20,6 +20,7 @@ from tfship._output import echo_json
 
 if TYPE_CHECKING:
     from tfship.inspect import SavedModelInfo
+    from tfship.inspect._check import CheckReport
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -230,6 +231,14 @@ def diff(a: str, b: str, as_json: bool) -> None:
     help="Also load the export as TF Serving does and run one request per signature.",
 )
 @click.option(
+    "--allow-op",
+    "allowed_ops",
+    multiple=True,
+    metavar="OP",
+    help="Let --run load an export that uses this op with side effects on the host (WriteFile, "
+    "PyFunc, ...; repeatable); it is no longer denylisted either.",
+)
+@click.option(
     "--target-tf",
     metavar="VERSION",
     default=None,
@@ -243,6 +252,7 @@ def check(
     denylist: str | None,
     strict: bool,
     run: bool,
+    allowed_ops: tuple[str, ...],
     target_tf: str | None,
     as_json: bool,
 ) -> None:
@@ -252,7 +262,8 @@ def check(
     from it (the newest) is checked. The checks read the protos only and need no TensorFlow;
     its ops are judged against the TensorFlow named by --target-tf (the output says which).
     --run loads the model in a TF1 session (as TF Serving does) and runs a request built from
-    each signature's defaults, on the TensorFlow installed here.
+    each signature's defaults, on the TensorFlow installed here; not an export that uses ops
+    with side effects on the host (file writes, PyFunc, ...) unless --allow-op names them.
 
     Example:
 
@@ -266,15 +277,10 @@ def check(
 
         require_tensorflow("--run (it loads the model)")
     path = _served_version(path, "checking")
-    report = check_saved_model(path, tags=tag_set, denylist=parse_denylist(denylist), target_tf=target_tf)
+    denied = parse_denylist(denylist) - frozenset(allowed_ops)
+    report = check_saved_model(path, tags=tag_set, denylist=denied, target_tf=target_tf)
     if run:
-        from tfship.exporters import check_runs
-
-        for key, cause in check_runs(path).items():
-            if cause is None:
-                report.add("run", "ok", f"signature {key} answered a request built from its defaults")
-            else:
-                report.add("run", "error", f"signature {key} cannot answer a request: {cause}")
+        _run_signatures(report, path, allowed_ops)
     if as_json:
         _emit_json(report.to_dict())
     else:
@@ -285,6 +291,26 @@ def check(
             f"{path} is not ready to serve: {len(failing)} finding(s), first: "
             f"{failing[0].check}: {failing[0].message}"
         )
+
+
+def _run_signatures(report: CheckReport, path: str, allowed_ops: tuple[str, ...]) -> None:
+    """``check --run``: one request per signature, unless loading would reach the host first."""
+    from tfship.inspect._reader import read_saved_model
+    from tfship.inspect._scan import host_effects, host_effects_refusal
+
+    # every MetaGraph: whichever one is loaded, nothing of the export runs before this
+    graphs = read_saved_model(path).meta_graphs
+    refused = sorted({op for mg in graphs for op in host_effects(mg, allowed_ops)})
+    if refused:
+        report.add("run", "error", f"not run: {host_effects_refusal(refused)}")
+        return
+    from tfship.exporters import check_runs
+
+    for key, cause in check_runs(path).items():
+        if cause is None:
+            report.add("run", "ok", f"signature {key} answered a request built from its defaults")
+        else:
+            report.add("run", "error", f"signature {key} cannot answer a request: {cause}")
 
 
 def _served_version(path: str, doing: str) -> str:

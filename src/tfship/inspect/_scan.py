@@ -13,6 +13,15 @@ from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo
 
 DEFAULT_DENYLIST: frozenset[str] = frozenset({"ReadFile", "WriteFile", "PrintV2"})
 
+#: Ops that reach the host when they run: they read, write or list its files (``PrintV2`` can
+#: print to a file) or run Python code. ``promote`` and ``inspect check --run`` refuse to load
+#: an export that uses one unless it is allowed by name (``--allow-op``): loading runs the
+#: export's init ops, and a request runs its signatures.
+HOST_EFFECT_OPS: frozenset[str] = DEFAULT_DENYLIST | frozenset({
+    "PyFunc", "PyFuncStateless", "EagerPyFunc", "MatchingFiles", "CreateSummaryFileWriter",
+    "DatasetToTFRecord",
+})
+
 
 class DenylistedOpError(VerdictError):
     """Raised when a SavedModel uses a denylisted op (``scan``; exit code 3)."""
@@ -38,6 +47,35 @@ def all_ops(mg: MetaGraphInfo) -> frozenset[str]:
     for function in graph.library.function:
         ops.update(node.op for node in function.node_def)
     return frozenset(ops - functions)
+
+
+def host_effects(mg: MetaGraphInfo, allowed: Iterable[str] = ()) -> list[str]:
+    """The ops of ``HOST_EFFECT_OPS`` the MetaGraph uses, but those ``allowed``, sorted.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> m = tf.Module()
+        >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
+        >>> tf.saved_model.save(m, "m/1", signatures=m.f)
+        >>> from tfship.inspect import read_saved_model
+        >>> host_effects(read_saved_model("m/1").meta_graph("serve"))
+        []
+    """
+    return sorted((all_ops(mg) & HOST_EFFECT_OPS) - frozenset(allowed))
+
+
+def host_effects_refusal(ops: Iterable[str]) -> str:
+    """Why an export was not loaded, naming its ops and the flag that allows them.
+
+    Example:
+        >>> host_effects_refusal(["WriteFile"]).endswith("(allow it with --allow-op WriteFile)")
+        True
+    """
+    names = sorted(ops)
+    flags = " ".join(f"--allow-op {name}" for name in names)
+    what = "an op" if len(names) == 1 else "ops"
+    return (f"uses {', '.join(names)}, {what} with side effects on the host: refused before "
+            f"loading (allow {'it' if len(names) == 1 else 'them'} with {flags})")
 
 
 def scan_saved_model(

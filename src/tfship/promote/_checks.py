@@ -289,10 +289,12 @@ def percentile_ms(samples: Sequence[float], q: float) -> float:
 
 
 def as_fast(
-    latencies: Mapping[int, Mapping[str, Sequence[float]]], *, max_ratio: float
+    latencies: Mapping[int, Mapping[str, Sequence[float]]], *, max_ratio: float,
+    over: str | None = None,
 ) -> Check:
     """Fail when the candidate's median latency at any batch size is above ``max_ratio`` times
-    the baseline's (p99 is shown; over a short run it is too noisy to decide on)."""
+    the baseline's (p99 is shown; over a short run it is too noisy to decide on). The line
+    starts with ``over``, which requests were timed, when given."""
     parts, failed, numbers = [], [], {}
     for size, by_model in sorted(latencies.items()):
         base, cand = by_model["baseline"], by_model["candidate"]
@@ -310,7 +312,7 @@ def as_fast(
         )
         if row["ratio_p50"] > max_ratio:
             failed.append(str(size))
-    summary = "; ".join(parts)
+    summary = (f"{over}: " if over else "") + "; ".join(parts)
     if failed:
         summary += f"; slower than x{max_ratio:g} at batch {', '.join(failed)}"
     return Check("as fast", FAIL if failed else PASS, summary, {"max_ratio": max_ratio, "batches": numbers})

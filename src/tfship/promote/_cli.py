@@ -1,4 +1,13 @@
-"""``tfship promote``: check a candidate against the served version, then publish it."""
+"""``tfship promote``: check a candidate against the served version, then publish it.
+
+Run as ``python -m tfship.promote._cli PID serve ...`` it is also the entry point of the
+models promote serves: ``tfship serve`` that ends with promote. On Linux the kernel kills
+such a process when the promote that started it dies, even by SIGKILL
+(``PR_SET_PDEATHSIG``). The fallback on every system is a thread that sees the process's
+parent is no longer ``PID`` (promote is gone: the process was re-parented) and ends it at
+once. Nothing is lost: the server writes nothing, and its one client was promote. (SIGTERM
+would wait until the models finish loading, seconds or minutes later.)
+"""
 
 from __future__ import annotations
 
@@ -10,7 +19,7 @@ import click
 from tfship._output import echo_json
 
 if TYPE_CHECKING:
-    from tfship.promote import Check, Threshold
+    from tfship.promote import Check, Decision, Threshold
 
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _POSITIVE = click.FloatRange(min=0, min_open=True)
@@ -74,6 +83,9 @@ def _batches(ctx: click.Context, param: click.Parameter, value: str) -> tuple[in
 @click.option("--target-tf", metavar="VERSION",
               help="Judge the candidate's ops against the TensorFlow of the server that will serve "
                    "it (e.g. 2.15 or 2.21.0; default: the installed one, which the served checks run).")
+@click.option("--allow-op", "allow_ops", multiple=True, metavar="OP",
+              help="Let the candidate use this op with side effects on the host (WriteFile, "
+                   "PyFunc, ...; repeatable); any other refuses it before it is loaded.")
 @click.option("--dry-run", is_flag=True, help="Decide, publish nothing.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the decision as one self-contained HTML page.")
@@ -88,10 +100,14 @@ def promote(
     judged against --target-tf), compatible (inspect diff, as a client sees it), serves
     (loaded by tfship serve in its own process, warmup replayed, N requests answered), same
     answers (against the baseline), as good (--eval data or the exporters' metrics,
-    --threshold and --change) and as fast (p50/p99 at --batch, interleaved). When every check
-    passes the candidate is copied into the base path, fsynced and renamed to the next
-    version, with a decision record beside it.
-    Exit codes: 0 promoted (or would be), 3 refused, 2 bad input, 1 failed to run.
+    --threshold and --change) and as fast (p50/p99 at --batch, interleaved). A candidate that
+    uses ops with side effects on the host (file writes, PyFunc, ...) is never loaded unless
+    --allow-op names them. When every check passes the candidate is copied into the base
+    path, fsynced and renamed to the next version, with a decision record beside it; the last
+    line says which version was published. A --report that cannot be written then is a
+    warning: the exit code stays that of the decision.
+    Exit codes: 0 promoted (or would be), 3 refused, 2 bad input, 1 failed to run (nothing
+    was published).
 
     \b
     Example:
@@ -109,8 +125,8 @@ def promote(
     else:
         if candidate is None or base_path is None:
             raise click.UsageError("give CANDIDATE and --to BASE_PATH (or --rollback BASE_PATH)")
-        if report_path is not None and not report_path.parent.is_dir():
-            raise click.BadParameter(f"{report_path.parent}: no such directory", param_hint="--report")
+        if report_path is not None:
+            _check_report_path(report_path)
         opts = PromoteOptions(
             baseline=options["baseline"], requests=options["requests"], count=options["count"],
             signature=options["signature"], eval_file=options["eval_file"], label=options["label"],
@@ -118,7 +134,7 @@ def promote(
             thresholds=options["thresholds"], changes=options["changes"], batches=options["batches"],
             latency_calls=options["latency_calls"], max_latency_ratio=options["max_latency_ratio"],
             max_load_seconds=options["max_load_seconds"], dry_run=dry_run,
-            target_tf=options["target_tf"],
+            target_tf=options["target_tf"], allow_ops=options["allow_ops"],
         )
         on_check = None if as_json else _print_check
         try:
@@ -126,9 +142,7 @@ def promote(
         except MetricNotMeasuredError as exc:
             raise MetricNotMeasuredError(f"{_THRESHOLD_FLAGS[exc.kind]} {exc}", kind=exc.kind) from None
         if report_path is not None:
-            from tfship.promote import write_report
-
-            write_report(decision, report_path)
+            _write_report(decision, report_path)
     if as_json:
         echo_json(decision.to_dict())
         if not decision.promoted:
@@ -144,7 +158,52 @@ def promote(
         raise PromotionRefusedError(decision.verdict_line())
 
 
+def _check_report_path(path: Path) -> None:
+    """Refuse, before anything runs, a --report that could not be written after publishing."""
+    import os
+
+    if not path.parent.is_dir():
+        raise click.BadParameter(f"{path.parent}: no such directory", param_hint="--report")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{path.parent}: not writable", param_hint="--report")
+
+
+def _write_report(decision: Decision, path: Path) -> None:
+    """The report, or a warning: the decision (and any version published) stands either way."""
+    from tfship.promote import write_report
+    from tfship.promote._publish import io_failure
+
+    try:
+        write_report(decision, path)
+    except OSError as exc:
+        done = "the decision stands" if not decision.promoted or decision.version is None else (
+            f"version {decision.version} was published all the same")
+        click.echo(f"warning: --report {io_failure(exc)}; {done}", err=True)
+
+
 def _print_check(check: Check) -> None:
     click.echo(check.line())
     for note in check.notes:
         click.echo(f"{'':14}note: {note}")
+
+
+_PARENT_POLL_SECONDS = 0.2
+
+
+def _end_with(parent: int) -> None:
+    import os
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    import sys
+    import threading
+
+    from tfship.cli import main
+
+    threading.Thread(target=_end_with, args=(int(sys.argv.pop(1)),), daemon=True).start()
+    main()

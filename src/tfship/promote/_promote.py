@@ -8,7 +8,6 @@ latency calls and the evaluation go to both in the same run, interleaved.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,11 +19,15 @@ import numpy as np
 from tfship._wire import METADATA_FILE, WARMUP_FILE, version_numbers
 from tfship.errors import InputError, ModelError, TfshipError, VerdictError
 from tfship.inspect import (
+    DEFAULT_DENYLIST,
+    Change,
     SavedModelInfo,
     check_saved_model,
     content_hash,
     diff_saved_models,
     example_request,
+    host_effects,
+    host_effects_refusal,
     read_saved_model,
     read_warmup,
 )
@@ -52,7 +55,7 @@ from tfship.promote._requests import (
     request_of,
     signature_fields,
 )
-from tfship.promote._serving import LoadFailure, ServedModel
+from tfship.promote._serving import LoadFailure, ServedModel, work_directory
 from tfship.records import read_records
 
 if TYPE_CHECKING:
@@ -94,6 +97,9 @@ class PromoteOptions:
     #: The TensorFlow of the server that will serve the candidate (``"2.15"``, ``"2.21.0"``), whose
     #: ops ``ready`` judges it against; ``None``: the one installed here, which the served checks run.
     target_tf: str | None = None
+    #: Ops with side effects on the host (``WriteFile``, ``PyFunc``, ...) the candidate may use:
+    #: any other one of them refuses it before it is loaded, since loading runs its init ops.
+    allow_ops: tuple[str, ...] = ()
 
 
 @dataclass
@@ -246,6 +252,8 @@ class _Run:
         self.servers: dict[str, ServedModel] = {}
         self.clients: dict[str, ServingClient] = {}
         self.candidate_answers: list[dict[str, Any] | None] = []
+        #: the candidate's ops with side effects on the host that were not allowed: not loaded
+        self.host_ops: list[str] = []
 
     def timed(self, name: str, action: Callable[[], Check]) -> None:
         started = time.perf_counter()
@@ -254,11 +262,15 @@ class _Run:
 
     # -- 1. ready (protos here; the run of one request per signature once it is served)
     def ready(self) -> Check:
+        allowed = frozenset(self.options.allow_ops)
         try:
             self.info = read_saved_model(self.candidate)
-            report = check_saved_model(self.candidate, target_tf=self.options.target_tf)
+            report = check_saved_model(self.candidate, target_tf=self.options.target_tf,
+                                       denylist=DEFAULT_DENYLIST - allowed)
         except ModelError as exc:
             return Check("ready", FAIL, f"unreadable: {exc}")
+        # every MetaGraph: the server loads one, and nothing of the candidate runs before this
+        self.host_ops = sorted({op for mg in self.info.meta_graphs for op in host_effects(mg, allowed)})
         if self.options.target_tf is not None:
             self.notes.append(
                 f"ready judged the candidate's ops against TensorFlow {report.target_tf}, the target "
@@ -266,6 +278,9 @@ class _Run:
             )
         # promote gives the candidate its version number: its own directory name is free
         errors = [f"{f.check}: {f.message}" for f in report.errors if f.check != "version_dir"]
+        if self.host_ops:  # said once, with the flag: not also as a denylisted op
+            errors = [host_effects_refusal(self.host_ops)] + [
+                e for e in errors if not e.startswith("denylisted_ops:")]
         warnings = [f"{f.check}: {f.message}" for f in report.warnings]
         summary = f"{len(errors)} error(s), {len(warnings)} warning(s) on TensorFlow {report.target_tf}"
         if errors:
@@ -285,15 +300,15 @@ class _Run:
             raise ModelError(f"baseline {self.baseline}: {exc}") from None
         report = diff_saved_models(self.baseline_info, self.info)
         breaking = report.breaking
-        added = [c for c in report.changes if not c.breaking]
+        compatible = [c for c in report.changes if not c.breaking]
         numbers = {"changes": [c.to_dict() for c in report.changes]}
-        notes = [f"{c.kind} {c.where}: {c.detail}" for c in added]
+        notes = [f"{c.kind} {c.where}: {c.detail}" for c in compatible]
         if breaking:
             first = breaking[0]
             more = f" (+{len(breaking) - 1} more)" if len(breaking) > 1 else ""
             summary = f"{first.kind} {first.where}: {first.detail}{more}"
             return Check("compatible", FAIL, summary, numbers, notes)
-        summary = "same interface" if not added else f"{len(added)} addition(s): {notes[0]}"
+        summary = "same interface" if not compatible else f"{_counted(compatible)}: {notes[0]}"
         return Check("compatible", PASS, summary, numbers, notes)
 
     # -- 3. serves
@@ -365,10 +380,10 @@ class _Run:
     def same(self, replay: RequestSet | None) -> Check:
         if self.baseline is None:
             return skipped("same answers")
-        if "baseline" not in self.clients:
-            return Check("same answers", FAIL, "the baseline did not load")
         if "candidate" not in self.clients or replay is None:
             return Check("same answers", FAIL, "the candidate did not load")
+        if "baseline" not in self.clients:
+            return Check("same answers", FAIL, "the baseline did not load")
         pairs: dict[str, tuple[list[Any], list[Any]]] = {}
         for request, cand in zip(replay.requests, self.candidate_answers):
             try:
@@ -473,7 +488,10 @@ class _Run:
                     times[model].append(time.perf_counter() - started)
             latencies[size] = times
         self.samples.latencies = latencies
-        return as_fast(latencies, max_ratio=self.options.max_latency_ratio)
+        check = as_fast(latencies, max_ratio=self.options.max_latency_ratio,
+                        over=_timed(replay, self.options.batches))
+        check.numbers.update(source=replay.source, repeated=replay.repeated)
+        return check
 
     def stop(self) -> None:
         for client in self.clients.values():
@@ -488,6 +506,29 @@ def _compared(replay: RequestSet, rows: int) -> str:
         return (f"one request ({replay.source}) repeated {len(replay.requests)} times, "
                 f"not {rows} distinct rows")
     return f"{rows} rows from {replay.source}"
+
+
+def _timed(replay: RequestSet, batches: Sequence[int]) -> str:
+    """Which requests the as fast line timed: each batch size is one call, sent again and again."""
+    sizes = ", ".join(map(str, batches))
+    if replay.repeated:
+        return f"one request ({replay.source}) repeated to fill batches of {sizes}"
+    rows = sum(r.rows for r in replay.requests if r.signature == replay.requests[0].signature)
+    cycled = " (again from the first to fill a larger batch)" if max(batches) > rows else ""
+    return f"batches of {sizes} rows taken in order from the {rows} rows of {replay.source}{cycled}"
+
+
+_CHANGE_WORDS = {"_added": "addition", "_removed": "removal"}
+
+
+def _counted(changes: Sequence[Change]) -> str:
+    """``1 change, 2 additions``: what a compatible diff holds, each kind of change by its name."""
+    counts: dict[str, int] = {}
+    for change in changes:
+        word = next((w for end, w in _CHANGE_WORDS.items() if change.kind.endswith(end)), "change")
+        counts[word] = counts.get(word, 0) + 1
+    return ", ".join(f"{counts[w]} {w}{'s' * (counts[w] != 1)}"
+                     for w in ("change", "addition", "removal") if w in counts)
 
 
 def _picked_classes(pairs: dict[str, tuple[list[Any], list[Any]]]) -> OutputComparison | None:
@@ -570,8 +611,8 @@ def promote(
     run.timed("ready", run.ready)
     run.timed("compatible", run.compatible)
     try:
-        with tempfile.TemporaryDirectory(prefix="tfship-promote-") as workdir:
-            _serve_and_compare(run, Path(workdir), emit)
+        with work_directory() as workdir:
+            _serve_and_compare(run, workdir, emit)
     finally:
         run.stop()
     decision = Decision(
@@ -598,7 +639,12 @@ def _serve_and_compare(run: _Run, workdir: Path, emit: Callable[..., None]) -> N
                                signature=run.options.signature, eval_path=run.options.eval_file,
                                label=label)
     started = time.perf_counter()
-    failures = run.start_servers(workdir) if run.info is not None else {"candidate": "unreadable"}
+    if run.host_ops:  # loading runs its init ops: refused before anything of it runs
+        failures = {"candidate": host_effects_refusal(run.host_ops)}
+    elif run.info is None:
+        failures = {"candidate": "unreadable"}
+    else:
+        failures = run.start_servers(workdir)
     load_seconds = time.perf_counter() - started
     if "candidate" not in failures:
         run.timed("ready", lambda: _add_runs(run.results["ready"], run.signature_runs()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -20,7 +21,9 @@ from tfship._files import fsync_path, write_atomically
 from tfship._files import sweep_staging as _sweep
 from tfship._interrupt import check as interrupt_check
 from tfship._wire import version_numbers
-from tfship.errors import InputError
+from tfship.errors import InputError, TfshipError
+
+logger = logging.getLogger(__name__)
 
 STAGING_PREFIX = ".tfship-promote-"
 RECORD_SUFFIX = ".promotion.json"
@@ -70,7 +73,32 @@ def publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int,
 
     Returns:
         The version number and its directory.
+
+    Raises:
+        TfshipError: a file could not be read or written (the path and the cause, in one
+            line); nothing was published then.
     """
+    try:
+        return _publish_copy(source, base, record)
+    except OSError as exc:
+        raise TfshipError(f"{io_failure(exc)}; nothing was published") from None
+
+
+def io_failure(exc: OSError) -> str:
+    """``path: cause`` of an I/O error (the first file a copy failed on).
+
+    Example:
+        >>> io_failure(PermissionError(13, "Permission denied", "serving/m"))
+        'serving/m: Permission denied'
+    """
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+        source, _, why = exc.args[0][0]  # copytree's list of (source, destination, cause)
+        return f"{source}: {why}"
+    where = exc.filename if exc.filename is not None else "a file"
+    return f"{where}: {exc.strerror or exc}"
+
+
+def _publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int, Path]:
     base.mkdir(parents=True, exist_ok=True)
     sweep_staging(base)
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=f"-{os.getpid()}", dir=base))
@@ -86,10 +114,18 @@ def publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int,
         record = {**record, "version": number, "path": str(final)}
         _write_json(record_path(base, number), record)  # first: a version never lacks its record
         interrupt_check()  # a Ctrl-C at any time before stops here, before the version is visible
-        os.rename(tree, final)
-        fsync_path(base)
+        try:
+            os.rename(tree, final)
+        except OSError:
+            record_path(base, number).unlink(missing_ok=True)  # no record of what was not published
+            raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    try:
+        fsync_path(base)
+    except OSError as exc:  # published all the same: say so, and what was not made durable
+        logger.warning("warning: version %d was published, but %s could not be flushed to the "
+                       "disk: %s", number, base, exc.strerror or exc)
     return number, final
 
 

@@ -13,27 +13,51 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tfship._files import sweep_staging
+from tfship.errors import TfshipError
 
 if TYPE_CHECKING:
     from tfship.serve_client import ServingClient
 
 _STOP_SECONDS = 10.0
+#: promote's working directories in the system's temporary directory end with ``-<pid>``
+WORKDIR_PREFIX = "tfship-promoting-"
+
+
+@contextmanager
+def work_directory() -> Iterator[Path]:
+    """A private directory for one promotion, removed after it; those of promotions whose
+    process is gone (killed) are removed first."""
+    root = Path(tempfile.gettempdir())
+    sweep_staging(root, WORKDIR_PREFIX)
+    try:
+        made = tempfile.TemporaryDirectory(prefix=WORKDIR_PREFIX, suffix=f"-{os.getpid()}")
+    except OSError as exc:
+        raise TfshipError(f"{root}: cannot make a working directory: {exc.strerror}") from None
+    with made as path:
+        yield Path(path)
 
 
 def _die_with_parent() -> None:
-    # Runs in the child before exec: on Linux the kernel sends it SIGTERM when the deciding
-    # process dies, even by SIGKILL, so a killed promote leaves no server behind.
+    # Runs in the child before exec: on Linux the kernel kills it when the deciding process
+    # dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere the child's
+    # own watch of its parent, in _cli, ends it). SIGKILL, not SIGTERM: a server stops on
+    # SIGTERM only once its models have loaded, seconds later, and no one is left to call it.
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
     pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 class LoadFailure(Exception):
@@ -68,7 +92,8 @@ class ServedModel:
         # a finished export loads or it does not: no retries (TF Serving's five, a minute
         # apart, are for versions still being copied in), so a failure says why at once
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(self.base),
+            [sys.executable, "-m", "tfship.promote._cli", str(os.getpid()),
+             "serve", "--model-base-path", str(self.base),
              "--model-name", self.name, "--port", "0", "--poll-seconds", "0",
              "--max-num-load-retries", "0", "--json"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
