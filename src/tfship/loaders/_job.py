@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tfship._files import errors_name
 from tfship.errors import DataError, InputError, ModelInputError
 from tfship.loaders._writers import (
     OutputView,
@@ -441,10 +442,22 @@ class BackgroundWriter:
         self.items.put(None)
         self.thread.join()
 
-    def close(self) -> None:
+    def finish(self) -> None:
+        """Write what is queued, then flush and close the file (not yet in place)."""
         self._drain()
         self._raise()
-        self.writer.close()
+        self.writer.finish()
+
+    def commit(self) -> None:
+        self.writer.commit()
+
+    @property
+    def path(self) -> Path:
+        return self.writer.path
+
+    def close(self) -> None:
+        self.finish()
+        self.commit()
 
     def abort(self) -> None:
         self._drain()
@@ -575,15 +588,24 @@ def emit_all(
     echo_reject: Callable[[Reject], None] | None,
     after_each: Callable[[], None] | None = None,
 ) -> None:
-    """``emit`` every scored chunk, in order, then close the writers; abort both on failure."""
+    """``emit`` every scored chunk, in order, then close the writers; abort both on failure.
+
+    Both files are closed (where a full disk shows) before either is renamed into place, and
+    the rejects go first: an output in place means its rejects are too. A failure leaves the
+    old files as they were.
+    """
     try:
         for scored in chunks:
             emit(scored, view, writer, rejects, summary, echo_reject)
             if after_each is not None:
                 after_each()
-        writer.close()
+        with errors_name(writer.path):
+            writer.finish()
         if rejects is not None:
-            rejects.close()
+            with errors_name(rejects.path):
+                rejects.finish()
+            rejects.commit()
+        writer.commit()
     except BaseException:
         writer.abort()
         if rejects is not None:
@@ -602,14 +624,16 @@ def emit(
     """Write one scored chunk (its outputs as ``view`` shows them) and count it into ``summary``."""
     summary.rows_in += scored.rows_in
     if scored.outputs:
-        writer.write(scored.keep, view.columns(scored.outputs), scored.inputs)
+        with errors_name(writer.path):
+            writer.write(scored.keep, view.columns(scored.outputs), scored.inputs)
     summary.predicted += scored.predicted
     for reject in scored.rejects:
         summary.rejected += 1
         if len(summary.first_rejects) < 5:
             summary.first_rejects.append(reject)
         if rejects is not None:
-            rejects.write(reject)
+            with errors_name(rejects.path):
+                rejects.write(reject)
         elif echo_reject is not None:
             echo_reject(reject)
 

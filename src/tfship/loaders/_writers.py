@@ -10,6 +10,7 @@ Serving's REST API answers); CSV has one cell per value: ``probabilities_0``,
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import re
@@ -165,6 +166,11 @@ class Writer:
         self.rows = 0
 
     @property
+    def path(self) -> Path:
+        """The file the user named (``-`` for standard output)."""
+        return self.file.path
+
+    @property
     def tmp(self) -> Path:
         """The temporary file of a writer that writes by path (not to standard output)."""
         if not isinstance(self.file, AtomicFile):
@@ -182,13 +188,19 @@ class Writer:
     def finish(self) -> None:
         """Flush and close the underlying stream (before the rename)."""
 
-    def close(self) -> None:
-        self.finish()
+    def commit(self) -> None:
+        """Rename the finished file into place."""
         self.file.commit()
 
+    def close(self) -> None:
+        self.finish()
+        self.commit()
+
     def abort(self) -> None:
+        """Remove the temporary file, even when closing it fails too (a full disk)."""
         try:
-            self.finish()
+            with contextlib.suppress(Exception):  # the error that made us abort is the one to report
+                self.finish()
         finally:
             self.file.abort()
 
@@ -550,9 +562,12 @@ class CsvWriter(_ArrowWriter):
         return pacsv.CSVWriter(self.stream, schema, write_options=options)
 
     def finish(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.stream.close()
+        try:
+            if self.writer is not None:
+                self.writer, writer = None, self.writer
+                writer.close()
+        finally:
+            self.stream.close()
 
 
 class ParquetWriter(_ArrowWriter):
@@ -569,8 +584,8 @@ class ParquetWriter(_ArrowWriter):
 
     def finish(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+            self.writer, writer = None, self.writer
+            writer.close()
 
 
 # -- TFRecord of PredictionLog ----------------------------------------------------------------
@@ -683,8 +698,8 @@ class PredictionLogWriter(Writer):
 
     def finish(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+            self.writer, writer = None, self.writer
+            writer.close()
 
 
 def _prediction_log(kind: str, request: Any, response: Any) -> Any:
@@ -715,19 +730,40 @@ def _label(value: Any) -> str:
 
 
 class RejectsWriter:
-    """The rejects file: one JSON object per rejected row (file, line, reason, record)."""
+    """The rejects file: one JSON object per rejected row (file, line, reason, record).
+
+    ``finish`` closes it (where a full disk shows), ``commit`` renames it into place; ``close``
+    does both. ``abort`` removes the temporary file, even when closing it fails.
+    """
 
     def __init__(self, path: Path) -> None:
         self.file = AtomicFile(path)
-        self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+        try:
+            self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+        except BaseException:
+            self.file.abort()
+            raise
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
 
     def write(self, reject: Any) -> None:
         self.stream.write(json.dumps(reject.to_dict(), ensure_ascii=False) + "\n")
 
-    def close(self) -> None:
+    def finish(self) -> None:
         self.stream.close()
+
+    def commit(self) -> None:
         self.file.commit()
 
+    def close(self) -> None:
+        self.finish()
+        self.commit()
+
     def abort(self) -> None:
-        self.stream.close()
-        self.file.abort()
+        try:
+            with contextlib.suppress(OSError):  # the error that made us abort is the one to report
+                self.stream.close()
+        finally:
+            self.file.abort()
