@@ -386,3 +386,36 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(
     scores = [c for c in want.columns if c.startswith("scores")]
     np.testing.assert_allclose(got[scores], want[scores], atol=1e-6)
     assert (tmp_path / "spark.rejects.jsonl").read_text() == (tmp_path / "local.rejects.jsonl").read_text()
+
+
+def test_the_jvm_start_up_files_are_private_to_the_run(tmp_path: Path) -> None:
+    # Another user's symlinks under the names the start-up files once had in the temp directory:
+    # neither is followed, and the run leaves nothing of its own there.
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    for name in ("tfship-spark.log", "tfship-spark-log4j2.properties"):
+        (shared / name).symlink_to(victim)
+    code = (
+        "import os, stat, tfship.loaders._spark as s\n"
+        "made = []\n"
+        "real = s.tempfile.mkdtemp\n"
+        "def spy(*a, **k):\n"
+        "    made.append(real(*a, **k)); return made[-1]\n"
+        "s.tempfile.mkdtemp = spy\n"
+        "session = s.start_session('local[1]')\n"
+        "session.stop()\n"
+        "print(made[0])\n"
+    )
+    env = {**os.environ, "TMPDIR": str(shared), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    private = Path(done.stdout.strip().splitlines()[-1])
+    assert private.parent == shared and private.name.startswith("tfship-spark-")
+    assert not private.exists()  # removed once Spark was up
+    assert victim.read_text() == "mine\n"
+    assert sorted(p.name for p in shared.iterdir() if p.name.startswith("tfship")) == [
+        "tfship-spark-log4j2.properties", "tfship-spark.log"
+    ]
