@@ -4,7 +4,8 @@ Writers take one chunk at a time (pass-through columns plus model outputs) and w
 temporary sibling of the target, renamed into place by ``close``: a reader never sees half a
 file. JSONL and Parquet keep each output's per-row shape (``class_ids`` stays ``[1]``, as TF
 Serving's REST API answers); CSV has one cell per value: ``probabilities_0``,
-``probabilities_1``, ... or just ``class_ids`` when a row holds one value.
+``probabilities_1``, ... or just ``class_ids`` when a row holds one value; a per-class output
+is named by class (``probabilities_Adelie``) when the signature answers the class names.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ class OutputView:
     ``kind`` is ``"raw"`` (the outputs as the signature returns them), ``"scores"`` (a classify
     signature's ``classes`` and ``scores``: every row holds the whole vocabulary, so the row's
     answer is the class of the highest score), ``"class_ids"`` (a ``tf.estimator`` head's
-    predict outputs: ``classes``, ``class_ids``, ``probabilities``) or ``"value"`` (a
-    regression's one value per row). Classifiers write ``class`` and ``probability``,
+    predict outputs: ``classes``, ``class_ids``, ``probabilities``), ``"value"`` (a
+    regression's one value per row) or ``"by_class"`` (CSV: raw outputs, a per-class one
+    spread over columns named by class; see :func:`by_class`). Classifiers write ``class`` and ``probability``,
     regressions ``prediction``, whichever signature answers.
 
     Example:
@@ -57,11 +59,18 @@ class OutputView:
 
     keys: tuple[str, ...]
     kind: str = "raw"
+    #: ``"by_class"`` (CSV): the outputs written, the one whose rows name the classes (fetched,
+    #: and written only when asked for), and those written as one column per class.
+    written: tuple[str, ...] = ()
+    vocabulary: str = ""
+    per_class: tuple[str, ...] = ()
 
     def columns(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
         """The written columns of one batch of ``outputs`` (a dict of the fetched ``keys``)."""
         if self.kind == "raw":
             return dict(outputs)
+        if self.kind == "by_class":
+            return self._by_class(outputs)
         if self.kind == "value":
             (key,) = self.keys
             return {"prediction": outputs[key].reshape(-1)}
@@ -76,6 +85,47 @@ class OutputView:
         return {"class": outputs["classes"].reshape(-1), "probability": probabilities[rows, ids]}
 
 
+    def _by_class(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
+        classes = outputs[self.vocabulary]
+        names = [_label(v) for v in classes[0]] if len(classes) else None
+        written: dict[str, Array] = {}
+        for key in self.written:
+            if key in self.per_class and names is not None:
+                written.update((f"{key}_{name}", outputs[key][:, i]) for i, name in enumerate(names))
+            else:
+                written[key] = outputs[key]
+        return written
+
+
+def by_class(sig: SignatureInfo, keys: tuple[str, ...]) -> OutputView:
+    """The outputs ``keys`` for CSV, a float output with one value per class spread over
+    columns named by class (``probabilities_Adelie``) when the signature also answers the class
+    names of every row (a ``tf.estimator`` head's ``all_classes``, a classify signature's
+    ``classes``); by index (``probabilities_0``) otherwise, as the CSV writer names them.
+    """
+    found = [k for k in ("all_classes", "classes") if _width(sig, k, "string")]
+    if not found:
+        return OutputView(keys)
+    vocabulary = found[0]
+    width = _width(sig, vocabulary, "string")
+    per_class = tuple(k for k in keys if _width(sig, k, "float") == width)
+    if not per_class:
+        return OutputView(keys)
+    fetched = keys if vocabulary in keys else (*keys, vocabulary)
+    return OutputView(fetched, "by_class", keys, vocabulary, per_class)
+
+
+def _width(sig: SignatureInfo, key: str, dtype: str) -> int | None:
+    """The known width of output ``key`` of shape [batch, width] and of ``dtype``, else None."""
+    info = sig.outputs.get(key)
+    if info is None or info.encoding != "dense" or info.shape is None or len(info.shape) != 2:
+        return None
+    if not info.dtype.startswith(dtype):
+        return None
+    width: int | None = info.shape[1]
+    return width if width is not None and width > 1 else None
+
+
 def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> OutputView:
     """What a batch job writes for ``sig``: the ``outputs`` asked for, else the row's answer.
 
@@ -85,7 +135,8 @@ def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> 
     outputs, and so does a ``tfrecord`` of ``PredictionLog`` s, which logs what TF Serving answers.
     """
     if outputs is not None or fmt == "tfrecord":
-        return OutputView(tuple(outputs) if outputs is not None else tuple(sorted(sig.outputs)))
+        keys = tuple(outputs) if outputs is not None else tuple(sorted(sig.outputs))
+        return by_class(sig, keys) if fmt == "csv" else OutputView(keys)
     outs = sig.outputs
 
     def has(key: str, dtype: str, width: int | None = None) -> bool:
@@ -105,7 +156,7 @@ def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> 
         return OutputView(("outputs",), "value")
     if has("predictions", "float", 1) and "probabilities" not in outs:
         return OutputView(("predictions",), "value")
-    return OutputView(tuple(sorted(outs)))
+    return by_class(sig, tuple(sorted(outs))) if fmt == "csv" else OutputView(tuple(sorted(outs)))
 
 
 #: the output path that means standard output, as for most command-line tools.
