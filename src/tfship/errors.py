@@ -152,7 +152,7 @@ def os_error_text(exc: OSError) -> str:
     Example:
         >>> os_error_text(OSError(28, "No space left on device", "preds.csv"))
         'preds.csv: No space left on device'
-        >>> os_error_text(OSError(18, "Invalid cross-device link", "a.tmp", "a"))
+        >>> os_error_text(OSError(18, "Invalid cross-device link", "a.tmp", None, "a"))
         'a.tmp -> a: Invalid cross-device link'
     """
     cause = exc.strerror or str(exc) or type(exc).__name__
