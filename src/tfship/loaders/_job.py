@@ -68,15 +68,24 @@ class TooManyRejectsError(DataError):
 class JobSummary:
     """What a batch job did: rows in, predicted, rejected, time, and where it wrote.
 
+    ``seconds`` is the job's own time (reading, the model, writing), which rows/s is of;
+    ``load_seconds`` the model's load before it, and ``total_seconds`` the whole command's
+    (importing TensorFlow too), when known.
+
     Example:
         >>> JobSummary(rows_in=10, predicted=9, rejected=1, seconds=0.5, output="p.csv").line()
-        'rows in: 10, predicted: 9, rejected: 1 (20 rows/s, 0.50 s) -> p.csv'
+        'rows in: 10, predicted: 9, rejected: 1 (20 rows/s, predict 0.50 s) -> p.csv'
+        >>> JobSummary(rows_in=10, predicted=10, seconds=0.5, load_seconds=1.25,
+        ...            total_seconds=4.0, output="p.csv").line().split(" (")[1]
+        '20 rows/s, predict 0.50 s, load 1.25 s, total 4.00 s) -> p.csv'
     """
 
     rows_in: int = 0
     predicted: int = 0
     rejected: int = 0
     seconds: float = 0.0
+    load_seconds: float | None = None
+    total_seconds: float | None = None
     output: str = ""
     rejects: str | None = None
     files: int = 0
@@ -88,10 +97,14 @@ class JobSummary:
 
     def line(self) -> str:
         """The one-line summary ``tfship predict`` prints."""
+        times = f"predict {self.seconds:.2f} s"
+        if self.load_seconds is not None:
+            times += f", load {self.load_seconds:.2f} s"
+        if self.total_seconds is not None:
+            times += f", total {self.total_seconds:.2f} s"
         return (
             f"rows in: {self.rows_in:,}, predicted: {self.predicted:,}, "
-            f"rejected: {self.rejected:,} ({self.rows_per_second:,.0f} rows/s, "
-            f"{self.seconds:.2f} s) -> {self.output}"
+            f"rejected: {self.rejected:,} ({self.rows_per_second:,.0f} rows/s, {times}) -> {self.output}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +113,8 @@ class JobSummary:
             "predicted": self.predicted,
             "rejected": self.rejected,
             "seconds": round(self.seconds, 4),
+            "load_seconds": None if self.load_seconds is None else round(self.load_seconds, 4),
+            "total_seconds": None if self.total_seconds is None else round(self.total_seconds, 4),
             "rows_per_second": round(self.rows_per_second, 1),
             "output": self.output,
             "rejects": self.rejects,
@@ -514,7 +529,7 @@ def run_job(
     )
     for path in files:
         preparer.check_file(path)
-    summary = JobSummary(output=output_name(spec.output), files=len(files))
+    summary = JobSummary(output=output_name(spec.output), files=len(files), load_seconds=model.load_seconds)
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(
         make_writer(
