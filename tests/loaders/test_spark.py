@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 import tfship
-from loaders.support import EstimatorExports, make_rows
+from loaders.support import EstimatorExports, make_rows, records_of
 from loaders.test_job import BAD_LINES, write_csv, write_input
 from tfship.cli import cli
 from tfship.loaders import JobSpec, load
@@ -241,6 +241,33 @@ def test_predict_scores_a_dataframe_and_keeps_bad_rows_with_their_reason(
     assert bad[0]["id"] == 3
     assert bad[0]["reject"] == "field 'island': missing, and the feature has no default"
     assert "island" in str(refused.value)
+
+
+@pytest.mark.parametrize(("signature", "written"), [
+    ("regression", ["prediction"]), ("serving_default", ["class", "probability"]),
+])
+def test_predict_names_its_columns_as_tfship_predict_does(
+    cluster: Cluster, estimator_exports: EstimatorExports, tmp_path: Path, signature: str, written: list[str],
+) -> None:
+    rows = make_rows(8, seed=44)
+    out = tmp_path / "local.csv"
+    source = write_csv(tmp_path / "in.csv", rows)
+    local = CliRunner().invoke(
+        cli, ["predict", str(estimator_exports.parsing), str(source), "-o", str(out), "-s", signature]
+    )
+    assert local.exit_code == 0, local.output
+    want = pd.read_csv(out, dtype={"class": str})
+    assert list(want.columns) == written
+    schema = "x float, v2 array<float>, color string, tags array<string>"
+    df = cluster.session.createDataFrame(records_of(rows), schema).coalesce(1)
+    scored = predict(df, estimator_exports.parsing, signature=signature)
+    assert scored.columns == [*df.columns, *written, "reject"]
+    got = scored.collect()  # in df's order: one partition
+    for name in written:
+        if name == "class":
+            assert [r[name] for r in got] == want[name].tolist()
+        else:
+            np.testing.assert_allclose([r[name] for r in got], want[name], rtol=1e-5)
 
 
 def test_a_dataframe_without_a_required_feature_is_refused(cluster: Cluster, tiny_model: Any) -> None:
