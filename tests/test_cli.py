@@ -8,12 +8,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from estimator_lane import has_estimator
+from read_only import CAUSE, read_only_dir
 from tfship import __version__
 from tfship.cli import COMMANDS, NEEDS_ESTIMATOR, SHORT_HELP, cli
 from tfship.errors import TfshipError
@@ -72,6 +74,25 @@ def test_tfship_error_is_one_line_with_its_exit_code(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["schema", "check", str(tmp_path / "nope.json")])
     assert result.exit_code == 2
     assert result.stderr == f"Error: schema file {tmp_path / 'nope.json'} does not exist\n"
+    assert "Traceback" not in result.output
+
+
+def test_an_io_error_is_one_line_naming_the_path(tmp_path: Path) -> None:
+    with read_only_dir(tmp_path / "read-only") as place:
+        result = CliRunner().invoke(cli, ["data", "penguins", "--out", str(place / "data")])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {place / 'data'}: {CAUSE}\n"
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.estimator
+def test_export_to_a_base_it_cannot_make_is_one_line(tiny_model: Any, tmp_path: Path) -> None:
+    with read_only_dir(tmp_path / "read-only") as place:
+        result = CliRunner().invoke(
+            cli, ["export", "--model-dir", str(tiny_model.model_dir), "-o", str(place / "base")]
+        )
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == f"Error: {place / 'base'}: {CAUSE}"
     assert "Traceback" not in result.output
 
 

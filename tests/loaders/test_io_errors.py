@@ -3,8 +3,7 @@ half published, and the user's old files as they were.
 
 A full disk is made with ``RLIMIT_FSIZE`` in a child process (SIGXFSZ ignored, so a write past
 the limit fails with EFBIG): it needs no privilege and no mount, so it runs the same as root in
-CI and as a user on a laptop. A read-only place is a read-only tmpfs when the tests run as
-root (root writes through file modes) and a directory of mode 0555 otherwise.
+CI and as a user on a laptop. A read-only place is ``read_only.read_only_dir``.
 """
 
 from __future__ import annotations
@@ -14,12 +13,14 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from read_only import CAUSE, read_only_dir
 from tfship.cli import cli
 
 LIMIT = 4096  # bytes a file of the child may hold
@@ -82,19 +83,8 @@ def test_an_output_that_does_not_fit_is_one_line(adder: Path, tmp_path: Path) ->
 
 @pytest.fixture
 def read_only(tmp_path: Path) -> Iterator[Path]:
-    """A directory no one can write in: a read-only tmpfs as root, mode 0555 for a user."""
-    place = tmp_path / "read-only"
-    place.mkdir()
-    if os.geteuid() != 0:
-        place.chmod(0o555)
+    with read_only_dir(tmp_path / "read-only") as place:
         yield place
-        place.chmod(0o755)
-        return
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tfship-test", str(place)], check=True)
-    try:
-        yield place
-    finally:
-        subprocess.run(["umount", str(place)], check=True)
 
 
 def test_a_read_only_output_is_one_line(adder: Path, tmp_path: Path, read_only: Path) -> None:
@@ -103,12 +93,34 @@ def test_a_read_only_output_is_one_line(adder: Path, tmp_path: Path, read_only: 
     preds = read_only / "preds.csv"
     result = CliRunner().invoke(cli, ["predict", str(adder), str(rows), "-o", str(preds)])
     assert result.exit_code == 1, result.output
-    cause = "Read-only file system" if os.geteuid() == 0 else "Permission denied"
-    assert result.output.strip() == f"Error: {preds}: {cause}"
+    assert result.output.strip() == f"Error: {preds}: {CAUSE}"
     rejects = read_only / "rejects.jsonl"
     result = CliRunner().invoke(
         cli, ["predict", str(adder), str(rows), "-o", str(tmp_path / "p.csv"), "--rejects", str(rejects)]
     )
     assert result.exit_code == 1, result.output
-    assert result.output.strip() == f"Error: {rejects}: {cause}"
+    assert result.output.strip() == f"Error: {rejects}: {CAUSE}"
     assert not (tmp_path / "p.csv").exists()
+
+
+def test_a_killed_predict_leaves_temporaries_the_next_run_removes(adder: Path, tmp_path: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("a,b\n" + "1,2\n" * 400_000)
+    preds, rejects = tmp_path / "preds.csv", tmp_path / "rejects.jsonl"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    args = [str(adder), str(rows), "-o", str(preds), "--rejects", str(rejects)]
+    child = subprocess.Popen([sys.executable, "-m", "tfship", "predict", *args], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob(".*.tmp"))) < 2:  # both writers have begun
+            assert child.poll() is None and time.monotonic() < deadline, "predict ended before the kill"
+            time.sleep(0.01)
+    finally:
+        child.kill()
+        child.wait()
+    left = sorted(p.name for p in tmp_path.glob(".*.tmp"))
+    assert [name.split(".")[1] for name in left] == ["preds", "rejects"]
+    result = CliRunner().invoke(cli, ["predict", *args])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["preds.csv", "rejects.jsonl", "rows.csv"]
