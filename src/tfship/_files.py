@@ -179,7 +179,9 @@ def errors_name(path: str | os.PathLike[str]) -> Iterator[None]:
         named = exc.filename
         if named is not None and not Path(os.fsdecode(named)).name.endswith(".tmp"):
             raise
-        cause = exc.strerror or str(exc)
+        # the system's words for the errno: a library's own text wraps them (pyarrow: "Error
+        # writing bytes to file. Detail: [errno 28] No space left on device")
+        cause = os.strerror(exc.errno) if isinstance(exc.errno, int) else exc.strerror or str(exc)
         raise OSError(exc.errno, cause, os.fspath(path)) from exc  # the errno picks the subclass
 
 

@@ -69,10 +69,11 @@ def test_rejects_that_do_not_fit_publish_nothing(adder: Path, tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["preds.csv", "rejects.jsonl", "rows.csv"]
 
 
-def test_an_output_that_does_not_fit_is_one_line(adder: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", ["jsonl", "csv", "parquet", "tfrecord"])
+def test_an_output_that_does_not_fit_is_one_line(adder: Path, tmp_path: Path, suffix: str) -> None:
     rows = tmp_path / "rows.csv"
-    rows.write_text("a,b\n" + "".join(f"{i},{i}\n" for i in range(2000)))
-    preds = tmp_path / "preds.jsonl"
+    rows.write_text("a,b\n" + "".join(f"{i},{i}\n" for i in range(3000)))
+    preds = tmp_path / f"preds.{suffix}"
     done = _predict_on_small_disk(str(adder), str(rows), "-o", str(preds), "--rejects",
                                   str(tmp_path / "rejects.jsonl"))
     assert done.returncode == 1, done.stderr

@@ -16,7 +16,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -47,8 +47,8 @@ class OutputView:
     answer is the class of the highest score), ``"class_ids"`` (a ``tf.estimator`` head's
     predict outputs: ``classes``, ``class_ids``, ``probabilities``), ``"value"`` (a
     regression's one value per row) or ``"by_class"`` (CSV: raw outputs, a per-class one
-    spread over columns named by class; see :func:`by_class`). Classifiers write ``class`` and ``probability``,
-    regressions ``prediction``, whichever signature answers.
+    spread over columns named by class; see :func:`by_class`). Classifiers write ``class``
+    and ``probability``, regressions ``prediction``, whichever signature answers.
 
     Example:
         >>> view = OutputView(("classes", "scores"), "scores")
@@ -677,7 +677,8 @@ class PredictionLogWriter(Writer):
         else:
             logs = self._predict_logs(rows, outputs, inputs or {})
         for log in logs:
-            self.writer.write(log.SerializeToString())
+            with self._io_errors():
+                self.writer.write(log.SerializeToString())
         self.rows += rows
 
     def _classifies(self, outputs: Mapping[str, Array]) -> bool:
@@ -750,7 +751,18 @@ class PredictionLogWriter(Writer):
     def finish(self) -> None:
         if self.writer is not None:
             self.writer, writer = None, self.writer
-            writer.close()
+            with self._io_errors():
+                writer.close()
+
+    @contextlib.contextmanager
+    def _io_errors(self) -> Iterator[None]:
+        """TensorFlow's error of a write (a full disk) as the ``OSError`` it is, naming the
+        file the user gave; TensorFlow names the temporary: ``<tmp>; File too large``."""
+        try:
+            yield
+        except self.tf.errors.OpError as exc:
+            cause = str(exc.message).rsplit("; ", 1)[-1]
+            raise OSError(None, cause, str(self.path)) from exc
 
 
 def _prediction_log(kind: str, request: Any, response: Any) -> Any:
