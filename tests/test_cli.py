@@ -103,7 +103,8 @@ def test_exit_codes_live_on_the_classes() -> None:
     codes = {name: getattr(errors, name).exit_code for name in classes}
     assert codes["TfshipError"] == 1 and codes["InputError"] == 2 and codes["VerdictError"] == 3
     assert all(issubclass(getattr(errors, n), TfshipError) for n in classes)
-    assert set(errors.__all__) - set(classes) == {"value_text"}  # how messages show a value
+    # how messages show a value, and how the CLI shows an OSError
+    assert set(errors.__all__) - set(classes) == {"os_error_text", "value_text"}
 
 
 def test_schema_infer_and_check(tmp_path: Path) -> None:

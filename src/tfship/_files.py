@@ -74,6 +74,8 @@ class AtomicFile:
         self._lock: int | None = fd
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
+        else:  # no lock to hold (and an open file could not be renamed there)
+            self._unlock()
 
     def _create(self) -> tuple[int, Path]:
         while True:  # a name of our own: O_EXCL, so two writers never share a temporary

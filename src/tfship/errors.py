@@ -65,6 +65,7 @@ __all__ = [
     "TfshipError",
     "TrainError",
     "VerdictError",
+    "os_error_text",
     "value_text",
 ]
 

@@ -84,12 +84,12 @@ class JobSummary:
     predicted: int = 0
     rejected: int = 0
     seconds: float = 0.0
-    load_seconds: float | None = None
-    total_seconds: float | None = None
     output: str = ""
     rejects: str | None = None
     files: int = 0
     first_rejects: list[Reject] = field(default_factory=list, repr=False)
+    load_seconds: float | None = None
+    total_seconds: float | None = None
 
     @property
     def rows_per_second(self) -> float:
