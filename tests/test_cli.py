@@ -9,12 +9,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from estimator_lane import has_estimator
+from read_only import CAUSE, read_only_dir
 from tfship import __version__
 from tfship.cli import COMMANDS, NEEDS_ESTIMATOR, SHORT_HELP, cli
 from tfship.errors import TfshipError
@@ -77,6 +79,25 @@ def test_tfship_error_is_one_line_with_its_exit_code(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_an_io_error_is_one_line_naming_the_path(tmp_path: Path) -> None:
+    with read_only_dir(tmp_path / "read-only") as place:
+        result = CliRunner().invoke(cli, ["data", "penguins", "--out", str(place / "data")])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {place / 'data'}: {CAUSE}\n"
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.estimator
+def test_export_to_a_base_it_cannot_make_is_one_line(tiny_model: Any, tmp_path: Path) -> None:
+    with read_only_dir(tmp_path / "read-only") as place:
+        result = CliRunner().invoke(
+            cli, ["export", "--model-dir", str(tiny_model.model_dir), "-o", str(place / "base")]
+        )
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == f"Error: {place / 'base'}: {CAUSE}"
+    assert "Traceback" not in result.output
+
+
 def test_exit_codes_live_on_the_classes() -> None:
     from tfship import errors
 
@@ -84,7 +105,8 @@ def test_exit_codes_live_on_the_classes() -> None:
     codes = {name: getattr(errors, name).exit_code for name in classes}
     assert codes["TfshipError"] == 1 and codes["InputError"] == 2 and codes["VerdictError"] == 3
     assert all(issubclass(getattr(errors, n), TfshipError) for n in classes)
-    assert set(errors.__all__) - set(classes) == {"value_text"}  # how messages show a value
+    # how messages show a value, and how the CLI shows an OSError
+    assert set(errors.__all__) - set(classes) == {"os_error_text", "value_text"}
 
 
 def test_schema_infer_and_check(tmp_path: Path) -> None:

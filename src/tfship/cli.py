@@ -2,7 +2,7 @@
 
 Each verb lives beside its logic (``tfship/<package>/_cli.py``) and is imported only when it is
 run or listed, so ``tfship --help`` never imports TensorFlow. ``TfshipError``s are printed as one
-line and exit with the code their class carries.
+line and exit with the code their class carries; so are ``OSError``s (path and cause, exit 1).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import click
 from tfship import __version__
 from tfship._interrupt import interrupted, recording_interrupts
 from tfship._tf import require_extra, set_verbose
-from tfship.errors import TfshipError
+from tfship.errors import TfshipError, os_error_text
 
 _CHATTY_LIBRARIES = ("httpx", "httpcore")
 INTERRUPTED = 130  # what a shell reports for a command stopped by SIGINT
@@ -96,6 +96,9 @@ class TfshipGroup(click.Group):
         except Exception as exc:
             if interrupted():  # Ctrl-C surfaced as another error inside a library: it still stops
                 _aborted(ctx)
+            if isinstance(exc, OSError):  # a full disk, a read-only file system: no traceback
+                click.echo(f"Error: {os_error_text(exc)}", err=True)
+                ctx.exit(1)
             if not isinstance(exc, TfshipError):
                 raise
             click.echo(f"Error: {exc}", err=True)

@@ -2,7 +2,9 @@
 
 Every failure of the environment, of I/O, of a model or of a server is a ``TfshipError``;
 misuse of the API (wrong argument types or values) raises ``TypeError``/``ValueError``.
-The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``.
+The CLI prints ``Error: <message>`` and exits with the class's ``exit_code``; an ``OSError``
+(a full disk, a read-only file system, a permission) is printed by :func:`os_error_text` as
+``Error: <path>: <cause>`` and exits with 1.
 
 ::
 
@@ -47,6 +49,7 @@ numpy 1 and 2.
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = [
@@ -62,6 +65,7 @@ __all__ = [
     "TfshipError",
     "TrainError",
     "VerdictError",
+    "os_error_text",
     "value_text",
 ]
 
@@ -142,6 +146,23 @@ class VerdictError(TfshipError):
 
     exit_code = 3
 
+
+def os_error_text(exc: OSError) -> str:
+    """An I/O error as one line: the path it names, then the cause.
+
+    Example:
+        >>> os_error_text(OSError(28, "No space left on device", "preds.csv"))
+        'preds.csv: No space left on device'
+        >>> os_error_text(OSError(18, "Invalid cross-device link", "a.tmp", None, "a"))
+        'a.tmp -> a: Invalid cross-device link'
+    """
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is None:
+        return cause
+    where = os.fsdecode(exc.filename)
+    if exc.filename2 is not None:
+        where += f" -> {os.fsdecode(exc.filename2)}"
+    return f"{where}: {cause}"
 
 
 def value_text(value: object) -> str:

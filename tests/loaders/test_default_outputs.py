@@ -75,5 +75,10 @@ def test_a_multiclass_model_writes_the_class_of_the_highest_probability(
                    "--outputs", "classes,probabilities")
     assert list(frame.columns) == ["class", "probability"]
     assert frame["class"].tolist() == raw["classes"].tolist()
-    probabilities = raw[[f"probabilities_{i}" for i in range(3)]].to_numpy()
+    # a column per class, named by the class (the export answers its vocabulary)
+    by_class = [f"probabilities_{name}" for name in tiny_model.schema.label.vocabulary]
+    assert list(raw.columns) == ["classes", *by_class]
+    probabilities = raw[by_class].to_numpy()
     np.testing.assert_allclose(frame["probability"], probabilities.max(axis=1), rtol=1e-5)
+    best = [by_class[i].removeprefix("probabilities_") for i in probabilities.argmax(axis=1)]
+    assert frame["class"].tolist() == best

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,24 @@ def test_files_may_follow_the_model(
     np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
     none = predict(str(estimator_exports.parsing), "-o", str(out))
     assert none.exit_code == 2 and "no input: give files after MODEL" in none.output
+
+
+def test_the_summary_names_its_times_predict_load_and_total(
+    estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path
+) -> None:
+    source = write_csv(tmp_path / "in.csv", rows)
+    args = [str(estimator_exports.parsing), str(source), "-o", str(tmp_path / "out.csv")]
+    line = predict(*args).stdout.strip()
+    times = re.fullmatch(
+        rf"rows in: {N}, predicted: {N}, rejected: 0 \(\d+ rows/s, "
+        r"predict (\d+\.\d\d) s, load (\d+\.\d\d) s, total (\d+\.\d\d) s\) -> .*out\.csv",
+        line,
+    )
+    assert times is not None, line
+    job, load, total = map(float, times.groups())
+    assert load > 0 and total >= job + load  # the total holds the load the job's time leaves out
+    summary = json.loads(predict(*args, "--json").stdout)
+    assert summary["total_seconds"] >= summary["seconds"] + summary["load_seconds"] > 0
 
 
 def test_globs_and_several_files_keep_their_order(

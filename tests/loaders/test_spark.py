@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 import tfship
-from loaders.support import EstimatorExports, make_rows
+from loaders.support import EstimatorExports, make_rows, records_of
 from loaders.test_job import BAD_LINES, write_csv, write_input
 from tfship.cli import cli
 from tfship.loaders import JobSpec, load
@@ -243,6 +243,33 @@ def test_predict_scores_a_dataframe_and_keeps_bad_rows_with_their_reason(
     assert "island" in str(refused.value)
 
 
+@pytest.mark.parametrize(("signature", "written"), [
+    ("regression", ["prediction"]), ("serving_default", ["class", "probability"]),
+])
+def test_predict_names_its_columns_as_tfship_predict_does(
+    cluster: Cluster, estimator_exports: EstimatorExports, tmp_path: Path, signature: str, written: list[str],
+) -> None:
+    rows = make_rows(8, seed=44)
+    out = tmp_path / "local.csv"
+    source = write_csv(tmp_path / "in.csv", rows)
+    local = CliRunner().invoke(
+        cli, ["predict", str(estimator_exports.parsing), str(source), "-o", str(out), "-s", signature]
+    )
+    assert local.exit_code == 0, local.output
+    want = pd.read_csv(out, dtype={"class": str})
+    assert list(want.columns) == written
+    schema = "x float, v2 array<float>, color string, tags array<string>"
+    df = cluster.session.createDataFrame(records_of(rows), schema).coalesce(1)
+    scored = predict(df, estimator_exports.parsing, signature=signature)
+    assert scored.columns == [*df.columns, *written, "reject"]
+    got = scored.collect()  # in df's order: one partition
+    for name in written:
+        if name == "class":
+            assert [r[name] for r in got] == want[name].tolist()
+        else:
+            np.testing.assert_allclose([r[name] for r in got], want[name], rtol=1e-5)
+
+
 def test_a_dataframe_without_a_required_feature_is_refused(cluster: Cluster, tiny_model: Any) -> None:
     df = cluster.session.createDataFrame(pd.read_csv(tiny_model.eval_csv).head(3).drop(columns=["island"]))
     with pytest.raises(tfship.errors.InputError, match="the DataFrame has no column 'island'"):
@@ -386,3 +413,36 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(
     scores = [c for c in want.columns if c.startswith("scores")]
     np.testing.assert_allclose(got[scores], want[scores], atol=1e-6)
     assert (tmp_path / "spark.rejects.jsonl").read_text() == (tmp_path / "local.rejects.jsonl").read_text()
+
+
+def test_the_jvm_start_up_files_are_private_to_the_run(tmp_path: Path) -> None:
+    # Another user's symlinks under the names the start-up files once had in the temp directory:
+    # neither is followed, and the run leaves nothing of its own there.
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    for name in ("tfship-spark.log", "tfship-spark-log4j2.properties"):
+        (shared / name).symlink_to(victim)
+    code = (
+        "import os, stat, tfship.loaders._spark as s\n"
+        "made = []\n"
+        "real = s.tempfile.mkdtemp\n"
+        "def spy(*a, **k):\n"
+        "    made.append(real(*a, **k)); return made[-1]\n"
+        "s.tempfile.mkdtemp = spy\n"
+        "session = s.start_session('local[1]')\n"
+        "session.stop()\n"
+        "print(made[0])\n"
+    )
+    env = {**os.environ, "TMPDIR": str(shared), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    private = Path(done.stdout.strip().splitlines()[-1])
+    assert private.parent == shared and private.name.startswith("tfship-spark-")
+    assert not private.exists()  # removed once Spark was up
+    assert victim.read_text() == "mine\n"
+    assert sorted(p.name for p in shared.iterdir() if p.name.startswith("tfship")) == [
+        "tfship-spark-log4j2.properties", "tfship-spark.log"
+    ]

@@ -217,9 +217,13 @@ def write_rejects(items: list[Any], path: str | None) -> int:
             log.warning("rejected %s:%s: %s", reject["file"], reject["line"], reject["reason"])
         return len(items)
     writer = RejectsWriter(Path(path))
-    for _, reject in sorted(items, key=lambda kv: kv[0]):
-        writer.write(Reject(reject["file"], reject["line"], reject["reason"], reject["record"]))
-    writer.close()
+    try:
+        for _, reject in sorted(items, key=lambda kv: kv[0]):
+            writer.write(Reject(reject["file"], reject["line"], reject["reason"], reject["record"]))
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
     return len(items)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -187,13 +188,16 @@ def predict(
             return run_job(loaded, spec, echo_reject=_echo_reject)
 
     to_stdout = is_stdout(output)
+    started = time.perf_counter()  # the total: importing TensorFlow and loading the model too
     try:
         summary = job()
     except MissingColumnError as exc:
         raise exc.with_option("--fill-missing-columns") from None
     except TooManyRejectsError as exc:
+        exc.summary.total_seconds = time.perf_counter() - started
         _print_summary(exc.summary, as_json, to_stdout)
         raise
+    summary.total_seconds = time.perf_counter() - started
     _print_summary(summary, as_json, to_stdout)
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tfship._files import errors_name
 from tfship.errors import DataError, InputError, ModelInputError
 from tfship.loaders._writers import (
     OutputView,
@@ -67,9 +68,16 @@ class TooManyRejectsError(DataError):
 class JobSummary:
     """What a batch job did: rows in, predicted, rejected, time, and where it wrote.
 
+    ``seconds`` is the job's own time (reading, the model, writing), which rows/s is of;
+    ``load_seconds`` the model's load before it, and ``total_seconds`` the whole command's
+    (importing TensorFlow too), when known.
+
     Example:
         >>> JobSummary(rows_in=10, predicted=9, rejected=1, seconds=0.5, output="p.csv").line()
-        'rows in: 10, predicted: 9, rejected: 1 (20 rows/s, 0.50 s) -> p.csv'
+        'rows in: 10, predicted: 9, rejected: 1 (20 rows/s, predict 0.50 s) -> p.csv'
+        >>> JobSummary(rows_in=10, predicted=10, seconds=0.5, load_seconds=1.25,
+        ...            total_seconds=4.0, output="p.csv").line().split(" (")[1]
+        '20 rows/s, predict 0.50 s, load 1.25 s, total 4.00 s) -> p.csv'
     """
 
     rows_in: int = 0
@@ -80,6 +88,8 @@ class JobSummary:
     rejects: str | None = None
     files: int = 0
     first_rejects: list[Reject] = field(default_factory=list, repr=False)
+    load_seconds: float | None = None
+    total_seconds: float | None = None
 
     @property
     def rows_per_second(self) -> float:
@@ -87,10 +97,14 @@ class JobSummary:
 
     def line(self) -> str:
         """The one-line summary ``tfship predict`` prints."""
+        times = f"predict {self.seconds:.2f} s"
+        if self.load_seconds is not None:
+            times += f", load {self.load_seconds:.2f} s"
+        if self.total_seconds is not None:
+            times += f", total {self.total_seconds:.2f} s"
         return (
             f"rows in: {self.rows_in:,}, predicted: {self.predicted:,}, "
-            f"rejected: {self.rejected:,} ({self.rows_per_second:,.0f} rows/s, "
-            f"{self.seconds:.2f} s) -> {self.output}"
+            f"rejected: {self.rejected:,} ({self.rows_per_second:,.0f} rows/s, {times}) -> {self.output}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,6 +113,8 @@ class JobSummary:
             "predicted": self.predicted,
             "rejected": self.rejected,
             "seconds": round(self.seconds, 4),
+            "load_seconds": None if self.load_seconds is None else round(self.load_seconds, 4),
+            "total_seconds": None if self.total_seconds is None else round(self.total_seconds, 4),
             "rows_per_second": round(self.rows_per_second, 1),
             "output": self.output,
             "rejects": self.rejects,
@@ -441,10 +457,22 @@ class BackgroundWriter:
         self.items.put(None)
         self.thread.join()
 
-    def close(self) -> None:
+    def finish(self) -> None:
+        """Write what is queued, then flush and close the file (not yet in place)."""
         self._drain()
         self._raise()
-        self.writer.close()
+        self.writer.finish()
+
+    def commit(self) -> None:
+        self.writer.commit()
+
+    @property
+    def path(self) -> Path:
+        return self.writer.path
+
+    def close(self) -> None:
+        self.finish()
+        self.commit()
 
     def abort(self) -> None:
         self._drain()
@@ -501,7 +529,7 @@ def run_job(
     )
     for path in files:
         preparer.check_file(path)
-    summary = JobSummary(output=output_name(spec.output), files=len(files))
+    summary = JobSummary(output=output_name(spec.output), files=len(files), load_seconds=model.load_seconds)
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(
         make_writer(
@@ -575,15 +603,24 @@ def emit_all(
     echo_reject: Callable[[Reject], None] | None,
     after_each: Callable[[], None] | None = None,
 ) -> None:
-    """``emit`` every scored chunk, in order, then close the writers; abort both on failure."""
+    """``emit`` every scored chunk, in order, then close the writers; abort both on failure.
+
+    Both files are closed (where a full disk shows) before either is renamed into place, and
+    the rejects go first: an output in place means its rejects are too. A failure leaves the
+    old files as they were.
+    """
     try:
         for scored in chunks:
             emit(scored, view, writer, rejects, summary, echo_reject)
             if after_each is not None:
                 after_each()
-        writer.close()
+        with errors_name(writer.path):
+            writer.finish()
         if rejects is not None:
-            rejects.close()
+            with errors_name(rejects.path):
+                rejects.finish()
+            rejects.commit()
+        writer.commit()
     except BaseException:
         writer.abort()
         if rejects is not None:
@@ -602,14 +639,16 @@ def emit(
     """Write one scored chunk (its outputs as ``view`` shows them) and count it into ``summary``."""
     summary.rows_in += scored.rows_in
     if scored.outputs:
-        writer.write(scored.keep, view.columns(scored.outputs), scored.inputs)
+        with errors_name(writer.path):
+            writer.write(scored.keep, view.columns(scored.outputs), scored.inputs)
     summary.predicted += scored.predicted
     for reject in scored.rejects:
         summary.rejected += 1
         if len(summary.first_rejects) < 5:
             summary.first_rejects.append(reject)
         if rejects is not None:
-            rejects.write(reject)
+            with errors_name(rejects.path):
+                rejects.write(reject)
         elif echo_reject is not None:
             echo_reject(reject)
 

@@ -238,14 +238,19 @@ def start_session(master: str) -> Any:
     )
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
-    if not is_verbose():
-        config = Path(tempfile.gettempdir()) / "tfship-spark-log4j2.properties"
+    # The JVM's start-up files (its log4j configuration, its log) go to a directory of this run
+    # only (mode 0700): a fixed name in the shared temp directory could be another user's
+    # symlink or configuration, or another run's. Removed once Spark is up; kept, and named,
+    # when it failed to start.
+    private = None if is_verbose() else Path(tempfile.mkdtemp(prefix="tfship-spark-"))
+    if private is not None:
+        config = private / "log4j2.properties"
         config.write_text(_QUIET_LOG4J)
         # The driver's JVM only: executors log to their own files on their own machines.
         options = f"-Dlog4j2.configurationFile=file:{config}"
         builder = builder.config("spark.driver.extraJavaOptions", options)
     try:
-        with _jvm_stderr() as jvm_log:
+        with _jvm_stderr(private) as jvm_log:
             session = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - pyspark raises its own types for a dead JVM
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -253,25 +258,29 @@ def start_session(master: str) -> Any:
         where = f" (its log: {jvm_log})" if jvm_log else ""
         reason = cause or first
         raise TfshipError(f"Spark could not start on {master!r} with {java}: {reason}{where}") from exc
+    if private is not None:
+        shutil.rmtree(private, ignore_errors=True)
     session.sparkContext.setLogLevel("ERROR" if not is_verbose() else "INFO")
     return session
 
 
 @contextlib.contextmanager
-def _jvm_stderr() -> Iterator[str | None]:
-    """Spark's JVM, started inside, writes its start-up notices to a file, not to our stderr.
+def _jvm_stderr(directory: Path | None) -> Iterator[str | None]:
+    """Spark's JVM, started inside, writes its start-up notices to a file in ``directory``, not
+    to our stderr.
 
     The JVM inherits file descriptor 2 when it starts; it is pointed at a log file for that
-    moment only (``--verbose`` leaves it alone). Python's own stderr is restored right after.
+    moment only (no ``directory``: ``--verbose`` leaves it alone). Python's own stderr is
+    restored right after.
     """
-    if is_verbose():
+    if directory is None:
         yield None
         return
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    path = Path(tempfile.gettempdir()) / "tfship-spark.log"  # the last run's, overwritten
+    path = directory / "spark.log"
     sys.stderr.flush()
     saved = os.dup(2)
-    with open(path, "wb") as log_file:
+    with open(path, "xb") as log_file:
         os.dup2(log_file.fileno(), 2)
         try:
             yield str(path)

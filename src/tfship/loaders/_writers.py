@@ -4,17 +4,19 @@ Writers take one chunk at a time (pass-through columns plus model outputs) and w
 temporary sibling of the target, renamed into place by ``close``: a reader never sees half a
 file. JSONL and Parquet keep each output's per-row shape (``class_ids`` stays ``[1]``, as TF
 Serving's REST API answers); CSV has one cell per value: ``probabilities_0``,
-``probabilities_1``, ... or just ``class_ids`` when a row holds one value.
+``probabilities_1``, ... or just ``class_ids`` when a row holds one value; a per-class output
+is named by class (``probabilities_Adelie``) when the signature answers the class names.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -43,9 +45,10 @@ class OutputView:
     ``kind`` is ``"raw"`` (the outputs as the signature returns them), ``"scores"`` (a classify
     signature's ``classes`` and ``scores``: every row holds the whole vocabulary, so the row's
     answer is the class of the highest score), ``"class_ids"`` (a ``tf.estimator`` head's
-    predict outputs: ``classes``, ``class_ids``, ``probabilities``) or ``"value"`` (a
-    regression's one value per row). Classifiers write ``class`` and ``probability``,
-    regressions ``prediction``, whichever signature answers.
+    predict outputs: ``classes``, ``class_ids``, ``probabilities``), ``"value"`` (a
+    regression's one value per row) or ``"by_class"`` (CSV: raw outputs, a per-class one
+    spread over columns named by class; see :func:`by_class`). Classifiers write ``class``
+    and ``probability``, regressions ``prediction``, whichever signature answers.
 
     Example:
         >>> view = OutputView(("classes", "scores"), "scores")
@@ -56,11 +59,18 @@ class OutputView:
 
     keys: tuple[str, ...]
     kind: str = "raw"
+    #: ``"by_class"`` (CSV): the outputs written, the one whose rows name the classes (fetched,
+    #: and written only when asked for), and those written as one column per class.
+    written: tuple[str, ...] = ()
+    vocabulary: str = ""
+    per_class: tuple[str, ...] = ()
 
     def columns(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
         """The written columns of one batch of ``outputs`` (a dict of the fetched ``keys``)."""
         if self.kind == "raw":
             return dict(outputs)
+        if self.kind == "by_class":
+            return self._by_class(outputs)
         if self.kind == "value":
             (key,) = self.keys
             return {"prediction": outputs[key].reshape(-1)}
@@ -75,6 +85,47 @@ class OutputView:
         return {"class": outputs["classes"].reshape(-1), "probability": probabilities[rows, ids]}
 
 
+    def _by_class(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
+        classes = outputs[self.vocabulary]
+        names = [_label(v) for v in classes[0]] if len(classes) else None
+        written: dict[str, Array] = {}
+        for key in self.written:
+            if key in self.per_class and names is not None:
+                written.update((f"{key}_{name}", outputs[key][:, i]) for i, name in enumerate(names))
+            else:
+                written[key] = outputs[key]
+        return written
+
+
+def by_class(sig: SignatureInfo, keys: tuple[str, ...]) -> OutputView:
+    """The outputs ``keys`` for CSV, a float output with one value per class spread over
+    columns named by class (``probabilities_Adelie``) when the signature also answers the class
+    names of every row (a ``tf.estimator`` head's ``all_classes``, a classify signature's
+    ``classes``); by index (``probabilities_0``) otherwise, as the CSV writer names them.
+    """
+    found = [k for k in ("all_classes", "classes") if _width(sig, k, "string")]
+    if not found:
+        return OutputView(keys)
+    vocabulary = found[0]
+    width = _width(sig, vocabulary, "string")
+    per_class = tuple(k for k in keys if _width(sig, k, "float") == width)
+    if not per_class:
+        return OutputView(keys)
+    fetched = keys if vocabulary in keys else (*keys, vocabulary)
+    return OutputView(fetched, "by_class", keys, vocabulary, per_class)
+
+
+def _width(sig: SignatureInfo, key: str, dtype: str) -> int | None:
+    """The known width of output ``key`` of shape [batch, width] and of ``dtype``, else None."""
+    info = sig.outputs.get(key)
+    if info is None or info.encoding != "dense" or info.shape is None or len(info.shape) != 2:
+        return None
+    if not info.dtype.startswith(dtype):
+        return None
+    width: int | None = info.shape[1]
+    return width if width is not None and width > 1 else None
+
+
 def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> OutputView:
     """What a batch job writes for ``sig``: the ``outputs`` asked for, else the row's answer.
 
@@ -84,7 +135,8 @@ def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> 
     outputs, and so does a ``tfrecord`` of ``PredictionLog`` s, which logs what TF Serving answers.
     """
     if outputs is not None or fmt == "tfrecord":
-        return OutputView(tuple(outputs) if outputs is not None else tuple(sorted(sig.outputs)))
+        keys = tuple(outputs) if outputs is not None else tuple(sorted(sig.outputs))
+        return by_class(sig, keys) if fmt == "csv" else OutputView(keys)
     outs = sig.outputs
 
     def has(key: str, dtype: str, width: int | None = None) -> bool:
@@ -104,7 +156,7 @@ def output_view(sig: SignatureInfo, outputs: Sequence[str] | None, fmt: str) -> 
         return OutputView(("outputs",), "value")
     if has("predictions", "float", 1) and "probabilities" not in outs:
         return OutputView(("predictions",), "value")
-    return OutputView(tuple(sorted(outs)))
+    return by_class(sig, tuple(sorted(outs))) if fmt == "csv" else OutputView(tuple(sorted(outs)))
 
 
 #: the output path that means standard output, as for most command-line tools.
@@ -165,6 +217,11 @@ class Writer:
         self.rows = 0
 
     @property
+    def path(self) -> Path:
+        """The file the user named (``-`` for standard output)."""
+        return self.file.path
+
+    @property
     def tmp(self) -> Path:
         """The temporary file of a writer that writes by path (not to standard output)."""
         if not isinstance(self.file, AtomicFile):
@@ -182,13 +239,19 @@ class Writer:
     def finish(self) -> None:
         """Flush and close the underlying stream (before the rename)."""
 
-    def close(self) -> None:
-        self.finish()
+    def commit(self) -> None:
+        """Rename the finished file into place."""
         self.file.commit()
 
+    def close(self) -> None:
+        self.finish()
+        self.commit()
+
     def abort(self) -> None:
+        """Remove the temporary file, even when closing it fails too (a full disk)."""
         try:
-            self.finish()
+            with contextlib.suppress(Exception):  # the error that made us abort is the one to report
+                self.finish()
         finally:
             self.file.abort()
 
@@ -550,9 +613,12 @@ class CsvWriter(_ArrowWriter):
         return pacsv.CSVWriter(self.stream, schema, write_options=options)
 
     def finish(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.stream.close()
+        try:
+            if self.writer is not None:
+                self.writer, writer = None, self.writer
+                writer.close()
+        finally:
+            self.stream.close()
 
 
 class ParquetWriter(_ArrowWriter):
@@ -569,8 +635,8 @@ class ParquetWriter(_ArrowWriter):
 
     def finish(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+            self.writer, writer = None, self.writer
+            writer.close()
 
 
 # -- TFRecord of PredictionLog ----------------------------------------------------------------
@@ -611,7 +677,8 @@ class PredictionLogWriter(Writer):
         else:
             logs = self._predict_logs(rows, outputs, inputs or {})
         for log in logs:
-            self.writer.write(log.SerializeToString())
+            with self._io_errors():
+                self.writer.write(log.SerializeToString())
         self.rows += rows
 
     def _classifies(self, outputs: Mapping[str, Array]) -> bool:
@@ -683,8 +750,19 @@ class PredictionLogWriter(Writer):
 
     def finish(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+            self.writer, writer = None, self.writer
+            with self._io_errors():
+                writer.close()
+
+    @contextlib.contextmanager
+    def _io_errors(self) -> Iterator[None]:
+        """TensorFlow's error of a write (a full disk) as the ``OSError`` it is, naming the
+        file the user gave; TensorFlow names the temporary: ``<tmp>; File too large``."""
+        try:
+            yield
+        except self.tf.errors.OpError as exc:
+            cause = str(exc.message).rsplit("; ", 1)[-1]
+            raise OSError(None, cause, str(self.path)) from exc
 
 
 def _prediction_log(kind: str, request: Any, response: Any) -> Any:
@@ -715,19 +793,40 @@ def _label(value: Any) -> str:
 
 
 class RejectsWriter:
-    """The rejects file: one JSON object per rejected row (file, line, reason, record)."""
+    """The rejects file: one JSON object per rejected row (file, line, reason, record).
+
+    ``finish`` closes it (where a full disk shows), ``commit`` renames it into place; ``close``
+    does both. ``abort`` removes the temporary file, even when closing it fails.
+    """
 
     def __init__(self, path: Path) -> None:
         self.file = AtomicFile(path)
-        self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+        try:
+            self.stream = open(self.file.tmp, "w", encoding="utf-8")  # noqa: SIM115
+        except BaseException:
+            self.file.abort()
+            raise
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
 
     def write(self, reject: Any) -> None:
         self.stream.write(json.dumps(reject.to_dict(), ensure_ascii=False) + "\n")
 
-    def close(self) -> None:
+    def finish(self) -> None:
         self.stream.close()
+
+    def commit(self) -> None:
         self.file.commit()
 
+    def close(self) -> None:
+        self.finish()
+        self.commit()
+
     def abort(self) -> None:
-        self.stream.close()
-        self.file.abort()
+        try:
+            with contextlib.suppress(OSError):  # the error that made us abort is the one to report
+                self.stream.close()
+        finally:
+            self.file.abort()

@@ -1,9 +1,11 @@
 """Batch prediction on Apache Spark (``tfship[spark]``): a DataFrame in, a DataFrame out.
 
-``predict(df, export)`` adds one column per signature output and a ``reject`` column to every
-row of ``df``, scored by ``LocalModel`` on the executors: the same conversion, ``tf.Example``
-parsing signatures, string features, casts and bad-row reasons as ``tfship predict``. A row the
-model cannot take keeps its place, with null predictions and its reason in ``reject``.
+``predict(df, export)`` adds the columns ``tfship predict`` writes (a classifier's ``class`` and
+``probability``, a regression's ``prediction``; or the signature outputs asked for) and a
+``reject`` column to every row of ``df``, scored by ``LocalModel`` on the executors: the same
+conversion, ``tf.Example`` parsing signatures, string features, casts and bad-row reasons as
+``tfship predict``. A row the model cannot take keeps its place, with null predictions and its
+reason in ``reject``.
 ``run_job`` is ``tfship predict --runner spark``: files in, files out, on a Spark master.
 
 It is built on ``DataFrame.mapInArrow``, not ``pyspark.ml.functions.predict_batch_udf``: the
@@ -21,7 +23,7 @@ Example, in a Spark session ``spark``::
 
     from tfship.loaders.spark import predict
     scored = predict(spark.read.parquet("rows.parquet"), "export/best")
-    scored.where("reject IS NULL").select("id", "probabilities").show()
+    scored.where("reject IS NULL").select("id", "class", "probability").show()
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from tfship.errors import InputError
 from tfship.loaders._job import JobSpec, score
 from tfship.loaders._model import resolve_export_dir
 from tfship.loaders._spark import DEFAULT_MASTER, Plan, SparkJobSummary, run_spark_job, scorer
-from tfship.loaders._writers import OutputView
+from tfship.loaders._writers import OutputView, output_view
 from tfship.records import Chunk
 
 __all__ = ["SparkJobSummary", "predict", "run_job"]
@@ -106,7 +108,9 @@ def predict(
         export: a SavedModel directory, or an export base (its newest version), at a path
             every executor can read.
         signature: the signature key (default ``serving_default``, or the only one).
-        outputs: the output keys to add as columns (default: all, sorted).
+        outputs: the output keys to add as columns. Default: the columns ``tfship predict``
+            writes, each row's answer: a classifier's ``class`` and ``probability``, a
+            regression's ``prediction``; all outputs, sorted, for a signature of another shape.
         batch_size: rows per model call.
         reject_column: the name of the column holding a rejected row's reason (null when the
             row was predicted).
@@ -132,7 +136,9 @@ def predict(
     export_dir = str(resolve_export_dir(export).resolve())
     loaded = scorer(export_dir, signature)  # here too: check the columns before any task runs
     adapter = loaded.adapter
-    keys = loaded.model.output_keys(adapter.sig.key, outputs)
+    chosen = None if outputs is None else loaded.model.output_keys(adapter.sig.key, outputs)
+    view = output_view(adapter.sig, chosen, "parquet")
+    specs = _output_specs(view, adapter.sig, adapter.where)
     columns = list(df.columns)
     missing = [f.name for f in adapter.fields.values() if f.required and f.name not in columns]
     if missing:
@@ -140,21 +146,32 @@ def predict(
             f"the DataFrame has no column {', '.join(map(repr, missing))}, required by "
             f"{adapter.where} (no default); its columns: {', '.join(columns)}"
         )
-    clash = [name for name in [*keys, reject_column] if name in columns]
+    clash = [name for name in [*(spec.key for spec in specs), reject_column] if name in columns]
     if clash:
         raise InputError(
             f"the DataFrame already has a column {', '.join(map(repr, clash))}; rename it, "
             "or choose other outputs or another reject column name"
         )
-    specs = [_output_spec(key, adapter.sig.outputs[key], adapter.where) for key in keys]
     from pyspark.sql.types import StringType, StructField, StructType
 
     schema = StructType(
         [*df.schema.fields, *(StructField(s.key, s.spark()) for s in specs)]
         + [StructField(reject_column, StringType())]
     )
-    plan = Plan(export_dir, adapter.sig.key, OutputView(tuple(keys)), batch_size=batch_size)
+    plan = Plan(export_dir, adapter.sig.key, view, batch_size=batch_size)
     return df.mapInArrow(functools.partial(_score_batches, plan, specs, reject_column), schema)
+
+
+def _output_specs(view: OutputView, sig: Any, where: str) -> list[_Output]:
+    """The columns ``view`` writes: a raw output's own, or a row's answer (``class`` and
+    ``probability``, ``prediction``), typed from the outputs they come from."""
+    if view.kind == "raw":
+        return [_output_spec(key, sig.outputs[key], where) for key in view.keys]
+    if view.kind == "value":
+        (key,) = view.keys
+        return [_Output("prediction", sig.outputs[key].dtype, 0)]
+    probability = "scores" if view.kind == "scores" else "probabilities"
+    return [_Output("class", "string", 0), _Output("probability", sig.outputs[probability].dtype, 0)]
 
 
 def _output_spec(key: str, info: Any, where: str) -> _Output:
@@ -189,7 +206,8 @@ def _score_batches(
         for reject in scored.rejects:
             rejected[reject.line] = True
             reasons[reject.line] = reject.reason
-        added = [_column(scored.outputs.get(s.key), rejected, s) for s in specs]
+        written = plan.view.columns(scored.outputs) if scored.outputs else {}
+        added = [_column(written.get(s.key), rejected, s) for s in specs]
         arrays = [*batch.columns, *added, pa.array(reasons, type=pa.string())]
         names = [*batch.schema.names, *(s.key for s in specs), reject_column]
         yield pa.RecordBatch.from_arrays(arrays, names=names)
