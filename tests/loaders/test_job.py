@@ -346,6 +346,9 @@ def test_raw_signature_reads_sparse_cells(
         (["-i", "{tmp}/in.csv", "--keep-columns", "nope"], "column(s) to keep 'nope' not in the file"),
         (["-i", "{tmp}/in.csv", "-s", "nope"], "signature 'nope' not found"),
         (["-i", "{tmp}/in.csv", "--outputs", "nope"], "no output 'nope'; valid outputs: classes"),
+        # the default signature classifies; the predict signature has the probabilities
+        (["-i", "{tmp}/in.csv", "--outputs", "probabilities"],
+         "no output 'probabilities'; valid outputs: classes, scores; signature 'predict' has it"),
     ],
 )
 def test_usage_errors_are_one_line(

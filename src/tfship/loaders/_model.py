@@ -175,9 +175,16 @@ class LocalModel:
             raise TypeError("outputs must be a list of output keys, not a string")
         unknown = [key for key in outputs if key not in sig.outputs]
         if unknown:
+            having = sorted(
+                key for key, other in self.signatures.items()
+                if key != sig.key and all(name in other.outputs for name in unknown)
+            )
+            elsewhere = (
+                f"; signature {having[0]!r} has {'it' if len(unknown) == 1 else 'them'}" if having else ""
+            )
             raise ModelInputError(
                 f"signature {sig.key!r} has no output {', '.join(map(repr, unknown))}; "
-                f"valid outputs: {', '.join(sorted(sig.outputs))}",
+                f"valid outputs: {', '.join(sorted(sig.outputs))}{elsewhere}",
                 path=str(self.path),
             )
         return list(dict.fromkeys(outputs))
