@@ -32,16 +32,20 @@ def _run(model: Path, tmp: Path, runner: str, inputs: list[Path]) -> tuple[Any, 
 
 
 def test_direct_runner_output_equals_the_local_path(
-    estimator_exports: EstimatorExports, tmp_path: Path
+    estimator_exports: EstimatorExports, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     rows = make_rows(30, seed=31)
     csv_in = write_csv(tmp_path / "a.csv", rows, extra=BAD_LINES)
+    with open(csv_in, "a") as f:
+        f.write("\n\n")  # blank lines are no rows: skipped, and said so
     jsonl_in = write_input("jsonl", tmp_path, make_rows(12, seed=32))
     with open(jsonl_in, "a") as f:
         f.write("{not json\n")
     inputs = [csv_in, jsonl_in]
     local, local_out, local_rejects = _run(estimator_exports.parsing, tmp_path, "local", inputs)
-    beam, beam_out, beam_rejects = _run(estimator_exports.parsing, tmp_path, "beam", inputs)
+    with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
+        beam, beam_out, beam_rejects = _run(estimator_exports.parsing, tmp_path, "beam", inputs)
+    assert "skipped 2 blank line(s) of the CSV input(s): no rows" in [r.getMessage() for r in caplog.records]
     assert local.exit_code == 0, local.output
     assert beam.exit_code == 0, beam.output
     local_frame, beam_frame = pd.read_csv(local_out), pd.read_csv(beam_out)

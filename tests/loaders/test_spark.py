@@ -8,6 +8,7 @@ process. The worker kill test runs last: it leaves one worker.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -160,14 +161,26 @@ def _predict(model: Path, inputs: list[Path], out: Path, *extra: str) -> Any:
 
 
 def test_the_cluster_writes_what_the_local_runner_writes(
-    cluster: Cluster, tiny_model: Any, tmp_path: Path
+    cluster: Cluster, tiny_model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     inputs = _penguins(tiny_model, tmp_path)
+    with open(inputs[0], "a") as f:
+        f.write("\n")  # a blank last line: no row, and both runners say they skipped it
     model = tiny_model.export()
     keep = ["--keep-columns", "species", "--outputs", "scores,classes"]
-    local = _predict(model, inputs, tmp_path / "local.csv", *keep)
-    spark = _predict(model, inputs, tmp_path / "spark.csv", *keep, "--runner", "spark",
-                     "--master", cluster.url)
+    notes: dict[str, list[str]] = {}
+    for runner in ("local", "spark"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
+            if runner == "local":
+                local = _predict(model, inputs, tmp_path / "local.csv", *keep)
+            else:
+                spark = _predict(model, inputs, tmp_path / "spark.csv", *keep, "--runner", "spark",
+                                 "--master", cluster.url)
+        notes[runner] = [r.getMessage() for r in caplog.records if "blank line" in r.getMessage()]
+    lines_total = len(inputs[0].read_text().split("\n")) - 1
+    assert notes["spark"] == notes["local"] == [
+        f"skipped 1 blank line(s) of {inputs[0]}, at line(s) {lines_total}"]
     for key in ("rows_in", "predicted", "rejected"):
         assert spark[key] == local[key]
     lines_in = len(tiny_model.eval_csv.read_text().splitlines()) - 1

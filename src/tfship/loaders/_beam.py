@@ -114,6 +114,8 @@ def read_rows(
         if chunk.names is not None:
             check_unknown_columns(path, chunk.names, wanted, unknown[1], list(fields), unknown[0], noted)
         rows_in.inc(chunk.rows + len(chunk.rejects))
+        if chunk.blank_lines:  # no row; the driver says how many lines were skipped
+            _counter("blank_lines").inc(len(chunk.blank_lines))
         for reject in chunk.rejects:
             yield pvalue.TaggedOutput("rejects", ((index, reject.line), reject.to_dict()))
         if chunk.serialized is not None:
@@ -323,6 +325,8 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     summary.predicted = counters.get("predicted", 0)
     summary.rejected = counters.get("rejected", 0)
     log.info("beam: the model was loaded %d time(s), once per worker process", counters.get("model_loads", 0))
+    if counters.get("blank_lines", 0):
+        log.warning("skipped %d blank line(s) of the CSV input(s): no rows", counters["blank_lines"])
     _check_rejects(spec, summary)
     return summary
 

@@ -198,13 +198,12 @@ def check_unknown_columns(
         log.warning("ignored column(s) %s of %s: not inputs of %s", listed, source, where)
 
 
-def note_blank_lines(chunk: Chunk) -> None:
+def note_blank_lines(source: str, lines: Sequence[int]) -> None:
     """Say which blank lines of a CSV file were skipped (no row: neither read nor rejected)."""
-    if chunk.blank_lines:
-        shown = ", ".join(map(str, chunk.blank_lines[:5]))
-        more = f" and {len(chunk.blank_lines) - 5} more" if len(chunk.blank_lines) > 5 else ""
-        log.warning("skipped %d blank line(s) of %s, at line(s) %s%s",
-                    len(chunk.blank_lines), chunk.source, shown, more)
+    if lines:
+        shown = ", ".join(map(str, lines[:5]))
+        more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+        log.warning("skipped %d blank line(s) of %s, at line(s) %s%s", len(lines), source, shown, more)
 
 
 class ChunkPreparer:
@@ -548,7 +547,7 @@ def run_job(
     def prepared_chunks() -> Iterator[Prepared]:
         for path in files:
             for chunk in read_chunks(path, chunk_rows, preparer.wanted):
-                note_blank_lines(chunk)
+                note_blank_lines(chunk.source, chunk.blank_lines)
                 yield preparer.prepare(chunk)
 
     runner = BatchRunner(adapter, view.keys, spec.batch_size)

@@ -42,6 +42,7 @@ from tfship.loaders._job import (
     Scored,
     _check_rejects,
     emit_all,
+    note_blank_lines,
     score,
 )
 from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
@@ -128,6 +129,8 @@ def score_parts(plan: Plan, parts: Iterator[Part]) -> Iterator[tuple[str, Any, A
         for number, chunk in enumerate(chunks):
             if number % part.parts == part.part:
                 chunk = _named(chunk, part.source)
+                if chunk.blank_lines:  # no row: the driver says which lines it skipped
+                    yield "blank", (part.index, number), (part.source, chunk.blank_lines)
                 yield "chunk", (part.index, number), score(preparer.prepare(chunk), runner, plan.want_inputs)
     yield "worker", os.getpid(), _LOADS[(plan.export_dir, plan.signature, plan.threads)]
 
@@ -386,12 +389,17 @@ def run_spark_job(
     summary.rejects = str(spec.rejects) if spec.rejects else None
     chunks: list[tuple[Any, Scored]] = []
     workers: dict[int, int] = {}
+    blank: list[tuple[Any, tuple[str, list[int]]]] = []
     for kind, key, value in results:
         if kind == "chunk":
             chunks.append((key, value))
+        elif kind == "blank":
+            blank.append((key, value))
         else:
             workers[key] = max(workers.get(key, 0), value)
     chunks.sort(key=lambda item: item[0])
+    for _, (source, lines) in sorted(blank, key=lambda item: item[0]):
+        note_blank_lines(source, lines)
     _write(chunks, plan.view, fmt, spec, names, summary, echo_reject)
     summary.seconds = time.perf_counter() - started
     summary.python_workers, summary.model_loads = len(workers), sum(workers.values())
