@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import urllib.parse
 import urllib.request
 import warnings
@@ -98,20 +99,57 @@ def _quiet_stderr(quiet: bool) -> Iterator[None]:
     if not quiet:
         yield
         return
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no descriptor 2 to save (a closed or replaced stderr)
-        yield
-        return
     null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(null, 2)
+        with stderr_to(null):
+            yield
+    finally:
+        os.close(null)
+
+
+# Who holds file descriptor 2 now: the descriptors of the blocks inside ``stderr_to``, newest
+# last, and the descriptor the first one saved (the user's stderr).
+_fd2_lock = threading.Lock()
+_fd2_holders: list[int] = []
+_fd2_saved: int | None = None
+
+
+@contextlib.contextmanager
+def stderr_to(target: int) -> Iterator[None]:
+    """File descriptor 2 pointed at ``target`` for the block, in any thread.
+
+    Blocks may overlap across threads (TensorFlow imported quietly while Spark's JVM starts
+    with its notices in a file): the newest block holds descriptor 2, a block that ends hands
+    it back to the newest one still open, and the last one restores the user's stderr, so an
+    overlap never leaves stderr pointed at a file or at ``/dev/null``. Without a descriptor 2
+    to save (a closed stderr), the block runs as it is.
+    """
+    global _fd2_saved
+    with _fd2_lock:
+        try:
+            sys.stderr.flush()
+            if not _fd2_holders:
+                _fd2_saved = os.dup(2)
+            os.dup2(target, 2)
+        except (OSError, ValueError):  # no descriptor 2 to save or replace
+            entered = False
+        else:
+            entered = True
+            _fd2_holders.append(target)
+    try:
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
+        if entered:
+            with _fd2_lock:
+                with contextlib.suppress(ValueError, OSError):
+                    sys.stderr.flush()
+                _fd2_holders.remove(target)
+                if _fd2_holders:
+                    os.dup2(_fd2_holders[-1], 2)
+                elif _fd2_saved is not None:
+                    os.dup2(_fd2_saved, 2)
+                    os.close(_fd2_saved)
+                    _fd2_saved = None
 
 
 def tensorflow_version() -> str | None:

@@ -459,3 +459,21 @@ def test_the_jvm_start_up_files_are_private_to_the_run(tmp_path: Path) -> None:
     assert sorted(p.name for p in shared.iterdir() if p.name.startswith("tfship")) == [
         "tfship-spark-log4j2.properties", "tfship-spark.log"
     ]
+
+
+def test_what_the_command_says_after_spark_started_reaches_stderr(tiny_model: Any, tmp_path: Path) -> None:
+    # Spark's JVM starts with its notices in a file while TensorFlow is imported quietly: the
+    # two redirections of stderr overlap, and the rejects, the summary and any error that
+    # follow must still reach the user's stderr.
+    inputs = _penguins(tiny_model, tmp_path)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfship", "predict", str(tiny_model.export()), str(inputs[0]),
+         "-o", "-", "--runner", "spark", "--master", "local[2]"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    lines_in = len(tiny_model.eval_csv.read_text().splitlines()) - 1
+    assert f"rows in: {lines_in + 2}, predicted: {lines_in}, rejected: 2 (" in done.stderr
+    assert done.stderr.count("rejected ") == 2  # each reject, named on stderr as it is written
+    assert len(done.stdout.splitlines()) == lines_in

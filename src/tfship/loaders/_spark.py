@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from tfship._tf import install_command, is_verbose
+from tfship._tf import install_command, is_verbose, stderr_to
 from tfship.errors import InputError, TfshipError
 from tfship.loaders._job import (
     BatchRunner,
@@ -281,15 +281,8 @@ def _jvm_stderr(directory: Path | None) -> Iterator[str | None]:
         return
     logging.getLogger("py4j").setLevel(logging.WARNING)
     path = directory / "spark.log"
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "xb") as log_file:
-        os.dup2(log_file.fileno(), 2)
-        try:
-            yield str(path)
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+    with open(path, "xb") as log_file, stderr_to(log_file.fileno()):
+        yield str(path)
 
 
 def _jvm_exception(log_path: str | None) -> str | None:
