@@ -235,7 +235,7 @@ def test_the_summary_names_its_times_predict_load_and_total(
     args = [str(estimator_exports.parsing), str(source), "-o", str(tmp_path / "out.csv")]
     line = predict(*args).stdout.strip()
     times = re.fullmatch(
-        rf"rows in: {N}, predicted: {N}, rejected: 0 \(\d+ rows/s, "
+        rf"rows in: {N}, predicted: {N}, rejected: 0 \([\d,]+ rows/s, "
         r"predict (\d+\.\d\d) s, load (\d+\.\d\d) s, total (\d+\.\d\d) s\) -> .*out\.csv",
         line,
     )
