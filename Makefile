@@ -48,6 +48,7 @@ demo: $(VENV)/.installed-run
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
 # tests/promote renders the promotion report in a real headless Chromium, from Debian's packages

@@ -91,11 +91,24 @@ def main() -> None:
                 "tfship inspect show EXPORT": ["inspect", "show", str(base / "1")],
                 "tfship client status (gRPC)": ["client", "status", "-s", server.address, "-m", "m"],
                 "tfship client status (REST)": [
-                    "client", "status", "--rest", "-s", str(server.rest_url), "-m", "m",
+                    "client",
+                    "status",
+                    "--rest",
+                    "-s",
+                    str(server.rest_url),
+                    "-m",
+                    "m",
                 ],
                 # predict reads the signature first (GetModelMetadata) to check the inputs
                 "tfship client predict (gRPC)": [
-                    "client", "predict", "-s", server.address, "-m", "m", "-d", '{"x": [[1.0, 2.0]]}',
+                    "client",
+                    "predict",
+                    "-s",
+                    server.address,
+                    "-m",
+                    "m",
+                    "-d",
+                    '{"x": [[1.0, 2.0]]}',
                 ],
             }
             loads_tf = {name: _imports_tensorflow(argv) for name, argv in commands.items()}

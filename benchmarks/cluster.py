@@ -73,22 +73,32 @@ def run(args: list[str], env: dict[str, str]) -> tuple[float, list[tuple[float, 
     return time.monotonic() - started, steps
 
 
-def measure(label: str, replicas: int, extra: list[str], common: list[str], batch: int,
-            env: dict[str, str]) -> dict[str, float | str | int]:
+def measure(
+    label: str, replicas: int, extra: list[str], common: list[str], batch: int, env: dict[str, str]
+) -> dict[str, float | str | int]:
     wall, steps = run([*common, *extra], env)
     if len(steps) < 2:
         sys.exit(f"{label}: fewer than two step lines; raise --steps")
     (t0, s0), (t1, s1) = steps[0], steps[-1]
-    return {"label": label, "replicas": replicas, "examples_per_s": (s1 - s0) * batch / max(t1 - t0, 1e-9),
-            "startup_s": t0, "wall_s": wall}
+    return {
+        "label": label,
+        "replicas": replicas,
+        "examples_per_s": (s1 - s0) * batch / max(t1 - t0, 1e-9),
+        "startup_s": t0,
+        "wall_s": wall,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=None, help="training steps per run (default 1500)")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--workers", type=int, default=None,
-                        help="largest number of workers beside the chief (default 1; 0 with --short)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="largest number of workers beside the chief (default 1; 0 with --short)",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--short", action="store_true", help="40 steps per run: every path, little time")
     opts = parser.parse_args()
@@ -105,24 +115,58 @@ def main() -> None:
     log_every = max(opts.steps // 15, 10)
 
     def common(name: str) -> list[str]:
-        return [sys.executable, "-m", "tfship", "train", "--schema", str(schema), "--train", str(train_csv),
-                "--eval", str(eval_csv), "--model-dir", str(workdir / name), "--hidden-units", "32,16",
-                "--batch-size", str(opts.batch_size), "--max-steps", str(opts.steps),
-                "--checkpoint-every", str(opts.steps), "--log-every", str(log_every), "--export", ""]
+        return [
+            sys.executable,
+            "-m",
+            "tfship",
+            "train",
+            "--schema",
+            str(schema),
+            "--train",
+            str(train_csv),
+            "--eval",
+            str(eval_csv),
+            "--model-dir",
+            str(workdir / name),
+            "--hidden-units",
+            "32,16",
+            "--batch-size",
+            str(opts.batch_size),
+            "--max-steps",
+            str(opts.steps),
+            "--checkpoint-every",
+            str(opts.steps),
+            "--log-every",
+            str(log_every),
+            "--export",
+            "",
+        ]
 
     rows = [measure("one process", 1, [], common("single"), opts.batch_size, env)]
     for workers in range(0, opts.workers + 1):
         spec = f"workers={workers},ps=1"
-        rows.append(measure(f"--local-cluster {spec}", workers + 1, ["--local-cluster", spec],
-                            common(f"cluster-{workers}"), opts.batch_size, env))
+        rows.append(
+            measure(
+                f"--local-cluster {spec}",
+                workers + 1,
+                ["--local-cluster", spec],
+                common(f"cluster-{workers}"),
+                opts.batch_size,
+                env,
+            )
+        )
     base = float(rows[0]["examples_per_s"])
     print(f"training throughput, {opts.steps} steps of {opts.batch_size} examples, {os.cpu_count()} cores")
-    print(f"{'run':<34} {'replicas':>8} {'examples/s':>11} {'vs one process':>15} {'start-up s':>11}"
-          f" {'wall s':>7}")
+    print(
+        f"{'run':<34} {'replicas':>8} {'examples/s':>11} {'vs one process':>15} {'start-up s':>11}"
+        f" {'wall s':>7}"
+    )
     for row in rows:
         ratio = float(row["examples_per_s"]) / base
-        print(f"{row['label']:<34} {row['replicas']:>8} {float(row['examples_per_s']):>11,.0f} "
-              f"{ratio:>14.2f}x {float(row['startup_s']):>11.1f} {float(row['wall_s']):>7.1f}")
+        print(
+            f"{row['label']:<34} {row['replicas']:>8} {float(row['examples_per_s']):>11,.0f} "
+            f"{ratio:>14.2f}x {float(row['startup_s']):>11.1f} {float(row['wall_s']):>7.1f}"
+        )
 
 
 if __name__ == "__main__":

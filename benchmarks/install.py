@@ -48,8 +48,19 @@ def install(command: list[str], env: dict[str, str], venv: pathlib.Path, target:
     """Seconds to make ``venv`` and ``pip install target`` into it."""
     start = time.perf_counter()
     subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", target], env=clean_env(), check=True)
+    subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            target,
+        ],
+        env=clean_env(),
+        check=True,
+    )
     return time.perf_counter() - start
 
 
@@ -63,18 +74,23 @@ def main() -> None:
     parser.add_argument("--short", action="store_true", help="Report existing venvs; install nothing.")
     args = parser.parse_args()
     pythons = interpreters(("3.12", "3.13"))
-    newest = next(minor for minor in ("3.13", "3.12", "{}.{}".format(*sys.version_info[:2]))
-                  if minor in pythons)
+    newest = next(
+        minor for minor in ("3.13", "3.12", "{}.{}".format(*sys.version_info[:2])) if minor in pythons
+    )
     if args.short:
         core_venv = ROOT / f".venv-core-py{newest}-install-protobuf6"
         full_venv = pathlib.Path(sys.prefix)
         if not (core_venv / "bin" / "python").is_file():
             raise SystemExit(f"error: {core_venv.name} does not exist; run make test-core (or drop --short)")
         if sys.prefix == sys.base_prefix or importlib.util.find_spec("tensorflow") is None:
-            raise SystemExit("error: --short measures the venv running it as the full install; run it "
-                             "with the python of a venv that has tfship[estimator] (.venv/bin/python)")
-        rows = [(f"core (Python {newest})", site_packages_bytes(core_venv), None),
-                ("full (this venv)", site_packages_bytes(full_venv), None)]
+            raise SystemExit(
+                "error: --short measures the venv running it as the full install; run it "
+                "with the python of a venv that has tfship[estimator] (.venv/bin/python)"
+            )
+        rows = [
+            (f"core (Python {newest})", site_packages_bytes(core_venv), None),
+            ("full (this venv)", site_packages_bytes(full_venv), None),
+        ]
     else:
         this = "{}.{}".format(*sys.version_info[:2])
         with tempfile.TemporaryDirectory(prefix="tfship-install-") as tmp:
@@ -82,8 +98,10 @@ def main() -> None:
             checkout = package_copy(pathlib.Path(tmp))
             core_s = install(*pythons[newest], core, str(checkout))
             full_s = install(*pythons[this], full, f"{checkout}[estimator]")
-            rows = [(f"core (Python {newest})", site_packages_bytes(core), core_s),
-                    (f"full, [estimator] (Python {this})", site_packages_bytes(full), full_s)]
+            rows = [
+                (f"core (Python {newest})", site_packages_bytes(core), core_s),
+                (f"full, [estimator] (Python {this})", site_packages_bytes(full), full_s),
+            ]
     print(f"{'install':<28} {'size':>12}  time")
     for name, size, seconds in rows:
         print(row(name, size, seconds))

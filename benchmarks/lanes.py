@@ -78,8 +78,7 @@ def command(tfship: Path, *args: str) -> str:
     """Run ``tfship args...``; its stdout, or exit with the end of its stderr."""
     done = subprocess.run([str(tfship), *args], capture_output=True, text=True, env=clean_env())
     if done.returncode != 0:
-        raise SystemExit(f"error: tfship {' '.join(args)} failed ({done.returncode}): "
-                         f"{done.stderr[-2000:]}")
+        raise SystemExit(f"error: tfship {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
     return done.stdout
 
 
@@ -95,25 +94,52 @@ def setup(workdir: Path, tfship: Path, rows: int, steps: int) -> tuple[Path, Pat
     data = workdir / "data"
     command(tfship, "data", "penguins", "-o", str(data))
     schema = workdir / "schema.json"
-    command(tfship, "schema", "infer", str(data / "train.csv"), "--label", "species",
-            "-o", str(schema))
+    command(tfship, "schema", "infer", str(data / "train.csv"), "--label", "species", "-o", str(schema))
     print(f"training the dnn for {steps} steps with {tfship} ...", file=sys.stderr)
     model_dir = workdir / "model"
-    command(tfship, "train", "--schema", str(schema), "--train", str(data / "train.csv"),
-            "--eval", str(data / "eval.csv"), "--model-dir", str(model_dir),
-            "--max-steps", str(steps), "--checkpoint-every", str(steps), "--export", "final",
-            "--receiver", "parsing", "--json")
+    command(
+        tfship,
+        "train",
+        "--schema",
+        str(schema),
+        "--train",
+        str(data / "train.csv"),
+        "--eval",
+        str(data / "eval.csv"),
+        "--model-dir",
+        str(model_dir),
+        "--max-steps",
+        str(steps),
+        "--checkpoint-every",
+        str(steps),
+        "--export",
+        "final",
+        "--receiver",
+        "parsing",
+        "--json",
+    )
     csv_path = workdir / f"synth-{rows}.csv"
-    command(tfship, "data", "synth", "--schema", str(schema), "--rows", str(rows),
-            "-o", str(csv_path))
+    command(tfship, "data", "synth", "--schema", str(schema), "--rows", str(rows), "-o", str(csv_path))
     return schema, model_dir / "export" / "final", csv_path
 
 
 # tfship predict -------------------------------------------------------------------------------
 def time_predict(tfship: Path, export: Path, csv_path: Path, out: Path) -> dict[str, float]:
     """One ``tfship predict --json`` as a fresh process: job and wall seconds, peak RSS (MB)."""
-    args = [str(tfship), "predict", str(export), "-i", str(csv_path), "-o", str(out),
-            "-s", SIGNATURE, "--batch-size", str(BATCH), "--json"]
+    args = [
+        str(tfship),
+        "predict",
+        str(export),
+        "-i",
+        str(csv_path),
+        "-o",
+        str(out),
+        "-s",
+        SIGNATURE,
+        "--batch-size",
+        str(BATCH),
+        "--json",
+    ]
     started = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
         child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=errors, env=clean_env())
@@ -161,16 +187,15 @@ def predict_request(schema_path: Path, csv_path: Path) -> bytes:
     example = to_example(row, BySchema(Schema.load(schema_path), csv=CsvMissing()))
     request = protos().predict_pb2.PredictRequest()
     request.model_spec.name, request.model_spec.signature_name = MODEL_NAME, SIGNATURE
-    request.inputs["examples"].CopyFrom(
-        encode_tensor(np.array([example.SerializeToString()], dtype=object))
-    )
+    request.inputs["examples"].CopyFrom(encode_tensor(np.array([example.SerializeToString()], dtype=object)))
     data: bytes = request.SerializeToString()
     return data
 
 
 def start(args: Sequence[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, env=clean_env())
+    return subprocess.Popen(
+        list(args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env()
+    )
 
 
 def address_of(side: str, process: subprocess.Popen[str]) -> str:
@@ -193,12 +218,24 @@ def start_sides(
     floor = [str(Path(serving.__file__).resolve()), "--constant-reply-server", "small"]
     processes: dict[tuple[str, str], subprocess.Popen[str]] = {}
     for lane, python in pythons.items():
-        processes["serve", lane] = start([
-            str(python.parent / "tfship"), "serve", "--model-base-path", str(export),
-            "--model-name", MODEL_NAME, "--port", "0", "--poll-seconds", "0", "--json",
-        ])
-        processes["model", lane] = start([str(python), *floor, "--model", str(version),
-                                          "--request", str(request_file)])
+        processes["serve", lane] = start(
+            [
+                str(python.parent / "tfship"),
+                "serve",
+                "--model-base-path",
+                str(export),
+                "--model-name",
+                MODEL_NAME,
+                "--port",
+                "0",
+                "--poll-seconds",
+                "0",
+                "--json",
+            ]
+        )
+        processes["model", lane] = start(
+            [str(python), *floor, "--model", str(version), "--request", str(request_file)]
+        )
         processes["floor", lane] = start([str(python), *floor])
     return processes
 
@@ -207,12 +244,14 @@ def ready(
     processes: dict[tuple[str, str], subprocess.Popen[str]], request: bytes
 ) -> tuple[dict[tuple[str, str], str], bool]:
     """Every side's address once it answers, and whether both servers give the same answer."""
-    addresses = {key: address_of(f"{key[0]} on {key[1]}", process)
-                 for key, process in processes.items()}
+    addresses = {key: address_of(f"{key[0]} on {key[1]}", process) for key, process in processes.items()}
     channels: list[Any] = []
     try:
-        answers = [served_probabilities(address, request, channels)
-                   for (side, _), address in addresses.items() if side == "serve"]
+        answers = [
+            served_probabilities(address, request, channels)
+            for (side, _), address in addresses.items()
+            if side == "serve"
+        ]
     finally:
         for channel in channels:
             channel.close()
@@ -238,7 +277,8 @@ def raw_predict(address: str, channels: list[Any]) -> Callable[[bytes], bytes]:
     channels.append(channel)
     call: Callable[..., bytes] = channel.unary_unary(
         "/tensorflow.serving.PredictionService/Predict",
-        request_serializer=None, response_deserializer=None,
+        request_serializer=None,
+        response_deserializer=None,
     )
     return lambda request: call(request, timeout=30)
 
@@ -264,7 +304,10 @@ def served_probabilities(address: str, request: bytes, channels: list[Any]) -> n
 
 
 def serving_turns(
-    addresses: dict[tuple[str, str], str], lanes: Sequence[str], request: bytes, seconds: float,
+    addresses: dict[tuple[str, str], str],
+    lanes: Sequence[str],
+    request: bytes,
+    seconds: float,
     repeats: int,
 ) -> dict[tuple[str, str, int], list[float]]:
     """Requests/s of every (side, lane) per client count, in turns, ``repeats`` times."""
@@ -310,26 +353,33 @@ def ratios(new: Sequence[float], old: Sequence[float]) -> str:
 
 
 def print_versions(versions: dict[str, dict[str, str]], paths: dict[str, Path]) -> None:
-    print(f"{'lane':<10}{'Python':>9}{'TensorFlow':>12}{'Keras':>9}{'numpy':>9}{'protobuf':>10}"
-          f"{'grpcio':>9}  interpreter")
+    print(
+        f"{'lane':<10}{'Python':>9}{'TensorFlow':>12}{'Keras':>9}{'numpy':>9}{'protobuf':>10}"
+        f"{'grpcio':>9}  interpreter"
+    )
     for lane, found in versions.items():
-        print(f"{lane:<10}{found['python']:>9}{found['tensorflow']:>12}{found['keras']:>9}"
-              f"{found['numpy']:>9}{found['protobuf']:>10}{found['grpcio']:>9}  {paths[lane]}")
+        print(
+            f"{lane:<10}{found['python']:>9}{found['tensorflow']:>12}{found['keras']:>9}"
+            f"{found['numpy']:>9}{found['protobuf']:>10}{found['grpcio']:>9}  {paths[lane]}"
+        )
     print()
 
 
 def print_predict(runs: dict[str, list[dict[str, float]]], names: dict[str, str], rows: int) -> None:
     old, new = runs["2.15"], runs["newest"]
-    print(f"tfship predict CSV->CSV, {rows:,} rows, signature {SIGNATURE}, batch {BATCH}, a fresh "
-          f"process each; median of {len(old)} turns (min-max)")
-    print(f"{'lane':<26}{'job s':>20}{'job rows/s':>12}{'wall s':>22}{'wall rows/s':>13}"
-          f"{'peak RSS MB':>13}")
+    print(
+        f"tfship predict CSV->CSV, {rows:,} rows, signature {SIGNATURE}, batch {BATCH}, a fresh "
+        f"process each; median of {len(old)} turns (min-max)"
+    )
+    print(f"{'lane':<26}{'job s':>20}{'job rows/s':>12}{'wall s':>22}{'wall rows/s':>13}{'peak RSS MB':>13}")
     for lane, turns in runs.items():
         job = [t["job"] for t in turns]
         wall = [t["wall"] for t in turns]
-        print(f"{names[lane]:<26}{spread(job, '.3f'):>20}{rows / statistics.median(job):>12,.0f}"
-              f"{spread(wall, '.2f'):>22}{rows / statistics.median(wall):>13,.0f}"
-              f"{statistics.median(t['rss'] for t in turns):>13,.0f}")
+        print(
+            f"{names[lane]:<26}{spread(job, '.3f'):>20}{rows / statistics.median(job):>12,.0f}"
+            f"{spread(wall, '.2f'):>22}{rows / statistics.median(wall):>13,.0f}"
+            f"{statistics.median(t['rss'] for t in turns):>13,.0f}"
+        )
     job_ratio = ratios([rows / t["job"] for t in new], [rows / t["job"] for t in old])
     wall_ratio = ratios([rows / t["wall"] for t in new], [rows / t["wall"] for t in old])
     print(f"newest / 2.15, tfship predict rows/s: job {job_ratio}, wall {wall_ratio}")
@@ -344,71 +394,95 @@ SIDES = {
 
 
 def print_serving(
-    rates: dict[tuple[str, str, int], list[float]], names: dict[str, str], seconds: float,
-    repeats: int, same: bool,
+    rates: dict[tuple[str, str, int], list[float]],
+    names: dict[str, str],
+    seconds: float,
+    repeats: int,
+    same: bool,
 ) -> None:
-    print(f"Predict at batch 1 over gRPC (one tf.Example, signature {SIGNATURE}, every output), "
-          f"requests/s; median of {repeats} turns of {seconds:g} s (min-max)")
-    print(f"{'server':<34}{'clients':>8}{names['2.15']:>24}{names['newest']:>24}"
-          f"{'newest / 2.15':>22}")
+    print(
+        f"Predict at batch 1 over gRPC (one tf.Example, signature {SIGNATURE}, every output), "
+        f"requests/s; median of {repeats} turns of {seconds:g} s (min-max)"
+    )
+    print(f"{'server':<34}{'clients':>8}{names['2.15']:>24}{names['newest']:>24}{'newest / 2.15':>22}")
     for side, label in SIDES.items():
         for n in CLIENTS:
             old, new = rates[side, "2.15", n], rates[side, "newest", n]
-            print(f"{label:<34}{n:>8}{spread(old, ',.0f'):>24}{spread(new, ',.0f'):>24}"
-                  f"{ratios(new, old):>22}")
+            print(
+                f"{label:<34}{n:>8}{spread(old, ',.0f'):>24}{spread(new, ',.0f'):>24}{ratios(new, old):>22}"
+            )
     print(f"the same answers from both servers (probabilities within 1e-5): {same}")
     for n in CLIENTS:
         cells = []
         for lane in ("2.15", "newest"):
             serve, model = (statistics.median(rates[side, lane, n]) for side in ("serve", "model"))
             cells.append(f"{lane} {serve / model:.2f}x")
-        print(f"tfship serve / floor running the model, {n} client{'s' if n > 1 else ''}: "
-              f"{', '.join(cells)}")
+        print(f"tfship serve / floor running the model, {n} client{'s' if n > 1 else ''}: {', '.join(cells)}")
     # the model's own run per call: the model floor's time per request less the transport floor's
     runs = {}
     for lane in ("2.15", "newest"):
         model, floor = (statistics.median(rates[side, lane, 1]) for side in ("model", "floor"))
         runs[lane] = (1 / model - 1 / floor) * 1e3
-    print(f"the model's own run per call, 1 client (floor running the model less the transport "
-          f"floor): 2.15 {runs['2.15']:.3f} ms, newest {runs['newest']:.3f} ms "
-          f"(newest / 2.15 {runs['newest'] / runs['2.15']:.2f}x the time)")
+    print(
+        f"the model's own run per call, 1 client (floor running the model less the transport "
+        f"floor): 2.15 {runs['2.15']:.3f} ms, newest {runs['newest']:.3f} ms "
+        f"(newest / 2.15 {runs['newest'] / runs['2.15']:.2f}x the time)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=None,
-                        help="rows of the synthetic CSV (default 300,000; 2,000 with --short)")
-    parser.add_argument("--seconds", type=float, default=None,
-                        help="per serving measurement (default 2; 0.2 with --short)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="turns of each measurement (default 4; 2 with --short)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="training steps of the dnn (default 100; 5 with --short)")
-    parser.add_argument("--run-python", type=Path, default=ROOT / ".venv-run" / "bin" / "python",
-                        help="the newest TensorFlow lane's Python (default: .venv-run/bin/python)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="rows of the synthetic CSV (default 300,000; 2,000 with --short)",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="per serving measurement (default 2; 0.2 with --short)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="turns of each measurement (default 4; 2 with --short)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="training steps of the dnn (default 100; 5 with --short)"
+    )
+    parser.add_argument(
+        "--run-python",
+        type=Path,
+        default=ROOT / ".venv-run" / "bin" / "python",
+        help="the newest TensorFlow lane's Python (default: .venv-run/bin/python)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="keep the files here")
-    parser.add_argument("--short", action="store_true",
-                        help="every row on small sizes, to see that each path runs")
+    parser.add_argument(
+        "--short", action="store_true", help="every row on small sizes, to see that each path runs"
+    )
     args = parser.parse_args()
     rows = args.rows or (2_000 if args.short else 300_000)
     seconds = args.seconds or (0.2 if args.short else 2.0)
     repeats = args.repeats or (2 if args.short else 4)
     steps = args.steps or (5 if args.short else 100)
     if importlib.util.find_spec("tensorflow_estimator") is None:
-        raise SystemExit("error: run this with .venv's Python (tfship[estimator], TensorFlow 2.15): "
-                         "it trains the export both lanes run")
+        raise SystemExit(
+            "error: run this with .venv's Python (tfship[estimator], TensorFlow 2.15): "
+            "it trains the export both lanes run"
+        )
     run_python = Path(os.path.abspath(args.run_python))
     if not run_python.is_file() or not (run_python.parent / "tfship").is_file():
-        raise SystemExit(f"error: {run_python} (with tfship beside it) is missing: `make test-run` "
-                         "builds .venv-run, the newest TensorFlow lane")
+        raise SystemExit(
+            f"error: {run_python} (with tfship beside it) is missing: `make test-run` "
+            "builds .venv-run, the newest TensorFlow lane"
+        )
     this_python = Path(os.path.abspath(sys.executable))
     pythons = {"2.15": this_python, "newest": run_python}
     lanes = {lane: python.parent / "tfship" for lane, python in pythons.items()}
     versions = {lane: lane_versions(python) for lane, python in pythons.items()}
     print_versions(versions, pythons)
     sys.stdout.flush()
-    names = {lane: f"TF {found['tensorflow']} ({pythons[lane].parent.parent.name})"
-             for lane, found in versions.items()}
+    names = {
+        lane: f"TF {found['tensorflow']} ({pythons[lane].parent.parent.name})"
+        for lane, found in versions.items()
+    }
     with tempfile.TemporaryDirectory(prefix="tfship-lanes-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -429,8 +503,10 @@ def main() -> None:
     print_predict(runs, names, rows)
     print_serving(rates, names, seconds, repeats, same)
     if args.short:
-        print("(--short: small sizes and few turns, the servers starting during the tfship "
-              "predict turns, to see that each path runs)")
+        print(
+            "(--short: small sizes and few turns, the servers starting during the tfship "
+            "predict turns, to see that each path runs)"
+        )
 
 
 if __name__ == "__main__":

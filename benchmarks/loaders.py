@@ -61,7 +61,10 @@ def setup(workdir: Path, rows: int, steps: int) -> tuple[Any, Path, Path, Path]:
         if not train_csv.exists():
             train_csv, eval_csv = penguins_split(workdir / "data")
         result = train(
-            schema, model_dir, [str(train_csv)], [str(eval_csv)],
+            schema,
+            model_dir,
+            [str(train_csv)],
+            [str(eval_csv)],
             model=ModelOptions("dnn", hidden_units=(32, 16)),
             run=RunOptions(max_steps=steps, checkpoint_every=steps, exports=("final",)),
         )
@@ -86,8 +89,9 @@ def time_tfship(
     from tfship.loaders import JobSpec, load, run_job
 
     with load(export, signature="predict") as model:
-        spec = JobSpec([str(csv_path)], out, signature="predict", batch_size=BATCH, outputs=outputs,
-                       ignore_unknown=True)
+        spec = JobSpec(
+            [str(csv_path)], out, signature="predict", batch_size=BATCH, outputs=outputs, ignore_unknown=True
+        )
         summary = run_job(model, spec, progress=False)
     assert summary.rejected == 0, summary.first_rejects
     return summary.seconds, summary.predicted
@@ -164,8 +168,13 @@ def read_frame(schema: Any, csv_path: Path, limit: int | None = None) -> Any:
     numeric = [f.name for f in schema.features if f.dtype != "string"]
     tokens = sorted(CsvMissing().tokens("float32"))
     strings = {f.name: str for f in schema.features if f.dtype == "string"}
-    return pd.read_csv(csv_path, nrows=limit, keep_default_na=False,
-                       na_values={name: tokens for name in numeric}, dtype=strings)
+    return pd.read_csv(
+        csv_path,
+        nrows=limit,
+        keep_default_na=False,
+        na_values={name: tokens for name in numeric},
+        dtype=strings,
+    )
 
 
 def time_user_loop(schema: Any, export: Path, csv_path: Path) -> tuple[float, int]:
@@ -204,8 +213,19 @@ def time_model_alone(schema: Any, export: Path, csv_path: Path, limit: int) -> t
 def time_command(export: Path, csv_path: Path, out: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of ``tfship predict`` as a fresh process (its own peak,
     from ``wait4``, not the largest child's so far)."""
-    cmd = [str(BIN / "tfship"), "predict", str(export), "-i", str(csv_path), "-o", str(out),
-           "-s", "predict", "--batch-size", str(BATCH)]
+    cmd = [
+        str(BIN / "tfship"),
+        "predict",
+        str(export),
+        "-i",
+        str(csv_path),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--batch-size",
+        str(BATCH),
+    ]
     started = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors)
@@ -219,19 +239,30 @@ def time_command(export: Path, csv_path: Path, out: Path) -> tuple[float, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=None,
-                        help="rows of the synthetic CSV (default 200,000; 50,000 with --quick; 3,000 "
-                             "with --short)")
-    parser.add_argument("--rss-rows", type=int, default=None,
-                        help="also run `tfship predict` on this many rows for peak RSS (default 0: skip; "
-                             "4,000 with --short)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="training steps of the dnn (default 200; 20 with --short)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="rows of the synthetic CSV (default 200,000; 50,000 with --quick; 3,000 with --short)",
+    )
+    parser.add_argument(
+        "--rss-rows",
+        type=int,
+        default=None,
+        help="also run `tfship predict` on this many rows for peak RSS (default 0: skip; 4,000 with --short)",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="training steps of the dnn (default 200; 20 with --short)"
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="keep and reuse files here")
-    parser.add_argument("--quick", action="store_true",
-                        help="time the output formats only, on 50,000 rows (unless --rows)")
-    parser.add_argument("--short", action="store_true",
-                        help="every row on small sizes, to see that each path runs (no targets)")
+    parser.add_argument(
+        "--quick", action="store_true", help="time the output formats only, on 50,000 rows (unless --rows)"
+    )
+    parser.add_argument(
+        "--short",
+        action="store_true",
+        help="every row on small sizes, to see that each path runs (no targets)",
+    )
     args = parser.parse_args()
     if args.rows is None:
         args.rows = 3_000 if args.short else 50_000 if args.quick else 200_000
@@ -248,8 +279,10 @@ def main() -> None:
             print_formats(time_formats(export, csv_path, workdir), judge=not args.short)
             return
         big = synthetic_csv(schema, args.rss_rows, workdir) if args.rss_rows else None
-        print(f"export {export}, {args.rows:,} rows of {len(schema.features)} features, "
-              f"batch {BATCH}", file=sys.stderr)
+        print(
+            f"export {export}, {args.rows:,} rows of {len(schema.features)} features, batch {BATCH}",
+            file=sys.stderr,
+        )
         results: dict[str, tuple[float, int]] = {}
         if big is not None:
             big_seconds, big_rss = time_command(export, big, workdir / "big-out.csv")
@@ -258,9 +291,7 @@ def main() -> None:
         formats = time_formats(export, csv_path, workdir)
         results["tfship predict (CSV->CSV)"] = time_tfship(export, csv_path, workdir / "out.csv")
         results["estimator.predict (tf.data CSV)"] = time_estimator(schema, model_dir, csv_path)
-        results["user loop (pandas + Example + TF2 signature)"] = time_user_loop(
-            schema, export, csv_path
-        )
+        results["user loop (pandas + Example + TF2 signature)"] = time_user_loop(schema, export, csv_path)
         results["model alone (serialized batches in memory)"] = time_model_alone(
             schema, export, csv_path, min(args.rows, 200_000)
         )
@@ -278,15 +309,18 @@ def main() -> None:
         target = f">={targets[name]:g}" if name in targets else ""
         mark = "" if name not in targets or args.short else (" ok" if ratio >= targets[name] else " MISS")
         print(f"{name:<48}{rows:>11,}{seconds:>10.2f}{rate:>12,.0f}{ratio:>10.2f}{target:>8}{mark}")
-    print(f"tfship predict as a command on {args.rows:,} rows: {cmd_seconds:.2f} s wall "
-          f"(import + load + job), peak RSS {cmd_rss:,.0f} MB")
+    print(
+        f"tfship predict as a command on {args.rows:,} rows: {cmd_seconds:.2f} s wall "
+        f"(import + load + job), peak RSS {cmd_rss:,.0f} MB"
+    )
     print(f"the same command writing JSONL: {jsonl_seconds:.2f} s wall, peak RSS {jsonl_rss:,.0f} MB")
     print_formats(formats, judge=not args.short)
     if big is not None:
-        print(f"tfship predict as a command on {args.rss_rows:,} rows: {big_seconds:.2f} s wall, "
-              f"peak RSS {big_rss:,.0f} MB")
-    print("(tfship x = tfship predict rows/s / that path's rows/s; one run, same file, same "
-          "machine)")
+        print(
+            f"tfship predict as a command on {args.rss_rows:,} rows: {big_seconds:.2f} s wall, "
+            f"peak RSS {big_rss:,.0f} MB"
+        )
+    print("(tfship x = tfship predict rows/s / that path's rows/s; one run, same file, same machine)")
 
 
 if __name__ == "__main__":

@@ -35,8 +35,9 @@ def _env() -> dict[str, str]:
 
 
 def _tfship(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfship", *args], capture_output=True, text=True,
-                          env=_env(), check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tfship", *args], capture_output=True, text=True, env=_env(), check=False
+    )
 
 
 def _prepare(root: pathlib.Path, count: int) -> tuple[pathlib.Path, pathlib.Path, pathlib.Path, pathlib.Path]:
@@ -45,8 +46,19 @@ def _prepare(root: pathlib.Path, count: int) -> tuple[pathlib.Path, pathlib.Path
     for args in (
         ("data", "penguins", "--out", str(data)),
         ("schema", "infer", str(data / "train.csv"), "--label", "species", "--out", str(schema)),
-        ("train", "--schema", str(schema), "--train", str(data / "train.csv"), "--eval",
-         str(data / "eval.csv"), "--model-dir", str(model), "--max-steps", "200"),
+        (
+            "train",
+            "--schema",
+            str(schema),
+            "--train",
+            str(data / "train.csv"),
+            "--eval",
+            str(data / "eval.csv"),
+            "--model-dir",
+            str(model),
+            "--max-steps",
+            "200",
+        ),
     ):
         done = _tfship(*args)
         if done.returncode != 0:
@@ -83,8 +95,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--workdir", type=pathlib.Path)
-    parser.add_argument("--short", action="store_true",
-                        help="50 replayed requests; every check still runs, no target judged")
+    parser.add_argument(
+        "--short", action="store_true", help="50 replayed requests; every check still runs, no target judged"
+    )
     args = parser.parse_args()
     if args.short:
         args.requests = 50
@@ -94,23 +107,42 @@ def main() -> None:
         candidate, base, requests, eval_file = _prepare(root, args.requests)
         started = time.perf_counter()
         done = _tfship(
-            "promote", str(candidate), "--to", str(base), "--requests", str(requests),
-            "-n", str(args.requests), "--eval", str(eval_file), "--change", "accuracy>=-0.05",
-            "--min-agreement", "0.9", "--max-diff", "0.5", "--dry-run", "--json",
+            "promote",
+            str(candidate),
+            "--to",
+            str(base),
+            "--requests",
+            str(requests),
+            "-n",
+            str(args.requests),
+            "--eval",
+            str(eval_file),
+            "--change",
+            "accuracy>=-0.05",
+            "--min-agreement",
+            "0.9",
+            "--max-diff",
+            "0.5",
+            "--dry-run",
+            "--json",
         )
         wall = time.perf_counter() - started
     if done.returncode not in (0, 3):
         sys.exit(f"tfship promote failed: {done.stderr}")
     decision = json.loads(done.stdout)
     verdict = "not judged (--short)" if args.short else "met" if wall < TARGET_S else "not met"
-    print(f"tfship promote --dry-run, {args.requests} replayed requests: {wall:.1f} s wall "
-          f"(target < {TARGET_S:.0f} s: {verdict}); "
-          f"verdict: {'promote' if decision['promoted'] else 'refuse'}")
+    print(
+        f"tfship promote --dry-run, {args.requests} replayed requests: {wall:.1f} s wall "
+        f"(target < {TARGET_S:.0f} s: {verdict}); "
+        f"verdict: {'promote' if decision['promoted'] else 'refuse'}"
+    )
     print(f"{'check':<14} {'verdict':<8} seconds")
     for check in decision["checks"]:
         print(f"{check['check']:<14} {check['verdict']:<8} {decision['seconds'].get(check['check'], 0):.2f}")
-    print("(serves includes starting both tfship serve processes, in parallel; ready includes "
-          "one request per signature)")
+    print(
+        "(serves includes starting both tfship serve processes, in parallel; ready includes "
+        "one request per signature)"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ def best_ms(func: Callable[[], Any], repeats: int) -> float:
 
 
 def _saved_model(tf: Any, root: Path, layers: int) -> bytes:
-    model = tf.keras.Sequential([tf.keras.Input(shape=(16,))] +
-                                [tf.keras.layers.Dense(16, activation="relu") for _ in range(layers)])
+    model = tf.keras.Sequential(
+        [tf.keras.Input(shape=(16,))] + [tf.keras.layers.Dense(16, activation="relu") for _ in range(layers)]
+    )
     tf.saved_model.save(model, str(root / "export"))
     return (root / "export" / "saved_model.pb").read_bytes()
 
@@ -69,8 +70,9 @@ def _compare(name: str, data: bytes, repeats: int) -> tuple[str, float, float, i
 
     ours = message_class(name)
     theirs = message_factory.GetMessageClass(descriptor_pool.Default().FindMessageTypeByName(name))
-    same = (ours.FromString(data).SerializeToString(deterministic=True)
-            == theirs.FromString(data).SerializeToString(deterministic=True))
+    same = ours.FromString(data).SerializeToString(deterministic=True) == theirs.FromString(
+        data
+    ).SerializeToString(deterministic=True)
     ours_ms = theirs_ms = float("inf")
     for _ in range(5):  # interleaved rounds, so a busy moment hits both sides
         ours_ms = min(ours_ms, best_ms(lambda: ours.FromString(data), repeats))
@@ -98,8 +100,10 @@ def main() -> None:
         else:
             saved = _saved_model(tf, Path(tmp), 8 if args.short else 40)
     response = _predict_response(100_000 if args.short else 1_000_000)
-    rows = [_compare("tensorflow.SavedModel", saved, repeats),
-            _compare("tensorflow.serving.PredictResponse", response, repeats)]
+    rows = [
+        _compare("tensorflow.SavedModel", saved, repeats),
+        _compare("tensorflow.serving.PredictResponse", response, repeats),
+    ]
     print(f"protobuf {__version__} ({api_implementation.Type()}), best of {repeats} x 5 rounds")
     print(f"{'message':<36}{'bytes':>10}{'tfship (ms)':>13}{'TensorFlow (ms)':>17}{'ratio':>8}  same")
     for name, ours_ms, theirs_ms, size, same in rows:

@@ -59,8 +59,9 @@ def read(path: Path, fields: dict[str, Any]) -> tuple[tuple[float, float], int, 
     started, cpu = time.perf_counter(), time.process_time()
     rows, parts = 0, []
     for chunk in read_chunks(path, CHUNK_ROWS, set(fields)):
-        converted = convert_chunk(fields, chunk.columns, chunk.rows, CsvMissing() if chunk.csv else None,
-                                  source=str(path))
+        converted = convert_chunk(
+            fields, chunk.columns, chunk.rows, CsvMissing() if chunk.csv else None, source=str(path)
+        )
         if converted.bad or chunk.rejects:
             raise SystemExit(f"{path}: rejected rows: {converted.bad or chunk.rejects[:3]}")
         rows += chunk.rows
@@ -71,9 +72,7 @@ def read(path: Path, fields: dict[str, Any]) -> tuple[tuple[float, float], int, 
 
 
 def same_columns(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(
-        a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a
-    )
+    return a.keys() == b.keys() and all(a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a)
 
 
 def main() -> None:
@@ -97,18 +96,24 @@ def main() -> None:
                 (wall, used), _, _ = read(paths[fmt], fields)
                 seconds[fmt].append(wall)
                 cpu[fmt].append(used)
-    print(f"read_chunks + convert_chunk, {rows:,} rows of {len(fields)} columns, chunks of "
-          f"{CHUNK_ROWS:,}, {repeats} turns")
+    print(
+        f"read_chunks + convert_chunk, {rows:,} rows of {len(fields)} columns, chunks of "
+        f"{CHUNK_ROWS:,}, {repeats} turns"
+    )
     print(f"{'format':<10}{'rows':>10}{'MB':>8}{'rows/s median (spread)':>34}{'x CSV (spread)':>24}")
     for fmt in FORMATS:
         rates = [rows / s for s in seconds[fmt]]
         ratios = [c / s for c, s in zip(seconds["csv"], seconds[fmt])]
-        print(f"{fmt:<10}{rows:>10,}{sizes[fmt] / 1e6:>8.1f}"
-              f"{f'{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})':>34}"
-              f"{f'{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x)':>24}")
+        print(
+            f"{fmt:<10}{rows:>10,}{sizes[fmt] / 1e6:>8.1f}"
+            f"{f'{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})':>34}"
+            f"{f'{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x)':>24}"
+        )
     used = {fmt: statistics.median(cpu[fmt]) for fmt in FORMATS}
-    print(f"CPU seconds, median: {', '.join(f'{fmt} {used[fmt]:.3f}' for fmt in FORMATS)}; "
-          f"JSON Lines / CSV {used['jsonl'] / used['csv']:.2f}x (on a busy machine the wall ratio drifts)")
+    print(
+        f"CPU seconds, median: {', '.join(f'{fmt} {used[fmt]:.3f}' for fmt in FORMATS)}; "
+        f"JSON Lines / CSV {used['jsonl'] / used['csv']:.2f}x (on a busy machine the wall ratio drifts)"
+    )
     print(f"the same converted columns from every format: {agree}")
     jsonl = statistics.median(c / s for c, s in zip(seconds["csv"], seconds["jsonl"]))
     verdict = "not judged (--short)" if args.short else ("met" if jsonl >= 0.5 else "MISSED")

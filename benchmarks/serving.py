@@ -67,9 +67,7 @@ def export_model(base: Path) -> Path:
 
     model = Mlp()
     path = base / "1"
-    tf_.saved_model.save(
-        model, str(path), signatures={"serving_default": model.serve, "big": model.big}
-    )
+    tf_.saved_model.save(model, str(path), signatures={"serving_default": model.serve, "big": model.big})
     return path
 
 
@@ -137,15 +135,25 @@ def start_server(
     base: Path, batching: bool = False, rest: bool = False
 ) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     """``tfship serve`` in its own process; returns it and the ports it announced."""
-    args = [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base),
-            "--model-name", "bench", "--port", "0", "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "tfship",
+        "serve",
+        "--model-base-path",
+        str(base),
+        "--model-name",
+        "bench",
+        "--port",
+        "0",
+        "--json",
+    ]
     if batching:
         args += ["--enable-batching", "--max-batch-size", "32", "--batch-timeout-ms", "1"]
     if rest:
         args += ["--rest-port", "0"]
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env=env)
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line:
@@ -174,9 +182,7 @@ def big_call_times(address: str, request: Any) -> dict[str, float]:
         }
 
 
-def serve_constant_reply(
-    kind: str, version_dir: str | None = None, request_file: str | None = None
-) -> None:
+def serve_constant_reply(kind: str, version_dir: str | None = None, request_file: str | None = None) -> None:
     """Serve Predict with one pre-serialized reply (the transport floor), until killed.
 
     With ``version_dir`` each call also runs that model's signature (``big`` for the big
@@ -215,12 +221,17 @@ def serve_constant_reply(
 
     handler = grpc.method_handlers_generic_handler(
         "tensorflow.serving.PredictionService",
-        {"Predict": grpc.unary_unary_rpc_method_handler(
-            answer, request_deserializer=lambda data: data, response_serializer=lambda data: data,
-        )},
+        {
+            "Predict": grpc.unary_unary_rpc_method_handler(
+                answer,
+                request_deserializer=lambda data: data,
+                response_serializer=lambda data: data,
+            )
+        },
     )
-    server = grpc.server(futures.ThreadPoolExecutor(64),
-                         options=[("grpc.max_send_message_length", 2**31 - 1)])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(64), options=[("grpc.max_send_message_length", 2**31 - 1)]
+    )
     server.add_generic_rpc_handlers((handler,))
     print(server.add_insecure_port("127.0.0.1:0"), flush=True)
     server.start()
@@ -241,8 +252,12 @@ def request_feeds(model: Any, request: bytes) -> tuple[str, dict[str, Any], list
 def against_floor(
     base: Path, seconds: float, clients: tuple[int, ...], rounds: int
 ) -> tuple[
-    dict[int, float], dict[str, float], dict[int, float], dict[str, float],
-    dict[int, float], dict[str, float],
+    dict[int, float],
+    dict[str, float],
+    dict[int, float],
+    dict[str, float],
+    dict[int, float],
+    dict[str, float],
 ]:
     """``tfship serve``, the floor and the floor that runs the model, measured in turns,
     ``rounds`` times, each figure the median of its rounds: on a shared machine the load
@@ -257,13 +272,22 @@ def against_floor(
 
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     process, info = start_server(base)
-    floors = {kind: subprocess.Popen([sys.executable, __file__, "--constant-reply-server", kind],
-                                     stdout=subprocess.PIPE, text=True, env=env)
-              for kind in ("small", "big")}
+    floors = {
+        kind: subprocess.Popen(
+            [sys.executable, __file__, "--constant-reply-server", kind],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for kind in ("small", "big")
+    }
     for kind in ("small", "big"):
         floors[f"model {kind}"] = subprocess.Popen(
             [sys.executable, __file__, "--constant-reply-server", kind, "--model", str(base / "1")],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
     channels: list[Any] = []
     try:
@@ -285,14 +309,20 @@ def against_floor(
 
         rates: dict[str, dict[int, list[float]]] = {"server": {}, "floor": {}, "model": {}}
         bigs: dict[str, list[dict[str, float]]] = {"server": [], "floor": [], "model": []}
-        sides = (("server", addresses["server"]), ("floor", addresses["small"]),
-                 ("model", addresses["model small"]))
+        sides = (
+            ("server", addresses["server"]),
+            ("floor", addresses["small"]),
+            ("model", addresses["model small"]),
+        )
         for _ in range(rounds):
             for n in clients:
                 for side, address in sides:
                     rates[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
-            for side, address in (("server", addresses["server"]), ("floor", addresses["big"]),
-                                  ("model", addresses["model big"])):
+            for side, address in (
+                ("server", addresses["server"]),
+                ("floor", addresses["big"]),
+                ("model", addresses["model big"]),
+            ):
                 bigs[side].append(big_call_times(address, big_request()))
 
         def per_n(side: str) -> dict[int, float]:
@@ -301,8 +331,14 @@ def against_floor(
         def times(side: str) -> dict[str, float]:
             return {key: float(np.median([t[key] for t in bigs[side]])) for key in bigs[side][0]}
 
-        return (per_n("server"), times("server"), per_n("floor"), times("floor"),
-                per_n("model"), times("model"))
+        return (
+            per_n("server"),
+            times("server"),
+            per_n("floor"),
+            times("floor"),
+            per_n("model"),
+            times("model"),
+        )
     finally:
         for channel in channels:
             channel.close()
@@ -421,8 +457,11 @@ def rest_rates(base: Path, seconds: float, clients: tuple[int, ...]) -> dict[str
         return make_call
 
     try:
-        openers = (("grpc", lambda: grpc_call(address)), ("rest", lambda: rest_call(url)),
-                   ("client", lambda: client_call(url)))
+        openers = (
+            ("grpc", lambda: grpc_call(address)),
+            ("rest", lambda: rest_call(url)),
+            ("client", lambda: client_call(url)),
+        )
         rates = {kind: {n: rate(n, seconds, maker(opener)) for n in clients} for kind, opener in openers}
         latency = {kind: p50_ms(maker(opener)(), 200) for kind, opener in openers}
         return {"rates": rates, "p50": latency}
@@ -437,29 +476,37 @@ def print_rest(result: dict[str, Any]) -> None:
     rates, p50 = result["rates"], result["p50"]
     print("Predict, batch 1, one server; REST = http.client, one kept-alive connection per client;")
     print("ServingClient = tfship's client on its REST transport (pooled keep-alive connections)")
-    print(f"{'clients':>7} | {'gRPC req/s':>10} | {'REST req/s':>10} | {'REST/gRPC':>9} | "
-          f"{'ServingClient REST':>18} | {'/gRPC':>6}")
+    print(
+        f"{'clients':>7} | {'gRPC req/s':>10} | {'REST req/s':>10} | {'REST/gRPC':>9} | "
+        f"{'ServingClient REST':>18} | {'/gRPC':>6}"
+    )
     for n in rates["grpc"]:
-        print(f"{n:>7} | {rates['grpc'][n]:>10.0f} | {rates['rest'][n]:>10.0f} | "
-              f"{rates['rest'][n] / rates['grpc'][n]:>8.2f}x | {rates['client'][n]:>18.0f} | "
-              f"{rates['client'][n] / rates['grpc'][n]:>5.2f}x")
+        print(
+            f"{n:>7} | {rates['grpc'][n]:>10.0f} | {rates['rest'][n]:>10.0f} | "
+            f"{rates['rest'][n] / rates['grpc'][n]:>8.2f}x | {rates['client'][n]:>18.0f} | "
+            f"{rates['client'][n] / rates['grpc'][n]:>5.2f}x"
+        )
     for kind, name in (("rest", "http.client"), ("client", "ServingClient")):
-        print(f"p50 latency over one connection, {name}: REST {p50[kind]:.2f} ms, gRPC "
-              f"{p50['grpc']:.2f} ms (REST/gRPC {p50[kind] / p50['grpc']:.2f}x)")
+        print(
+            f"p50 latency over one connection, {name}: REST {p50[kind]:.2f} ms, gRPC "
+            f"{p50['grpc']:.2f} ms (REST/gRPC {p50[kind] / p50['grpc']:.2f}x)"
+        )
     ratios = ", ".join(f"{n} clients {rates['client'][n] / rates['rest'][n]:.2f}x" for n in rates["rest"])
     print(f"ServingClient REST / plain http.client REST, requests/s: {ratios}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=None,
-                        help="per measurement (default 2; 0.2 with --short)")
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="per measurement (default 2; 0.2 with --short)"
+    )
     parser.add_argument("--constant-reply-server", choices=("small", "big"), help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--request", help=argparse.SUPPRESS)
     parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
-    parser.add_argument("--short", action="store_true",
-                        help="0.2 s per measurement, 8 clients only: every path, no targets")
+    parser.add_argument(
+        "--short", action="store_true", help="0.2 s per measurement, 8 clients only: every path, no targets"
+    )
     args = parser.parse_args()
     seconds = args.seconds if args.seconds is not None else 0.2 if args.short else 2.0
     clients = SHORT_CLIENTS if args.short else CLIENTS
@@ -482,29 +529,38 @@ def main() -> None:
     print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
     print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
     for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):
-        print(f"  {'gRPC server, ' + label:<56} {plain_big[key] * 1e3:7.2f} ms "
-              f"({plain_big[key] / local_big:6.1f}x)")
-        print(f"  {'gRPC floor (constant reply), ' + label:<56} {floor[key] * 1e3:7.2f} ms "
-              f"({floor[key] / local_big:6.1f}x)")
+        print(
+            f"  {'gRPC server, ' + label:<56} {plain_big[key] * 1e3:7.2f} ms "
+            f"({plain_big[key] / local_big:6.1f}x)"
+        )
+        print(
+            f"  {'gRPC floor (constant reply), ' + label:<56} {floor[key] * 1e3:7.2f} ms "
+            f"({floor[key] / local_big:6.1f}x)"
+        )
     print()
     print("Predict, batch 1, MLP 16-64-8; requests/s (ratio to in-process LocalModel.run);")
     print("the floor is a gRPC server (same stack) that returns a constant reply; the server and")
     print("the floor are measured in turns, the median of 3 rounds each (1 with --short)")
-    print(f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19} | "
-          f"{'gRPC floor':>19}")
+    print(
+        f"{'clients':>7} | {'LocalModel':>10} | {'gRPC server':>19} | {'gRPC + batching':>19} | "
+        f"{'gRPC floor':>19}"
+    )
     for n in clients:
         cells = [f"{r[n]:>9.0f} ({r[n] / local[n]:>5.2f}x)" for r in (plain, batched, floor_rates)]
         print(f"{n:>7} | {local[n]:>10.0f} | " + " | ".join(cells))
     print()
-    print_floor_ratios(plain, floor_rates, plain_big, floor, (model_floor, model_big),
-                       judged=not args.short)
+    print_floor_ratios(plain, floor_rates, plain_big, floor, (model_floor, model_big), judged=not args.short)
     print()
     print_rest(rest)
 
 
 def print_floor_ratios(
-    plain: dict[int, float], floor_rates: dict[int, float], plain_big: dict[str, float],
-    floor: dict[str, float], model: tuple[dict[int, float], dict[str, float]], judged: bool,
+    plain: dict[int, float],
+    floor_rates: dict[int, float],
+    plain_big: dict[str, float],
+    floor: dict[str, float],
+    model: tuple[dict[int, float], dict[str, float]],
+    judged: bool,
 ) -> None:
     """tfship serve against the transport floor: the claims of this benchmark."""
     rates = ", ".join(f"{n} clients {plain[n] / floor_rates[n]:.2f}x" for n in plain)
@@ -515,11 +571,15 @@ def print_floor_ratios(
     print(f"floor running the model / floor, requests/s: {ratios}")
     ratios = ", ".join(f"{n} clients {plain[n] / model_rates[n]:.2f}x" for n in plain)
     print(f"tfship serve / floor running the model, requests/s: {ratios}")
-    print(f"floor running the model / floor, time of the 4 MiB answer, bytes only: "
-          f"{model_big['bytes'] / floor['bytes']:.2f}x; tfship serve / floor running the model: "
-          f"{plain_big['bytes'] / model_big['bytes']:.2f}x")
-    times = ", ".join(f"{label} {plain_big[key] / floor[key]:.2f}x"
-                      for label, key in (("reply parsed", "stub"), ("bytes only", "bytes")))
+    print(
+        f"floor running the model / floor, time of the 4 MiB answer, bytes only: "
+        f"{model_big['bytes'] / floor['bytes']:.2f}x; tfship serve / floor running the model: "
+        f"{plain_big['bytes'] / model_big['bytes']:.2f}x"
+    )
+    times = ", ".join(
+        f"{label} {plain_big[key] / floor[key]:.2f}x"
+        for label, key in (("reply parsed", "stub"), ("bytes only", "bytes"))
+    )
     print(f"tfship serve / floor, time of the 4 MiB answer: {times} (target <= 1.25x)")
     if not judged:
         print("targets: not judged (--short)")

@@ -421,7 +421,12 @@ def main() -> None:
     # Against plain httpx tfship does more (checks, typed outputs, a whole-call deadline):
     # it may cost at most 1.1x the time (a speed-up of at least 0.91x).
     targets = {
-        "decode": 5.0, "encode": 10.0, "Predict": 2.0, "REST": None, "HTTPS": 1.0, "REST/httpx": 1 / 1.1,
+        "decode": 5.0,
+        "encode": 10.0,
+        "Predict": 2.0,
+        "REST": None,
+        "HTTPS": 1.0,
+        "REST/httpx": 1 / 1.1,
         "REST/http.client": 0.8,
     }
     width = max(len(r[0]) for r in rows)

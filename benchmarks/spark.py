@@ -59,8 +59,11 @@ def time_spark_runner(export: Path, csv_path: Path, out: Path) -> tuple[float, i
     summary = run_job(export, spec)
     seconds = time.perf_counter() - started
     assert summary.rejected == 0, summary.first_rejects
-    print(f"spark runner: {summary.tasks} tasks, {summary.model_loads} model load(s) in "
-          f"{summary.python_workers} Python worker(s)", file=sys.stderr)
+    print(
+        f"spark runner: {summary.tasks} tasks, {summary.model_loads} model load(s) in "
+        f"{summary.python_workers} Python worker(s)",
+        file=sys.stderr,
+    )
     return seconds, summary.predicted
 
 
@@ -70,8 +73,15 @@ def time_hand_udf(spark: Any, schema: Any, export: Path, csv_path: Path, out: Pa
     from pyspark.sql.types import ArrayType, FloatType
 
     names = [f.name for f in schema.features]
-    assert names == ["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm",
-                     "body_mass_g", "sex", "year"], names
+    assert names == [
+        "island",
+        "bill_length_mm",
+        "bill_depth_mm",
+        "flipper_length_mm",
+        "body_mass_g",
+        "sex",
+        "year",
+    ], names
     export_dir = str(export)
 
     def make_predict_fn() -> Any:
@@ -82,15 +92,25 @@ def time_hand_udf(spark: Any, schema: Any, export: Path, csv_path: Path, out: Pa
         build = _example_builder(schema)
 
         def predict(  # predict_batch_udf passes one array per column, by position
-            island: np.ndarray, bill_length_mm: np.ndarray, bill_depth_mm: np.ndarray,
-            flipper_length_mm: np.ndarray, body_mass_g: np.ndarray, sex: np.ndarray,
+            island: np.ndarray,
+            bill_length_mm: np.ndarray,
+            bill_depth_mm: np.ndarray,
+            flipper_length_mm: np.ndarray,
+            body_mass_g: np.ndarray,
+            sex: np.ndarray,
             year: np.ndarray,
         ) -> np.ndarray:
-            frame = pd.DataFrame({
-                "island": island, "bill_length_mm": bill_length_mm, "bill_depth_mm": bill_depth_mm,
-                "flipper_length_mm": flipper_length_mm, "body_mass_g": body_mass_g, "sex": sex,
-                "year": year,
-            })
+            frame = pd.DataFrame(
+                {
+                    "island": island,
+                    "bill_length_mm": bill_length_mm,
+                    "bill_depth_mm": bill_depth_mm,
+                    "flipper_length_mm": flipper_length_mm,
+                    "body_mass_g": body_mass_g,
+                    "sex": sex,
+                    "year": year,
+                }
+            )
             examples = tf.constant([build(r) for r in frame.to_dict("records")])
             result: np.ndarray = signature(examples=examples)["probabilities"].numpy()
             return result
@@ -126,8 +146,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000, help="rows of the synthetic CSV")
     parser.add_argument("--steps", type=int, default=200, help="training steps of the dnn")
     parser.add_argument("--workdir", type=Path, default=None, help="keep and reuse files here")
-    parser.add_argument("--short", action="store_true",
-                        help="2,000 rows and 20 steps: every path runs, no target judged")
+    parser.add_argument(
+        "--short", action="store_true", help="2,000 rows and 20 steps: every path runs, no target judged"
+    )
     args = parser.parse_args()
     if args.short:
         args.rows, args.steps = 2_000, 20
@@ -169,8 +190,7 @@ def main() -> None:
         judged = name in targets and not args.short
         mark = "" if not judged else (" ok" if ratio >= targets[name] else " MISS")
         print(f"{name:<46}{rows:>10,}{seconds:>10.2f}{rate:>11,.0f}{ratio:>9.2f}{target:>8}{mark}")
-    print("(spark x = the Spark runner's rows/s / that path's rows/s; one run, same file, same "
-          "2 cores)")
+    print("(spark x = the Spark runner's rows/s / that path's rows/s; one run, same file, same 2 cores)")
 
 
 if __name__ == "__main__":

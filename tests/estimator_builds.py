@@ -226,11 +226,15 @@ def _cross_examples(rows: dict[str, Any]) -> Any:
     feature = tf.train.Feature
     serialized = []
     for i in range(CROSS_ROWS):
-        example = tf.train.Example(features=tf.train.Features(feature={
-            "x": feature(float_list=tf.train.FloatList(value=[rows["x"][i]])),
-            "n": feature(int64_list=tf.train.Int64List(value=[rows["n"][i]])),
-            "city": feature(bytes_list=tf.train.BytesList(value=[rows["city"][i].encode()])),
-        }))
+        example = tf.train.Example(
+            features=tf.train.Features(
+                feature={
+                    "x": feature(float_list=tf.train.FloatList(value=[rows["x"][i]])),
+                    "n": feature(int64_list=tf.train.Int64List(value=[rows["n"][i]])),
+                    "city": feature(bytes_list=tf.train.BytesList(value=[rows["city"][i].encode()])),
+                }
+            )
+        )
         serialized.append(example.SerializeToString())
     return np.array(serialized, dtype=object)
 
@@ -301,7 +305,8 @@ def cross_tf(root: Path) -> dict[str, Any]:
         predictions = {"logits": logits, "top": tf.argmax(logits, axis=1), "scores": tf.nn.softmax(logits)}
         if mode == est.ModeKeys.PREDICT:
             return est.EstimatorSpec(
-                mode, predictions=predictions,
+                mode,
+                predictions=predictions,
                 export_outputs={"serving_default": est.export.PredictOutput(predictions)},
             )
         loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels[:, 0], logits)
@@ -316,7 +321,9 @@ def cross_tf(root: Path) -> dict[str, Any]:
 
     parsing = est.export.build_parsing_serving_input_receiver_fn(spec)
     combined = est.DNNLinearCombinedClassifier(
-        linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[6],
+        linear_feature_columns=wide,
+        dnn_feature_columns=deep,
+        dnn_hidden_units=[6],
         model_dir=str(root / "combined_model"),
     )
     combined.train(input_fn, steps=5)
@@ -331,9 +338,7 @@ def cross_tf(root: Path) -> dict[str, Any]:
         "custom_parsing": custom.export_saved_model(str(root / "custom_parsing"), parsing),
     }
     examples = _cross_examples(rows)
-    raw_feed = {
-        "x": rows["x"][:, None], "n": rows["n"][:, None], "city": rows["city"].astype(bytes)[:, None]
-    }
+    raw_feed = {"x": rows["x"][:, None], "n": rows["n"][:, None], "city": rows["city"].astype(bytes)[:, None]}
     answers: dict[str, Any] = {}
     for name, exported in exports.items():
         path = Path(exported.decode())

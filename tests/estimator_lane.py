@@ -80,7 +80,11 @@ def build_many(jobs: list[tuple[str, Path]]) -> list[Any]:
     arguments = [str(part) for job in jobs for part in job]
     done = subprocess.run(
         [python, str(Path(__file__).resolve()), *arguments],
-        cwd=TESTS, env=env, capture_output=True, text=True, timeout=900,
+        cwd=TESTS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     if done.returncode != 0:
         names = ", ".join(builder for builder, _ in jobs)

@@ -140,8 +140,12 @@ def violations(layers: Layers, files: list[Path]) -> list[str]:
                 )
                 continue
             below = rank[target_layer] > rank[source_layer]
-            listed = {(source_unit, target_unit), (source_layer, target_layer),
-                      (source_unit, target_layer), (source_layer, target_unit)} & layers.edges
+            listed = {
+                (source_unit, target_unit),
+                (source_layer, target_layer),
+                (source_unit, target_layer),
+                (source_layer, target_unit),
+            } & layers.edges
             if not below and not listed:
                 found.append(
                     f"{rel}:{line} imports {target}: {source_unit} ({source_layer}) may not import "

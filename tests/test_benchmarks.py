@@ -27,20 +27,34 @@ NUMBER = r"[\d,.]+"
 
 # Per script, one pattern per line it must print: each row it claims, with its figures.
 ROWS: dict[str, list[str]] = {
-    "install.py": [rf"^core \(Python 3\.\d+\) +{NUMBER}", r"^full \(this venv\)",
-                   r"^core / full size: \d\.\d+"],
-    "promote.py": [r"^tfship promote --dry-run, 50 replayed requests: \d+\.\d s wall",
-                   *(rf"^{check} +(pass|fail|skip) +\d+\.\d\d$" for check in
-                     ("ready", "compatible", "serves", "same answers", "as good", "as fast"))],
-    "spark.py": [rf"^{path} +2,000 +{NUMBER} +[\d,]+ +\d+\.\d\d" for path in (
-        r"spark runner \(tfship, local\[2\]\)", r"hand-written predict_batch_udf \(local\[2\]\)",
-        r"local runner \(tfship predict, in process\)")],
+    "install.py": [
+        rf"^core \(Python 3\.\d+\) +{NUMBER}",
+        r"^full \(this venv\)",
+        r"^core / full size: \d\.\d+",
+    ],
+    "promote.py": [
+        r"^tfship promote --dry-run, 50 replayed requests: \d+\.\d s wall",
+        *(
+            rf"^{check} +(pass|fail|skip) +\d+\.\d\d$"
+            for check in ("ready", "compatible", "serves", "same answers", "as good", "as fast")
+        ),
+    ],
+    "spark.py": [
+        rf"^{path} +2,000 +{NUMBER} +[\d,]+ +\d+\.\d\d"
+        for path in (
+            r"spark runner \(tfship, local\[2\]\)",
+            r"hand-written predict_batch_udf \(local\[2\]\)",
+            r"local runner \(tfship predict, in process\)",
+        )
+    ],
     "cli.py": [
         rf"^tfship --help +{NUMBER} +{NUMBER} +1\.0x +no$",
         *(
             rf"^tfship {command} +{NUMBER} +{NUMBER} +{NUMBER}x +no$"
             for command in (
-                r"inspect show EXPORT", r"client status \(gRPC\)", r"client status \(REST\)",
+                r"inspect show EXPORT",
+                r"client status \(gRPC\)",
+                r"client status \(REST\)",
                 r"client predict \(gRPC\)",
             )
         ),
@@ -66,18 +80,25 @@ ROWS: dict[str, list[str]] = {
     "lanes.py": [
         r"^2\.15 +3\.\d+\.\d+ +2\.15\.\d+ ",
         r"^newest +3\.\d+\.\d+ +\d+\.\d+\.\d+ ",
-        *(rf"^TF \d+\.\d+\.\d+ \({venv}\) +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER} +{NUMBER} "
-          rf"\({NUMBER}-{NUMBER}\) +{NUMBER} +{NUMBER}$" for venv in (r"\.venv", r"\.venv-run")),
+        *(
+            rf"^TF \d+\.\d+\.\d+ \({venv}\) +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER} +{NUMBER} "
+            rf"\({NUMBER}-{NUMBER}\) +{NUMBER} +{NUMBER}$"
+            for venv in (r"\.venv", r"\.venv-run")
+        ),
         rf"^newest / 2\.15, tfship predict rows/s: job {NUMBER}x \({NUMBER}-{NUMBER}x\), wall "
         rf"{NUMBER}x \({NUMBER}-{NUMBER}x\)$",
-        *(rf"^{side} +{n} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER} \({NUMBER}-{NUMBER}\) +"
-          rf"{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
-          for side in ("tfship serve", "floor running the model",
-                       r"transport floor \(constant reply\)")
-          for n in (1, 8)),
+        *(
+            rf"^{side} +{n} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER} \({NUMBER}-{NUMBER}\) +"
+            rf"{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
+            for side in ("tfship serve", "floor running the model", r"transport floor \(constant reply\)")
+            for n in (1, 8)
+        ),
         r"^the same answers from both servers \(probabilities within 1e-5\): True$",
-        *(rf"^tfship serve / floor running the model, {n} clients?: 2\.15 {NUMBER}x, newest "
-          rf"{NUMBER}x$" for n in (1, 8)),
+        *(
+            rf"^tfship serve / floor running the model, {n} clients?: 2\.15 {NUMBER}x, newest "
+            rf"{NUMBER}x$"
+            for n in (1, 8)
+        ),
         rf"^the model's own run per call, 1 client .*: 2\.15 {NUMBER} ms, newest {NUMBER} ms "
         rf"\(newest / 2\.15 {NUMBER}x the time\)$",
     ],
@@ -101,8 +122,10 @@ ROWS: dict[str, list[str]] = {
         rf"^tfship predict as a command on 4,000 rows: {NUMBER} s wall, peak RSS {NUMBER} MB$",
     ],
     "readers.py": [
-        *(rf"^{fmt} +3,000 +{NUMBER} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
-          for fmt in ("csv", "jsonl", "parquet")),
+        *(
+            rf"^{fmt} +3,000 +{NUMBER} +{NUMBER} \({NUMBER}-{NUMBER}\) +{NUMBER}x \({NUMBER}-{NUMBER}x\)$"
+            for fmt in ("csv", "jsonl", "parquet")
+        ),
         rf"^CPU seconds, median: csv {NUMBER}, jsonl {NUMBER}, parquet {NUMBER}; JSON Lines / CSV {NUMBER}x",
         r"^the same converted columns from every format: True$",
         rf"^target: JSON Lines >= 0\.5x CSV's rows/s: {NUMBER}x, not judged \(--short\)$",
@@ -136,8 +159,10 @@ ROWS: dict[str, list[str]] = {
         *(
             rf"^{case} +{NUMBER} +{NUMBER} +{NUMBER}x  "
             for case in (
-                r"decode 1M floats \(float_val\)", "encode 64x1000 Python floats",
-                r"encode 10k Python strings \(100 B\)", "Predict round trip, 1024x1024 f32 out",
+                r"decode 1M floats \(float_val\)",
+                "encode 64x1000 Python floats",
+                r"encode 10k Python strings \(100 B\)",
+                "Predict round trip, 1024x1024 f32 out",
                 "REST Predict batch 1, kept-alive vs a connection per call",
                 "HTTPS Predict batch 1, kept-alive vs a connection per call",
                 "REST/httpx Predict batch 1, tfship vs plain httpx",
@@ -154,7 +179,11 @@ def _run_short(script: Path) -> subprocess.CompletedProcess[str]:
     # this checkout's sources first, also for the commands the scripts start
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.run(
-        [sys.executable, str(script), "--short"], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, str(script), "--short"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=600,
     )
 

@@ -134,8 +134,9 @@ def test_data_penguins_and_synth(tmp_path: Path) -> None:
     schema = tmp_path / "s.json"
     train_csv = str(tmp_path / "train.csv")
     runner.invoke(cli, ["schema", "infer", train_csv, "--label", "species", "--out", str(schema)])
-    result = runner.invoke(cli, ["data", "synth", "--schema", str(schema), "--rows", "50",
-                                 "--out", str(tmp_path / "synth.csv")])
+    result = runner.invoke(
+        cli, ["data", "synth", "--schema", str(schema), "--rows", "50", "--out", str(tmp_path / "synth.csv")]
+    )
     assert result.exit_code == 0, result.output
     assert len((tmp_path / "synth.csv").read_text().splitlines()) == 51
 
@@ -166,8 +167,21 @@ def test_demo_runs_the_life_of_a_model(tmp_path: Path) -> None:
     assert "demo finished" in result.stdout
     # every step is a real command, printed as typed and followed by its own output
     commands = [line.split()[2] for line in result.stdout.splitlines() if line.startswith("$ tfship ")]
-    assert commands == ["data", "schema", "train", "inspect", "inspect", "inspect", "inspect", "inspect",
-                        "predict", "serve", "client", "client", "client"]
+    assert commands == [
+        "data",
+        "schema",
+        "train",
+        "inspect",
+        "inspect",
+        "inspect",
+        "inspect",
+        "inspect",
+        "predict",
+        "serve",
+        "client",
+        "client",
+        "client",
+    ]
     assert "rows in: 68, predicted: 68, rejected: 0" in result.stdout
     assert "ready (0 errors, 0 warnings)" in result.stdout
     assert "example 2: " in result.stdout
@@ -196,7 +210,8 @@ def test_every_error_class_is_drawn_in_the_tree() -> None:
         for name in module.__all__:
             getattr(module, name)
     names = {
-        cls.__name__ for cls in _all_subclasses(TfshipError)
+        cls.__name__
+        for cls in _all_subclasses(TfshipError)
         if cls.__module__.startswith("tfship") and not cls.__name__.startswith("_")  # public ones
     }
     assert len(names) > 30

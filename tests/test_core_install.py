@@ -42,8 +42,14 @@ def core(request: pytest.FixtureRequest) -> Path:
 
 def run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``tfship ARGS`` of the core venv, from a directory outside the checkout."""
-    return subprocess.run([str(venv / "bin" / "tfship"), *args], capture_output=True, text=True,
-                          env=clean_env(COLUMNS="80"), cwd=cwd, timeout=120)
+    return subprocess.run(
+        [str(venv / "bin" / "tfship"), *args],
+        capture_output=True,
+        text=True,
+        env=clean_env(COLUMNS="80"),
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def full(*args: str) -> Any:
@@ -66,16 +72,28 @@ print(json.dumps({
 
 
 def test_the_core_has_no_tensorflow(core: Path, tmp_path: Path) -> None:
-    done = subprocess.run([str(core / "bin" / "python"), "-c", PROBE], capture_output=True, text=True,
-                          env=clean_env(), cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [str(core / "bin" / "python"), "-c", PROBE],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["python"] == NEWEST
     assert report["importable"] == []
     assert report["protobuf"].startswith("3.20." if "3.20" in core.name else "6.")
     assert Path(report["tfship"]).is_relative_to(core)  # the installed package, not the checkout
-    tried = subprocess.run([str(core / "bin" / "python"), "-c", "import tensorflow"], capture_output=True,
-                           text=True, env=clean_env(), cwd=tmp_path, timeout=60)
+    tried = subprocess.run(
+        [str(core / "bin" / "python"), "-c", "import tensorflow"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert tried.returncode == 1
     assert tried.stderr.splitlines()[-1] == "ModuleNotFoundError: No module named 'tensorflow'"
 
@@ -93,8 +111,14 @@ print(sent.dtype, back.dtype, back.tolist(), decode_tensor(theirs).tolist())
 
 
 def test_the_core_decodes_bfloat16_tensors(core: Path, tmp_path: Path) -> None:
-    done = subprocess.run([str(core / "bin" / "python"), "-c", BFLOAT16], capture_output=True, text=True,
-                          env=clean_env(), cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [str(core / "bin" / "python"), "-c", BFLOAT16],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "14 bfloat16 [1.5, -2.0] [1.5, -2.0]\n"
 
@@ -107,8 +131,15 @@ def test_help_lists_every_command(core: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["train", "--help"], ["serve", "--model_base_path", "m"], ["export", "x", "y"], ["demo"],
-     ["predict", "m", "f.csv"], ["bench", "m"], ["cluster", "--help"]],
+    [
+        ["train", "--help"],
+        ["serve", "--model_base_path", "m"],
+        ["export", "x", "y"],
+        ["demo"],
+        ["predict", "m", "f.csv"],
+        ["bench", "m"],
+        ["cluster", "--help"],
+    ],
     ids=lambda args: args[0],
 )
 def test_a_command_needing_the_extra_fails_in_one_line(core: Path, tmp_path: Path, args: list[str]) -> None:
@@ -154,8 +185,14 @@ def test_importing_a_package_needing_the_extra_says_so(core: Path, tmp_path: Pat
         "except ImportError as exc:\n"
         "    print(type(exc).__name__, isinstance(exc, tfship.errors.TfshipError), exc)\n"
     )
-    done = subprocess.run([str(core / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                          env=clean_env(), cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [str(core / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     line = ESTIMATOR_LINE if package in NEEDS_ESTIMATOR else EXTRA_LINE
     assert done.stdout == f"ExtraNotInstalledError True tfship.{package} {line}\n"
@@ -195,8 +232,9 @@ def test_the_client_calls_a_real_server_as_the_full_install_does(
         rows = [row for row, _ in zip(csv.DictReader(handle), range(3))]
     records = tmp_path / "records.csv"
     with open(records, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[name for name in rows[0] if name != "species"],
-                               extrasaction="ignore")
+        writer = csv.DictWriter(
+            handle, fieldnames=[name for name in rows[0] if name != "species"], extrasaction="ignore"
+        )
         writer.writeheader()
         writer.writerows(rows)
     server = ["-s", penguins.address] if transport == "grpc" else ["-s", penguins.rest_url, "--rest"]
@@ -206,8 +244,21 @@ def test_the_client_calls_a_real_server_as_the_full_install_does(
         ["client", "metadata", *server, "-m", "penguins", "-k", "serving_default"],
         ["client", "classify", *server, "-m", "penguins", "-i", str(records), *schema],
         ["client", "predict", *server, "-m", "penguins", "-k", "predict", "-i", str(records), *schema],
-        ["client", "predict", *server, "-m", "penguins", "-k", "raw:predict", "-i", str(records), *schema,
-         "-o", "probabilities", "--json"],
+        [
+            "client",
+            "predict",
+            *server,
+            "-m",
+            "penguins",
+            "-k",
+            "raw:predict",
+            "-i",
+            str(records),
+            *schema,
+            "-o",
+            "probabilities",
+            "--json",
+        ],
     ]
     for args in commands:
         done = run(core, *args, cwd=tmp_path)
@@ -224,8 +275,14 @@ def test_the_client_calls_a_real_server_as_the_full_install_does(
 
 def test_the_install_benchmark_measures_both_installs(tmp_path: Path) -> None:
     core_venv("6")
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "install.py"), "--short"],
-                          capture_output=True, text=True, env=clean_env(), cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "install.py"), "--short"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[1].startswith(f"core (Python {NEWEST})") and lines[2].startswith("full (this venv)")

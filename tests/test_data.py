@@ -138,11 +138,13 @@ def test_every_command_that_writes_a_file_takes_o_for_out(tmp_path: Path) -> Non
     data = tmp_path / "data"
     assert runner.invoke(cli, ["data", "penguins", "-o", str(data)]).exit_code == 0
     schema = tmp_path / "schema.json"
-    inferred = runner.invoke(cli, ["schema", "infer", str(data / "train.csv"), "--label", "species",
-                                   "-o", str(schema)])
+    inferred = runner.invoke(
+        cli, ["schema", "infer", str(data / "train.csv"), "--label", "species", "-o", str(schema)]
+    )
     assert inferred.exit_code == 0, inferred.output
-    synth = runner.invoke(cli, ["data", "synth", "--schema", str(schema), "--rows", "3",
-                                "-o", str(tmp_path / "s.csv")])
+    synth = runner.invoke(
+        cli, ["data", "synth", "--schema", str(schema), "--rows", "3", "-o", str(tmp_path / "s.csv")]
+    )
     assert synth.exit_code == 0, synth.output
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 4
 
@@ -177,8 +179,20 @@ def test_an_excluded_name_that_is_not_a_column_is_refused(tmp_path: Path) -> Non
     from tfship.cli import cli
 
     train, _ = penguins_split(tmp_path)
-    result = CliRunner().invoke(cli, ["schema", "infer", str(train), "--label", "species",
-                                      "--exclude", "Year", "-o", str(tmp_path / "s.json")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "schema",
+            "infer",
+            str(train),
+            "--label",
+            "species",
+            "--exclude",
+            "Year",
+            "-o",
+            str(tmp_path / "s.json"),
+        ],
+    )
     assert result.exit_code == 2
     expected = f"Error: column to exclude 'Year' is not in {train} (did you mean 'year'?)"
     assert result.stderr.startswith(expected)
@@ -193,8 +207,10 @@ def _passengers(path: Path, rows: int = 60) -> Path:
     for i in range(rows):
         age = "NA" if i % 7 == 0 else str(20 + i % 30)
         ticket = (i * 37) % rows + 100  # all distinct and consecutive, but shuffled
-        lines.append(f"{i + 1},\"Person {i}, Mr\",{ticket},{1 + i % 3},{age},{(i * 13) % 50 + 7},"
-                     f"{'yes' if i % 3 else 'no'}")
+        lines.append(
+            f'{i + 1},"Person {i}, Mr",{ticket},{1 + i % 3},{age},{(i * 13) % 50 + 7},'
+            f"{'yes' if i % 3 else 'no'}"
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -205,8 +221,10 @@ def test_identifier_columns_are_left_out_with_a_reason(tmp_path: Path) -> None:
     path = _passengers(tmp_path / "passengers.csv")
     schema, reasons = explain_schema(path, "Survived")
     assert schema.feature_names == ["Pclass", "Age", "Fare"]
-    assert reasons[0] == ("PassengerId: 60 values, every one distinct, in order: a row number -> left out "
-                          "(a model would memorise it); keep it to use it anyway")
+    assert reasons[0] == (
+        "PassengerId: 60 values, every one distinct, in order: a row number -> left out "
+        "(a model would memorise it); keep it to use it anyway"
+    )
     assert reasons[1].startswith("Name: 60 values, every one distinct: an identifier -> left out")
     assert reasons[2].startswith("Ticket: 60 values, every one distinct, consecutive: an identifier")
     kept = infer_schema(path, "Survived", keep=["Name"])
@@ -221,8 +239,9 @@ def test_row_numbers_of_a_shuffled_sample_are_an_identifier(tmp_path: Path) -> N
 
     rng = random.Random(0)
     ids = rng.sample(range(1, 301), 239) + [1100]  # 80% of the rows of a table, shuffled; one odd number
-    lines = ["rownames,income,deny"] + [f"{i},{rng.randint(20, 90) * 1000 + i % 7},{'yes' if i % 3 else 'no'}"
-                                        for i in ids]
+    lines = ["rownames,income,deny"] + [
+        f"{i},{rng.randint(20, 90) * 1000 + i % 7},{'yes' if i % 3 else 'no'}" for i in ids
+    ]
     path = tmp_path / "sample.csv"
     path.write_text("\n".join(lines) + "\n")
     schema, reasons = explain_schema(path, "deny")
@@ -241,8 +260,10 @@ def test_schema_infer_says_how_to_keep_an_identifier(tmp_path: Path) -> None:
     out = tmp_path / "schema.json"
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "Survived", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert ("left out: PassengerId, Name, Ticket (each for the reason above); --keep NAME uses one "
-            "anyway (or add it to the schema)") in result.stderr
+    assert (
+        "left out: PassengerId, Name, Ticket (each for the reason above); --keep NAME uses one "
+        "anyway (or add it to the schema)"
+    ) in result.stderr
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "Survived", "--keep", "Nmae"])
     assert result.exit_code == 2
     assert "column to keep 'Nmae' is not in" in result.stderr and "(did you mean 'Name'?)" in result.stderr
@@ -251,8 +272,15 @@ def test_schema_infer_says_how_to_keep_an_identifier(tmp_path: Path) -> None:
 def test_the_penguins_schema_keeps_every_column(tmp_path: Path) -> None:
     train, _ = penguins_split(tmp_path)
     schema = infer_schema(train, "species")
-    assert schema.feature_names == ["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm",
-                                    "body_mass_g", "sex", "year"]
+    assert schema.feature_names == [
+        "island",
+        "bill_length_mm",
+        "bill_depth_mm",
+        "flipper_length_mm",
+        "body_mass_g",
+        "sex",
+        "year",
+    ]
 
 
 def test_missing_labels_are_named_by_line_with_the_remedy(tmp_path: Path) -> None:
@@ -263,8 +291,10 @@ def test_missing_labels_are_named_by_line_with_the_remedy(tmp_path: Path) -> Non
 
     schema, reasons = explain_schema(path, "salary")
     assert schema.label.kind == "regression"
-    assert reasons[-1].startswith(f"note: {path}: label column 'salary' is missing in 2 row(s), "
-                                  "at line(s) 5, 10; training refuses such rows as bad")
+    assert reasons[-1].startswith(
+        f"note: {path}: label column 'salary' is missing in 2 row(s), "
+        "at line(s) 5, 10; training refuses such rows as bad"
+    )
     path.write_text("years,salary\n1,\n2,\n")
     with pytest.raises(DataError, match=r"label column 'salary' has no value in any row"):
         infer_schema(path, "salary")
@@ -306,13 +336,23 @@ def test_synth_names_what_the_schema_leaves_open(tmp_path: Path) -> None:
     from tfship.cli import cli
 
     path = tmp_path / "schema.json"
-    Schema.from_dict({"label": {"name": "spend", "kind": "regression"}, "features": [
-        {"name": "age", "dtype": "int64", "use": {"kind": "numeric", "normalize": {"mean": 40, "std": 9},
-                                                  "range": [18, 90]}},
-        {"name": "visits", "dtype": "int64", "use": {"kind": "numeric"}}]}).save(path)
+    Schema.from_dict(
+        {
+            "label": {"name": "spend", "kind": "regression"},
+            "features": [
+                {
+                    "name": "age",
+                    "dtype": "int64",
+                    "use": {"kind": "numeric", "normalize": {"mean": 40, "std": 9}, "range": [18, 90]},
+                },
+                {"name": "visits", "dtype": "int64", "use": {"kind": "numeric"}},
+            ],
+        }
+    ).save(path)
     out = tmp_path / "synth.csv"
-    result = CliRunner().invoke(cli, ["data", "synth", "--schema", str(path), "--rows", "500",
-                                      "-o", str(out)])
+    result = CliRunner().invoke(
+        cli, ["data", "synth", "--schema", str(path), "--rows", "500", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
         f"note: no range recorded for 'visits': its values are drawn without bounds ({path})",
@@ -327,14 +367,18 @@ def test_synth_names_what_the_schema_leaves_open(tmp_path: Path) -> None:
 def test_dates_and_columns_of_one_value_are_named_for_what_they_are(tmp_path: Path) -> None:
     schema, reasons = explain_schema(_raw_penguins(), "Species")
     by_column = {line.split(":")[0]: line for line in reasons if not line.startswith("note:")}
-    assert by_column["Region"] == ("Region: one value ('Anvers') in every row -> left out (it carries no "
-                                   "information); keep it to use it anyway")
+    assert by_column["Region"] == (
+        "Region: one value ('Anvers') in every row -> left out (it carries no "
+        "information); keep it to use it anyway"
+    )
     assert by_column["Stage"].startswith("Stage: one value ('Adult, 1 Egg Stage') in every row -> left out")
     # A date is a feature: kept (its days repeat, one per nest), with a note on how to use it.
     assert schema.feature("Date Egg").use["kind"] == "categorical"
-    assert ("note: Date Egg holds dates (2007-11-09 to 2009-12-01): kept as a category of the days seen, "
-            "so a day after them is unknown to the model; for season or weekday, add them to the data as "
-            "columns (month, weekday)") in reasons
+    assert (
+        "note: Date Egg holds dates (2007-11-09 to 2009-12-01): kept as a category of the days seen, "
+        "so a day after them is unknown to the model; for season or weekday, add them to the data as "
+        "columns (month, weekday)"
+    ) in reasons
     assert not any("identifier" in line for line in reasons if "Date Egg" in line)
     assert "Region" not in schema.feature_names and "Stage" not in schema.feature_names
     kept = infer_schema(_raw_penguins(), "Species", keep=["Region"])
@@ -368,11 +412,14 @@ def test_a_date_per_row_and_sparse_row_names_are_left_out_and_named(tmp_path: Pa
     schema, reasons = explain_schema(path, "takings")
     assert schema.feature_names == ["temperature"]
     assert reasons[0].startswith("rownames: 120 values, every one distinct, spread over ")
-    assert reasons[0].endswith("named like one: an identifier -> left out (a model would memorise it); "
-                               "keep it to use it anyway")
-    assert reasons[1] == ("day: 120 values, dates (2019-03-01 to 2019-06-28) -> left out: as a category a "
-                          "model would only know the days it saw; add the parts that recur (month, weekday, "
-                          "day of year) to the data as columns, or keep it to use it as a category")
+    assert reasons[0].endswith(
+        "named like one: an identifier -> left out (a model would memorise it); keep it to use it anyway"
+    )
+    assert reasons[1] == (
+        "day: 120 values, dates (2019-03-01 to 2019-06-28) -> left out: as a category a "
+        "model would only know the days it saw; add the parts that recur (month, weekday, "
+        "day of year) to the data as columns, or keep it to use it as a category"
+    )
     assert reasons[2].startswith("store: one value ('Leeds') in every row -> left out")
     assert schema.feature("temperature").use["range"][0] >= 8
     assert infer_schema(path, "takings", keep=["day"]).feature("day").use["kind"] == "hash"
@@ -385,15 +432,18 @@ def test_a_date_per_row_and_sparse_row_names_are_left_out_and_named(tmp_path: Pa
     assert gapped.startswith("day: 118 values, dates (2019-03-01 to 2019-06-28)")
     result = CliRunner().invoke(cli, ["schema", "infer", str(path), "--label", "takings"])
     assert result.exit_code == 0, result.output
-    assert ("left out: rownames, day, store (each for the reason above); --keep NAME uses one anyway "
-            "(or add it to the schema)") in result.stderr
+    assert (
+        "left out: rownames, day, store (each for the reason above); --keep NAME uses one anyway "
+        "(or add it to the schema)"
+    ) in result.stderr
 
 
 def test_an_empty_column_is_left_out_so_the_schema_loads(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text("remarks,score,y\n" + "".join(f",{i * 0.5},{i % 2}\n" for i in range(30)))
     schema, reasons = explain_schema(path, "y", keep=["remarks"])
-    assert reasons[0] == ("remarks: no value in any of 30 row(s) -> left out (nothing to learn from, so keep "
-                          "cannot use it)")
+    assert reasons[0] == (
+        "remarks: no value in any of 30 row(s) -> left out (nothing to learn from, so keep cannot use it)"
+    )
     schema.save(tmp_path / "s.json")
     assert Schema.load(tmp_path / "s.json").feature_names == ["score"]

@@ -32,7 +32,7 @@ def _dirty(folder: Path) -> tuple[Path, Path]:
     header, *body = train.read_text().splitlines()
     body.insert(HEADER_LINE - 2, header)
     body.insert(BLANK_LINE - 2, "")
-    body[CP1252_LINE - 2] = "Ad\xe9lie" + body[CP1252_LINE - 2][len("Adelie"):]
+    body[CP1252_LINE - 2] = "Ad\xe9lie" + body[CP1252_LINE - 2][len("Adelie") :]
     assert body[CP1252_LINE - 2].startswith("Adélie,")
     dirty = folder / "dirty.csv"
     dirty.write_bytes(b"".join(line.encode("cp1252") + b"\r\n" for line in [header, *body]))
@@ -64,8 +64,9 @@ def test_schema_infer_leaves_a_repeated_header_out_of_the_label(tmp_path: Path) 
     dirty, _ = _dirty(tmp_path)
     schema, reasons = explain_schema(dirty, "species")
     assert list(schema.label.vocabulary) == ["Adelie", "Chinstrap", "Gentoo"]
-    assert reasons[0].startswith(f"skipped 2 bad row(s): {dirty}:{HEADER_LINE}: {HEADER_REPEATED}; "
-                                 f"{dirty}:{CP1252_LINE}: {NOT_UTF8}")
+    assert reasons[0].startswith(
+        f"skipped 2 bad row(s): {dirty}:{HEADER_LINE}: {HEADER_REPEATED}; {dirty}:{CP1252_LINE}: {NOT_UTF8}"
+    )
     assert reasons[1] == f"note: {dirty}: skipped 1 blank line(s), at line(s) {BLANK_LINE}"
 
 
@@ -78,11 +79,27 @@ def test_a_header_that_is_not_utf8_is_named_not_a_traceback(tmp_path: Path) -> N
 
 
 def _train(schema: Path, train: Path, evaluation: Path, model_dir: Path, *extra: str) -> Any:
-    return CliRunner().invoke(cli, [
-        "train", "--schema", str(schema), "--train", str(train), "--eval", str(evaluation),
-        "--model-dir", str(model_dir), "--model", "linear", "--max-steps", "3", "--export", "final",
-        *extra,
-    ])
+    return CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(schema),
+            "--train",
+            str(train),
+            "--eval",
+            str(evaluation),
+            "--model-dir",
+            str(model_dir),
+            "--model",
+            "linear",
+            "--max-steps",
+            "3",
+            "--export",
+            "final",
+            *extra,
+        ],
+    )
 
 
 @pytest.mark.estimator
@@ -107,21 +124,32 @@ def test_schema_infer_train_and_predict_judge_each_dirty_line_alike(
 ) -> None:
     dirty, evaluation = _dirty(tmp_path)
     schema = tmp_path / "schema.json"
-    inferred = CliRunner().invoke(cli, ["schema", "infer", str(dirty), "--label", "species",
-                                        "-o", str(schema)])
+    inferred = CliRunner().invoke(
+        cli, ["schema", "infer", str(dirty), "--label", "species", "-o", str(schema)]
+    )
     assert inferred.exit_code == 0, inferred.output
     assert "'species'" not in json.dumps(json.loads(schema.read_text())["label"])
 
     train_rejects = tmp_path / "train-rejects.jsonl"
-    trained = _train(schema, dirty, evaluation, tmp_path / "model", "--max-bad-rows", "2",
-                     "--rejects", str(train_rejects))
+    trained = _train(
+        schema, dirty, evaluation, tmp_path / "model", "--max-bad-rows", "2", "--rejects", str(train_rejects)
+    )
     assert trained.exit_code == 0, trained.output
 
     predict_rejects = tmp_path / "predict-rejects.jsonl"
     with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
-        predicted = CliRunner().invoke(cli, [
-            "predict", str(tiny_model.export("final")), str(dirty), "-o", str(tmp_path / "p.csv"),
-            "--rejects", str(predict_rejects)])
+        predicted = CliRunner().invoke(
+            cli,
+            [
+                "predict",
+                str(tiny_model.export("final")),
+                str(dirty),
+                "-o",
+                str(tmp_path / "p.csv"),
+                "--rejects",
+                str(predict_rejects),
+            ],
+        )
     assert predicted.exit_code == 0, predicted.output
     assert "rejected: 2" in predicted.output
 

@@ -81,13 +81,14 @@ class _Recorder(doctest.DocTestRunner):
         line = (test.lineno or 0) + example.lineno + 1
         return f"{test.name} line {line}: >>> {example.source.strip()}"
 
-    def report_failure(self, out: object, test: doctest.DocTest, example: doctest.Example,
-                       got: str) -> None:
-        self.problems.append(f"{self._where(test, example)}\n  expected: {example.want.strip()!r}\n"
-                             f"  got:      {got.strip()!r}")
+    def report_failure(self, out: object, test: doctest.DocTest, example: doctest.Example, got: str) -> None:
+        self.problems.append(
+            f"{self._where(test, example)}\n  expected: {example.want.strip()!r}\n  got:      {got.strip()!r}"
+        )
 
-    def report_unexpected_exception(self, out: object, test: doctest.DocTest,
-                                    example: doctest.Example, exc_info: object) -> None:
+    def report_unexpected_exception(
+        self, out: object, test: doctest.DocTest, example: doctest.Example, exc_info: object
+    ) -> None:
         error = exc_info[1]  # type: ignore[index]
         self.problems.append(f"{self._where(test, example)}\n  raised: {type(error).__name__}: {error}")
 

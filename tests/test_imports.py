@@ -17,9 +17,19 @@ def _imports_tensorflow(body: str) -> bool:
     return out.stdout.strip().splitlines()[-1] == "True"
 
 
-PACKAGES = ["tfship", "tfship.errors", "tfship.cli", "tfship.schema", "tfship.data", "tfship.trainer",
-            "tfship.exporters", "tfship.inspect", "tfship.loaders", "tfship.serve_client",
-            "tfship.server"]
+PACKAGES = [
+    "tfship",
+    "tfship.errors",
+    "tfship.cli",
+    "tfship.schema",
+    "tfship.data",
+    "tfship.trainer",
+    "tfship.exporters",
+    "tfship.inspect",
+    "tfship.loaders",
+    "tfship.serve_client",
+    "tfship.server",
+]
 
 
 @pytest.mark.parametrize("module", PACKAGES)
@@ -50,8 +60,7 @@ def test_probe_can_see_tensorflow() -> None:
 
 
 LOADED = (
-    "import sys; {body}; "
-    "print(sorted(m for m in ('tensorflow', 'tensorflow_serving') if m in sys.modules))"
+    "import sys; {body}; print(sorted(m for m in ('tensorflow', 'tensorflow_serving') if m in sys.modules))"
 )
 
 

@@ -26,7 +26,10 @@ def _command_with(tmp_path: Path, direct_url: dict[str, object] | None) -> str:
     done = subprocess.run(
         [sys.executable, "-c", "from tfship._tf import install_command; print(install_command('spark'))"],
         env={"PYTHONPATH": f"{tmp_path / 'site'}:{ROOT / 'src'}", "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return done.stdout.strip()
 

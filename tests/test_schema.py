@@ -16,14 +16,26 @@ from tfship.schema import CsvMissing, Schema
 BASE: dict[str, Any] = {
     "label": {"name": "y", "kind": "multiclass", "vocabulary": ["a", "b", "c"]},
     "features": [
-        {"name": "x", "dtype": "float32", "default": 1.5,
-         "use": {"kind": "numeric", "normalize": {"mean": 1.0, "std": 2.0}}},
+        {
+            "name": "x",
+            "dtype": "float32",
+            "default": 1.5,
+            "use": {"kind": "numeric", "normalize": {"mean": 1.0, "std": 2.0}},
+        },
         {"name": "n", "dtype": "int64", "use": {"kind": "bucketized", "boundaries": [0, 10, 20]}},
-        {"name": "cat", "dtype": "string", "default": "",
-         "use": {"kind": "categorical", "vocabulary": ["p", "q"], "as": "embedding", "dimension": 3}},
+        {
+            "name": "cat",
+            "dtype": "string",
+            "default": "",
+            "use": {"kind": "categorical", "vocabulary": ["p", "q"], "as": "embedding", "dimension": 3},
+        },
         {"name": "ident", "dtype": "int64", "default": 0, "use": {"kind": "identity", "num_buckets": 5}},
-        {"name": "tags", "dtype": "string", "shape": None,
-         "use": {"kind": "hash", "buckets": 16, "as": "embedding", "dimension": 2}},
+        {
+            "name": "tags",
+            "dtype": "string",
+            "shape": None,
+            "use": {"kind": "hash", "buckets": 16, "as": "embedding", "dimension": 2},
+        },
         {"name": "vec", "dtype": "float32", "shape": [3], "default": [0.0, 0.0, 0.0]},
     ],
     "crosses": [{"features": ["cat", "n"], "hash_buckets": 8}],
@@ -74,8 +86,10 @@ def test_feature_columns_compute_on_parsed_examples() -> None:
     from tfship.trainer import build_columns
 
     schema = Schema.from_dict(BASE)
-    records = [{"x": "2", "n": "15", "cat": "q", "ident": 3, "tags": ["a", "b"], "vec": [1, 2, 3]},
-               {"x": None, "n": 3, "cat": "zzz", "tags": [], "vec": [4, 5, 6]}]
+    records = [
+        {"x": "2", "n": "15", "cat": "q", "ident": 3, "tags": ["a", "b"], "vec": [1, 2, 3]},
+        {"x": None, "n": 3, "cat": "zzz", "tags": [], "vec": [4, 5, 6]},
+    ]
     serialized = [to_example(r, BySchema(schema)).SerializeToString() for r in records]
     parsed = tf.io.parse_example(serialized, schema.parse_spec())
     dense = tf.keras.layers.DenseFeatures(build_columns(schema))(parsed)
@@ -88,8 +102,14 @@ def test_convert_record_fills_defaults_and_checks_types() -> None:
     schema = Schema.from_dict(BASE)
     row = {"x": "NA", "n": "7.0", "tags": "u|v", "vec": "1|2|3"}
     values = schema.convert_record(row, csv=CsvMissing())
-    assert values == {"x": [1.5], "n": [7], "cat": [""], "ident": [0], "tags": ["u", "v"],
-                      "vec": [1.0, 2.0, 3.0]}
+    assert values == {
+        "x": [1.5],
+        "n": [7],
+        "cat": [""],
+        "ident": [0],
+        "tags": ["u", "v"],
+        "vec": [1.0, 2.0, 3.0],
+    }
 
 
 @pytest.mark.parametrize(
@@ -124,35 +144,55 @@ def test_label_conversion() -> None:
         (_feature(0, shape=[0]), r"feature 'x': shape must be a list of positive ints"),
         (_feature(0, default="abc"), r"feature 'x': default 'abc' is not a valid float32"),
         (_feature(0, use={"kind": "magic"}), r"feature 'x': use.kind 'magic' is not one of"),
-        (_feature(0, use={"kind": "numeric", "normalize": {"mean": 0, "std": 0}}),
-         r"feature 'x': normalize needs numbers 'mean' and 'std' > 0"),
-        (_feature(1, use={"kind": "bucketized", "boundaries": [3, 1]}),
-         r"feature 'n': boundaries must be a non-empty increasing list"),
-        (_feature(2, use={"kind": "categorical"}),
-         r"feature 'cat': a categorical feature needs one of vocabulary or vocabulary_file"),
-        (_feature(2, use={"kind": "categorical", "vocabulary": ["p", "p"]}),
-         r"feature 'cat': vocabulary has duplicate entries"),
-        (_feature(2, use={"kind": "categorical", "vocabulary": ["p"], "as": "embedding"}),
-         r"feature 'cat': embedding dimension must be a positive integer"),
+        (
+            _feature(0, use={"kind": "numeric", "normalize": {"mean": 0, "std": 0}}),
+            r"feature 'x': normalize needs numbers 'mean' and 'std' > 0",
+        ),
+        (
+            _feature(1, use={"kind": "bucketized", "boundaries": [3, 1]}),
+            r"feature 'n': boundaries must be a non-empty increasing list",
+        ),
+        (
+            _feature(2, use={"kind": "categorical"}),
+            r"feature 'cat': a categorical feature needs one of vocabulary or vocabulary_file",
+        ),
+        (
+            _feature(2, use={"kind": "categorical", "vocabulary": ["p", "p"]}),
+            r"feature 'cat': vocabulary has duplicate entries",
+        ),
+        (
+            _feature(2, use={"kind": "categorical", "vocabulary": ["p"], "as": "embedding"}),
+            r"feature 'cat': embedding dimension must be a positive integer",
+        ),
         (_feature(2, use={"kind": "numeric"}), r"feature 'cat': a numeric feature needs dtype float32"),
-        (_feature(3, dtype="string", default="", use={"kind": "identity", "num_buckets": 5}),
-         r"feature 'ident': an identity feature needs dtype int64"),
+        (
+            _feature(3, dtype="string", default="", use={"kind": "identity", "num_buckets": 5}),
+            r"feature 'ident': an identity feature needs dtype int64",
+        ),
         (_feature(4, use={"kind": "hash", "buckets": 0}), r"feature 'tags': buckets must be a positive"),
         (_feature(5, default=[0.0]), r"feature 'vec': default has 1 values, shape \[3\] needs 3"),
-        (_feature(0, use={"kind": "numeric", "range": [5, 1]}),
-         r"feature 'x': range must be \[min, max\], two numbers with min <= max, found \[5, 1\]"),
-        (_feature(2, use={"kind": "categorical", "vocabulary": ["p"], "range": [0, 1]}),
-         r"feature 'cat': range is for numeric and bucketized features, not categorical"),
+        (
+            _feature(0, use={"kind": "numeric", "range": [5, 1]}),
+            r"feature 'x': range must be \[min, max\], two numbers with min <= max, found \[5, 1\]",
+        ),
+        (
+            _feature(2, use={"kind": "categorical", "vocabulary": ["p"], "range": [0, 1]}),
+            r"feature 'cat': range is for numeric and bucketized features, not categorical",
+        ),
         (_with(label={"name": "y", "kind": "regression", "range": [0]}), r"label 'y': range must be"),
-        (_with(label={"name": "y", "kind": "binary", "range": [0, 1]}),
-         r"label 'y': range: only a regression label has a range"),
+        (
+            _with(label={"name": "y", "kind": "binary", "range": [0, 1]}),
+            r"label 'y': range: only a regression label has a range",
+        ),
         (_feature(0, name="n"), r"features \['n'\] are declared more than once"),
         (_feature(0, colour="red"), r"feature 'x': unknown keys \['colour'\]"),
         (_with(label={"name": "y", "kind": "ordinal"}), r"label 'y': kind 'ordinal' is not one of"),
         (_with(label={"name": "y", "kind": "multiclass"}), r"label 'y': a multiclass label needs"),
         (_with(label={"name": "x", "kind": "regression"}), r"label 'x' is also declared as a feature"),
-        (_with(crosses=[{"features": ["cat", "nope"], "hash_buckets": 4}]),
-         r"crosses\[0\]: unknown features \['nope'\]"),
+        (
+            _with(crosses=[{"features": ["cat", "nope"], "hash_buckets": 4}]),
+            r"crosses\[0\]: unknown features \['nope'\]",
+        ),
         (_with(groups={"user": ["ghost"]}), r"group 'user' names unknown features \['ghost'\]"),
         (_with(features=[]), r"'features' must be a non-empty list"),
         (_with(version=2), r"schema version 2 is not supported"),

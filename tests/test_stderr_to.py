@@ -50,7 +50,8 @@ def test_overlapping_redirections_give_stderr_back(order: str, tmp_path: Path) -
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, order, str(first), str(second)],
         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-        capture_output=True, timeout=60,
+        capture_output=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == b"visible\n"

@@ -12,9 +12,18 @@ from pathlib import Path
 import pytest
 
 PACKAGES = [
-    "tfship", "tfship.errors", "tfship.schema", "tfship.data", "tfship.records", "tfship.trainer",
+    "tfship",
+    "tfship.errors",
+    "tfship.schema",
+    "tfship.data",
+    "tfship.records",
+    "tfship.trainer",
     "tfship.exporters",
-    "tfship.inspect", "tfship.loaders", "tfship.serve_client", "tfship.server", "tfship.promote",
+    "tfship.inspect",
+    "tfship.loaders",
+    "tfship.serve_client",
+    "tfship.server",
+    "tfship.promote",
 ]
 # Their surfaces hold what needs tf.estimator: the estimator lane only (tests/estimator_lane.py).
 _ESTIMATOR = ("tfship.trainer", "tfship.exporters")
@@ -32,8 +41,10 @@ def test_all_is_sorted_resolvable_and_complete(name: str) -> None:
     # every public class or function defined in the package is in __all__ (what it imports
     # from elsewhere for its own use is not its surface)
     held = {
-        key for key, value in vars(module).items()
-        if not key.startswith("_") and isinstance(value, (type, types.FunctionType))
+        key
+        for key, value in vars(module).items()
+        if not key.startswith("_")
+        and isinstance(value, (type, types.FunctionType))
         and (value.__module__ == name or value.__module__.startswith(name + "."))
     }
     assert held <= set(exported), held - set(exported)
@@ -65,8 +76,12 @@ def test_no_package_imports_tensorflow() -> None:
 # files from the wire's messages or probe a limit no public name shows; every other test uses
 # public names.
 _MAY_IMPORT_PRIVATE = (
-    "wire/", "test_imports.py", "test_files.py", "test_install_command.py",
-    "inspect/test_hostile.py", "server/test_server_limits.py",
+    "wire/",
+    "test_imports.py",
+    "test_files.py",
+    "test_install_command.py",
+    "inspect/test_hostile.py",
+    "server/test_server_limits.py",
 )
 
 
@@ -88,7 +103,8 @@ def _private_imports(path: Path) -> list[str]:
 def _is_private(name: str) -> bool:
     parts = name.split(".")
     return parts[0] == "tfship" and any(
-        part.startswith("_") and not part.endswith("__") for part in parts[1:]  # dunders are public
+        part.startswith("_") and not part.endswith("__")
+        for part in parts[1:]  # dunders are public
     )
 
 
@@ -105,8 +121,12 @@ def test_tests_import_public_names_only() -> None:
 
 def test_the_private_import_probe_can_fail(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("from tfship._wire import protos\nimport tfship.loaders._job\nfrom tfship import _tf\n"
-                     "from tfship import __version__\n")
+    probe.write_text(
+        "from tfship._wire import protos\nimport tfship.loaders._job\nfrom tfship import _tf\n"
+        "from tfship import __version__\n"
+    )
     assert [hit.split()[1] for hit in _private_imports(probe)] == [
-        "tfship._wire", "tfship.loaders._job", "tfship._tf"
+        "tfship._wire",
+        "tfship.loaders._job",
+        "tfship._tf",
     ]

@@ -70,6 +70,8 @@ def test_every_kind_of_import_is_caught() -> None:
         "from tfship._tf import tf\n"
     )
     assert tensorflow_imports(source, "probe.py") == [
-        "2: tensorflow", "4: tensorflow_serving.apis", "5: keras.layers",
+        "2: tensorflow",
+        "4: tensorflow_serving.apis",
+        "5: keras.layers",
         "6: tensorflow.core.protobuf.config_pb2",
     ]

@@ -65,8 +65,11 @@ def package_copy(into: Path) -> Path:
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without ``PYTHON*`` variables (``PYTHONPATH=src`` would put
     the checkout before a venv's own packages) and without proxies, plus ``extra``."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("PYTHON") and "proxy" not in key.lower()}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("PYTHON") and "proxy" not in key.lower()
+    }
     env.update(extra)
     return env
 

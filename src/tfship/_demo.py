@@ -94,13 +94,26 @@ def _accuracy_line(predictions: Path) -> str:
 @contextmanager
 def _serving(base: Path, echo: Echo) -> Iterator[str]:
     """Run ``tfship serve`` in its own process; yield its gRPC address; stop it with SIGTERM."""
-    args = ["serve", "--model-base-path", _shown(base), "--model-name", "penguins",
-            "--port", "0", "--rest-port", "0", "--json"]
+    args = [
+        "serve",
+        "--model-base-path",
+        _shown(base),
+        "--model-name",
+        "penguins",
+        "--port",
+        "0",
+        "--rest-port",
+        "0",
+        "--json",
+    ]
     echo(f"$ tfship {shlex.join(args)} &")
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     process = subprocess.Popen(
         [sys.executable, "-m", "tfship", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
     )
     try:
         line = _first_line(process, timeout=120.0)
@@ -143,47 +156,96 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
     started = time.monotonic()
     with _step("1. data and schema", echo):
         run_command(["data", "penguins", "--out", str(data)], echo)
-        run_command(["schema", "infer", str(data / "train.csv"), "--label", "species",
-                     "--out", str(schema)], echo)
+        run_command(
+            ["schema", "infer", str(data / "train.csv"), "--label", "species", "--out", str(schema)], echo
+        )
     with _step("2. train a dnn on the penguins, exporting best, latest and final", echo):
-        run_command(["train", "--schema", str(schema), "--train", str(data / "train.csv"),
-                     "--eval", str(data / "eval.csv"), "--model-dir", str(model), "--model", "dnn",
-                     "--hidden-units", "32,16", "--dropout", "0.1", "--max-steps", str(max_steps),
-                     "--checkpoint-every", str(max(1, max_steps // 4)), "--log-every", "100",
-                     "--export", "best,latest,final"], echo)
+        run_command(
+            [
+                "train",
+                "--schema",
+                str(schema),
+                "--train",
+                str(data / "train.csv"),
+                "--eval",
+                str(data / "eval.csv"),
+                "--model-dir",
+                str(model),
+                "--model",
+                "dnn",
+                "--hidden-units",
+                "32,16",
+                "--dropout",
+                "0.1",
+                "--max-steps",
+                str(max_steps),
+                "--checkpoint-every",
+                str(max(1, max_steps // 4)),
+                "--log-every",
+                "100",
+                "--export",
+                "best,latest,final",
+            ],
+            echo,
+        )
     best = _newest(model / "export" / "best")
     with _step("3. the export versions and why each exists", echo):
         for kind in ("best", "latest", "final"):
             run_command(["inspect", "versions", str(model / "export" / kind)], echo)
     with _step("4. inspect the best export", echo):
-        run_command(["inspect", "show", str(best), "--tag-set", "serve",
-                     "--signature", "serving_default"], echo)
+        run_command(
+            ["inspect", "show", str(best), "--tag-set", "serve", "--signature", "serving_default"], echo
+        )
         run_command(["inspect", "check", str(best)], echo)
     with _step("5. batch-predict the eval set without a server", echo):
         predictions = w / "predictions.csv"
-        run_command(["predict", str(best), "-i", str(data / "eval.csv"), "-o", str(predictions),
-                     "-s", "predict", "--outputs", "classes,probabilities", "--keep-columns", "species",
-                     "--rejects", str(w / "predictions.rejects.jsonl")], echo)
+        run_command(
+            [
+                "predict",
+                str(best),
+                "-i",
+                str(data / "eval.csv"),
+                "-o",
+                str(predictions),
+                "-s",
+                "predict",
+                "--outputs",
+                "classes,probabilities",
+                "--keep-columns",
+                "species",
+                "--rejects",
+                str(w / "predictions.rejects.jsonl"),
+            ],
+            echo,
+        )
         echo(_accuracy_line(predictions))
     with _step("6. serve the best export with TF Serving's API and call it", echo):
         rows = _eval_rows(data / "eval.csv")
         records = w / "records.jsonl"
         _write_records(records, [rows[i] for i in _CALLED_ROWS], schema)
-        echo(f"#    {_shown(records)}: penguins {', '.join(rows[i]['species'] for i in _CALLED_ROWS)} "
-             "of the eval set as JSON, without their species")
+        echo(
+            f"#    {_shown(records)}: penguins {', '.join(rows[i]['species'] for i in _CALLED_ROWS)} "
+            "of the eval set as JSON, without their species"
+        )
         with _serving(best.parent, echo) as address:
             run_command(["client", "wait", "--server", address, "--model", "penguins"], echo)
             run_command(["client", "status", "--server", address, "--model", "penguins"], echo)
-            run_command(["client", "classify", "--server", address, "--model", "penguins",
-                         "-i", str(records)], echo)
+            run_command(
+                ["client", "classify", "--server", address, "--model", "penguins", "-i", str(records)], echo
+            )
     echo("")
     echo(f"# demo finished in {time.monotonic() - started:.1f}s; everything is under {w}")
     return best
 
 
 @click.command()
-@click.option("--workdir", default="tfship-demo", show_default=True,
-              type=click.Path(file_okay=False, path_type=Path), help="Emptied, then filled by the demo.")
+@click.option(
+    "--workdir",
+    default="tfship-demo",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Emptied, then filled by the demo.",
+)
 @click.option("--max-steps", default=400, show_default=True, type=click.IntRange(min=1))
 def demo(workdir: Path, max_steps: int) -> None:
     """Run the whole life of a model on the bundled penguins, command by command."""

@@ -166,7 +166,8 @@ def _recorded_receiver(recorded: dict[str, Any], model_dir: Path) -> str:
         return str(receiver)
     logger.info(
         "receiver %s: %s records none (trained before it was recorded); give --receiver to choose",
-        DEFAULT_RECEIVER, model_dir / "trainer.json",
+        DEFAULT_RECEIVER,
+        model_dir / "trainer.json",
     )
     return DEFAULT_RECEIVER
 

@@ -20,8 +20,9 @@ def schema() -> None:
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--label", required=True, help="The column the model predicts.")
 @click.option("--exclude", multiple=True, help="A column to leave out (repeatable).")
-@click.option("--keep", multiple=True,
-              help="A column to use even though it looks like an identifier (repeatable).")
+@click.option(
+    "--keep", multiple=True, help="A column to use even though it looks like an identifier (repeatable)."
+)
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
 @click.option(
     "--na-values",
@@ -29,9 +30,7 @@ def schema() -> None:
     help="Comma-separated cells that mean missing in numeric columns "
     "(default: NA,N/A,NaN,nan,null,NULL,None). An empty cell is always missing.",
 )
-@click.option(
-    "--na-strings", is_flag=True, help="Also treat --na-values as missing in string columns."
-)
+@click.option("--na-strings", is_flag=True, help="Also treat --na-values as missing in string columns.")
 def infer(
     data: Path,
     label: str,
@@ -47,21 +46,24 @@ def infer(
     Identifiers (a distinct text per row, a row number), columns of one value and dates of
     more than 50 days are left out unless --keep names them.
     """
-    tokens = NA_VALUES if na_values is None else tuple(
-        v.strip() for v in na_values.split(",") if v.strip()
-    )
+    tokens = NA_VALUES if na_values is None else tuple(v.strip() for v in na_values.split(",") if v.strip())
     rule = CsvMissing(tokens, strings=na_strings)
     proposed, reasons = explain_schema(data, label, exclude=exclude, keep=keep, csv_missing=rule)
     for line in reasons:
         click.echo(line, err=True)
     left_out = [n for n in _columns(data) if n not in {label, *exclude, *proposed.feature_names}]
     if left_out:
-        click.echo(f"left out: {', '.join(left_out)} (each for the reason above); --keep NAME uses one "
-                   f"anyway (or add it to the schema)", err=True)
+        click.echo(
+            f"left out: {', '.join(left_out)} (each for the reason above); --keep NAME uses one "
+            f"anyway (or add it to the schema)",
+            err=True,
+        )
     if out is not None:
         proposed.save(out)
-        click.echo(f"wrote {out}: {len(proposed.features)} features, label {label!r} "
-                   f"({proposed.label.kind})", err=True)
+        click.echo(
+            f"wrote {out}: {len(proposed.features)} features, label {label!r} ({proposed.label.kind})",
+            err=True,
+        )
     else:
         echo_json(proposed.to_dict())
 

@@ -160,8 +160,16 @@ def tensorflow_version() -> str | None:
         True
     """
     # the names TensorFlow's builds are published under, one of which a TensorFlow install holds
-    for distribution in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos",
-                         "tensorflow-intel", "tensorflow-aarch64", "tf-nightly", "tf-nightly-cpu"):
+    for distribution in (
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tensorflow-macos",
+        "tensorflow-intel",
+        "tensorflow-aarch64",
+        "tf-nightly",
+        "tf-nightly-cpu",
+    ):
         try:
             return importlib.metadata.version(distribution)
         except importlib.metadata.PackageNotFoundError:

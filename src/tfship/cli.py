@@ -115,9 +115,7 @@ def _aborted(ctx: click.Context) -> NoReturn:
 
 @click.group(cls=TfshipGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="tfship")
-@click.option(
-    "-v", "--verbose", is_flag=True, help="Show TensorFlow's own logs and tfship's debug logs."
-)
+@click.option("-v", "--verbose", is_flag=True, help="Show TensorFlow's own logs and tfship's debug logs.")
 def cli(verbose: bool) -> None:
     """Export, inspect, run, serve and call TensorFlow SavedModels."""
     set_verbose(verbose)

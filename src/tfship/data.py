@@ -38,7 +38,12 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "explain_schema", "infer_schema", "penguins_csv", "penguins_split", "synthesis_notes", "synthesize",
+    "explain_schema",
+    "infer_schema",
+    "penguins_csv",
+    "penguins_split",
+    "synthesis_notes",
+    "synthesize",
 ]
 
 # Strings with at most this many distinct values get a vocabulary; more get hash buckets.
@@ -164,13 +169,17 @@ def explain_schema(
     blank: list[int] = []
     columns, malformed = _read_columns(Path(path), lines, blank)
     if label not in columns:
-        raise InputError(f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
-                         f"columns are {list(columns)}")
+        raise InputError(
+            f"label column {label!r} is not in {path}{did_you_mean(label, columns)}; "
+            f"columns are {list(columns)}"
+        )
     for role, names in (("exclude", exclude), ("keep", keep)):
         for name in names:
             if name not in columns:
-                raise InputError(f"column to {role} {name!r} is not in {path}{did_you_mean(name, columns)}; "
-                                 f"columns are {list(columns)}")
+                raise InputError(
+                    f"column to {role} {name!r} is not in {path}{did_you_mean(name, columns)}; "
+                    f"columns are {list(columns)}"
+                )
     rule = csv_missing or CsvMissing()
     features: list[Feature] = []
     reasons: list[str] = []
@@ -190,16 +199,20 @@ def explain_schema(
             reasons.append(f"{name}: {why} -> {_chosen(feature)}")
             dates = _date_span(_present(values, feature.dtype, rule), rule)
             if dates is not None:
-                reasons.append(f"note: {name} holds dates ({dates}): kept as a category of the days "
-                               f"seen, so a day after them is unknown to the model; for season or "
-                               f"weekday, add them to the data as columns (month, weekday)")
+                reasons.append(
+                    f"note: {name} holds dates ({dates}): kept as a category of the days "
+                    f"seen, so a day after them is unknown to the model; for season or "
+                    f"weekday, add them to the data as columns (month, weekday)"
+                )
     target = _infer_label(label, columns[label], rule, where=(str(path), lines))
     reasons.append(f"{label} (label): {_label_reason(target, columns[label])}")
     unlabelled = _unlabelled_lines(columns[label], rule, lines)
     if unlabelled:
-        reasons.append(f"note: {path}: label column {label!r} is missing in {len(unlabelled)} row(s), at "
-                       f"line(s) {_shown(unlabelled)}; training refuses such rows as bad (a model cannot "
-                       f"learn from a row without a label): drop them, or let training skip them")
+        reasons.append(
+            f"note: {path}: label column {label!r} is missing in {len(unlabelled)} row(s), at "
+            f"line(s) {_shown(unlabelled)}; training refuses such rows as bad (a model cannot "
+            f"learn from a row without a label): drop them, or let training skip them"
+        )
     return Schema(label=target, features=tuple(features)), reasons
 
 
@@ -230,8 +243,11 @@ def _chosen(feature: Feature) -> str:
 
 def _label_reason(target: Label, values: list[str]) -> str:
     if target.kind == "regression":
-        scaled = f", learned standardised (mean {target.scale[0]:.6g}, std {target.scale[1]:.6g})" \
-            if target.scale else ""
+        scaled = (
+            f", learned standardised (mean {target.scale[0]:.6g}, std {target.scale[1]:.6g})"
+            if target.scale
+            else ""
+        )
         return f"{len(set(values))} distinct numbers -> regression{scaled}"
     classes = len(target.vocabulary or ()) or 2
     return f"{classes} classes -> {target.kind}"
@@ -285,22 +301,28 @@ def _left_out(name: str, values: list[str], rule: CsvMissing, *, kept: bool) -> 
     dtype = csv_column_dtype(values, rule)
     present = _present(values, dtype, rule)
     if not present:
-        return (f"no value in any of {len(values)} row(s) -> left out (nothing to learn from, "
-                f"so keep cannot use it)")
+        return (
+            f"no value in any of {len(values)} row(s) -> left out (nothing to learn from, "
+            f"so keep cannot use it)"
+        )
     if kept:
         return None
     distinct = set(present)
     if len(distinct) == 1 and len(present) == len(values):
-        return (f"one value ({next(iter(distinct))!r}) in every row -> left out (it carries no "
-                f"information); keep it to use it anyway")
+        return (
+            f"one value ({next(iter(distinct))!r}) in every row -> left out (it carries no "
+            f"information); keep it to use it anyway"
+        )
     dates = _date_span(present, rule)
     if dates is not None:
         distinct -= rule.tokens("float32")
         if len(distinct) <= VOCABULARY_LIMIT:
             return None  # kept as a category, with a note
-        return (f"{len(distinct)} values, dates ({dates}) -> left out: as a category a model would "
-                f"only know the days it saw; add the parts that recur (month, weekday, day of year) "
-                f"to the data as columns, or keep it to use it as a category")
+        return (
+            f"{len(distinct)} values, dates ({dates}) -> left out: as a category a model would "
+            f"only know the days it saw; add the parts that recur (month, weekday, day of year) "
+            f"to the data as columns, or keep it to use it as a category"
+        )
     identifier = _identifier(name, values, rule)
     if identifier is None:
         return None
@@ -369,8 +391,10 @@ def _identifier(name: str, values: list[str], rule: CsvMissing) -> str | None:
     low, high = ordered[len(ordered) // 20], ordered[-1 - len(ordered) // 20]
     inside = sum(1 for n in ordered if low <= n <= high)
     if inside >= IDENTIFIER_DENSITY * (high - low + 1):
-        return (f"{distinct}, the middle {inside} fill {inside / (high - low + 1):.0%} of the whole "
-                f"numbers from {low} to {high}: row numbers")
+        return (
+            f"{distinct}, the middle {inside} fill {inside / (high - low + 1):.0%} of the whole "
+            f"numbers from {low} to {high}: row numbers"
+        )
     if _named_like_an_identifier(name):
         return f"{distinct}, spread over {min(numbers)} to {max(numbers)}, named like one: an identifier"
     return None
@@ -528,12 +552,17 @@ def synthesis_notes(schema: Schema) -> list[str]:
         >>> synthesis_notes(s)[0]
         "note: no range recorded for 'x': its values are drawn without bounds"
     """
-    notes = [f"note: no range recorded for {f.name!r}: its values are drawn without bounds"
-             for f in schema.features if f.use["kind"] in ("numeric", "bucketized") and "range" not in f.use]
+    notes = [
+        f"note: no range recorded for {f.name!r}: its values are drawn without bounds"
+        for f in schema.features
+        if f.use["kind"] in ("numeric", "bucketized") and "range" not in f.use
+    ]
     label = schema.label
     if label.kind == "regression" and label.scale is None:
-        notes.append(f"note: label {label.name!r} has no scale: its values are standardised "
-                     f"(mean 0, std 1), not in its own units")
+        notes.append(
+            f"note: label {label.name!r} has no scale: its values are standardised "
+            f"(mean 0, std 1), not in its own units"
+        )
     if label.kind == "regression" and label.range is None:
         notes.append(f"note: no range recorded for label {label.name!r}: its values are drawn without bounds")
     return notes
@@ -574,8 +603,11 @@ def _synth_feature(f: Feature, n: int, rng: np.random.Generator) -> tuple[Any, A
         values = np.round(values) if f.dtype == "int64" else np.round(values, 4)
         if observed is not None:  # rounding may step over an end; a whole number stays inside
             whole = f.dtype == "int64"
-            values = np.clip(values, math.ceil(observed[0]) if whole else observed[0],
-                             math.floor(observed[1]) if whole else observed[1])
+            values = np.clip(
+                values,
+                math.ceil(observed[0]) if whole else observed[0],
+                math.floor(observed[1]) if whole else observed[1],
+            )
         if f.dtype == "int64":
             values = values.astype(np.int64)
         return _repeat(values, size), (values - mean) / std * _SIGNAL, _SIGNAL**2

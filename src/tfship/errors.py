@@ -111,9 +111,7 @@ class ModelError(TfshipError):
 class SignatureNotFoundError(ModelError):
     """Raised when a signature key or tag-set is not in a SavedModel; lists the valid ones."""
 
-    def __init__(
-        self, message: str, *, path: str | None = None, signature: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, path: str | None = None, signature: str | None = None) -> None:
         super().__init__(message, path=path)
         self.signature = signature
 
@@ -186,7 +184,7 @@ def value_text(value: object) -> str:
     text = _value_text(value)
     if len(text) <= _VALUE_TEXT_MAX:
         return text
-    return f"{text[:_VALUE_TEXT_MAX - 24]}...{text[-16:]} ({len(text)} characters)"
+    return f"{text[: _VALUE_TEXT_MAX - 24]}...{text[-16:]} ({len(text)} characters)"
 
 
 #: the longest value a message shows whole; a longer one keeps its two ends and its length

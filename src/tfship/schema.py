@@ -649,6 +649,8 @@ def overflows(text: str, number: float) -> bool:
         (True, False)
     """
     return math.isinf(number) and text.strip().lstrip("+-").lower() not in _INFINITIES
+
+
 _INT_RANGE = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
 
 
@@ -788,9 +790,11 @@ def read_csv_header(stream: IO[bytes]) -> list[str]:
 
 
 def _not_utf8(exc: UnicodeDecodeError) -> str:
-    byte = exc.object[exc.start:exc.start + 1].hex()
-    return (f"not UTF-8 text (byte 0x{byte} at byte {exc.start + 1} of the line): "
-            f"expected UTF-8; save the file as UTF-8 (a spreadsheet's \"CSV UTF-8\")")
+    byte = exc.object[exc.start : exc.start + 1].hex()
+    return (
+        f"not UTF-8 text (byte 0x{byte} at byte {exc.start + 1} of the line): "
+        f'expected UTF-8; save the file as UTF-8 (a spreadsheet\'s "CSV UTF-8")'
+    )
 
 
 #: why a data line equal to the header is not a row
@@ -869,19 +873,26 @@ class MissingColumnError(DataError):
     values), so the file can be read with the defaults filled in if the caller asks for it.
     """
 
-    def __init__(self, source: str, missing: Sequence[str], columns: Sequence[str], *,
-                 fillable: bool, where: str = "the schema",
-                 candidates: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        missing: Sequence[str],
+        columns: Sequence[str],
+        *,
+        fillable: bool,
+        where: str = "the schema",
+        candidates: Sequence[str] | None = None,
+    ) -> None:
         first = missing[0]
         hint = did_you_mean(first, columns if candidates is None else candidates)
         more = f"; missing too: {', '.join(map(repr, missing[1:]))}" if len(missing) > 1 else ""
-        why = (f"a feature of {where}: every row would take its default" if fillable
-               else f"required by {where} (no default)")
-        shown = ", ".join(columns) if columns else "no columns"
-        super().__init__(
-            f"{source}: no column {first!r}{hint}, {why}{more}; "
-            f"the file has: {shown}"
+        why = (
+            f"a feature of {where}: every row would take its default"
+            if fillable
+            else f"required by {where} (no default)"
         )
+        shown = ", ".join(columns) if columns else "no columns"
+        super().__init__(f"{source}: no column {first!r}{hint}, {why}{more}; the file has: {shown}")
         self.source = source
         self.missing = list(missing)
         self.fillable = fillable

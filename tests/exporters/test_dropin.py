@@ -20,7 +20,7 @@ from export_helpers import numeric_dirs
 
 pytestmark = pytest.mark.slow
 
-USER_SCRIPT = '''
+USER_SCRIPT = """
 import sys
 
 import numpy as np
@@ -74,7 +74,7 @@ tf.estimator.train_and_evaluate(
     tf.estimator.TrainSpec(input_fn, max_steps=30),
     tf.estimator.EvalSpec(input_fn, steps=2, exporters=exporters, start_delay_secs=0, throttle_secs=0),
 )
-'''
+"""
 
 
 def _run_user_script(tmp_path: Path, flavour: str, tie: bool = True) -> tuple[Path, Any]:

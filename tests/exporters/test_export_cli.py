@@ -111,8 +111,9 @@ def test_bad_input_exits_2_and_names_the_flag(trained_dir: Path, tmp_path: Path)
     missing = _run(["--model-dir", str(tmp_path / "nope" / "model"), "--out", str(tmp_path / "o")])
     assert missing.exit_code == 2
     assert missing.stderr == f"Error: --model-dir {tmp_path / 'nope' / 'model'}: no such model directory\n"
-    metric = _run(["--model-dir", str(trained_dir / "model"), "--best-by", "nope:max",
-                   "--out", str(tmp_path / "o")])
+    metric = _run(
+        ["--model-dir", str(trained_dir / "model"), "--best-by", "nope:max", "--out", str(tmp_path / "o")]
+    )
     assert metric.exit_code == 2
     assert "metric 'nope' not found" in metric.stderr
     assert not (tmp_path / "o").exists() or not numeric_dirs(tmp_path / "o")
@@ -126,9 +127,19 @@ def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str
     import time
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "export", "--model-dir", str(trained_dir / "model"),
-         "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "export",
+            "--model-dir",
+            str(trained_dir / "model"),
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={k: v for k, v in os.environ.items() if "proxy" not in k.lower()},
     )
     deadline = time.monotonic() + 120
@@ -240,8 +251,9 @@ def test_a_model_dir_without_a_recorded_receiver_exports_parsing_and_says_so(
     assert "raw:predict" not in sigs and list(sigs["predict"].inputs) == ["examples"]
     assert f"receiver parsing: {model_dir / 'trainer.json'} records none" in caplog.text
     # an explicit receiver still wins over the record
-    result = _run(["--model-dir", str(tiny_model.model_dir), "--out", str(out), "--receiver", "raw",
-                   "--json"])
+    result = _run(
+        ["--model-dir", str(tiny_model.model_dir), "--out", str(out), "--receiver", "raw", "--json"]
+    )
     assert result.exit_code == 0, result.output
     sigs = saved_signatures(out / str(json.loads(result.stdout)["version"]))
     assert "raw:predict" not in sigs and "examples" not in sigs["predict"].inputs

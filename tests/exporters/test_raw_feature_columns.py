@@ -30,9 +30,7 @@ def _example(x: float, color: bytes, tags: list[bytes]) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
 
 
-def test_categorical_columns_are_dense_inputs_a_json_client_can_send(
-    classifier: Any, tmp_path: Path
-) -> None:
+def test_categorical_columns_are_dense_inputs_a_json_client_can_send(classifier: Any, tmp_path: Path) -> None:
     from tfship.server import ModelServer, ServerOptions
 
     raw = export_model(classifier, tmp_path / "raw", raw_receiver(feature_columns()))

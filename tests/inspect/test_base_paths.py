@@ -53,7 +53,14 @@ def test_scan_and_request_take_a_base_path(tiny_model: Any, tmp_path: Path) -> N
     scan = CliRunner().invoke(cli, ["inspect", "scan", str(base)])
     assert scan.exit_code == 0, scan.output
     assert scan.stderr == f"scanning version 12 of {base}: the one TF Serving would serve\n"
-    request = CliRunner().invoke(cli, ["inspect", "request", str(base), ])
+    request = CliRunner().invoke(
+        cli,
+        [
+            "inspect",
+            "request",
+            str(base),
+        ],
+    )
     assert request.exit_code == 0, request.output
     assert f"using version 12 of {base}: the one TF Serving would serve" in request.stderr
 

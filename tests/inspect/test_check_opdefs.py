@@ -113,8 +113,11 @@ def _copy_jax_with(dst: pathlib.Path, change: Callable[[bytes], bytes]) -> pathl
     shutil.copytree(NEWTF / "keras_jax_export" / "1", dst)
     proto = read_saved_model(dst).proto
     graph = proto.meta_graphs[0].graph_def
-    nodes = [n for n in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
-             if n.op == "XlaCallModule"]
+    nodes = [
+        n
+        for n in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
+        if n.op == "XlaCallModule"
+    ]
     assert len(nodes) == 2
     for node in nodes:
         node.attr["module"].s = change(node.attr["module"].s)
@@ -253,12 +256,15 @@ def test_a_jax_export_whose_stablehlo_is_newer_than_either_tensorflow_reads_is_r
     )
     report = check_saved_model(export, target_tf="2.21")
     (error,) = report.errors
-    assert (error.check, error.message) == ("op_versions", (
-        "TensorFlow 2.21.0 cannot deserialize this graph's StableHLO: XlaCallModule holds StableHLO "
-        "v1.18.0, newer than the v1.13.7 it reads; export it with a JAX and Keras whose StableHLO "
-        "TensorFlow 2.21.0 reads (v1.13.7 or older), or with Keras's TensorFlow backend "
-        "(KERAS_BACKEND=tensorflow), or serve it with a newer TensorFlow that reads its StableHLO"
-    ))
+    assert (error.check, error.message) == (
+        "op_versions",
+        (
+            "TensorFlow 2.21.0 cannot deserialize this graph's StableHLO: XlaCallModule holds StableHLO "
+            "v1.18.0, newer than the v1.13.7 it reads; export it with a JAX and Keras whose StableHLO "
+            "TensorFlow 2.21.0 reads (v1.13.7 or older), or with Keras's TensorFlow backend "
+            "(KERAS_BACKEND=tensorflow), or serve it with a newer TensorFlow that reads its StableHLO"
+        ),
+    )
     assert "stablehlo" not in {f.check for f in report.findings}  # said once, as the error
 
 
@@ -282,9 +288,10 @@ def test_a_stablehlo_the_tensorflow_reads_is_judged_ok(
     report = check_saved_model(jax_at(reads), target_tf=target)
     checks = {f.check: f for f in report.findings}
     assert "StableHLO" not in checks["op_versions"].message
-    assert (checks["stablehlo"].severity, checks["stablehlo"].message) == ("ok", (
-        f"XlaCallModule holds StableHLO v{reads}; TensorFlow {report.target_tf} deserializes up to v{reads}"
-    ))
+    assert (checks["stablehlo"].severity, checks["stablehlo"].message) == (
+        "ok",
+        f"XlaCallModule holds StableHLO v{reads}; TensorFlow {report.target_tf} deserializes up to v{reads}",
+    )
     # one patch release newer is newer
     newer = reads.rsplit(".", 1)[0] + "." + str(int(reads.rsplit(".", 1)[1]) + 1)
     (error,) = check_saved_model(jax_at(newer), target_tf=target).errors
@@ -318,10 +325,14 @@ NO_PRODUCER = "its MLIR bytecode has no producer string (of at most 64 bytes)"
         (b"ML\xefR", "its MLIR bytecode ends after the magic number"),
         (b"ML\xefR\x0dStableHLO_v1.18.0", NO_PRODUCER),  # cut short
         (b"ML\xefR\x0d" + b"x" * 100_000 + b"\x00", NO_PRODUCER),  # read 64 bytes at most
-        (b"ML\xefR\x0dMLIR23.0.0git\x00\x01", "its MLIR bytecode was produced by 'MLIR23.0.0git', not by "
-         "StableHLO (StableHLO_vX.Y.Z)"),
-        (b"ML\xefR\x0dStableHLO_v1.x\x00", "its MLIR bytecode was produced by 'StableHLO_v1.x', not by "
-         "StableHLO (StableHLO_vX.Y.Z)"),
+        (
+            b"ML\xefR\x0dMLIR23.0.0git\x00\x01",
+            "its MLIR bytecode was produced by 'MLIR23.0.0git', not by StableHLO (StableHLO_vX.Y.Z)",
+        ),
+        (
+            b"ML\xefR\x0dStableHLO_v1.x\x00",
+            "its MLIR bytecode was produced by 'StableHLO_v1.x', not by StableHLO (StableHLO_vX.Y.Z)",
+        ),
     ],
 )
 def test_a_module_whose_stablehlo_cannot_be_read_is_said_not_judged(
@@ -350,7 +361,8 @@ def test_an_op_only_the_newer_tensorflow_registers_is_judged_by_the_target(
         (error,) = report.errors
         name = "TensorFlow 2.15.1" if target else "this TensorFlow (2.15.1)"
         assert (error.check, error.message) == (
-            "registered_ops", f"ops {name} does not register (custom ops?): DecodeWebP"
+            "registered_ops",
+            f"ops {name} does not register (custom ops?): DecodeWebP",
         )
 
 
@@ -382,7 +394,9 @@ def test_an_unknown_target_is_refused_in_one_line_naming_the_shipped_ones(
     assert str(raised.value) == UNKNOWN.format(target)
     result = subprocess.run(
         [sys.executable, "-m", "tfship", "inspect", "check", str(grad_a), "--target-tf", target],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr == f"Error: {UNKNOWN.format(target)}\n"
@@ -554,8 +568,11 @@ def test_the_loader_judges_against_the_tensorflow_that_runs_the_model(
     if INSTALLED == "2.21.0":
         assert _answer(grad_a) == expected and _answer(newer_op) == expected
         return
-    with pytest.raises(ModelError, match=r"this TensorFlow \(2\.15\.1\) cannot run ops of a newer one: "
-                       "MatMul has attributes grad_a that it does not know"):
+    with pytest.raises(
+        ModelError,
+        match=r"this TensorFlow \(2\.15\.1\) cannot run ops of a newer one: "
+        "MatMul has attributes grad_a that it does not know",
+    ):
         _answer(grad_a)
     with pytest.raises(ModelError, match="DecodeWebP"):  # TensorFlow's own refusal
         _answer(newer_op)

@@ -33,7 +33,8 @@ def _unanswerable(path: pathlib.Path) -> pathlib.Path:
         x_info = v1.saved_model.utils.build_tensor_info(x)
         x_info.tensor_shape.dim[1].size = 10
         signature = v1.saved_model.signature_def_utils.build_signature_def(
-            {"x": x_info}, {"y": v1.saved_model.utils.build_tensor_info(y)},
+            {"x": x_info},
+            {"y": v1.saved_model.utils.build_tensor_info(y)},
             "tensorflow/serving/predict",
         )
         builder = v1.saved_model.Builder(str(path))

@@ -34,8 +34,19 @@ finally:
 """
 #: Every check ``inspect check`` makes on an export with a valid warmup file and no defects.
 EVERY_CHECK = {
-    "version_dir", "saved_model_file", "variables", "assets", "serving_default", "signature_valid",
-    "restore", "denylisted_ops", "target_tf", "registered_ops", "op_versions", "warmup", "content_hash",
+    "version_dir",
+    "saved_model_file",
+    "variables",
+    "assets",
+    "serving_default",
+    "signature_valid",
+    "restore",
+    "denylisted_ops",
+    "target_tf",
+    "registered_ops",
+    "op_versions",
+    "warmup",
+    "content_hash",
 }
 
 
@@ -115,8 +126,9 @@ def test_newer_tensorflow_exports_get_the_same_findings_without_tensorflow(name:
     if name == "keras_jax_export":
         assert result.returncode == 3
         assert checks["op_versions"]["severity"] == "error"
-        assert "XlaCallModule has attributes use_shardy_partitioner that it does not know" in (
-            checks["op_versions"]["message"]
+        assert (
+            "XlaCallModule has attributes use_shardy_partitioner that it does not know"
+            in (checks["op_versions"]["message"])
         )
         assert "XlaCallModule version 10 is newer than the 8 it runs" in checks["op_versions"]["message"]
     else:

@@ -74,8 +74,9 @@ def test_a_new_function_over_the_same_weights_keeps_them_the_same(tmp_path: path
     module.f = tf.function(lambda x: {"y": module.v * x}, spec, autograph=False)
     tf.saved_model.save(module, str(tmp_path / "m" / "1"), signatures=module.f)
     module.g = tf.function(lambda x: {"y": module.v + x}, spec, autograph=False)
-    tf.saved_model.save(module, str(tmp_path / "m" / "2"),
-                        signatures={"serving_default": module.f, "plus": module.g})
+    tf.saved_model.save(
+        module, str(tmp_path / "m" / "2"), signatures={"serving_default": module.f, "plus": module.g}
+    )
     report = diff_saved_models(read_saved_model(tmp_path / "m" / "1"), read_saved_model(tmp_path / "m" / "2"))
     assert "weights_changed" not in [c.kind for c in report.changes], report.to_dict()
     assert report.same_weights is True, report.to_dict()

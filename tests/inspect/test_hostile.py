@@ -247,8 +247,10 @@ def test_a_default_of_exactly_the_most_values_is_read_and_one_more_is_not(tmp_pa
     from tfship.inspect._tensorinfo import MAX_VALUES
 
     def spec(size: int) -> Any:
-        path = parsing_export(tmp_path / str(size), Parsing(_tensor(DT_STRING, [1], [b"x"]),
-                                                            _tensor(DT_FLOAT, [size], [0.5]), [size]))
+        path = parsing_export(
+            tmp_path / str(size),
+            Parsing(_tensor(DT_STRING, [1], [b"x"]), _tensor(DT_FLOAT, [size], [0.5]), [size]),
+        )
         return read_saved_model(path).meta_graph().signature().feature_spec
 
     assert spec(MAX_VALUES)["x"].default == [0.5] * MAX_VALUES
@@ -260,18 +262,38 @@ def test_a_default_of_exactly_the_most_values_is_read_and_one_more_is_not(tmp_pa
     ("keys", "default", "dense_shape", "fragment"),
     [
         # a string constant: an array of 2**28 references before a single key is read
-        (_tensor(DT_STRING, [1 << 28], [b"x"]), None, [1],
-         "constant 'dense_keys' declares shape [268435456]"),
+        (
+            _tensor(DT_STRING, [1 << 28], [b"x"]),
+            None,
+            [1],
+            "constant 'dense_keys' declares shape [268435456]",
+        ),
         (None, _tensor(DT_FLOAT, [1] * 300), [1], "constant 'default' declares 300 dimensions"),
-        (None, _tensor(DT_FLOAT, [3, -2], [1.0]), [1],
-         "constant 'default' of dtype float32 cannot be read: tensor shape [3, -2]"),
+        (
+            None,
+            _tensor(DT_FLOAT, [3, -2], [1.0]),
+            [1],
+            "constant 'default' of dtype float32 cannot be read: tensor shape [3, -2]",
+        ),
         # tensor_content shorter than its shape: TensorFlow refuses it, and so does inspect
-        (None, _tensor(DT_FLOAT, [4], content=b"\0" * 8), [4],
-         "constant 'default' of dtype float32 cannot be read: tensor_content holds 8 bytes"),
-        (None, _tensor(DT_FLOAT, [2], [1.0, 2.0]), [3],
-         "the default of feature 'x' (node 'default') has 2 values, but its shape [3] holds 3"),
-        (None, _tensor(DT_FLOAT, [3], [1.0, 2.0, 3.0]), [-5],
-         "feature 'x' of node 'parse' declares shape [-5]"),
+        (
+            None,
+            _tensor(DT_FLOAT, [4], content=b"\0" * 8),
+            [4],
+            "constant 'default' of dtype float32 cannot be read: tensor_content holds 8 bytes",
+        ),
+        (
+            None,
+            _tensor(DT_FLOAT, [2], [1.0, 2.0]),
+            [3],
+            "the default of feature 'x' (node 'default') has 2 values, but its shape [3] holds 3",
+        ),
+        (
+            None,
+            _tensor(DT_FLOAT, [3], [1.0, 2.0, 3.0]),
+            [-5],
+            "feature 'x' of node 'parse' declares shape [-5]",
+        ),
     ],
     ids=["string_keys", "rank", "negative_dim", "tensor_content", "default_vs_shape", "feature_dim"],
 )
@@ -291,8 +313,10 @@ def test_a_constant_that_is_not_what_it_declares_is_refused(
 @pytest.mark.parametrize(
     ("dims", "fragment"),
     [
-        ([-1, 1_000_000, 1_000_000],
-         "input 'x' of shape [1000000, 1000000] makes a request of 1 row(s) hold"),
+        (
+            [-1, 1_000_000, 1_000_000],
+            "input 'x' of shape [1000000, 1000000] makes a request of 1 row(s) hold",
+        ),
         ([-1] + [1] * 5000, "input 'x' has 5000 dimensions; TensorFlow allows 254"),
         ([-1] + [2**62] * 20_000, "input 'x' has 20000 dimensions"),
     ],

@@ -47,8 +47,15 @@ def served(tiny_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def test_the_curl_line_is_answered(served: tuple[pathlib.Path, Any], signature: str) -> None:
     version, server = served
     line = _request(
-        str(version), "--signature", signature, "--model-name", "penguins", "--format", "curl",
-        "--server", server.rest_url,
+        str(version),
+        "--signature",
+        signature,
+        "--model-name",
+        "penguins",
+        "--format",
+        "curl",
+        "--server",
+        server.rest_url,
     )
     assert line.startswith(f"curl -sS -X POST {server.rest_url}/v1/models/penguins:")
     assert line.count("\n") == 1
@@ -62,8 +69,15 @@ def test_the_python_snippet_runs(served: tuple[pathlib.Path, Any], signature: st
     version, server = served
     for target in (server.address, server.rest_url):
         snippet = _request(
-            str(version), "--signature", signature, "--model-name", "penguins", "--format", "python",
-            "--server", target,
+            str(version),
+            "--signature",
+            signature,
+            "--model-name",
+            "penguins",
+            "--format",
+            "python",
+            "--server",
+            target,
         )
         assert f"ServingClient({target!r})" in snippet
         namespace: dict[str, Any] = {}

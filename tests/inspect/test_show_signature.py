@@ -28,9 +28,7 @@ def test_the_only_tag_set_is_used(exports: dict[str, pathlib.Path], spelling: st
     assert picked.stdout.startswith("The given SavedModel SignatureDef contains")
     assert picked.stderr == "using tag-set 'serve', the only one\n"
     listed = _show(path, spelling, "predict", "--list-ops")
-    assert listed.stdout == _show(
-        path, "--tag-set", "serve", "--signature", "predict", "--list-ops"
-    ).stdout
+    assert listed.stdout == _show(path, "--tag-set", "serve", "--signature", "predict", "--list-ops").stdout
 
 
 def test_json_is_filtered_to_the_signature(exports: dict[str, pathlib.Path]) -> None:

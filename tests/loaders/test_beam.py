@@ -22,8 +22,19 @@ pytestmark = pytest.mark.slow
 
 def _run(model: Path, tmp: Path, runner: str, inputs: list[Path]) -> tuple[Any, Path, Path]:
     out, rejects = tmp / f"{runner}.csv", tmp / f"{runner}.rejects.jsonl"
-    args = ["predict", str(model), "-o", str(out), "--rejects", str(rejects),
-            "--keep-columns", "id", "--runner", runner, "--json"]
+    args = [
+        "predict",
+        str(model),
+        "-o",
+        str(out),
+        "--rejects",
+        str(rejects),
+        "--keep-columns",
+        "id",
+        "--runner",
+        runner,
+        "--json",
+    ]
     for path in inputs:
         args += ["-i", str(path)]
     if runner == "beam":
@@ -63,13 +74,23 @@ def test_direct_runner_output_equals_the_local_path(
     assert beam_summary["rejected"] == 4
 
 
-def test_a_bad_beam_option_is_a_usage_error(
-    estimator_exports: EstimatorExports, tmp_path: Path
-) -> None:
+def test_a_bad_beam_option_is_a_usage_error(estimator_exports: EstimatorExports, tmp_path: Path) -> None:
     source = write_csv(tmp_path / "a.csv", make_rows(3, seed=1))
-    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), "-i", str(source),
-                                      "-o", str(tmp_path / "o.csv"), "--runner", "beam",
-                                      "--beam-option", "novalue"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(estimator_exports.parsing),
+            "-i",
+            str(source),
+            "-o",
+            str(tmp_path / "o.csv"),
+            "--runner",
+            "beam",
+            "--beam-option",
+            "novalue",
+        ],
+    )
     assert result.exit_code == 2
     assert "Beam option 'novalue': expected KEY=VALUE" in result.stderr
 
@@ -105,8 +126,9 @@ def test_direct_runner_names_the_jsonl_columns_it_ignores_and_refuses_them_when_
 
 def test_stdout_is_for_the_local_runner_only(estimator_exports: EstimatorExports, tmp_path: Path) -> None:
     source = write_input("jsonl", tmp_path, make_rows(2, seed=35))
-    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), str(source), "-o", "-",
-                                      "--runner", "beam"])
+    result = CliRunner().invoke(
+        cli, ["predict", str(estimator_exports.parsing), str(source), "-o", "-", "--runner", "beam"]
+    )
     assert result.exit_code == 2
     assert result.stderr == (
         "Error: the Beam runner writes files (a worker writes the output): '-' is local only\n"

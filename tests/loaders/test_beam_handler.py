@@ -17,8 +17,17 @@ def test_local_model_handler_in_run_inference(tiny_model: Any) -> None:
 
     from tfship.loaders.beam import LocalModelHandler
 
-    rows = [{"island": "Dream", "bill_length_mm": 39.1, "bill_depth_mm": 18.7, "flipper_length_mm": 181,
-             "body_mass_g": 3750, "sex": "male", "year": 2007}] * 3
+    rows = [
+        {
+            "island": "Dream",
+            "bill_length_mm": 39.1,
+            "bill_depth_mm": 18.7,
+            "flipper_length_mm": 181,
+            "body_mass_g": 3750,
+            "sex": "male",
+            "year": 2007,
+        }
+    ] * 3
     handler = LocalModelHandler(str(tiny_model.export("final")), "predict", ["classes"], batch_size=2)
     with beam.Pipeline() as pipeline:
         classes = (
@@ -37,8 +46,16 @@ def test_local_model_handler_leaves_out_a_label_when_asked(tiny_model: Any) -> N
 
     from tfship.loaders.beam import LocalModelHandler
 
-    row = {"island": "Dream", "bill_length_mm": 39.1, "bill_depth_mm": 18.7, "flipper_length_mm": 181,
-           "body_mass_g": 3750, "sex": "male", "year": 2007, "species": "Adelie"}
+    row = {
+        "island": "Dream",
+        "bill_length_mm": 39.1,
+        "bill_depth_mm": 18.7,
+        "flipper_length_mm": 181,
+        "body_mass_g": 3750,
+        "sex": "male",
+        "year": 2007,
+        "species": "Adelie",
+    }
     export = str(tiny_model.export("final"))
     for ignore, want in ((True, ["ok", "ok"]), (False, ["refused", "refused"])):
         handler = LocalModelHandler(export, "predict", ["classes"], batch_size=2, ignore_unknown=ignore)

@@ -39,14 +39,37 @@ def _inputs(tiny_model: Any, folder: Path) -> list[str]:
 
 def test_beam_workers_load_once_and_keep_every_row(tiny_model: Any, tmp_path: Path) -> None:
     files = _inputs(tiny_model, tmp_path)
-    common = [str(tiny_model.export("final")), *files, "--keep-columns", "row_id", "--batch-size", "8",
-              "--json"]
+    common = [
+        str(tiny_model.export("final")),
+        *files,
+        "--keep-columns",
+        "row_id",
+        "--batch-size",
+        "8",
+        "--json",
+    ]
     beam_out, local_out = tmp_path / "beam.csv", tmp_path / "local.csv"
     done = subprocess.run(
-        [sys.executable, "-m", "tfship", "predict", *common, "-o", str(beam_out),
-         "--rejects", str(tmp_path / "rejects.jsonl"), "--runner", "beam",
-         "--beam-option", "direct_running_mode=multi_processing", "--beam-option", "direct_num_workers=2"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "predict",
+            *common,
+            "-o",
+            str(beam_out),
+            "--rejects",
+            str(tmp_path / "rejects.jsonl"),
+            "--runner",
+            "beam",
+            "--beam-option",
+            "direct_running_mode=multi_processing",
+            "--beam-option",
+            "direct_num_workers=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.splitlines()[-1])

@@ -58,8 +58,9 @@ def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModel]:
                 outputs[name] = tf.identity(value)
                 continue
             # One row's values in one string, and how many (the outputs of each batch concatenate).
-            texts = tf.sparse.to_dense(tf.sparse.map_values(tf.strings.as_string, value) if
-                                       value.dtype != tf.string else value)
+            texts = tf.sparse.to_dense(
+                tf.sparse.map_values(tf.strings.as_string, value) if value.dtype != tf.string else value
+            )
             outputs[name] = tf.strings.reduce_join(texts, axis=1, separator="|")
             ones = tf.SparseTensor(value.indices, tf.ones_like(value.values, tf.int64), value.dense_shape)
             outputs[f"{name}_count"] = tf.sparse.reduce_sum(ones, axis=1, output_is_sparse=False)

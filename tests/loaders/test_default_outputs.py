@@ -35,12 +35,16 @@ def _predict(model: Path, source: Path, out: Path, *args: str) -> pd.DataFrame:
 @pytest.mark.parametrize("signature", ["serving_default", "classification", "predict"])
 @pytest.mark.parametrize("suffix", ["csv", "jsonl"])
 def test_a_binary_classifier_writes_the_predicted_class_and_its_probability(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path,
-    signature: str, suffix: str,
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    tmp_path: Path,
+    signature: str,
+    suffix: str,
 ) -> None:
     source = write_csv(tmp_path / "in.csv", rows)
-    frame = _predict(estimator_exports.parsing, source, tmp_path / f"out.{suffix}",
-                     "-s", signature, "--keep-columns", "id")
+    frame = _predict(
+        estimator_exports.parsing, source, tmp_path / f"out.{suffix}", "-s", signature, "--keep-columns", "id"
+    )
     assert list(frame.columns) == ["id", "class", "probability"]
     want = estimator_predictions(estimator_exports, rows)["probabilities"]
     assert frame["class"].tolist() == [str(i) for i in want.argmax(axis=1)]
@@ -71,8 +75,15 @@ def test_a_multiclass_model_writes_the_class_of_the_highest_probability(
 ) -> None:
     export = tiny_model.export("final")
     frame = _predict(export, tiny_model.eval_csv, tmp_path / "out.csv", "-s", signature)
-    raw = _predict(export, tiny_model.eval_csv, tmp_path / "raw.csv", "-s", "predict",
-                   "--outputs", "classes,probabilities")
+    raw = _predict(
+        export,
+        tiny_model.eval_csv,
+        tmp_path / "raw.csv",
+        "-s",
+        "predict",
+        "--outputs",
+        "classes,probabilities",
+    )
     assert list(frame.columns) == ["class", "probability"]
     assert frame["class"].tolist() == raw["classes"].tolist()
     # a column per class, named by the class (the export answers its vocabulary)

@@ -22,10 +22,21 @@ def test_predictions_and_rejects_follow_the_umask(tiny_model: object, tmp_path: 
     rows.write_text("\n".join([*text[:4], "Biscoe,not-a-number,1,2,3,male,2008,Adelie"]) + "\n")
     previous = os.umask(umask)
     try:
-        result = CliRunner().invoke(cli, [
-            "predict", str(export), "-i", str(rows), "-o", str(tmp_path / "p.csv"),
-            "--rejects", str(tmp_path / "r.jsonl"), "--max-rejects", "5",
-        ])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "predict",
+                str(export),
+                "-i",
+                str(rows),
+                "-o",
+                str(tmp_path / "p.csv"),
+                "--rejects",
+                str(tmp_path / "r.jsonl"),
+                "--max-rejects",
+                "5",
+            ],
+        )
     finally:
         os.umask(previous)
     assert result.exit_code == 0, result.output

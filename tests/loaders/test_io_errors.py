@@ -47,7 +47,11 @@ def _predict_on_small_disk(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "tfship", "predict", *args],
-        capture_output=True, text=True, env=env, preexec_fn=_small_files, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=_small_files,
+        timeout=120,
     )
 
 
@@ -74,8 +78,9 @@ def test_an_output_that_does_not_fit_is_one_line(adder: Path, tmp_path: Path, su
     rows = tmp_path / "rows.csv"
     rows.write_text("a,b\n" + "".join(f"{i},{i}\n" for i in range(3000)))
     preds = tmp_path / f"preds.{suffix}"
-    done = _predict_on_small_disk(str(adder), str(rows), "-o", str(preds), "--rejects",
-                                  str(tmp_path / "rejects.jsonl"))
+    done = _predict_on_small_disk(
+        str(adder), str(rows), "-o", str(preds), "--rejects", str(tmp_path / "rejects.jsonl")
+    )
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"Error: {preds}: File too large"
     assert "Traceback" not in done.stderr
@@ -110,8 +115,12 @@ def test_a_killed_predict_leaves_temporaries_the_next_run_removes(adder: Path, t
     preds, rejects = tmp_path / "preds.csv", tmp_path / "rejects.jsonl"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     args = [str(adder), str(rows), "-o", str(preds), "--rejects", str(rejects)]
-    child = subprocess.Popen([sys.executable, "-m", "tfship", "predict", *args], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "predict", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while len(list(tmp_path.glob(".*.tmp"))) < 2:  # both writers have begun

@@ -110,9 +110,19 @@ def test_every_reader_predicts_like_the_estimator(
     source = write_input(kind, tmp_path, rows)
     out = tmp_path / "out.csv"
     result = predict(
-        str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-        "-s", "predict", "--outputs", "probabilities,class_ids", "--keep-columns", "id",
-        "--batch-size", "7",
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities,class_ids",
+        "--keep-columns",
+        "id",
+        "--batch-size",
+        "7",
     )
     assert result.exit_code == 0, result.output
     assert f"rows in: {N}, predicted: {N}, rejected: 0" in result.stdout
@@ -124,13 +134,25 @@ def test_every_reader_predicts_like_the_estimator(
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_jsonl_and_parquet_outputs_keep_row_shapes(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray,
-    tmp_path: Path, fmt: str,
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    want: np.ndarray,
+    tmp_path: Path,
+    fmt: str,
 ) -> None:
     source = write_input("csv", tmp_path, rows)
     out = tmp_path / f"out.{fmt}"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities,classes")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities,classes",
+    )
     assert result.exit_code == 0, result.output
     frame = read_output(out)
     np.testing.assert_allclose(probabilities(frame), want, rtol=1e-5)
@@ -140,7 +162,10 @@ def test_jsonl_and_parquet_outputs_keep_row_shapes(
 
 @pytest.mark.parametrize("export", ["parsing", "scalar"])
 def test_tfrecord_output_is_prediction_logs(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path,
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    want: np.ndarray,
+    tmp_path: Path,
     export: str,
 ) -> None:
     import tensorflow as tf
@@ -149,17 +174,16 @@ def test_tfrecord_output_is_prediction_logs(
     source = write_input("csv", tmp_path, rows)
     out = tmp_path / "out.tfrecord"
     model = getattr(estimator_exports, export)
-    result = predict(str(model), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities")
+    result = predict(
+        str(model), "-i", str(source), "-o", str(out), "-s", "predict", "--outputs", "probabilities"
+    )
     assert result.exit_code == 0, result.output
     logs = [
         prediction_log_pb2.PredictionLog.FromString(r)
         for r in tf.data.TFRecordDataset(str(out)).as_numpy_iterator()
     ]
     assert len(logs) == N
-    got = np.concatenate(
-        [tf.make_ndarray(log.predict_log.response.outputs["probabilities"]) for log in logs]
-    )
+    got = np.concatenate([tf.make_ndarray(log.predict_log.response.outputs["probabilities"]) for log in logs])
     np.testing.assert_allclose(got, want, rtol=1e-5)
     first = logs[0].predict_log.request
     assert first.model_spec.signature_name == "predict"
@@ -169,7 +193,10 @@ def test_tfrecord_output_is_prediction_logs(
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl", "tfrecord"])
 def test_gzipped_inputs_read_like_plain_ones(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path,
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    want: np.ndarray,
+    tmp_path: Path,
     kind: str,
 ) -> None:
     import gzip
@@ -178,8 +205,17 @@ def test_gzipped_inputs_read_like_plain_ones(
     packed = plain.with_name(plain.name + ".gz")
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     out = tmp_path / "out.csv"
-    result = predict(str(estimator_exports.parsing), "-i", str(packed), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(packed),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+    )
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
 
@@ -194,8 +230,7 @@ def test_classify_and_regress_signatures_log_as_tf_serving_does(
     logs = {}
     for signature in ("classification", "regression"):
         out = tmp_path / f"{signature}.tfrecord"
-        result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                         "-s", signature)
+        result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out), "-s", signature)
         assert result.exit_code == 0, result.output
         logs[signature] = [
             prediction_log_pb2.PredictionLog.FromString(r)
@@ -220,8 +255,17 @@ def test_files_may_follow_the_model(
     first = write_csv(tmp_path / "a.csv", {k: v[:half] for k, v in rows.items()})
     second = write_csv(tmp_path / "b.csv", {k: v[half:] for k, v in rows.items()})
     out = tmp_path / "out.csv"
-    result = predict(str(estimator_exports.parsing), str(first), str(second), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities")
+    result = predict(
+        str(estimator_exports.parsing),
+        str(first),
+        str(second),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+    )
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
     none = predict(str(estimator_exports.parsing), "-o", str(out))
@@ -255,8 +299,17 @@ def test_globs_and_several_files_keep_their_order(
     write_csv(tmp_path / "part-0.csv", first)
     write_csv(tmp_path / "part-1.csv", second)
     out = tmp_path / "out.csv"
-    result = predict(str(estimator_exports.parsing), "-i", str(tmp_path / "part-*.csv"),
-                     "-o", str(out), "-s", "predict", "--outputs", "probabilities")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(tmp_path / "part-*.csv"),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+    )
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
 
@@ -273,9 +326,20 @@ def test_bad_rows_go_to_rejects_and_the_run_goes_on(
 ) -> None:
     source = write_csv(tmp_path / "in.csv", rows, extra=BAD_LINES)
     out, rejects = tmp_path / "out.csv", tmp_path / "rejects.jsonl"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
-                     "--json")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+        "--rejects",
+        str(rejects),
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["rows_in"] == N + 3 and summary["predicted"] == N and summary["rejected"] == 3
@@ -294,14 +358,16 @@ def test_more_rejects_than_allowed_exits_non_zero(
     estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path
 ) -> None:
     source = write_csv(tmp_path / "in.csv", rows, extra=BAD_LINES)
-    result = predict(str(estimator_exports.parsing), "-i", str(source),
-                     "-o", str(tmp_path / "o.csv"), "--max-rejects", "2")
+    result = predict(
+        str(estimator_exports.parsing), "-i", str(source), "-o", str(tmp_path / "o.csv"), "--max-rejects", "2"
+    )
     assert result.exit_code == 2
     assert f"rows in: {N + 3}, predicted: {N}, rejected: 3" in result.stdout
     assert "Error: 3 of 43 rows rejected, more than the 2 allowed; first:" in result.stderr
     assert "rejected " in result.stderr  # without --rejects, each reject is echoed to stderr
-    ok = predict(str(estimator_exports.parsing), "-i", str(source),
-                 "-o", str(tmp_path / "o.csv"), "--max-rejects", "3")
+    ok = predict(
+        str(estimator_exports.parsing), "-i", str(source), "-o", str(tmp_path / "o.csv"), "--max-rejects", "3"
+    )
     assert ok.exit_code == 0
 
 
@@ -316,8 +382,19 @@ def test_a_row_the_model_refuses_is_isolated(
         for i, record in enumerate(data):
             writer.write(b"\x00not an example" if i == 5 else record)
     out, rejects = tmp_path / "out.csv", tmp_path / "rejects.jsonl"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects))
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+        "--rejects",
+        str(rejects),
+    )
     assert result.exit_code == 0, result.output
     found = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert [r["line"] for r in found] == [6]
@@ -331,8 +408,9 @@ def test_raw_signature_reads_sparse_cells(
 ) -> None:
     source = write_input("csv", tmp_path, rows)
     out = tmp_path / "out.jsonl"
-    result = predict(str(estimator_exports.raw), "-i", str(source), "-o", str(out),
-                     "--outputs", "probabilities")
+    result = predict(
+        str(estimator_exports.raw), "-i", str(source), "-o", str(out), "--outputs", "probabilities"
+    )
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(probabilities(read_output(out)), want, rtol=1e-5)
 
@@ -347,13 +425,18 @@ def test_raw_signature_reads_sparse_cells(
         (["-i", "{tmp}/in.csv", "-s", "nope"], "signature 'nope' not found"),
         (["-i", "{tmp}/in.csv", "--outputs", "nope"], "no output 'nope'; valid outputs: classes"),
         # the default signature classifies; the predict signature has the probabilities
-        (["-i", "{tmp}/in.csv", "--outputs", "probabilities"],
-         "no output 'probabilities'; valid outputs: classes, scores; signature 'predict' has it"),
+        (
+            ["-i", "{tmp}/in.csv", "--outputs", "probabilities"],
+            "no output 'probabilities'; valid outputs: classes, scores; signature 'predict' has it",
+        ),
     ],
 )
 def test_usage_errors_are_one_line(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path,
-    args: list[str], message: str,
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    tmp_path: Path,
+    args: list[str],
+    message: str,
 ) -> None:
     write_csv(tmp_path / "in.csv", rows)
     (tmp_path / "in.txt").write_text("x\n")
@@ -367,7 +450,9 @@ def test_usage_errors_are_one_line(
 
 
 def test_progress_goes_to_stderr_only_when_asked(
-    estimator_exports: EstimatorExports, rows: dict[str, Any], tmp_path: Path,
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from tfship.loaders import JobSpec, load, run_job
@@ -393,9 +478,21 @@ def test_csv_line_numbers_survive_blank_lines_crlf_and_bom(
     # BOM, CRLF line ends, and no newline after the last line.
     source.write_bytes(("\ufeffid,x,v2,color,tags\r\n" + "\r\n".join(body)).encode("utf-8"))
     out, rejects = tmp_path / "out.csv", tmp_path / "rejects.jsonl"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
-                     "--keep-columns", "id")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+        "--rejects",
+        str(rejects),
+        "--keep-columns",
+        "id",
+    )
     assert result.exit_code == 0, result.output
     found = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert [(r["line"], r["record"]) for r in found] == [(10, "bad9,oops,1|2,red,t1")]
@@ -414,16 +511,28 @@ def test_lines_keep_their_numbers_across_csv_blocks(
     for r in range(rounds):
         for i, line in enumerate(_csv_lines(rows)):
             ids.append("p" * 2000 + f"{r}-{i}")
-            lines.append(ids[-1] + line[line.index(","):])
+            lines.append(ids[-1] + line[line.index(",") :])
         lines.append(BAD_LINES[0])
         bad.append(len(lines) + 1)  # the header is line 1
     source = tmp_path / "in.csv"
     source.write_text("id,x,v2,color,tags\n" + "\n".join(lines) + "\n")
     assert source.stat().st_size > 3 << 20  # four blocks at least
     out, rejects = tmp_path / "out.csv", tmp_path / "rejects.jsonl"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
-                     "--keep-columns", "id")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+        "--rejects",
+        str(rejects),
+        "--keep-columns",
+        "id",
+    )
     assert result.exit_code == 0, result.output
     found = [json.loads(r) for r in rejects.read_text().splitlines()]
     assert [(r["line"], r["record"]) for r in found] == [(line, BAD_LINES[0]) for line in bad]
@@ -441,14 +550,26 @@ def test_long_cells_and_lines_longer_than_a_block_are_rows_like_any_other(
     ids, lines = [], []
     for size, line in zip(sizes, _csv_lines(rows)):
         ids.append("t" * size)
-        lines.append(ids[-1] + line[line.index(","):])
+        lines.append(ids[-1] + line[line.index(",") :])
     source = tmp_path / "in.csv"
     # A blank line sends its block down the line-by-line path: both paths must take them.
     source.write_text("id,x,v2,color,tags\n" + "\n".join(lines[:2] + [""] + lines[2:]) + "\n")
     out, rejects = tmp_path / "out.jsonl", tmp_path / "rejects.jsonl"
-    result = predict(str(estimator_exports.parsing), "-i", str(source), "-o", str(out),
-                     "-s", "predict", "--outputs", "probabilities", "--rejects", str(rejects),
-                     "--keep-columns", "id")
+    result = predict(
+        str(estimator_exports.parsing),
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "-s",
+        "predict",
+        "--outputs",
+        "probabilities",
+        "--rejects",
+        str(rejects),
+        "--keep-columns",
+        "id",
+    )
     assert result.exit_code == 0, result.output
     assert f"rows in: {len(lines)}, predicted: {len(lines)}, rejected: 0" in result.output
     frame = read_output(out)

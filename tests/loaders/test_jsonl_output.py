@@ -17,13 +17,15 @@ from tfship.cli import cli
 pytestmark = pytest.mark.slow
 
 # Text a row splitter could trip on: separators, brackets, quotes, % templates, escapes, nulls.
-IDS = ['a,b', '],[', '"quoted"', '100%b %s', 'line\nbreak', 'naïve ☃', '{"b64": 1}', None, '', 'x' * 300]
+IDS = ["a,b", "],[", '"quoted"', "100%b %s", "line\nbreak", "naïve ☃", '{"b64": 1}', None, "", "x" * 300]
 ALL = "all_class_ids,all_classes,class_ids,classes,logistic,logits,probabilities"
 
 
 def _predict(model: Path, source: Path, out: Path, *args: str) -> None:
-    result = CliRunner().invoke(cli, ["predict", str(model), str(source), "-o", str(out),
-                                      "-s", "predict", "--keep-columns", "id", *args])
+    result = CliRunner().invoke(
+        cli,
+        ["predict", str(model), str(source), "-o", str(out), "-s", "predict", "--keep-columns", "id", *args],
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -31,8 +33,10 @@ def _same(value: Any, expected: Any) -> bool:
     if value is None:  # pandas reads a null string cell as NaN
         return expected is None or (isinstance(expected, float) and math.isnan(expected))
     if isinstance(value, list):
-        return isinstance(expected, list) and len(value) == len(expected) and all(
-            _same(v, e) for v, e in zip(value, expected)
+        return (
+            isinstance(expected, list)
+            and len(value) == len(expected)
+            and all(_same(v, e) for v, e in zip(value, expected))
         )
     if isinstance(value, float):
         return bool(value == pytest.approx(expected, rel=1e-7))

@@ -61,8 +61,17 @@ def test_jsonl_and_parquet_files_without_a_column_are_refused(tiny_model: Any, t
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    records = [{"island": "Dream", "bill_len": 39.5, "bill_depth_mm": 17.0, "flipper_length_mm": 190,
-                "body_mass_g": 3700, "sex": "female", "year": 2008}] * 3
+    records = [
+        {
+            "island": "Dream",
+            "bill_len": 39.5,
+            "bill_depth_mm": 17.0,
+            "flipper_length_mm": 190,
+            "body_mass_g": 3700,
+            "sex": "female",
+            "year": 2008,
+        }
+    ] * 3
     jsonl = tmp_path / "rows.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
     parquet = tmp_path / "rows.parquet"
@@ -70,8 +79,11 @@ def test_jsonl_and_parquet_files_without_a_column_are_refused(tiny_model: Any, t
     with load(tiny_model.export("best")) as model:
         for source in (jsonl, parquet):
             out = tmp_path / f"out-{source.suffix[1:]}.jsonl"
-            with pytest.raises(MissingColumnError, match=r"no column 'bill_length_mm' \(did you mean "
-                                                         r"'bill_len'\?\)") as caught:
+            with pytest.raises(
+                MissingColumnError,
+                match=r"no column 'bill_length_mm' \(did you mean "
+                r"'bill_len'\?\)",
+            ) as caught:
                 run_job(model, JobSpec([str(source)], out))
             assert caught.value.fillable and caught.value.source == str(source)
             assert not out.exists()
@@ -80,8 +92,17 @@ def test_jsonl_and_parquet_files_without_a_column_are_refused(tiny_model: Any, t
 
 
 def test_a_value_missing_in_some_rows_still_takes_the_default(tiny_model: Any, tmp_path: Path) -> None:
-    records = [{"island": "Dream", "bill_length_mm": 39.5, "bill_depth_mm": 17.0, "flipper_length_mm": 190,
-                "body_mass_g": 3700, "sex": "female", "year": 2008}]
+    records = [
+        {
+            "island": "Dream",
+            "bill_length_mm": 39.5,
+            "bill_depth_mm": 17.0,
+            "flipper_length_mm": 190,
+            "body_mass_g": 3700,
+            "sex": "female",
+            "year": 2008,
+        }
+    ]
     records.append({k: v for k, v in records[0].items() if k != "bill_length_mm"})
     jsonl = tmp_path / "rows.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -90,8 +111,17 @@ def test_a_value_missing_in_some_rows_still_takes_the_default(tiny_model: Any, t
 
 
 def test_the_beam_runner_refuses_a_jsonl_file_without_a_column(tiny_model: Any, tmp_path: Path) -> None:
-    records = [{"island": "Dream", "bill_len": 39.5, "bill_depth_mm": 17.0, "flipper_length_mm": 190,
-                "body_mass_g": 3700, "sex": "female", "year": 2008}] * 3
+    records = [
+        {
+            "island": "Dream",
+            "bill_len": 39.5,
+            "bill_depth_mm": 17.0,
+            "flipper_length_mm": 190,
+            "body_mass_g": 3700,
+            "sex": "female",
+            "year": 2008,
+        }
+    ] * 3
     jsonl = tmp_path / "rows.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "beam.jsonl"

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow
 
 def test_public_names_are_exactly_all() -> None:
     public = {  # its public submodule (tfship.loaders.beam, once imported) is not a name
-        n for n in dir(tfship.loaders)
+        n
+        for n in dir(tfship.loaders)
         if not n.startswith("_") and not isinstance(getattr(tfship.loaders, n), types.ModuleType)
     }
     assert sorted(tfship.loaders.__all__) == tfship.loaders.__all__
@@ -64,9 +65,7 @@ def test_run_matches_estimator_predict(estimator_exports: EstimatorExports) -> N
 def test_run_returns_only_requested_outputs(estimator_exports: EstimatorExports) -> None:
     rows = make_rows(3, seed=1)
     with load(estimator_exports.parsing) as model:
-        got = model.run(
-            {"inputs": _serialized(model, rows)}, outputs=["scores"], signature="classification"
-        )
+        got = model.run({"inputs": _serialized(model, rows)}, outputs=["scores"], signature="classification")
     assert list(got) == ["scores"]
     assert got["scores"].shape == (3, 2)
 
@@ -108,8 +107,7 @@ def test_keras_savedmodel_runs_like_the_keras_model(keras_export: KerasExport) -
 def test_run_from_threads_gives_the_same_answers(keras_export: KerasExport) -> None:
     rng = np.random.default_rng(0)
     batches = [
-        {"a": rng.normal(size=(n, 3)).astype(np.float32), "b": rng.integers(0, 3, n)}
-        for n in range(1, 17)
+        {"a": rng.normal(size=(n, 3)).astype(np.float32), "b": rng.integers(0, 3, n)} for n in range(1, 17)
     ]
     with load(keras_export.path) as model:
         serial = [model.run(f)["score"] for f in batches]
@@ -193,8 +191,11 @@ def test_run_takes_python_values_and_casts_when_asked(keras_export: KerasExport)
 def test_run_leaves_shapes_to_the_graph_as_tf_serving_does(keras_export: KerasExport) -> None:
     # No check against the signature's [?, 3] before the call: the matmul refuses [1, 4] itself.
     feeds = {"a": np.zeros((1, 4), np.float32), "b": np.zeros(1, np.int64)}
-    with load(keras_export.path) as model, pytest.raises(
-        ModelInputError, match=r"rejected its inputs: Matrix size-incompatible: In\[0\]: \[1,4\]"
+    with (
+        load(keras_export.path) as model,
+        pytest.raises(
+            ModelInputError, match=r"rejected its inputs: Matrix size-incompatible: In\[0\]: \[1,4\]"
+        ),
     ):
         model.run(feeds)
 
@@ -202,8 +203,9 @@ def test_run_leaves_shapes_to_the_graph_as_tf_serving_does(keras_export: KerasEx
 def test_run_sparse_input_needs_a_triple(estimator_exports: EstimatorExports) -> None:
     rows = make_rows(2, seed=3)
     feeds = {"x": rows["x"], "v2": rows["v2"], "color": rows["color"], "tags": rows["tags"]}
-    with load(estimator_exports.raw) as model, pytest.raises(
-        ModelInputError, match=r"input 'tags' is sparse: expected an \(indices, values"
+    with (
+        load(estimator_exports.raw) as model,
+        pytest.raises(ModelInputError, match=r"input 'tags' is sparse: expected an \(indices, values"),
     ):
         model.run(feeds)
 
@@ -220,9 +222,7 @@ def test_unknown_output_and_signature_list_the_valid_ones(keras_export: KerasExp
         load(keras_export.path, signature="classify")
 
 
-def test_load_errors_name_the_path_and_choices(
-    keras_export: KerasExport, tmp_path: Path
-) -> None:
+def test_load_errors_name_the_path_and_choices(keras_export: KerasExport, tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=str(tmp_path / "nothing")):
         load(tmp_path / "nothing")
     with pytest.raises(SignatureNotFoundError, match="serve"):

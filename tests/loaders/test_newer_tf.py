@@ -67,16 +67,16 @@ def _assert_matches(name: str, got: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(LOADERS))
-def test_local_model_gives_the_newer_tensorflow_values(
-    name: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_local_model_gives_the_newer_tensorflow_values(name: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="tfship.loaders"):
         with load(NEWTF / name) as model:
             assert model.loader == LOADERS[name]
             _assert_matches(name, model.predict(_inputs(name)))
             # The exact call too, and again with another batch size.
-            feeds = {k: np.asarray(v, model.signature().inputs[k].dtype.replace("string", "object"))
-                     for k, v in _inputs(name).items()}
+            feeds = {
+                k: np.asarray(v, model.signature().inputs[k].dtype.replace("string", "object"))
+                for k, v in _inputs(name).items()
+            }
             _assert_matches(name, model.run(feeds))
             one = model.run({k: v[:1] for k, v in feeds.items()})
             assert all(len(v) == 1 for v in one.values())
@@ -192,8 +192,17 @@ def test_bench_and_beam_run_the_defective_export_through_the_object_loader(tmp_p
     assert [b["batch_size"] for b in json.loads(bench.stdout)["batches"]] == [1, 3]
     source = _jsonl(tmp_path / "in.jsonl", _inputs("keras_tf_save"))
     out = tmp_path / "beam.jsonl"
-    args = ["predict", model, str(source), "-o", str(out), "--runner", "beam",
-            "--beam-option", "runner=DirectRunner"]
+    args = [
+        "predict",
+        model,
+        str(source),
+        "-o",
+        str(out),
+        "--runner",
+        "beam",
+        "--beam-option",
+        "runner=DirectRunner",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]

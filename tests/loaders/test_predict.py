@@ -125,9 +125,7 @@ def test_defaults_fill_missing_values(parsing: LocalModel, rows: dict[str, Any])
     records = records_of(rows)[:4]
     without_x = [{k: v for k, v in r.items() if k != "x"} for r in records]
     zero_x = [{**r, "x": 0.0} for r in records]
-    np.testing.assert_allclose(
-        _probabilities(parsing, without_x), _probabilities(parsing, zero_x), rtol=1e-6
-    )
+    np.testing.assert_allclose(_probabilities(parsing, without_x), _probabilities(parsing, zero_x), rtol=1e-6)
     no_tags = [{k: v for k, v in r.items() if k != "tags"} for r in records]
     empty_tags = [{**r, "tags": []} for r in records]
     np.testing.assert_allclose(
@@ -148,19 +146,31 @@ def test_safe_casts_are_silent(keras: LocalModel, keras_export: KerasExport) -> 
     ("inputs", "match"),
     [
         # Python values (a list per column) follow the schema's rule for a value ...
-        ({"a": [[0.1, 0.2, 0.3]], "b": [1.5]},
-         r"input 'b': record 0: expected int64, found 1\.5 \(1\.5 is not a whole"),
-        ([{"a": [0.1, 0.2, 0.3], "b": np.str_("x")}],  # a record's numpy scalar, as numpy 1 wrote it
-         r"input 'b': record 0: expected int64, found 'x' \("),
-        ({"a": [["1", "x", "3"]], "b": [1]},
-         r"input 'a': record 0: expected float32, found \['1', 'x', '3'\]"),
+        (
+            {"a": [[0.1, 0.2, 0.3]], "b": [1.5]},
+            r"input 'b': record 0: expected int64, found 1\.5 \(1\.5 is not a whole",
+        ),
+        (
+            [{"a": [0.1, 0.2, 0.3], "b": np.str_("x")}],  # a record's numpy scalar, as numpy 1 wrote it
+            r"input 'b': record 0: expected int64, found 'x' \(",
+        ),
+        (
+            {"a": [["1", "x", "3"]], "b": [1]},
+            r"input 'a': record 0: expected float32, found \['1', 'x', '3'\]",
+        ),
         # ... typed arrays the cast rule
-        ({"a": [[0.1, 0.2, 0.3]], "b": np.array([1.5])},
-         r"input 'b': dtype float64 .* int64 .*\(1\.5 is not a whole"),
-        ({"a": np.array([[2**25, 0, 0]]), "b": [1]},
-         r"input 'a': dtype int64 .*\(33554432 is not exact in float32"),
-        ({"a": np.array([["1", "2", "3"]]), "b": [1]},
-         r"input 'a': dtype string .* float32 .*strings and numbers"),
+        (
+            {"a": [[0.1, 0.2, 0.3]], "b": np.array([1.5])},
+            r"input 'b': dtype float64 .* int64 .*\(1\.5 is not a whole",
+        ),
+        (
+            {"a": np.array([[2**25, 0, 0]]), "b": [1]},
+            r"input 'a': dtype int64 .*\(33554432 is not exact in float32",
+        ),
+        (
+            {"a": np.array([["1", "2", "3"]]), "b": [1]},
+            r"input 'a': dtype string .* float32 .*strings and numbers",
+        ),
         ({"a": [[0.0, 0.0]], "b": [1]}, r"input 'a': expected float32 \[3\] per row.*\[1, 2\]"),
         ({"a": [[0.0, 0.0, 0.0]], "b": [1, 2]}, r"different numbers of rows \('a': 1, 'b': 2\)"),
         ({"a": [[0.0, 0.0, 0.0]]}, r"missing required input 'b' \(int64 \[\] per row\)"),
@@ -171,9 +181,7 @@ def test_safe_casts_are_silent(keras: LocalModel, keras_export: KerasExport) -> 
         ({"a": [[0.0, 0.0, 0.0], [1.0]], "b": [1, 2]}, r"input 'a'.*rows of different lengths"),
     ],
 )
-def test_input_errors_name_the_input_and_the_expectation(
-    keras: LocalModel, inputs: Any, match: str
-) -> None:
+def test_input_errors_name_the_input_and_the_expectation(keras: LocalModel, inputs: Any, match: str) -> None:
     with pytest.raises(ModelInputError, match=match):
         keras.predict(inputs)
 
@@ -188,9 +196,7 @@ def test_parsing_errors_name_the_feature(parsing: LocalModel, rows: dict[str, An
         parsing.predict([{**records[0], "color": 1.5}])
 
 
-def test_examples_into_a_feature_signature_name_the_features(
-    keras: LocalModel, rows: dict[str, Any]
-) -> None:
+def test_examples_into_a_feature_signature_name_the_features(keras: LocalModel, rows: dict[str, Any]) -> None:
     example = _examples(rows)[0]
     with pytest.raises(ModelInputError, match=r"unknown input 'color', 'tags', 'v2', 'x'"):
         keras.predict([example])
@@ -241,9 +247,7 @@ def test_dataframe_missing_cells_take_defaults_or_name_the_row(
     frame.loc[1, "x"] = np.nan  # x has a default (0.0)
     zero = [dict(r) for r in records]
     zero[1]["x"] = 0.0
-    np.testing.assert_allclose(
-        _probabilities(parsing, frame), _probabilities(parsing, zero), rtol=1e-6
-    )
+    np.testing.assert_allclose(_probabilities(parsing, frame), _probabilities(parsing, zero), rtol=1e-6)
     frame.loc[2, "color"] = None  # a categorical: variable length, so missing = no value
     assert _probabilities(parsing, frame).shape == (3, 2)
     frame["v2"] = [[0.1, 0.2], None, [0.3, 0.4]]  # v2 has no default

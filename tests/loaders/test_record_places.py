@@ -14,8 +14,15 @@ from tfship.cli import cli
 
 pytestmark = pytest.mark.slow
 
-GOOD = {"island": "Dream", "bill_length_mm": 39.1, "bill_depth_mm": 18.7, "flipper_length_mm": 181,
-        "body_mass_g": 3750, "sex": "male", "year": 2007}
+GOOD = {
+    "island": "Dream",
+    "bill_length_mm": 39.1,
+    "bill_depth_mm": 18.7,
+    "flipper_length_mm": 181,
+    "body_mass_g": 3750,
+    "sex": "male",
+    "year": 2007,
+}
 
 
 def _example(record: dict[str, Any]) -> bytes:
@@ -63,8 +70,9 @@ def test_export_names_the_file_and_record_of_a_bad_warmup_record(
         records = [{**r, "bill_length_mm": str(r["bill_length_mm"])} for r in records]
     warmup = _write(kind, tmp_path / f"warmup.{kind}", records)
     out = tmp_path / "serving"
-    result = CliRunner().invoke(cli, ["export", "--model-dir", str(tiny_model.model_dir),
-                                      "--out", str(out), "--warmup", str(warmup)])
+    result = CliRunner().invoke(
+        cli, ["export", "--model-dir", str(tiny_model.model_dir), "--out", str(out), "--warmup", str(warmup)]
+    )
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"Error: {warmup}:3: {reason}")
     assert result.stderr.count("\n") == 1

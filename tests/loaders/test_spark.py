@@ -71,8 +71,9 @@ def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     with open(log, "wb") as out:
         # Its own session: killing the group ends the JVM and whatever it started.
-        return subprocess.Popen([str(spark_class), *args], env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [str(spark_class), *args], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -101,12 +102,38 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     }
     port, ui = _free_port(), _free_port()
     url = f"spark://127.0.0.1:{port}"
-    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-                     str(port), "--webui-port", str(ui)], env, root / "master.log")
+    master = _start(
+        [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(ui),
+        ],
+        env,
+        root / "master.log",
+    )
     workers = [
-        _start(["org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "2g",
-                "--host", "127.0.0.1", "--webui-port", str(_free_port()),
-                "--work-dir", str(root / f"work{i}")], env, root / f"worker{i}.log")
+        _start(
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--cores",
+                "1",
+                "--memory",
+                "2g",
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(_free_port()),
+                "--work-dir",
+                str(root / f"work{i}"),
+            ],
+            env,
+            root / f"worker{i}.log",
+        )
         for i in range(2)
     ]
     found = Cluster(url, ui, workers, None)
@@ -123,7 +150,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         found.session = (
-            SparkSession.builder.master(url).appName("tfship tests")
+            SparkSession.builder.master(url)
+            .appName("tfship tests")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.executor.memory", "1g")
             .config("spark.ui.showConsoleProgress", "false")
@@ -153,8 +181,17 @@ def _penguins(tiny_model: Any, tmp_path: Path) -> list[Path]:
 
 
 def _predict(model: Path, inputs: list[Path], out: Path, *extra: str) -> Any:
-    args = ["predict", str(model), *map(str, inputs), "-o", str(out),
-            "--rejects", str(out.with_suffix(".rejects.jsonl")), "--json", *extra]
+    args = [
+        "predict",
+        str(model),
+        *map(str, inputs),
+        "-o",
+        str(out),
+        "--rejects",
+        str(out.with_suffix(".rejects.jsonl")),
+        "--json",
+        *extra,
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -175,19 +212,26 @@ def test_the_cluster_writes_what_the_local_runner_writes(
             if runner == "local":
                 local = _predict(model, inputs, tmp_path / "local.csv", *keep)
             else:
-                spark = _predict(model, inputs, tmp_path / "spark.csv", *keep, "--runner", "spark",
-                                 "--master", cluster.url)
+                spark = _predict(
+                    model, inputs, tmp_path / "spark.csv", *keep, "--runner", "spark", "--master", cluster.url
+                )
         notes[runner] = [r.getMessage() for r in caplog.records if "blank line" in r.getMessage()]
     lines_total = len(inputs[0].read_text().split("\n")) - 1
-    assert notes["spark"] == notes["local"] == [
-        f"skipped 1 blank line(s) of {inputs[0]}, at line(s) {lines_total}"]
+    assert (
+        notes["spark"]
+        == notes["local"]
+        == [f"skipped 1 blank line(s) of {inputs[0]}, at line(s) {lines_total}"]
+    )
     for key in ("rows_in", "predicted", "rejected"):
         assert spark[key] == local[key]
     lines_in = len(tiny_model.eval_csv.read_text().splitlines()) - 1
     assert spark["rows_in"] == lines_in + 2 + 26 + 30
     reasons = [json.loads(line) for line in (tmp_path / "spark.rejects.jsonl").read_text().splitlines()]
     assert {(r["file"], r["line"]) for r in reasons} >= {
-        (str(inputs[0]), 42), (str(inputs[0]), 43), (str(inputs[1]), 26)}
+        (str(inputs[0]), 42),
+        (str(inputs[0]), 43),
+        (str(inputs[1]), 26),
+    }
     assert spark["predicted"] + spark["rejected"] == spark["rows_in"]
     want, got = pd.read_csv(tmp_path / "local.csv"), pd.read_csv(tmp_path / "spark.csv")
     assert list(got.columns) == list(want.columns)
@@ -213,19 +257,24 @@ def test_a_raw_signature_export_through_the_cluster(
     with load(estimator_exports.raw) as model:
         from tfship.loaders import run_job as run_local
 
-        local = run_local(model, JobSpec([str(source), str(tfrecord)], local_out,
-                                         rejects=tmp_path / "local.rej", **spec))  # type: ignore[arg-type]
-    summary = run_job(estimator_exports.raw, JobSpec([str(source), str(tfrecord)], spark_out,
-                                                     rejects=tmp_path / "spark.rej", **spec))  # type: ignore[arg-type]
-    assert (summary.rows_in, summary.predicted, summary.rejected) == (local.rows_in, local.predicted,
-                                                                      local.rejected) == (55, 52, 3)
+        local = run_local(
+            model, JobSpec([str(source), str(tfrecord)], local_out, rejects=tmp_path / "local.rej", **spec)
+        )  # type: ignore[arg-type]
+    summary = run_job(
+        estimator_exports.raw,
+        JobSpec([str(source), str(tfrecord)], spark_out, rejects=tmp_path / "spark.rej", **spec),
+    )  # type: ignore[arg-type]
+    assert (
+        (summary.rows_in, summary.predicted, summary.rejected)
+        == (local.rows_in, local.predicted, local.rejected)
+        == (55, 52, 3)
+    )
     want = [json.loads(line) for line in local_out.read_text().splitlines()]
     got = [json.loads(line) for line in spark_out.read_text().splitlines()]
     assert [r["id"] for r in got] == [r["id"] for r in want]
     # the default outputs: each row's class and its probability, as the local runner writes them
     assert [r["class"] for r in got] == [r["class"] for r in want]
-    np.testing.assert_allclose([r["probability"] for r in got], [r["probability"] for r in want],
-                               atol=1e-6)
+    np.testing.assert_allclose([r["probability"] for r in got], [r["probability"] for r in want], atol=1e-6)
     assert (tmp_path / "spark.rej").read_text() == (tmp_path / "local.rej").read_text()
 
 
@@ -256,11 +305,19 @@ def test_predict_scores_a_dataframe_and_keeps_bad_rows_with_their_reason(
     assert "island" in str(refused.value)
 
 
-@pytest.mark.parametrize(("signature", "written"), [
-    ("regression", ["prediction"]), ("serving_default", ["class", "probability"]),
-])
+@pytest.mark.parametrize(
+    ("signature", "written"),
+    [
+        ("regression", ["prediction"]),
+        ("serving_default", ["class", "probability"]),
+    ],
+)
 def test_predict_names_its_columns_as_tfship_predict_does(
-    cluster: Cluster, estimator_exports: EstimatorExports, tmp_path: Path, signature: str, written: list[str],
+    cluster: Cluster,
+    estimator_exports: EstimatorExports,
+    tmp_path: Path,
+    signature: str,
+    written: list[str],
 ) -> None:
     rows = make_rows(8, seed=44)
     out = tmp_path / "local.csv"
@@ -302,8 +359,20 @@ def test_a_failed_task_is_one_line_and_writes_nothing(
     source = write_input("tfrecord", tmp_path, make_rows(12, seed=43))
     source.write_bytes(source.read_bytes()[:-7])  # the last record is cut short
     out = tmp_path / "o.csv"
-    result = CliRunner().invoke(cli, ["predict", str(estimator_exports.parsing), str(source), "-o",
-                                      str(out), "--runner", "spark", "--master", cluster.url])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(estimator_exports.parsing),
+            str(source),
+            "-o",
+            str(out),
+            "--runner",
+            "spark",
+            "--master",
+            cluster.url,
+        ],
+    )
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: {source}: corrupt TFRecord after record ")
@@ -311,8 +380,20 @@ def test_a_failed_task_is_one_line_and_writes_nothing(
 
 
 def test_an_unknown_master_is_refused_before_anything_starts(tiny_model: Any, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["predict", str(tiny_model.export()), str(tiny_model.eval_csv),
-                                      "-o", str(tmp_path / "o.csv"), "--runner", "spark", "--master", "foo"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(tiny_model.export()),
+            str(tiny_model.eval_csv),
+            "-o",
+            str(tmp_path / "o.csv"),
+            "--runner",
+            "spark",
+            "--master",
+            "foo",
+        ],
+    )
     assert result.exit_code == 2
     assert result.stderr.strip() == (
         "Error: Spark master 'foo': expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL"
@@ -320,8 +401,18 @@ def test_an_unknown_master_is_refused_before_anything_starts(tiny_model: Any, tm
 
 
 def test_master_without_the_spark_runner_is_a_usage_error(tiny_model: Any, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["predict", str(tiny_model.export()), str(tiny_model.eval_csv),
-                                      "-o", str(tmp_path / "o.csv"), "--master", "local[2]"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(tiny_model.export()),
+            str(tiny_model.eval_csv),
+            "-o",
+            str(tmp_path / "o.csv"),
+            "--master",
+            "local[2]",
+        ],
+    )
     assert result.exit_code == 2
     assert "--master is for --runner spark" in result.output
 
@@ -332,8 +423,22 @@ def test_no_java_is_one_line(tiny_model: Any, tmp_path: Path) -> None:
     env["PYTHONPATH"] = str(Path(tfship.__file__).parents[1])
     out = tmp_path / "o.csv"
     result = subprocess.run(
-        [sys.executable, "-m", "tfship", "predict", str(tiny_model.export()), str(tiny_model.eval_csv),
-         "-o", str(out), "--runner", "spark"], env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "predict",
+            str(tiny_model.export()),
+            str(tiny_model.eval_csv),
+            "-o",
+            str(out),
+            "--runner",
+            "spark",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
@@ -348,11 +453,21 @@ def test_a_java_older_than_17_is_one_line(
 ) -> None:
     java = tmp_path / "jdk8" / "bin" / "java"
     java.parent.mkdir(parents=True)
-    java.write_text('#!/bin/sh\necho \'openjdk version "1.8.0_392"\' >&2\n')
+    java.write_text("#!/bin/sh\necho 'openjdk version \"1.8.0_392\"' >&2\n")
     java.chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(java.parents[1]))
-    result = CliRunner().invoke(cli, ["predict", str(tiny_model.export()), str(tiny_model.eval_csv),
-                                      "-o", str(tmp_path / "o.csv"), "--runner", "spark"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(tiny_model.export()),
+            str(tiny_model.eval_csv),
+            "-o",
+            str(tmp_path / "o.csv"),
+            "--runner",
+            "spark",
+        ],
+    )
     assert result.exit_code == 1
     assert result.stderr.strip() == (
         f"Error: Spark needs Java 17 or newer; {java} is Java 8: install a newer JDK "
@@ -410,8 +525,17 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(
     killer = threading.Thread(target=kill_when_busy)
     killer.start()
     try:
-        spark = _predict(tiny_model.export(), inputs, tmp_path / "spark.csv", "--keep-columns",
-                         "species", "--runner", "spark", "--master", cluster.url)
+        spark = _predict(
+            tiny_model.export(),
+            inputs,
+            tmp_path / "spark.csv",
+            "--keep-columns",
+            "species",
+            "--runner",
+            "spark",
+            "--master",
+            cluster.url,
+        )
     finally:
         done.set()
         killer.join()
@@ -448,8 +572,12 @@ def test_the_jvm_start_up_files_are_private_to_the_run(tmp_path: Path) -> None:
         "session.stop()\n"
         "print(made[0])\n"
     )
-    env = {**os.environ, "TMPDIR": str(shared), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
+    env = {
+        **os.environ,
+        "TMPDIR": str(shared),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONPATH": str(Path(tfship.__file__).parents[1]),
+    }
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     private = Path(done.stdout.strip().splitlines()[-1])
@@ -457,7 +585,8 @@ def test_the_jvm_start_up_files_are_private_to_the_run(tmp_path: Path) -> None:
     assert not private.exists()  # removed once Spark was up
     assert victim.read_text() == "mine\n"
     assert sorted(p.name for p in shared.iterdir() if p.name.startswith("tfship")) == [
-        "tfship-spark-log4j2.properties", "tfship-spark.log"
+        "tfship-spark-log4j2.properties",
+        "tfship-spark.log",
     ]
 
 
@@ -468,9 +597,24 @@ def test_what_the_command_says_after_spark_started_reaches_stderr(tiny_model: An
     inputs = _penguins(tiny_model, tmp_path)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
     done = subprocess.run(
-        [sys.executable, "-m", "tfship", "predict", str(tiny_model.export()), str(inputs[0]),
-         "-o", "-", "--runner", "spark", "--master", "local[2]"],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "predict",
+            str(tiny_model.export()),
+            str(inputs[0]),
+            "-o",
+            "-",
+            "--runner",
+            "spark",
+            "--master",
+            "local[2]",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     lines_in = len(tiny_model.eval_csv.read_text().splitlines()) - 1

@@ -69,9 +69,10 @@ def test_a_stablehlo_this_tensorflow_reads_is_ready_and_runs(doubling: Path) -> 
     assert not report.errors, [f.message for f in report.errors]
     checks = {f.check: f for f in report.findings}
     reads = READS[installed]
-    assert (checks["stablehlo"].severity, checks["stablehlo"].message) == ("ok", (
-        f"XlaCallModule holds StableHLO v{reads}; this TensorFlow ({installed}) deserializes up to v{reads}"
-    ))
+    assert (checks["stablehlo"].severity, checks["stablehlo"].message) == (
+        "ok",
+        f"XlaCallModule holds StableHLO v{reads}; this TensorFlow ({installed}) deserializes up to v{reads}",
+    )
     with load(doubling.parent) as model:
         np.testing.assert_array_equal(model.run({"x": [1.0, 2.5]})["y"], [2.0, 5.0])
         # an input the graph refuses is still the inputs' fault

@@ -20,10 +20,24 @@ from tfship.loaders import load
 pytestmark = pytest.mark.slow
 
 PENGUINS = [
-    {"island": "Dream", "bill_length_mm": 39.1, "bill_depth_mm": 18.7, "flipper_length_mm": 181,
-     "body_mass_g": 3750, "sex": "male", "year": 2007},
-    {"island": "Biscoe", "bill_length_mm": 46.5, "bill_depth_mm": 14.8, "flipper_length_mm": 217,
-     "body_mass_g": 5200, "sex": "female", "year": 2008},
+    {
+        "island": "Dream",
+        "bill_length_mm": 39.1,
+        "bill_depth_mm": 18.7,
+        "flipper_length_mm": 181,
+        "body_mass_g": 3750,
+        "sex": "male",
+        "year": 2007,
+    },
+    {
+        "island": "Biscoe",
+        "bill_length_mm": 46.5,
+        "bill_depth_mm": 14.8,
+        "flipper_length_mm": 217,
+        "body_mass_g": 5200,
+        "sex": "female",
+        "year": 2008,
+    },
 ]
 EXTRA = [{"species": "Adelie", "row_id": 7}, {"species": "Gentoo", "row_id": 8}]
 
@@ -59,8 +73,10 @@ def test_ignore_unknown_leaves_them_out_with_a_warning_naming_them(
 def test_a_number_written_as_text_is_read_as_every_file_reader_reads_it(
     model: Any, tmp_path: Path, tiny_model: Any
 ) -> None:
-    as_text = [{**p, "body_mass_g": str(p["body_mass_g"]), "bill_depth_mm": str(p["bill_depth_mm"])}
-               for p in PENGUINS]
+    as_text = [
+        {**p, "body_mass_g": str(p["body_mass_g"]), "bill_depth_mm": str(p["bill_depth_mm"])}
+        for p in PENGUINS
+    ]
     want = model.predict(PENGUINS)["probabilities"]
     np.testing.assert_allclose(model.predict(as_text)["probabilities"], want, rtol=1e-6)
     np.testing.assert_allclose(model.predict(pd.DataFrame(as_text))["probabilities"], want, rtol=1e-6)
@@ -68,8 +84,20 @@ def test_a_number_written_as_text_is_read_as_every_file_reader_reads_it(
     np.testing.assert_allclose(model.predict(columns)["probabilities"], want, rtol=1e-6)
     source, out = tmp_path / "text.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in as_text))
-    result = CliRunner().invoke(cli, ["predict", str(tiny_model.export("final")), str(source),
-                                      "-o", str(out), "-s", "predict", "--outputs", "probabilities"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(tiny_model.export("final")),
+            str(source),
+            "-o",
+            str(out),
+            "-s",
+            "predict",
+            "--outputs",
+            "probabilities",
+        ],
+    )
     assert result.exit_code == 0, result.output
     written = [json.loads(line)["probabilities"] for line in out.read_text().splitlines()]
     np.testing.assert_allclose(written, want, rtol=1e-6)
@@ -89,14 +117,14 @@ def test_predict_names_the_columns_it_ignores_and_refuses_them_when_asked(
         source.write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
     export = str(tiny_model.export("final"))
     with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
-        ok = CliRunner().invoke(cli, ["predict", export, str(source), "-o", str(tmp_path / "a.csv"),
-                                      "--keep-columns", "row_id"])
+        ok = CliRunner().invoke(
+            cli, ["predict", export, str(source), "-o", str(tmp_path / "a.csv"), "--keep-columns", "row_id"]
+        )
     assert ok.exit_code == 0, ok.output
     notes = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
     assert notes == [f"ignored column(s) 'species' of {source}: not inputs of signature 'serving_default'"]
     out = tmp_path / "b.csv"
-    refused = CliRunner().invoke(cli, ["predict", export, str(source), "-o", str(out),
-                                       "--no-ignore-unknown"])
+    refused = CliRunner().invoke(cli, ["predict", export, str(source), "-o", str(out), "--no-ignore-unknown"])
     assert refused.exit_code == 2
     assert refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"Error: {source}: column(s) 'row_id', 'species' not inputs of")

@@ -106,9 +106,25 @@ def serving(base: Path, name: str = "m") -> Iterator[str]:
     """``tfship serve`` on ``base`` in its own process, polling often; yields its gRPC address."""
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base), "--model-name",
-         name, "--port", "0", "--poll-seconds", "0.2", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "serve",
+            "--model-base-path",
+            str(base),
+            "--model-name",
+            name,
+            "--port",
+            "0",
+            "--poll-seconds",
+            "0.2",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert process.stdout is not None and process.stderr is not None

@@ -14,8 +14,10 @@ from .conftest import export_writer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-REFUSAL = ("uses WriteFile, an op with side effects on the host: refused before loading "
-           "(allow it with --allow-op WriteFile)")
+REFUSAL = (
+    "uses WriteFile, an op with side effects on the host: refused before loading "
+    "(allow it with --allow-op WriteFile)"
+)
 
 
 @pytest.fixture()

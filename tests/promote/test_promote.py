@@ -50,8 +50,16 @@ def test_a_further_trained_model_is_promoted_and_served(tiny_model, tmp_path: Pa
     with serving(base) as address, ServingClient(address, timeout=30) as client:
         assert client.wait_until_available("m", timeout=30).version == 1
         code, out, err = _run(
-            str(newer), "--to", str(base), "--requests", str(tiny_model.eval_csv),
-            "--max-diff", "1", "--min-agreement", "0.5", *FAST,
+            str(newer),
+            "--to",
+            str(base),
+            "--requests",
+            str(tiny_model.eval_csv),
+            "--max-diff",
+            "1",
+            "--min-agreement",
+            "0.5",
+            *FAST,
         )
         assert code == 0, out + err
         lines = _lines(out)
@@ -63,7 +71,13 @@ def test_a_further_trained_model_is_promoted_and_served(tiny_model, tmp_path: Pa
     record = json.loads((base / "2.promotion.json").read_text())
     assert record["promoted"] and record["fingerprint"] == content_hash(newer)
     assert [c["check"] for c in record["checks"]] == [
-        "ready", "compatible", "serves", "same answers", "as good", "as fast"]
+        "ready",
+        "compatible",
+        "serves",
+        "same answers",
+        "as good",
+        "as fast",
+    ]
     assert record["source"] == str(newer.resolve())
     assert not [p for p in base.iterdir() if p.name.startswith(".")]
 
@@ -93,16 +107,15 @@ def test_different_answers_are_refused_and_loosening_lets_them_through(modules, 
     assert _lines(out)["compatible"].startswith("pass  1 change: weights_changed variables: "), out
     assert _lines(out)["as fast"].startswith(
         f"pass  batches of 1, 32 rows taken in order from the 20 rows of {modules['requests']} "
-        "(again from the first to fill a larger batch): batch 1: "), out
+        "(again from the first to fill a larger batch): batch 1: "
+    ), out
     assert out.strip().splitlines()[-1] == "would promote (dry run): nothing was published"
     assert _versions(base) == ["1"]
 
 
 def test_a_slower_candidate_is_refused_on_latency(modules, tmp_path: Path) -> None:
     base = base_with(tmp_path, modules["baseline"])
-    decision = promote(
-        modules["slower"], base, PromoteOptions(batches=(1,), latency_calls=10)
-    )
+    decision = promote(modules["slower"], base, PromoteOptions(batches=(1,), latency_calls=10))
     assert not decision.promoted and [c.name for c in decision.failed] == ["as fast"]
     fast = decision.checks[-1]
     assert fast.numbers["batches"]["1"]["ratio_p50"] > 1.25
@@ -113,16 +126,29 @@ def test_a_slower_candidate_is_refused_on_latency(modules, tmp_path: Path) -> No
 @pytest.mark.estimator  # it exports a worse checkpoint
 def test_a_worse_trained_model_is_refused_by_change_on_eval_data(tiny_model, tmp_path: Path) -> None:
     untrained = tmp_path / "untrained"
-    result = CliRunner().invoke(cli, [
-        "export", "--model-dir", str(tiny_model.model_dir), "--checkpoint",
-        str(tiny_model.model_dir / "model.ckpt-0"), "--out", str(untrained), "--no-verify",
-    ])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "export",
+            "--model-dir",
+            str(tiny_model.model_dir),
+            "--checkpoint",
+            str(tiny_model.model_dir / "model.ckpt-0"),
+            "--out",
+            str(untrained),
+            "--no-verify",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (candidate,) = untrained.iterdir()
     base = base_with(tmp_path, tiny_model.export("final"))
     options = PromoteOptions(
-        eval_file=tiny_model.eval_csv, changes=(Threshold.parse("accuracy>=-0.01"),),
-        requests=tiny_model.eval_csv, min_agreement=0.0, max_diff=1.0, latency_calls=10,
+        eval_file=tiny_model.eval_csv,
+        changes=(Threshold.parse("accuracy>=-0.01"),),
+        requests=tiny_model.eval_csv,
+        min_agreement=0.0,
+        max_diff=1.0,
+        latency_calls=10,
         max_latency_ratio=3.0,
     )
     decision = promote(candidate, base, options)
@@ -173,7 +199,10 @@ def test_killing_promote_while_publishing_leaves_no_partial_version(modules, tmp
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "tfship", "promote", str(candidate), "--to", str(base), *FAST],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert process.stdout is not None
     for line in process.stdout:
@@ -218,8 +247,10 @@ def test_rollback_with_nothing_to_go_back_to_is_refused(modules, tmp_path: Path)
     base = base_with(tmp_path, modules["baseline"])
     code, out, err = _run("--rollback", str(base))
     assert code == 2
-    assert err.strip() == (f"Error: {base}: no older version differs from version 1 and from what was "
-                           "rolled back; nothing to roll back to")
+    assert err.strip() == (
+        f"Error: {base}: no older version differs from version 1 and from what was "
+        "rolled back; nothing to roll back to"
+    )
 
 
 def test_an_empty_base_path_has_no_baseline(modules, tmp_path: Path) -> None:
@@ -235,8 +266,12 @@ def test_an_empty_base_path_has_no_baseline(modules, tmp_path: Path) -> None:
 def test_bad_inputs_are_refused_with_one_line(modules, tmp_path: Path) -> None:
     base = base_with(tmp_path, modules["baseline"])
     code, _, err = _run(str(base), "--to", str(base))
-    assert code == 2 and err.strip() == f"Error: candidate {base}: not a SavedModel directory " \
+    assert (
+        code == 2
+        and err.strip()
+        == f"Error: candidate {base}: not a SavedModel directory "
         "(no saved_model.pb); it holds versions 1: give one"
+    )
     code, _, err = _run(str(modules["same"]), "--to", str(base), "--change", "accuracy")
     assert code == 2 and "'accuracy' is not METRIC>=VALUE" in err
     code, _, err = _run(str(modules["same"]))
@@ -302,9 +337,22 @@ def _running(pid: int) -> bool:
 def test_killing_promote_while_it_serves_leaves_no_server_running(modules, tmp_path: Path) -> None:
     base = base_with(tmp_path, modules["baseline"])
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "promote", str(modules["slower"]), "--to", str(base),
-         "--latency-calls", "2000", "--batch", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "promote",
+            str(modules["slower"]),
+            "--to",
+            str(base),
+            "--latency-calls",
+            "2000",
+            "--batch",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     for line in process.stdout:
@@ -341,7 +389,9 @@ def test_killing_promote_while_its_servers_load_ends_them_at_once(modules, tmp_p
     base = base_with(tmp_path, modules["baseline"])
     process = subprocess.Popen(
         [sys.executable, "-m", "tfship", "promote", str(modules["slower"]), "--to", str(base)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     servers: list[int] = []
@@ -358,9 +408,7 @@ def test_killing_promote_while_its_servers_load_ends_them_at_once(modules, tmp_p
         time.sleep(0.05)
 
 
-def test_without_requests_same_answers_says_it_compared_one_request_repeated(
-    modules, tmp_path: Path
-) -> None:
+def test_without_requests_same_answers_says_it_compared_one_request_repeated(modules, tmp_path: Path) -> None:
     # 10 copies of one request agree all or not at all: the line must not pass that off as 10 rows
     base = base_with(tmp_path, modules["baseline"])
     code, out, err = _run(str(modules["same"]), "--to", str(base), "-n", "10", "--dry-run", *FAST)
@@ -379,8 +427,17 @@ def test_the_eval_rows_are_the_requests_when_none_are_given(tiny_model, tmp_path
     older, newer = (Path(p) for p in tiny_model.result.exports["latest"][-2:])
     base = base_with(tmp_path, older)
     code, out, err = _run(
-        str(newer), "--to", str(base), "--eval", str(tiny_model.eval_csv), "--dry-run",
-        "--max-diff", "1", "--min-agreement", "0", *FAST,
+        str(newer),
+        "--to",
+        str(base),
+        "--eval",
+        str(tiny_model.eval_csv),
+        "--dry-run",
+        "--max-diff",
+        "1",
+        "--min-agreement",
+        "0",
+        *FAST,
     )
     assert code == 0, out + err
     rows = min(100, len(tiny_model.eval_csv.read_text().splitlines()) - 1)
@@ -424,9 +481,11 @@ def test_a_served_model_stops_when_its_parent_dies_without_the_kernels_signal(
     # own watch of its parent can stop it
     base = base_with(tmp_path, modules["baseline"])
     started, pid_file = tmp_path / "started.json", tmp_path / "server.pid"
-    script = (f'"{sys.executable}" -m tfship.promote._cli $$ serve --model-base-path "{base}" '
-              f'--model-name m --port 0 --poll-seconds 0 --json >"{started}" 2>/dev/null & '
-              f'echo $! >"{pid_file}"; exec sleep 120')
+    script = (
+        f'"{sys.executable}" -m tfship.promote._cli $$ serve --model-base-path "{base}" '
+        f'--model-name m --port 0 --poll-seconds 0 --json >"{started}" 2>/dev/null & '
+        f'echo $! >"{pid_file}"; exec sleep 120'
+    )
     parent = subprocess.Popen(["sh", "-c", script])
     try:
         deadline = time.monotonic() + 60

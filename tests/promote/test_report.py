@@ -22,9 +22,21 @@ def _chromium(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     assert browser, "Chromium is not installed (make test installs Debian's chromium)"
     return subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-         "--v=0", "--window-size=1300,1400", *flags, page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1300,1400",
+            *flags,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -37,8 +49,12 @@ def report(modules: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("report")
     base = base_with(tmp, modules["baseline"])
     options = PromoteOptions(
-        requests=modules["requests"], max_diff=1.0, min_agreement=0.0, latency_calls=20,
-        max_latency_ratio=3.0, dry_run=True,
+        requests=modules["requests"],
+        max_diff=1.0,
+        min_agreement=0.0,
+        latency_calls=20,
+        max_latency_ratio=3.0,
+        dry_run=True,
     )
     decision = promote(modules["differs"], base, options)
     return write_report(decision, tmp / "report.html")

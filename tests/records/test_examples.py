@@ -55,8 +55,16 @@ def wire(example: Any) -> bytes:
 
 # ---- by value ------------------------------------------------------------------------------------
 def test_by_value_types_each_value_by_its_python_type() -> None:
-    record = {"f": 1.5, "i": [1, 2], "b": True, "s": "é", "raw": b"\xff", "a": np.array([[1, 2]]),
-              "none": None, "empty": []}
+    record = {
+        "f": 1.5,
+        "i": [1, 2],
+        "b": True,
+        "s": "é",
+        "raw": b"\xff",
+        "a": np.array([[1, 2]]),
+        "none": None,
+        "empty": [],
+    }
     assert lists(to_example(record, ByValue())) == {
         "f": ("float_list", [1.5]),
         "i": ("int64_list", [1, 2]),
@@ -120,7 +128,11 @@ def test_by_fields_coerces_fills_defaults_and_ignores_undeclared_names() -> None
     assert lists(to_example({"age": 1}, ByFields(FIELDS)))["tags"] == ("bytes_list", [])
     rule = ByFields({f.name: f for f in FIELDS}, csv=CsvMissing())
     assert rule.values({"age": " 2 ", "pos": "4|5", "color": "", "tags": "u|v"}) == {
-        "age": [2.0], "pos": [4, 5], "color": ["red"], "tags": ["u", "v"]}
+        "age": [2.0],
+        "pos": [4, 5],
+        "color": ["red"],
+        "tags": ["u", "v"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -270,13 +282,19 @@ def test_examples_from_json_fills_a_request() -> None:
     assert list(shared.context.features.feature["c"].bytes_list.value) == [b"k"]
     with pytest.raises(ValueError) as info:
         examples_from_json({"examples": []}, request.input)
-    assert str(info.value) == 'JSON Value: {\n    "examples": []\n} \'examples\' value is an empty array'
-
+    assert str(info.value) == "JSON Value: {\n    \"examples\": []\n} 'examples' value is an empty array"
 
 
 # ---- every caller, one record, the same bytes ----------------------------------------------------
-PENGUIN = {"island": "Biscoe", "bill_length_mm": 45.5, "bill_depth_mm": 15.25, "flipper_length_mm": 210,
-           "body_mass_g": 4500, "sex": "male", "year": 2008}
+PENGUIN = {
+    "island": "Biscoe",
+    "bill_length_mm": 45.5,
+    "bill_depth_mm": 15.25,
+    "flipper_length_mm": 210,
+    "body_mass_g": 4500,
+    "sex": "male",
+    "year": 2008,
+}
 
 
 @pytest.mark.slow
@@ -293,8 +311,19 @@ def test_every_caller_builds_the_same_example(tiny_model: Any, tmp_path: Path) -
     partial = {"island": "Dream", "sex": "female", "year": 2009}  # the others take defaults
     records.write_text(json.dumps(PENGUIN) + "\n" + json.dumps(partial) + "\n")
     out = tmp_path / "serving"
-    args = ["export", "--model-dir", str(tiny_model.model_dir), "--schema", str(tiny_model.schema_path),
-            "--receiver", "parsing", "--out", str(out), "--warmup", str(records)]
+    args = [
+        "export",
+        "--model-dir",
+        str(tiny_model.model_dir),
+        "--schema",
+        str(tiny_model.schema_path),
+        "--receiver",
+        "parsing",
+        "--out",
+        str(out),
+        "--warmup",
+        str(records),
+    ]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     (version,) = [p for p in out.iterdir() if p.name.isdigit()]

@@ -228,7 +228,9 @@ def test_json_lines_read_as_the_json_module_reads_them(tmp_path: Path) -> None:
     assert x[0] == 1 and x[1] != x[1] and x[2] is MISSING and x[3] == float("inf") and x[4] == 2.5
     assert chunk.columns["s"][2] == "\ud800"
     assert [(r.line, r.reason.split(":")[0], r.record) for r in chunk.rejects] == [
-        (6, "unparseable JSON", '{"n": 5, '), (7, "expected a JSON object, found list", "[6]")]
+        (6, "unparseable JSON", '{"n": 5, '),
+        (7, "expected a JSON object, found list", "[6]"),
+    ]
     assert list(chunk.texts)[0] == '{"n": 18446744073709551616, "x": 1}'
 
 
@@ -237,7 +239,10 @@ def test_a_json_lines_chunk_holds_chunk_rows_lines_that_are_not_blank(tmp_path: 
     path.write_text('{"a": 1}\n\n{"a": 2}\n  \nbad\n{"a": 3}\n{"a": 4}\n')
     chunks = list(read_chunks(path, chunk_rows=2))
     assert [(c.lines.tolist(), [r.line for r in c.rejects]) for c in chunks] == [
-        ([1, 3], []), ([6], [5]), ([7], [])]
+        ([1, 3], []),
+        ([6], [5]),
+        ([7], []),
+    ]
 
 
 def test_a_json_line_that_is_not_utf8_or_nests_too_deep_is_a_reject(tmp_path: Path) -> None:
@@ -266,8 +271,11 @@ def test_json_lines_read_and_convert_within_a_few_times_csv(tmp_path: Path) -> N
 
     rng = np.random.default_rng(0)
     rows = 20_000
-    table = {"x": np.round(rng.normal(size=rows), 4).tolist(), "n": rng.integers(0, 1000, rows).tolist(),
-             "s": rng.choice(["Adelie", "Gentoo", "Chinstrap"], rows).tolist()}
+    table = {
+        "x": np.round(rng.normal(size=rows), 4).tolist(),
+        "n": rng.integers(0, 1000, rows).tolist(),
+        "s": rng.choice(["Adelie", "Gentoo", "Chinstrap"], rows).tolist(),
+    }
     csv_path, jsonl_path = tmp_path / "t.csv", tmp_path / "t.jsonl"
     csv_path.write_text("x,n,s\n" + "".join(f"{x},{n},{s}\n" for x, n, s in zip(*table.values())))
     jsonl_path.write_text("".join(json.dumps(dict(zip(table, v))) + "\n" for v in zip(*table.values())))

@@ -52,4 +52,3 @@ def test_the_readme_example_names_a_bad_cell(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode != 0
     assert re.search(r"new_rows\.csv:2: field 'bill_length_mm': expected float32, found 'long'", done.stderr)
-

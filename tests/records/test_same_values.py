@@ -34,8 +34,13 @@ ROWS = [
 ]
 #: the penguins' features as an echo model's inputs.
 INPUTS = {
-    "island": "string", "bill_length_mm": "float32", "bill_depth_mm": "float32",
-    "flipper_length_mm": "int64", "body_mass_g": "int64", "sex": "string", "year": "int64",
+    "island": "string",
+    "bill_length_mm": "float32",
+    "bill_depth_mm": "float32",
+    "flipper_length_mm": "int64",
+    "body_mass_g": "int64",
+    "sex": "string",
+    "year": "int64",
 }
 
 
@@ -52,14 +57,30 @@ def _echo(path: Path) -> Path:
 
     class Echo(tf.Module):
         @tf.function(input_signature=specs)
-        def echo(self, island: Any, bill_length_mm: Any, bill_depth_mm: Any, flipper_length_mm: Any,
-                 body_mass_g: Any, sex: Any, year: Any) -> dict[str, Any]:
+        def echo(
+            self,
+            island: Any,
+            bill_length_mm: Any,
+            bill_depth_mm: Any,
+            flipper_length_mm: Any,
+            body_mass_g: Any,
+            sex: Any,
+            year: Any,
+        ) -> dict[str, Any]:
             given = [island, bill_length_mm, bill_depth_mm, flipper_length_mm, body_mass_g, sex, year]
             return {name: tf.identity(value) for name, value in zip(INPUTS, given)}
 
         @tf.function(input_signature=specs)
-        def numbers(self, island: Any, bill_length_mm: Any, bill_depth_mm: Any, flipper_length_mm: Any,
-                    body_mass_g: Any, sex: Any, year: Any) -> dict[str, Any]:
+        def numbers(
+            self,
+            island: Any,
+            bill_length_mm: Any,
+            bill_depth_mm: Any,
+            flipper_length_mm: Any,
+            body_mass_g: Any,
+            sex: Any,
+            year: Any,
+        ) -> dict[str, Any]:
             given = [bill_length_mm, bill_depth_mm, flipper_length_mm, body_mass_g, year]
             return {"numbers": tf.stack([tf.cast(v, tf.float32) for v in given], axis=1)}
 
@@ -128,21 +149,40 @@ def _warmup_values(logs: list[Any]) -> dict[str, list[dict[str, list[Any]]]]:
             examples = [tf.train.Example.FromString(data) for data in tensor.string_val]
         else:
             examples = list(request.input.example_list.examples)
-        found.setdefault(request.model_spec.signature_name, []).extend(
-            _example_values(e) for e in examples
-        )
+        found.setdefault(request.model_spec.signature_name, []).extend(_example_values(e) for e in examples)
     return found
 
 
 def test_the_reader_types_each_cell_once(tmp_path: Path) -> None:
     path = _csv(tmp_path / "penguins.csv", ROWS)
     assert read_records(path) == [
-        {"species": "Adelie", "island": "Torgersen", "bill_length_mm": 39.1, "bill_depth_mm": 18.7,
-         "flipper_length_mm": 181, "body_mass_g": 3750, "sex": "male", "year": 2007},
-        {"species": "Gentoo", "island": "Biscoe, north", "bill_length_mm": 46.5,
-         "flipper_length_mm": 217, "sex": "NA", "year": 2008},
-        {"species": "Chinstrap", "island": "Dream", "bill_depth_mm": 17.9, "flipper_length_mm": 192,
-         "body_mass_g": 3500, "sex": "female", "year": 2009},
+        {
+            "species": "Adelie",
+            "island": "Torgersen",
+            "bill_length_mm": 39.1,
+            "bill_depth_mm": 18.7,
+            "flipper_length_mm": 181,
+            "body_mass_g": 3750,
+            "sex": "male",
+            "year": 2007,
+        },
+        {
+            "species": "Gentoo",
+            "island": "Biscoe, north",
+            "bill_length_mm": 46.5,
+            "flipper_length_mm": 217,
+            "sex": "NA",
+            "year": 2008,
+        },
+        {
+            "species": "Chinstrap",
+            "island": "Dream",
+            "bill_depth_mm": 17.9,
+            "flipper_length_mm": 192,
+            "body_mass_g": 3500,
+            "sex": "female",
+            "year": 2009,
+        },
     ]
 
 
@@ -150,8 +190,19 @@ def test_the_reader_types_each_cell_once(tmp_path: Path) -> None:
 def test_export_warmup_holds_the_values_the_reader_gives(tiny_model: Any, tmp_path: Path) -> None:
     path = _csv(tmp_path / "penguins.csv", ROWS)
     out = tmp_path / "serving"
-    result = CliRunner().invoke(cli, ["export", "--model-dir", str(tiny_model.model_dir), "--out", str(out),
-                                      "--warmup", str(path), "--json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "export",
+            "--model-dir",
+            str(tiny_model.model_dir),
+            "--out",
+            str(out),
+            "--warmup",
+            str(path),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (version,) = [p for p in out.iterdir() if p.name.isdigit()]
     found = _warmup_values(read_warmup(version / "assets.extra" / "tf_serving_warmup_requests"))

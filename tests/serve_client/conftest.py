@@ -251,9 +251,7 @@ def classifier_server(classifier_base: Path) -> Iterator[Any]:
     """``tfship serve`` serving the classifier as ``penguins``."""
     from tfship.server import ModelServer, ServerOptions
 
-    srv = ModelServer.from_base_path(
-        classifier_base, "penguins", options=ServerOptions(port=0, rest_port=0)
-    )
+    srv = ModelServer.from_base_path(classifier_base, "penguins", options=ServerOptions(port=0, rest_port=0))
     srv.start()
     try:
         yield srv

@@ -240,8 +240,12 @@ def test_records_of_scalars_fill_inputs_of_one_value_per_row(tf: Any, tmp_path: 
     from tfship.server import ModelServer, ServerOptions
 
     class Columns(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32, name="speed"),
-                                      tf.TensorSpec([None], tf.string, name="kind")])
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, 1], tf.float32, name="speed"),
+                tf.TensorSpec([None], tf.string, name="kind"),
+            ]
+        )
         def serve(self, speed: Any, kind: Any) -> dict[str, Any]:
             return {"twice": 2.0 * speed, "kind": kind}
 

@@ -147,7 +147,6 @@ def test_the_signature_fetch_spends_the_calls_own_deadline() -> None:
         server.close()
 
 
-
 def test_a_rest_answer_that_does_not_fit_the_cached_signature_drops_it() -> None:
     from tfship.serve_client import MalformedResponseError
 

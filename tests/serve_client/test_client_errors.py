@@ -15,9 +15,7 @@ from tfship.serve_client import ServingClient
 
 from .conftest import ScriptedServer
 
-ERROR_CLASSES = [
-    getattr(serve_client, name) for name in serve_client.__all__ if name.endswith("Error")
-]
+ERROR_CLASSES = [getattr(serve_client, name) for name in serve_client.__all__ if name.endswith("Error")]
 
 
 def test_every_class_roots_in_serving_error() -> None:
@@ -72,9 +70,7 @@ def test_every_class_roots_in_serving_error() -> None:
         ("DATA_LOSS", "x", serve_client.ServerInternalError),
     ],
 )
-def test_messages_refine_the_class(
-    scripted: ScriptedServer, code: str, details: str, expected: type
-) -> None:
+def test_messages_refine_the_class(scripted: ScriptedServer, code: str, details: str, expected: type) -> None:
     scripted.failures = [(grpc.StatusCode[code], details)]
     with ServingClient(scripted.address, retries=0, validate=False) as client:
         with pytest.raises(serve_client.ServingCallError) as info:

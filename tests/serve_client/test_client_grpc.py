@@ -193,9 +193,7 @@ def test_close_is_idempotent(server: Any) -> None:
 def test_reload_config(model_base: Path) -> None:
     from tfship.server import ModelServer, ServerOptions
 
-    with ModelServer.from_base_path(
-        model_base, "m", options=ServerOptions(port=0, poll_seconds=0.2)
-    ) as srv:
+    with ModelServer.from_base_path(model_base, "m", options=ServerOptions(port=0, poll_seconds=0.2)) as srv:
         with ServingClient(srv.address) as c:
             c.wait_until_available("m", timeout=30)
             c.reload_config(

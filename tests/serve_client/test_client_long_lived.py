@@ -88,9 +88,10 @@ def test_a_long_lived_client_follows_a_new_signature_and_a_roll_back(
         return AsyncServingClient(server.address, timeout=20)
 
     loop = asyncio.new_event_loop()
-    with ServingClient(server.address, timeout=20) as grpc_client, RestServingClient(
-        server.rest_url, timeout=20
-    ) as rest_client:
+    with (
+        ServingClient(server.address, timeout=20) as grpc_client,
+        RestServingClient(server.rest_url, timeout=20) as rest_client,
+    ):
         aio = loop.run_until_complete(make_async())
         try:
             for client in (grpc_client, rest_client):

@@ -26,9 +26,7 @@ print("tensorflow" in sys.modules)
 
 def _run(code: str) -> str:
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
 
@@ -39,4 +37,3 @@ def test_calls_leave_tensorflow_unimported(server: Any, transport: str) -> None:
     target = server.address if transport == "grpc" else server.rest_url
     cls = "ServingClient" if transport == "grpc" else "RestServingClient"
     assert _run(PROBE.format(cls=cls, target=target)) == "False"
-

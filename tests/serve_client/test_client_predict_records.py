@@ -87,10 +87,13 @@ def test_records_for_a_signature_that_takes_columns_are_refused_in_one_line(clie
 def test_records_for_a_string_input_not_known_as_examples_are_refused(client: ServingClient) -> None:
     """One string input that nothing marks as serialized Examples may take text: no guessing."""
     for signature, key in (("strings", "text"), ("classify", "inputs")):
-        with pytest.raises(InvalidInputError, match=(
-            f"takes one string input, '{key}', which nothing says parses tf.train.Example s.*"
-            rf"give \{{'{key}': \[tfship.records.to_example"
-        )) as info:
+        with pytest.raises(
+            InvalidInputError,
+            match=(
+                f"takes one string input, '{key}', which nothing says parses tf.train.Example s.*"
+                rf"give \{{'{key}': \[tfship.records.to_example"
+            ),
+        ) as info:
             client.predict("m", [{"word": "ab"}], signature=signature)
         assert "\n" not in str(info.value)
 

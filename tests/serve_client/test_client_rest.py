@@ -247,4 +247,3 @@ def test_rest_deadline() -> None:
     finally:
         httpd.shutdown()
         httpd.server_close()
-

@@ -170,8 +170,13 @@ class _ScriptedRest(BaseHTTPRequestHandler):
             "inputs": {"x": {"dtype": "DT_FLOAT", "tensor_shape": {"dim": [{"size": "-1"}]}}},
             "outputs": {"x": {"dtype": "DT_FLOAT", "tensor_shape": {"dim": [{"size": "-1"}]}}},
         }
-        self._answer(200, {"model_spec": {"name": "m", "version": "1"},
-                           "metadata": {"signature_def": {"signature_def": {"serving_default": signature}}}})
+        self._answer(
+            200,
+            {
+                "model_spec": {"name": "m", "version": "1"},
+                "metadata": {"signature_def": {"signature_def": {"serving_default": signature}}},
+            },
+        )
 
     def do_POST(self) -> None:  # noqa: N802
         self.paths.append(self.path)
@@ -230,9 +235,10 @@ def test_in_process_answers_as_grpc_does(local: ServingClient, client: ServingCl
             k: v.tolist() for k, v in there.outputs.items()
         }
     records = [{"x": [1.0, 2.0]}]
-    assert local.classify("m", records, signature="classify").classes == client.classify(
-        "m", records, signature="classify"
-    ).classes
+    assert (
+        local.classify("m", records, signature="classify").classes
+        == client.classify("m", records, signature="classify").classes
+    )
     assert local.regress("m", records, signature="regress").values.tolist() == [5.0]
     tasks = [("classify", "classify")]
     multi = local.multi_inference("m", records, tasks).results[0]

@@ -17,8 +17,11 @@ from tfship.serve_client import AsyncServingClient, ServingClient
 
 def test_a_wrong_keyword_names_the_right_one() -> None:
     client = ServingClient("127.0.0.1:1")  # never called: the keywords are checked first
-    with pytest.raises(TypeError, match=r"'signature_name' \(did you mean 'signature'\?\); it takes: "
-                                        r"model, inputs, signature, version"):
+    with pytest.raises(
+        TypeError,
+        match=r"'signature_name' \(did you mean 'signature'\?\); it takes: "
+        r"model, inputs, signature, version",
+    ):
         client.predict("m", {"x": [[1.0, 2.0]]}, signature_name="serving_default")
     client.close()
 
@@ -48,10 +51,19 @@ def test_predict_names_extra_columns_and_can_leave_them_out(server: Any) -> None
 
 @pytest.mark.slow
 def test_regress_on_a_classifier_is_one_line_naming_what_would_work(classifier_server: Any) -> None:
-    result = CliRunner().invoke(cli, [
-        "client", "regress", "-s", classifier_server.address, "-m", "penguins",
-        "-d", json.dumps({"bill": 40.0, "island": "Dream"}),
-    ])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "client",
+            "regress",
+            "-s",
+            classifier_server.address,
+            "-m",
+            "penguins",
+            "-d",
+            json.dumps({"bill": 40.0, "island": "Dream"}),
+        ],
+    )
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
@@ -78,8 +90,19 @@ def test_predict_with_the_schema_leaves_the_label_out_of_a_raw_signature(
     rows = tmp_path / "rows.csv"
     rows.write_text("\n".join([lines[0], lines[1], ",".join(gap), lines[3]]) + "\n")
     export = tiny_model.export("best")
-    args = ["client", "predict", "-m", "penguins", "-k", "raw:predict", "-i", str(rows),
-            "-o", "probabilities", "--json"]
+    args = [
+        "client",
+        "predict",
+        "-m",
+        "penguins",
+        "-k",
+        "raw:predict",
+        "-i",
+        str(rows),
+        "-o",
+        "probabilities",
+        "--json",
+    ]
     with ModelServer.from_base_path(export.parent, "penguins", options=ServerOptions(port=0)) as server:
         args[2:2] = ["-s", server.address]
         refused = CliRunner().invoke(cli, args)
@@ -89,8 +112,21 @@ def test_predict_with_the_schema_leaves_the_label_out_of_a_raw_signature(
     assert sent.stderr == "left out 'species': the schema's label\n"
     remote = np.array(json.loads(sent.stdout)["outputs"]["probabilities"])
     local = tmp_path / "local.jsonl"
-    ran = CliRunner().invoke(cli, ["predict", str(export), "-i", str(rows), "-o", str(local),
-                                   "-s", "raw:predict", "--outputs", "probabilities"])
+    ran = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            str(export),
+            "-i",
+            str(rows),
+            "-o",
+            str(local),
+            "-s",
+            "raw:predict",
+            "--outputs",
+            "probabilities",
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     here = [json.loads(line)["probabilities"] for line in local.read_text().splitlines()]
     assert remote.shape == (3, 3)
@@ -118,15 +154,26 @@ def test_a_whole_number_for_a_float_feature_is_named_with_the_fix(tiny_model: An
     from tfship.serve_client import InvalidInputError, ServingClient
     from tfship.server import ModelServer, ServerOptions
 
-    record = {"island": "Biscoe", "bill_length_mm": 40, "bill_depth_mm": 18.0, "flipper_length_mm": 190,
-              "body_mass_g": 3800, "sex": "male", "year": 2008}
+    record = {
+        "island": "Biscoe",
+        "bill_length_mm": 40,
+        "bill_depth_mm": 18.0,
+        "flipper_length_mm": 190,
+        "body_mass_g": 3800,
+        "sex": "male",
+        "year": 2008,
+    }
     export = tiny_model.export("best")
-    with ModelServer.from_base_path(export.parent, "penguins", options=ServerOptions(port=0)) as server, \
-            ServingClient(server.address) as client:
+    with (
+        ModelServer.from_base_path(export.parent, "penguins", options=ServerOptions(port=0)) as server,
+        ServingClient(server.address) as client,
+    ):
         with pytest.raises(InvalidInputError) as caught:
             client.classify("penguins", [record])
         fixed = client.classify("penguins", [{**record, "bill_length_mm": 40.0}])
     said = str(caught.value)
-    assert ("example 0: feature 'bill_length_mm' was sent as int64 but the model reads it as float: "
-            "a whole number in JSON is an int64 list; write it with a decimal point (1.0)") in said
+    assert (
+        "example 0: feature 'bill_length_mm' was sent as int64 but the model reads it as float: "
+        "a whole number in JSON is an int64 list; write it with a decimal point (1.0)"
+    ) in said
     assert len(fixed.classes) == 1

@@ -93,7 +93,10 @@ def _as_written(body: bytes) -> Any:
     """A body's JSON with every number as the text written (the order of inputs aside: the
     TensorProto path wrote them in the order of the request's map)."""
     return json.loads(
-        body, parse_float=str, parse_int=str, parse_constant=str,
+        body,
+        parse_float=str,
+        parse_int=str,
+        parse_constant=str,
         object_pairs_hook=lambda pairs: dict(sorted(pairs)),
     )
 

@@ -23,18 +23,34 @@ from tfship.serve_client import ModelNotFoundError, RestServingClient
 STATUS = b'{"model_version_status": [{"version": "3", "state": "AVAILABLE", "status": {}}]}'
 NOT_FOUND = b'{"error": "Servable not found for request: Latest(m)"}'
 TENSOR = {"dtype": "DT_FLOAT", "tensor_shape": {"unknown_rank": True}}
-METADATA = json.dumps({
-    "model_spec": {"name": "m", "version": "3"},
-    "metadata": {"signature_def": {"signature_def": {"serving_default": {
-        "method_name": "tensorflow/serving/predict", "inputs": {"x": TENSOR}, "outputs": {"y": TENSOR},
-    }}}},
-}).encode()
+METADATA = json.dumps(
+    {
+        "model_spec": {"name": "m", "version": "3"},
+        "metadata": {
+            "signature_def": {
+                "signature_def": {
+                    "serving_default": {
+                        "method_name": "tensorflow/serving/predict",
+                        "inputs": {"x": TENSOR},
+                        "outputs": {"y": TENSOR},
+                    }
+                }
+            }
+        },
+    }
+).encode()
 OUTPUTS = b'{"outputs": [[0.5, 1.5]]}'
 
 
 def _plain(body: bytes, status: bytes = b"200 OK") -> bytes:
-    return b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
-        len(body), body,
+    return (
+        b"HTTP/1.1 "
+        + status
+        + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (
+            len(body),
+            body,
+        )
     )
 
 
@@ -143,7 +159,9 @@ def test_each_request_is_the_bytes_http_client_writes(wire: _Wire, headers: dict
         head, body = raw.split(b"\r\n\r\n", 1)
         method, path = head.split(b" ")[:2]
         plain.request(
-            method.decode(), path.decode(), body=body if method == b"POST" else None,
+            method.decode(),
+            path.decode(),
+            body=body if method == b"POST" else None,
             headers={"Content-Type": "application/json", **(headers or {})},
         )
         plain.getresponse().read()
@@ -164,7 +182,8 @@ ANSWERS: dict[str, tuple[bytes, bool]] = {
         False,
     ),
     "chunked": (
-        OK + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(STATUS), STATUS), False
+        OK + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(STATUS), STATUS),
+        False,
     ),
     "until closed": (OK + b"\r\n" + STATUS, True),
     "closes": (OK + b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(STATUS), STATUS), False),
@@ -174,7 +193,8 @@ ANSWERS: dict[str, tuple[bytes, bool]] = {
         False,
     ),
     "twice": (
-        OK + b"Set-Cookie: a\r\nSet-Cookie: b\r\ncontent-length: %d\r\n\r\n%s" % (len(STATUS), STATUS), False
+        OK + b"Set-Cookie: a\r\nSet-Cookie: b\r\ncontent-length: %d\r\n\r\n%s" % (len(STATUS), STATUS),
+        False,
     ),
     "continue first": (b"HTTP/1.1 100 Continue\r\n\r\n" + _plain(STATUS), False),
     "folded": (OK + b"X-Long: one\r\n two\r\nContent-Length: %d\r\n\r\n%s" % (len(STATUS), STATUS), False),

@@ -55,7 +55,11 @@ def serve_process(*args: str, open_files: tuple[int, int] | None = None) -> Iter
 
     process = subprocess.Popen(
         [sys.executable, "-m", "tfship", "serve", *args, "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=limit,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=limit,
     )
     running = ServeProcess(pid=process.pid)
     try:
@@ -76,6 +80,7 @@ def serve_process(*args: str, open_files: tuple[int, int] | None = None) -> Iter
 def export_module(directory: Path, version: int) -> Path:
     """Write the TF2 test model as ``directory/<version>``; outputs depend on ``version``."""
     import tensorflow as tf
+
     offset = float(version)
 
     class Model(tf.Module):

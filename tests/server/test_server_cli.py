@@ -21,8 +21,16 @@ pytestmark = pytest.mark.slow
 
 def test_server_names_are_exported() -> None:
     server_names = {
-        "BatchingOptions", "LocalServerError", "ModelConfig", "ModelServer", "ServerConfigError",
-        "ServerOptions", "StateEvent", "SslConfig", "VersionPolicy", "read_config_file",
+        "BatchingOptions",
+        "LocalServerError",
+        "ModelConfig",
+        "ModelServer",
+        "ServerConfigError",
+        "ServerOptions",
+        "StateEvent",
+        "SslConfig",
+        "VersionPolicy",
+        "read_config_file",
     }
     assert server_names == set(server_package.__all__)
     assert server_package.__all__ == sorted(server_package.__all__)
@@ -31,8 +39,16 @@ def test_server_names_are_exported() -> None:
 
 
 def test_serve_runs_until_sigterm(module_base: Path) -> None:
-    args = ["--model-base-path", str(module_base), "--model-name", "module", "--port", "0",
-            "--rest-port", "0"]
+    args = [
+        "--model-base-path",
+        str(module_base),
+        "--model-name",
+        "module",
+        "--port",
+        "0",
+        "--rest-port",
+        "0",
+    ]
     with serve_process(*args) as served:
         info = served.info
         assert info["models"][0]["available_versions"] == [2]
@@ -66,5 +82,4 @@ def test_serve_reads_a_model_config_file(tmp_path: Path) -> None:
     config.write_text('model_config_list { config { name: "m" base_path: "relative/path" } }')
     result = CliRunner().invoke(cli, ["serve", "--port", "0", "--model-config", str(config)])
     assert result.exit_code == 2
-    assert "Expected model m to have an absolute path or URI; got base_path()=relative/path" \
-        in result.output
+    assert "Expected model m to have an absolute path or URI; got base_path()=relative/path" in result.output

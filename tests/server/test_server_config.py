@@ -11,8 +11,14 @@ from tfship.server import ModelConfig, ServerConfigError, VersionPolicy, read_co
 
 @pytest.mark.parametrize(
     ("text", "chosen"),
-    [("latest", [5]), ("latest:2", [3, 5]), ("latest:0", [5]), ("all", [1, 3, 5]),
-     ("specific:1,5", [1, 5]), ("specific:4", [])],
+    [
+        ("latest", [5]),
+        ("latest:2", [3, 5]),
+        ("latest:0", [5]),
+        ("all", [1, 3, 5]),
+        ("specific:1,5", [1, 5]),
+        ("specific:4", []),
+    ],
 )
 def test_policy_choose(text: str, chosen: list[int]) -> None:
     assert VersionPolicy.parse(text).choose([5, 1, 3]) == chosen
@@ -40,8 +46,7 @@ def test_config_file_with_policies_and_labels(tmp_path: Path) -> None:
     )
     models = read_config_file(path)
     assert models == [
-        ModelConfig("a", "/srv/a", VersionPolicy("specific", versions=(1, 3)),
-                    {"stable": 1, "canary": 3}),
+        ModelConfig("a", "/srv/a", VersionPolicy("specific", versions=(1, 3)), {"stable": 1, "canary": 3}),
         ModelConfig("b", "/srv/b", VersionPolicy("latest", num_versions=2)),
         ModelConfig("c", "/srv/c", VersionPolicy("all")),
     ]
@@ -50,16 +55,20 @@ def test_config_file_with_policies_and_labels(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('model_config_list { config { name: "a" base_path: "/x" } config { name: "a" '
-         'base_path: "/y" } }', "Illegal to list model a multiple times in config list"),
+        (
+            'model_config_list { config { name: "a" base_path: "/x" } config { name: "a" base_path: "/y" } }',
+            "Illegal to list model a multiple times in config list",
+        ),
         (
             "model_config_list { config { name: ",
             r"^Error parsing text-format tensorflow\.serving\.ModelServerConfig: 1:36: .*; "
             r"Invalid protobuf file: '.*models\.config'$",
         ),
         ("", "expected a model_config_list"),
-        ('model_config_list { config { name: "a" base_path: "/x" model_platform: "onnx" } }',
-         "model_platform 'onnx' is not supported"),
+        (
+            'model_config_list { config { name: "a" base_path: "/x" model_platform: "onnx" } }',
+            "model_platform 'onnx' is not supported",
+        ),
     ],
 )
 def test_bad_config_files(tmp_path: Path, text: str, message: str) -> None:

@@ -75,7 +75,9 @@ def test_version_zero_is_a_specific_request(stub: Any) -> None:
     request = predict_request(x=x_batch())
     request.model_spec.version.value = 0
     expect(
-        stub.Predict, request, grpc.StatusCode.NOT_FOUND,
+        stub.Predict,
+        request,
+        grpc.StatusCode.NOT_FOUND,
         "Servable not found for request: Specific(module, 0)",
     )
 
@@ -83,16 +85,27 @@ def test_version_zero_is_a_specific_request(stub: Any) -> None:
 @pytest.mark.parametrize(
     ("edit", "code", "message"),
     [
-        (lambda r: r.ClearField("model_spec"), grpc.StatusCode.INVALID_ARGUMENT,
-         "Missing ModelSpec"),
-        (lambda r: setattr(r.model_spec, "name", ""), grpc.StatusCode.INVALID_ARGUMENT,
-         "ModelSpec has no name specified."),
-        (lambda r: setattr(r.model_spec, "name", "nope"), grpc.StatusCode.NOT_FOUND,
-         "Servable not found for request: Latest(nope)"),
-        (lambda r: setattr(r.model_spec, "version_label", "gold"),
-         grpc.StatusCode.INVALID_ARGUMENT, "Unrecognized servable version label: gold"),
-        (lambda r: setattr(r.model_spec, "signature_name", "nope"),
-         grpc.StatusCode.FAILED_PRECONDITION, 'Serving signature key "nope" not found.'),
+        (lambda r: r.ClearField("model_spec"), grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec"),
+        (
+            lambda r: setattr(r.model_spec, "name", ""),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "ModelSpec has no name specified.",
+        ),
+        (
+            lambda r: setattr(r.model_spec, "name", "nope"),
+            grpc.StatusCode.NOT_FOUND,
+            "Servable not found for request: Latest(nope)",
+        ),
+        (
+            lambda r: setattr(r.model_spec, "version_label", "gold"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Unrecognized servable version label: gold",
+        ),
+        (
+            lambda r: setattr(r.model_spec, "signature_name", "nope"),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            'Serving signature key "nope" not found.',
+        ),
     ],
 )
 def test_model_spec_errors(stub: Any, edit: Any, code: grpc.StatusCode, message: str) -> None:
@@ -105,7 +118,9 @@ def test_model_spec_errors(stub: Any, edit: Any, code: grpc.StatusCode, message:
 def test_input_count_mismatch_lists_extra_and_missing(stub: Any) -> None:
     request = predict_request(x=x_batch(), z=x_batch())
     expect(
-        stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT,
+        stub.Predict,
+        request,
+        grpc.StatusCode.INVALID_ARGUMENT,
         "input size does not match signature: 2!=1 len({x,z}) != len({x}). Sent extra: {z}. "
         "Missing but required: {}.",
     )
@@ -125,7 +140,9 @@ def test_input_with_wrong_name_names_the_alias(stub: Any) -> None:
 def test_float64_is_rejected_not_cast(stub: Any) -> None:
     request = predict_request(x=x_batch().astype(np.float64))
     expect(
-        stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT,
+        stub.Predict,
+        request,
+        grpc.StatusCode.INVALID_ARGUMENT,
         "Expects arg[0] to be float but double is provided",
     )
 
@@ -241,8 +258,10 @@ def test_output_filter_runs_only_the_named_outputs(stub: Any) -> None:
 @pytest.mark.parametrize(
     ("names", "message"),
     [
-        (["nope"], "output tensor alias not found in signature: nope Outputs expected to be in "
-                   "the set {doubled,y}."),
+        (
+            ["nope"],
+            "output tensor alias not found in signature: nope Outputs expected to be in the set {doubled,y}.",
+        ),
         (["y", "y"], "duplicate output tensor alias: y"),
     ],
 )
@@ -373,15 +392,26 @@ def test_multi_inference_runs_every_task(stub: Any) -> None:
     ("tasks", "code", "message"),
     [
         ((), grpc.StatusCode.INVALID_ARGUMENT, "ModelSpec has no name specified."),
-        ((("linear", "classification", CLASSIFY), ("module", "regression", REGRESS)),
-         grpc.StatusCode.INVALID_ARGUMENT,
-         "All ModelSpecs in a MultiInferenceRequest must access the same model name."),
-        ((("linear", "classification", CLASSIFY), ("linear", "classification", CLASSIFY)),
-         grpc.StatusCode.INVALID_ARGUMENT, "Duplicate evaluation of signature: classification"),
-        ((("linear", "nope", CLASSIFY),), grpc.StatusCode.INVALID_ARGUMENT,
-         "Requested signature not found in model graph: nope"),
-        ((("linear", "predict", "tensorflow/serving/predict"),), grpc.StatusCode.UNIMPLEMENTED,
-         "Unsupported signature method_name: tensorflow/serving/predict"),
+        (
+            (("linear", "classification", CLASSIFY), ("module", "regression", REGRESS)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "All ModelSpecs in a MultiInferenceRequest must access the same model name.",
+        ),
+        (
+            (("linear", "classification", CLASSIFY), ("linear", "classification", CLASSIFY)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Duplicate evaluation of signature: classification",
+        ),
+        (
+            (("linear", "nope", CLASSIFY),),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Requested signature not found in model graph: nope",
+        ),
+        (
+            (("linear", "predict", "tensorflow/serving/predict"),),
+            grpc.StatusCode.UNIMPLEMENTED,
+            "Unsupported signature method_name: tensorflow/serving/predict",
+        ),
     ],
 )
 def test_multi_inference_errors(
@@ -407,9 +437,7 @@ def test_metadata_packs_every_signature_including_init_op(stub: Any, module_base
     assert packed.type_url == "type.googleapis.com/tensorflow.serving.SignatureDefMap"
     signatures = get_model_metadata_pb2.SignatureDefMap()
     packed.Unpack(signatures)
-    assert sorted(signatures.signature_def) == [
-        "__saved_model_init_op", "pair", "serving_default", "strings"
-    ]
+    assert sorted(signatures.signature_def) == ["__saved_model_init_op", "pair", "serving_default", "strings"]
     init = signatures.signature_def["__saved_model_init_op"]
     assert init.method_name == "" and not init.inputs
     assert init.outputs["__saved_model_init_op"].tensor_shape.unknown_rank
@@ -432,13 +460,18 @@ def test_metadata_packs_every_signature_including_init_op(stub: Any, module_base
 )
 def test_metadata_field_errors(stub: Any, fields: tuple[str, ...], message: str) -> None:
     # the field checks come before the servable lookup: even an unknown model gets them
-    expect(stub.GetModelMetadata, metadata_request("nope", *fields),
-           grpc.StatusCode.INVALID_ARGUMENT, message)
+    expect(
+        stub.GetModelMetadata, metadata_request("nope", *fields), grpc.StatusCode.INVALID_ARGUMENT, message
+    )
 
 
 def test_metadata_unknown_model(stub: Any) -> None:
-    expect(stub.GetModelMetadata, metadata_request("nope", "signature_def"),
-           grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(nope)")
+    expect(
+        stub.GetModelMetadata,
+        metadata_request("nope", "signature_def"),
+        grpc.StatusCode.NOT_FOUND,
+        "Servable not found for request: Latest(nope)",
+    )
 
 
 # GetModelStatus --------------------------------------------------------------------------------
@@ -482,8 +515,12 @@ def test_status_not_found(model_stub: Any, request_: Any, message: str) -> None:
 
 
 def test_status_without_model_spec(model_stub: Any) -> None:
-    expect(model_stub.GetModelStatus, get_model_status_pb2.GetModelStatusRequest(),
-           grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
+    expect(
+        model_stub.GetModelStatus,
+        get_model_status_pb2.GetModelStatusRequest(),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "Missing ModelSpec",
+    )
 
 
 def test_tensor_proto_class_is_tensorflows(stub: Any) -> None:

@@ -77,7 +77,7 @@ def post(path: str, body: bytes, version: str = "HTTP/1.1", **headers: str) -> b
 def chunked(body: bytes, *sizes: int) -> bytes:
     out, at = b"", 0
     for size in sizes:
-        out += f"{size:x};ext=1\r\n".encode() + body[at:at + size] + b"\r\n"
+        out += f"{size:x};ext=1\r\n".encode() + body[at : at + size] + b"\r\n"
         at += size
     assert at == len(body)
     return out + b"0\r\nX-Trailer: ignored\r\n\r\n"
@@ -187,8 +187,12 @@ def test_bad_chunk_framing_is_400_and_closes(sock: socket.socket) -> None:
     ("head", "body", "status", "words"),
     [
         # RFC 9112 6.3: both framings in one request is how requests are smuggled
-        ("Transfer-Encoding: chunked\r\nContent-Length: 6", chunked(b"{}", 2), "400",
-         "both Transfer-Encoding and Content-Length"),
+        (
+            "Transfer-Encoding: chunked\r\nContent-Length: 6",
+            chunked(b"{}", 2),
+            "400",
+            "both Transfer-Encoding and Content-Length",
+        ),
         ("Transfer-Encoding: xchunked", chunked(b"{}", 2), "501", "only chunked"),
         ("Transfer-Encoding: gzip, chunked", chunked(b"{}", 2), "501", "only chunked"),
         ("Transfer-Encoding: chunked", b"0x2\r\n{}\r\n0\r\n\r\n", "400", "chunk size"),
@@ -202,9 +206,21 @@ def test_bad_chunk_framing_is_400_and_closes(sock: socket.socket) -> None:
         ("Content-Length: 9223372036854775808", b"{}", "400", "too large"),
         ("Content-Length: 1" + "0" * 5000, b"{}", "400", "too large"),
     ],
-    ids=["both-framings", "xchunked", "gzip-chunked", "size-0x", "size-plus", "size-space",
-         "size-2**63", "size-2**63-1-short", "length-superscript", "length-plus",
-         "length-twice", "length-2**63", "length-5001-digits"],
+    ids=[
+        "both-framings",
+        "xchunked",
+        "gzip-chunked",
+        "size-0x",
+        "size-plus",
+        "size-space",
+        "size-2**63",
+        "size-2**63-1-short",
+        "length-superscript",
+        "length-plus",
+        "length-twice",
+        "length-2**63",
+        "length-5001-digits",
+    ],
 )
 def test_body_framing_outside_rfc_9112_is_refused_and_closed(
     sock: socket.socket, head: str, body: bytes, status: str, words: str
@@ -222,8 +238,13 @@ def test_body_framing_outside_rfc_9112_is_refused_and_closed(
 
 def test_a_lone_surrogate_in_a_json_string_is_400(sock: socket.socket) -> None:
     reader = Reader(sock)
-    for text, offset in [('"\\ud800"', 13), ('"\\udc00"', 13), ('"\\ud800\\u0041"', 13),
-                         ('"\\\\ud800"', None), ('"\\ud83d\\ude00"', None)]:
+    for text, offset in [
+        ('"\\ud800"', 13),
+        ('"\\udc00"', 13),
+        ('"\\ud800\\u0041"', 13),
+        ('"\\\\ud800"', None),
+        ('"\\ud83d\\ude00"', None),
+    ]:
         body = ('{"inputs": [' + text + '], "signature_name": "strings"}').encode()
         sock.sendall(post("/v1/models/module:predict", body))
         status, _, answer = reader.response()
@@ -231,8 +252,9 @@ def test_a_lone_surrogate_in_a_json_string_is_400(sock: socket.socket) -> None:
             assert status == "HTTP/1.1 200 OK", answer
             continue
         assert status == "HTTP/1.1 400 Bad Request"
-        assert json.loads(answer) == {"error": (
-            f"JSON Parse error: The surrogate pair in string is invalid. at offset: {offset}")}
+        assert json.loads(answer) == {
+            "error": (f"JSON Parse error: The surrogate pair in string is invalid. at offset: {offset}")
+        }
     sock.sendall(post(PATH, BODY))  # the connection goes on
     assert json.loads(reader.response()[2]) == EXPECTED
 
@@ -258,8 +280,9 @@ def test_expect_100_continue(sock: socket.socket) -> None:
 
 def test_header_names_and_values_in_any_case(sock: socket.socket) -> None:
     reader = Reader(sock)
-    head = (f"POST {PATH} HTTP/1.1\r\nhost: x\r\nTRANSFER-ENCODING: Chunked\r\n"
-            "connection: Keep-Alive\r\n\r\n").encode()
+    head = (
+        f"POST {PATH} HTTP/1.1\r\nhost: x\r\nTRANSFER-ENCODING: Chunked\r\nconnection: Keep-Alive\r\n\r\n"
+    ).encode()
     sock.sendall(head + chunked(BODY, len(BODY)))
     status, headers, body = reader.response()
     assert status == "HTTP/1.1 200 OK" and "connection" not in headers

@@ -60,17 +60,28 @@ def sample(page: bytes, name: str) -> float:
 
 
 # file descriptors --------------------------------------------------------------------------------
-def test_a_base_path_that_cannot_be_listed_keeps_the_model_served(
-    tmp_path: Path, module_base: Path
-) -> None:
+def test_a_base_path_that_cannot_be_listed_keeps_the_model_served(tmp_path: Path, module_base: Path) -> None:
     """Idle connections use up a 48-descriptor table; the next polls fail with EMFILE.
 
     Each failed poll keeps the served version (it used to be taken as "no versions" and
     unloaded), is logged once and counted on the metrics page.
     """
-    args = ["--model-base-path", str(module_base), "--model-name", "module", "--port", "0",
-            "--rest-port", "0", "--poll-seconds", "0.05", "--rest-max-connections", "1000",
-            "--monitoring-config-file", str(monitoring_config(tmp_path))]
+    args = [
+        "--model-base-path",
+        str(module_base),
+        "--model-name",
+        "module",
+        "--port",
+        "0",
+        "--rest-port",
+        "0",
+        "--poll-seconds",
+        "0.05",
+        "--rest-max-connections",
+        "1000",
+        "--monitoring-config-file",
+        str(monitoring_config(tmp_path)),
+    ]
     with serve_process(*args, open_files=(48, 48)) as served:
         rest = address(served.info["rest"])
         with socket.create_connection(rest, timeout=30) as kept:
@@ -105,9 +116,10 @@ def test_a_base_path_that_cannot_be_listed_keeps_the_model_served(
 def test_a_base_path_that_cannot_be_listed_at_start_up_is_named(tmp_path: Path) -> None:
     loop = tmp_path / "loop"
     loop.symlink_to(loop)  # exists as a name, lists as ELOOP, even for root
-    with pytest.raises(LocalServerError, match=(
-        f"^Could not list base path {loop} for servable m: Too many levels of symbolic links$"
-    )):
+    with pytest.raises(
+        LocalServerError,
+        match=(f"^Could not list base path {loop} for servable m: Too many levels of symbolic links$"),
+    ):
         ModelServer([ModelConfig("m", str(loop))], ServerOptions(port=0)).start()
 
 
@@ -119,9 +131,7 @@ def test_serve_raises_the_open_file_limit_to_the_hard_limit(module_base: Path) -
     assert line.split()[3:5] == ["4096", "4096"]
 
 
-def test_connections_past_the_limit_are_answered_503_at_once(
-    tmp_path: Path, module_base: Path
-) -> None:
+def test_connections_past_the_limit_are_answered_503_at_once(tmp_path: Path, module_base: Path) -> None:
     options = ServerOptions(port=0, rest_port=0, rest_max_connections=3, prometheus_path=METRICS)
     with ModelServer([ModelConfig("module", str(module_base))], options).start() as server:
         rest = address(server.rest_url or "")
@@ -173,8 +183,16 @@ def test_a_gzip_bomb_is_refused_and_memory_stays_bounded(module_base: Path) -> N
     stopped at the cap, the peak grows by about the cap.
     """
     bomb = gzip_bomb(512 << 20)
-    args = ["--model-base-path", str(module_base), "--model-name", "module", "--port", "0",
-            "--rest-port", "0"]
+    args = [
+        "--model-base-path",
+        str(module_base),
+        "--model-name",
+        "module",
+        "--port",
+        "0",
+        "--rest-port",
+        "0",
+    ]
     with serve_process(*args) as served:
         with socket.create_connection(address(served.info["rest"]), timeout=60) as conn:
             reader = Reader(conn)
@@ -186,8 +204,7 @@ def test_a_gzip_bomb_is_refused_and_memory_stays_bounded(module_base: Path) -> N
             status, _, body = reader.response()
             took = time.perf_counter() - began
             grown_mib = (peak_rss_kib(served.pid) - before) / 1024
-            print(f"gzip bomb: {len(bomb)} bytes -> 512 MiB; peak RSS +{grown_mib:.0f} MiB; "
-                  f"{took:.2f} s")
+            print(f"gzip bomb: {len(bomb)} bytes -> 512 MiB; peak RSS +{grown_mib:.0f} MiB; {took:.2f} s")
             assert grown_mib < 150
             assert status == "HTTP/1.1 400 Bad Request"
             assert json.loads(body)["error"] == (

@@ -90,9 +90,14 @@ def export_two_inputs(base: Path) -> Path:
             return {"outputs": tf.io.parse_example(inputs, spec)["x"][:, 0] * 3.0}
 
     model = Model()
-    tf.saved_model.save(model, str(base / "1"), signatures={
-        "classify": model.classify, "regress": model.regress,
-    })
+    tf.saved_model.save(
+        model,
+        str(base / "1"),
+        signatures={
+            "classify": model.classify,
+            "regress": model.regress,
+        },
+    )
     return base
 
 
@@ -140,15 +145,13 @@ def http(server: ModelServer, path: str, body: Any = None) -> tuple[int, str]:
 
 # 1. no shape pre-check ------------------------------------------------------------------------
 def test_quickstart_request_over_rest(server: ModelServer) -> None:
-    status, text = http(server, "/v1/models/half_plus_two:predict",
-                        {"instances": [1.0, 2.0, 5.0]})
+    status, text = http(server, "/v1/models/half_plus_two:predict", {"instances": [1.0, 2.0, 5.0]})
     assert (status, json.loads(text)) == (200, {"predictions": [2.5, 3.0, 4.5]})
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [([1.0, 2.0, 5.0], [2.5, 3.0, 4.5]), (3.0, 3.5), ([[1.0, 2.0], [3.0, 4.0]],
-                                                     [[2.5, 3.0], [3.5, 4.0]])],
+    [([1.0, 2.0, 5.0], [2.5, 3.0, 4.5]), (3.0, 3.5), ([[1.0, 2.0], [3.0, 4.0]], [[2.5, 3.0], [3.5, 4.0]])],
     ids=["vector", "scalar", "matrix"],
 )
 def test_shapes_the_graph_accepts_run_over_grpc(stub: Any, value: Any, expected: Any) -> None:
@@ -163,9 +166,7 @@ def test_signature_shape_is_not_the_placeholder_shape(stub: Any) -> None:
     np.testing.assert_allclose(tf.make_ndarray(doubled), [2.0, 4.0])
 
 
-def test_an_op_that_refuses_the_shape_answers_with_its_own_error(
-    stub: Any, server: ModelServer
-) -> None:
+def test_an_op_that_refuses_the_shape_answers_with_its_own_error(stub: Any, server: ModelServer) -> None:
     with pytest.raises(grpc.RpcError) as info:
         predict(stub, [1.0, 2.0, 3.0], "matmul")
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -176,8 +177,9 @@ def test_an_op_that_refuses_the_shape_answers_with_its_own_error(
         "In[0] and In[1] has different ndims: [3] vs. [2,1]",
     ), details
     assert "\n" not in details and "[[" not in details and "expected shape" not in details
-    status, text = http(server, "/v1/models/half_plus_two:predict",
-                        {"signature_name": "matmul", "instances": [1.0, 2.0, 3.0]})
+    status, text = http(
+        server, "/v1/models/half_plus_two:predict", {"signature_name": "matmul", "instances": [1.0, 2.0, 3.0]}
+    )
     assert (status, json.loads(text)["error"]) == (400, details)
 
 
@@ -197,14 +199,11 @@ def test_multi_inference_feeds_each_signature_its_own_input(stub: Any) -> None:
         task = request.tasks.add(method_name=f"tensorflow/serving/{method}")
         task.model_spec.name, task.model_spec.signature_name = "two_inputs", key
     for value in (0.0, 2.0):
-        request.input.example_list.examples.add().features.feature["x"].float_list.value.append(
-            value
-        )
+        request.input.example_list.examples.add().features.feature["x"].float_list.value.append(value)
     response = stub.MultiInference(request, timeout=30)
     classified, regressed = response.results
     assert classified.model_spec.signature_name == "classify"
-    assert [c.label for c in classified.classification_result.classifications[1].classes] == [
-        "neg", "pos"]
+    assert [c.label for c in classified.classification_result.classifications[1].classes] == ["neg", "pos"]
     score = classified.classification_result.classifications[1].classes[1].score
     assert score == pytest.approx(1 / (1 + np.exp(-2.0)), rel=1e-5)
     assert [r.value for r in regressed.regression_result.regressions] == [0.0, 6.0]
@@ -213,14 +212,14 @@ def test_multi_inference_feeds_each_signature_its_own_input(stub: Any) -> None:
 
 # 3. REST error bodies are JSON ----------------------------------------------------------------
 def test_rest_errors_with_quotes_are_json(server: ModelServer) -> None:
-    name = "it's \"quoted\"\t"
-    status, text = http(server, "/v1/models/half_plus_two:predict",
-                        {"signature_name": name, "instances": [1.0]})
+    name = 'it\'s "quoted"\t'
+    status, text = http(
+        server, "/v1/models/half_plus_two:predict", {"signature_name": name, "instances": [1.0]}
+    )
     assert status == 400
     # rapidjson's escapes: \" and \t; the single quote stays as it is
-    escaped = r'\"it' + "'" + r's \"quoted\"\t\"'
-    assert text == '{\n    "error": "Serving signature name: ' + escaped + ' not found in ' \
-        'signature def"\n}'
+    escaped = r"\"it" + "'" + r"s \"quoted\"\t\""
+    assert text == '{\n    "error": "Serving signature name: ' + escaped + ' not found in signature def"\n}'
     assert json.loads(text) == {"error": f'Serving signature name: "{name}" not found in signature def'}
 
 
@@ -247,9 +246,10 @@ def test_bad_model_config_reads_as_tf_serving(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--use_alts_credentials=true", "--saved_model_tags", "serve"],
-         "TF Serving flags not supported by tfship serve: --use_alts_credentials, "
-         "--saved_model_tags"),
+        (
+            ["--use_alts_credentials=true", "--saved_model_tags", "serve"],
+            "TF Serving flags not supported by tfship serve: --use_alts_credentials, --saved_model_tags",
+        ),
         (["--no_such_flag=1"], "unknown flag --no_such_flag"),
         (["--enable_batching=maybe"], "--enable_batching=maybe: expected true or false"),
     ],
@@ -266,12 +266,20 @@ def test_tf_serving_command_line_runs_as_is(bases: dict[str, Path], tmp_path: Pa
     batching = tmp_path / "batching.config"
     batching.write_text("max_batch_size { value: 16 } batch_timeout_micros { value: 500 }")
     with serve_process(
-        "--port=0", "--rest_api_port", "0",
-        "--model_name=half_plus_two", f"--model_base_path={bases['half_plus_two']}",
-        "--enable_batching", f"--batching_parameters_file={batching}",
-        f"--monitoring_config_file={monitoring}", "--rest_api_timeout_in_ms=5000",
-        "--file_system_poll_wait_seconds", "2", "--grpc_channel_arguments",
-        "grpc.max_concurrent_streams=100", "--tensorflow_intra_op_parallelism=2",
+        "--port=0",
+        "--rest_api_port",
+        "0",
+        "--model_name=half_plus_two",
+        f"--model_base_path={bases['half_plus_two']}",
+        "--enable_batching",
+        f"--batching_parameters_file={batching}",
+        f"--monitoring_config_file={monitoring}",
+        "--rest_api_timeout_in_ms=5000",
+        "--file_system_poll_wait_seconds",
+        "2",
+        "--grpc_channel_arguments",
+        "grpc.max_concurrent_streams=100",
+        "--tensorflow_intra_op_parallelism=2",
         "--grpc_max_threads=8",
     ) as served:
         url = served.info["rest"]
@@ -284,9 +292,7 @@ def test_tf_serving_command_line_runs_as_is(bases: dict[str, Path], tmp_path: Pa
 
 
 # 7. monitoring ------------------------------------------------------------------------------------
-def test_prometheus_page_counts_requests_per_model_api_and_status(
-    stub: Any, server: ModelServer
-) -> None:
+def test_prometheus_page_counts_requests_per_model_api_and_status(stub: Any, server: ModelServer) -> None:
     predict(stub, [1.0])
     assert http(server, "/v1/models/half_plus_two:predict", {"instances": [1.0]})[0] == 200
     request = predict_pb2.PredictRequest()

@@ -24,7 +24,8 @@ from .test_server_reliability import hammer
 def _call_threads(before: set[threading.Thread]) -> set[threading.Thread]:
     """Threads answering gRPC calls started since ``before`` (the watcher is not one)."""
     return {
-        thread for thread in threading.enumerate()
+        thread
+        for thread in threading.enumerate()
         if thread not in before and thread.name.startswith("tfship-grpc_")
     }
 
@@ -80,8 +81,10 @@ def test_a_status_call_is_answered_while_the_one_busy_thread_runs_a_slow_model(
     _export_slow_model(base)
     before = set(threading.enumerate())
     options = ServerOptions(port=0, poll_seconds=0, grpc_workers=4, grpc_busy_workers=1)
-    with ModelServer([ModelConfig("slow", str(base))], options) as server, \
-            grpc.insecure_channel(server.address) as channel:
+    with (
+        ModelServer([ModelConfig("slow", str(base))], options) as server,
+        grpc.insecure_channel(server.address) as channel,
+    ):
         predictions = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         models = model_service_pb2_grpc.ModelServiceStub(channel)
         request = predict_pb2.PredictRequest()

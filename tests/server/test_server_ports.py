@@ -22,7 +22,9 @@ def test_a_port_in_use_is_one_line_naming_it(module_base: Path, api: str) -> Non
         ports = ["--port", str(port)] if api == "gRPC" else ["--port", "0", "--rest-port", str(port)]
         result = subprocess.run(
             [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(module_base), *ports],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
             env={k: v for k, v in os.environ.items() if "proxy" not in k.lower()},
         )
     assert result.returncode == 2

@@ -76,8 +76,7 @@ def test_batching_merges_concurrent_requests(module_base: Path) -> None:
     config = ModelConfig("module", str(module_base))
     with ModelServer([config], ServerOptions(port=0, batching=BatchingOptions(8, 0.005))) as server:
         with ThreadPoolExecutor(THREADS) as pool:
-            results = list(pool.map(lambda i: hammer(server.address, 10, 1 + i % 3),
-                                    range(THREADS)))
+            results = list(pool.map(lambda i: hammer(server.address, 10, 1 + i % 3), range(THREADS)))
         assert sum(len(r) for r in results) == THREADS * 10
         manager = server._require_started()
         with manager.servable(request().model_spec) as servable:
@@ -86,9 +85,7 @@ def test_batching_merges_concurrent_requests(module_base: Path) -> None:
         assert 0 < batches < THREADS * 10
 
 
-def test_hot_swap_under_load_drops_nothing(
-    tmp_path: Path, module_base: Path, module_version3: Path
-) -> None:
+def test_hot_swap_under_load_drops_nothing(tmp_path: Path, module_base: Path, module_version3: Path) -> None:
     base = tmp_path / "base"
     base.mkdir()
     shutil.copytree(module_base / "1", base / "1")
@@ -156,8 +153,7 @@ def test_garbage_bytes_never_crash_the_server(server: ModelServer, method: str) 
         # happen to parse are a request without a model_spec: INVALID_ARGUMENT
         assert error.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT)
     empty = raw_call(server.address, method, b"")
-    assert (empty.code(), empty.details()) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                "Missing ModelSpec")
+    assert (empty.code(), empty.details()) == (grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
     assert hammer(server.address, 1) == [2]
 
 
@@ -165,9 +161,7 @@ def test_rest_garbage_is_400(server: ModelServer) -> None:
     rng = np.random.default_rng(11)
     for size in (1, 100, 5000):
         data = rng.bytes(size)
-        req = urllib.request.Request(
-            f"{server.rest_url}/v1/models/module:predict", data=data, method="POST"
-        )
+        req = urllib.request.Request(f"{server.rest_url}/v1/models/module:predict", data=data, method="POST")
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(req, timeout=30)
         assert info.value.code == 400
@@ -187,8 +181,7 @@ def test_message_over_the_configured_limit_is_resource_exhausted(module_base: Pa
 
 
 def test_default_limit_takes_messages_over_grpcs_4_mib(server: ModelServer) -> None:
-    options = [("grpc.max_send_message_length", 2**31 - 1),
-               ("grpc.max_receive_message_length", 2**31 - 1)]
+    options = [("grpc.max_send_message_length", 2**31 - 1), ("grpc.max_receive_message_length", 2**31 - 1)]
     with grpc.insecure_channel(server.address, options=options) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         response = stub.Predict(request(rows=700_000), timeout=60)  # 5.6 MB each way

@@ -55,8 +55,7 @@ def fails(server: ModelServer, path: str, body: Any, status: int, message: str |
 # predict ---------------------------------------------------------------------------------------
 def test_row_format_with_several_outputs(server: ModelServer) -> None:
     out = ok(server, "POST", "/v1/models/module:predict", {"instances": [[1, 2], [3, 4]]})
-    assert out == {"predictions": [{"doubled": [2.0, 4.0], "y": [7.0]},
-                                   {"doubled": [6.0, 8.0], "y": [13.0]}]}
+    assert out == {"predictions": [{"doubled": [2.0, 4.0], "y": [7.0]}, {"doubled": [6.0, 8.0], "y": [13.0]}]}
 
 
 def test_columnar_format_and_version_path(server: ModelServer) -> None:
@@ -84,15 +83,13 @@ def test_object_instances_for_several_inputs(server: ModelServer) -> None:
 
 
 def test_nan_and_infinity_round_trip(server: ModelServer) -> None:
-    status, _, text = call(
-        server, "POST", "/v1/models/module:predict", b'{"inputs": [[NaN, Infinity]]}'
-    )
+    status, _, text = call(server, "POST", "/v1/models/module:predict", b'{"inputs": [[NaN, Infinity]]}')
     assert status == 200
     # byte for byte as TF Serving's PrettyWriter: columnar arrays one value per line
     assert text == (
         '{\n    "outputs": {\n        "doubled": [\n            [\n                NaN,\n'
         '                Infinity\n            ]\n        ],\n        "y": [\n            [\n'
-        '                NaN\n            ]\n        ]\n    }\n}'
+        "                NaN\n            ]\n        ]\n    }\n}"
     )
 
 
@@ -100,24 +97,30 @@ def test_nan_and_infinity_round_trip(server: ModelServer) -> None:
     ("body", "status", "message"),
     [
         ({"foo": 1}, 400, "Missing 'inputs' or 'instances' key"),
-        ({"instances": []}, 400, "JSON Value: {\n    \"instances\": []\n} No values in "
-                                 "'instances' array"),
-        ({"signature_name": "nope", "inputs": [[1, 2]]}, 400,
-         'Serving signature name: "nope" not found in signature def'),
+        ({"instances": []}, 400, "JSON Value: {\n    \"instances\": []\n} No values in 'instances' array"),
+        (
+            {"signature_name": "nope", "inputs": [[1, 2]]},
+            400,
+            'Serving signature name: "nope" not found in signature def',
+        ),
         ({"signature_name": 3, "inputs": [1]}, 400, None),
-        ({"signature_name": "pair", "instances": [{"a": 1.0, "b": 2.5}]}, 400,
-         "Failed to process element: 0 key: b of 'instances' list. Error: INVALID_ARGUMENT: "
-         "JSON Value: 2.5 Type: Number is not of expected type: int64"),
-        ({"signature_name": "pair", "instances": [1.0]}, 400,
-         "instances is a plain list, but expecting list of objects as multiple input tensors "
-         "required as per tensorinfo_map"),
+        (
+            {"signature_name": "pair", "instances": [{"a": 1.0, "b": 2.5}]},
+            400,
+            "Failed to process element: 0 key: b of 'instances' list. Error: INVALID_ARGUMENT: "
+            "JSON Value: 2.5 Type: Number is not of expected type: int64",
+        ),
+        (
+            {"signature_name": "pair", "instances": [1.0]},
+            400,
+            "instances is a plain list, but expecting list of objects as multiple input tensors "
+            "required as per tensorinfo_map",
+        ),
         ({"instances": [[1, 2], [3]]}, 400, None),
         ({"inputs": [[1, 2]], "instances": [[1, 2]]}, 400, None),
     ],
 )
-def test_predict_body_errors(
-    server: ModelServer, body: Any, status: int, message: str | None
-) -> None:
+def test_predict_body_errors(server: ModelServer, body: Any, status: int, message: str | None) -> None:
     fails(server, "/v1/models/module:predict", body, status, message)
 
 
@@ -129,8 +132,13 @@ def test_unparsable_and_empty_bodies_are_400(server: ModelServer) -> None:
 
 
 def test_unknown_model_is_404(server: ModelServer) -> None:
-    fails(server, "/v1/models/nope:predict", {"instances": [1]}, 404,
-          "Servable not found for request: Latest(nope)")
+    fails(
+        server,
+        "/v1/models/nope:predict",
+        {"instances": [1]},
+        404,
+        "Servable not found for request: Latest(nope)",
+    )
 
 
 def test_dtype_error_from_the_model_is_400(server: ModelServer) -> None:
@@ -162,12 +170,19 @@ def test_classify_without_examples(server: ModelServer) -> None:
 # status and metadata ---------------------------------------------------------------------------
 def test_status_json(server: ModelServer) -> None:
     out = ok(server, "GET", "/v1/models/module/versions/1")
-    assert out == {"model_version_status": [{
-        "version": "1", "state": "AVAILABLE",
-        "status": {"error_code": "OK", "error_message": ""},
-    }]}
-    assert [v["version"] for v in ok(server, "GET", "/v1/models/module")["model_version_status"]] \
-        == ["2", "1"]
+    assert out == {
+        "model_version_status": [
+            {
+                "version": "1",
+                "state": "AVAILABLE",
+                "status": {"error_code": "OK", "error_message": ""},
+            }
+        ]
+    }
+    assert [v["version"] for v in ok(server, "GET", "/v1/models/module")["model_version_status"]] == [
+        "2",
+        "1",
+    ]
 
 
 def test_metadata_json_has_the_doubled_key(server: ModelServer) -> None:
@@ -187,9 +202,7 @@ def test_metadata_json_has_the_doubled_key(server: ModelServer) -> None:
         ("GET", "/v1/models/nope", 404, "Could not find any versions of model nope"),
     ],
 )
-def test_route_errors(
-    server: ModelServer, method: str, path: str, status: int, message: str
-) -> None:
+def test_route_errors(server: ModelServer, method: str, path: str, status: int, message: str) -> None:
     got, content_type, text = call(server, method, path)
     assert (got, content_type) == (status, "application/json")
     assert error_of(text) == message
@@ -201,11 +214,15 @@ def test_paths_outside_v1_are_404(server: ModelServer) -> None:
 
 def test_error_with_a_quote_is_valid_json(server: ModelServer) -> None:
     # every "input 'x'" style message: the body must still parse
-    status, _, text = call(server, "POST", "/v1/models/module:predict",
-                           {"signature_name": "it's \"quoted\"\n", "inputs": [[1, 2]]})
+    status, _, text = call(
+        server,
+        "POST",
+        "/v1/models/module:predict",
+        {"signature_name": 'it\'s "quoted"\n', "inputs": [[1, 2]]},
+    )
     assert status == 400
     assert json.loads(text) == {
-        "error": 'Serving signature name: "it\'s \"quoted\"\n" not found in signature def'
+        "error": 'Serving signature name: "it\'s "quoted"\n" not found in signature def'
     }
 
 
@@ -220,6 +237,7 @@ def test_rest_runs_past_the_timeout_are_504(module_base: Any) -> None:
 
     models = [ModelConfig("module", str(module_base))]
     with ModelServer(models, ServerOptions(port=0, rest_port=0, rest_timeout_s=1e-6)) as slow:
-        fails(slow, "/v1/models/module:predict", {"inputs": [[1, 2]]}, 504,
-              "Timed out waiting for notification")
+        fails(
+            slow, "/v1/models/module:predict", {"inputs": [[1, 2]]}, 504, "Timed out waiting for notification"
+        )
         assert ok(slow, "GET", "/v1/models/module")  # status is not a model run

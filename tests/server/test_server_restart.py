@@ -31,9 +31,25 @@ def _free_port() -> int:
 
 def _start(base: Path, grpc_port: int, rest_port: int) -> tuple[subprocess.Popen[str], dict[str, object]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(base), "--model-name", "m",
-         "--port", str(grpc_port), "--rest-port", str(rest_port), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+        [
+            sys.executable,
+            "-m",
+            "tfship",
+            "serve",
+            "--model-base-path",
+            str(base),
+            "--model-name",
+            "m",
+            "--port",
+            str(grpc_port),
+            "--rest-port",
+            str(rest_port),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
     )
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -72,9 +88,22 @@ def test_a_restart_takes_the_rest_port_back_at_once(module_base: Path, ending: s
         answer.read()  # the connection stays open, kept alive
         # another live server on the same REST port is refused, naming the port
         taken = subprocess.run(
-            [sys.executable, "-m", "tfship", "serve", "--model-base-path", str(module_base),
-             "--port", "0", "--rest-port", str(rest_port)],
-            capture_output=True, text=True, timeout=120, env=ENV,
+            [
+                sys.executable,
+                "-m",
+                "tfship",
+                "serve",
+                "--model-base-path",
+                str(module_base),
+                "--port",
+                "0",
+                "--rest-port",
+                str(rest_port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ENV,
         )
         assert taken.returncode == 2
         assert taken.stderr == f"Error: REST port 127.0.0.1:{rest_port} is already in use\n"
@@ -86,8 +115,14 @@ def test_a_restart_takes_the_rest_port_back_at_once(module_base: Path, ending: s
             first.communicate()
         client.close()
     with serve_process(
-        "--model-base-path", str(module_base), "--model-name", "m",
-        "--port", str(grpc_port), "--rest-port", str(rest_port),
+        "--model-base-path",
+        str(module_base),
+        "--model-name",
+        "m",
+        "--port",
+        str(grpc_port),
+        "--rest-port",
+        str(rest_port),
     ) as restarted:
         assert restarted.info["rest"] == f"http://127.0.0.1:{rest_port}"
         again = http.client.HTTPConnection("127.0.0.1", rest_port, timeout=30)

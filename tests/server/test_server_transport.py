@@ -30,18 +30,24 @@ def self_signed() -> tuple[str, str]:
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name).issuer_name(name).public_key(key.public_key())
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([
-            x509.DNSName("serving.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
-        ]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("serving.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
     return key_pem, cert.public_bytes(serialization.Encoding.PEM).decode()
@@ -71,8 +77,16 @@ def test_tls_from_an_ssl_config_file(tmp_path: Path, module_base: Path) -> None:
     key, cert = self_signed()
     config = tmp_path / "ssl.config"
     config.write_text(f"server_key: {key!r}\nserver_cert: {cert!r}\n".replace("'", '"'))
-    args = ["--model-base-path", str(module_base), "--model-name", "m", "--port", "0",
-            "--ssl_config_file", str(config)]
+    args = [
+        "--model-base-path",
+        str(module_base),
+        "--model-name",
+        "m",
+        "--port",
+        "0",
+        "--ssl_config_file",
+        str(config),
+    ]
     with serve_process(*args) as served:
         address = served.info["grpc"]
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.encode())

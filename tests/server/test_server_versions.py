@@ -137,7 +137,8 @@ def test_state_history_of_a_hot_swap(
         )
     end = get_model_status_pb2.ModelVersionStatus.END
     assert [(v.version, v.state) for v in status.model_version_status] == [
-        (3, get_model_status_pb2.ModelVersionStatus.AVAILABLE), (1, end)
+        (3, get_model_status_pb2.ModelVersionStatus.AVAILABLE),
+        (1, end),
     ]
 
 
@@ -175,9 +176,7 @@ def test_missing_base_path_fails_at_start(serve: Any, tmp_path: Path) -> None:
         serve(ModelConfig("m", str(tmp_path / "missing")))
 
 
-def test_empty_base_path_waits_for_a_version(
-    serve: Any, tmp_path: Path, module_version3: Path
-) -> None:
+def test_empty_base_path_waits_for_a_version(serve: Any, tmp_path: Path, module_version3: Path) -> None:
     base = tmp_path / "empty"
     base.mkdir()
     server = serve(ModelConfig("m", str(base)))
@@ -190,16 +189,16 @@ def test_empty_base_path_waits_for_a_version(
 # labels and reload -----------------------------------------------------------------------------
 def test_label_on_unavailable_version_fails(serve: Any, tmp_path: Path, module_base: Path) -> None:
     base = make_base(tmp_path, module_base, (1, 2))
-    with pytest.raises(LocalServerError, match=(
-        "Request to assign label to version 1 of model m, which is not currently available "
-        "for inference"
-    )):
+    with pytest.raises(
+        LocalServerError,
+        match=(
+            "Request to assign label to version 1 of model m, which is not currently available for inference"
+        ),
+    ):
         serve(ModelConfig("m", str(base), labels={"stable": 1}))
 
 
-def test_reload_config_adds_labels_and_removes_models(
-    serve: Any, tmp_path: Path, module_base: Path
-) -> None:
+def test_reload_config_adds_labels_and_removes_models(serve: Any, tmp_path: Path, module_base: Path) -> None:
     base = make_base(tmp_path, module_base, (1, 2))
     server = serve(ModelConfig("m", str(base)), ModelConfig("other", str(base)))
     with grpc.insecure_channel(server.address) as channel:
@@ -283,9 +282,7 @@ def test_good_warmup_loads(serve: Any, tmp_path: Path, module_base: Path) -> Non
     assert server.available_versions("m") == [1]
 
 
-def test_failing_warmup_request_fails_the_load(
-    serve: Any, tmp_path: Path, module_base: Path
-) -> None:
+def test_failing_warmup_request_fails_the_load(serve: Any, tmp_path: Path, module_base: Path) -> None:
     base = make_base(tmp_path, module_base, (1,))
     write_warmup(base / "1", [predict_log(x=np.ones([2, 2], np.float64))])
     error = load_error(serve, base)
@@ -333,8 +330,7 @@ def test_a_version_copied_in_non_atomically_loads_on_a_retry(
     broken.mkdir(parents=True)
     (broken / "saved_model.pb").write_bytes(b"not yet")  # the copy has begun, not ended
     # the default number of retries; only the pause is shortened
-    server = ModelServer([ModelConfig("m", str(base))], ServerOptions(
-        port=0, load_retry_interval_s=0.5))
+    server = ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0, load_retry_interval_s=0.5))
     starter = threading.Thread(target=server.start)
     with caplog.at_level("ERROR", logger="tfship.server._manager"):
         starter.start()
@@ -373,17 +369,17 @@ def test_a_version_removed_while_its_load_waits_to_retry_is_not_retried(
 def test_busy_port_is_reported(serve: Any, tmp_path: Path, module_base: Path) -> None:
     first = serve(ModelConfig("m", str(make_base(tmp_path, module_base, (1,)))))
     with pytest.raises(ServerConfigError, match=rf"gRPC port 127.0.0.1:{first.port} is already in use"):
-        ModelServer.from_base_path(
-            tmp_path / "base", "m", options=ServerOptions(port=first.port)
-        ).start()
+        ModelServer.from_base_path(tmp_path / "base", "m", options=ServerOptions(port=first.port)).start()
 
 
 def test_model_config_file_is_polled(tmp_path: Path, module_base: Path) -> None:
     config = tmp_path / "models.config"
     entry = 'config {{ name: "m" base_path: "{}" {} }}'
     config.write_text(f"model_config_list {{ {entry.format(module_base, '')} }}")
-    server = ModelServer(read_config_file(config), ServerOptions(
-        port=0, model_config_file=config, model_config_poll_seconds=0.05))
+    server = ModelServer(
+        read_config_file(config),
+        ServerOptions(port=0, model_config_file=config, model_config_poll_seconds=0.05),
+    )
     with server:
         assert server.available_versions("m") == [2]
         time.sleep(0.05)  # a distinct modification time

@@ -68,10 +68,14 @@ def test_no_cluster_is_local_training() -> None:
     [
         (_config("local", 0), r'task type "local" is refused by TensorFlow'),
         (_config("evaluator", 1), r"task evaluator 1: TensorFlow runs one evaluator, with index 0"),
-        (json.dumps({"cluster": {**CLUSTER, "evaluator": ["h4:1"]}, "task": {"type": "evaluator"}}),
-         r'lists "evaluator" in "cluster": the evaluator is not part of the training cluster'),
-        (json.dumps({"cluster": {"worker": ["h1:1"]}, "task": {"type": "worker", "index": 0}}),
-         r'must have exactly one "chief" task'),
+        (
+            json.dumps({"cluster": {**CLUSTER, "evaluator": ["h4:1"]}, "task": {"type": "evaluator"}}),
+            r'lists "evaluator" in "cluster": the evaluator is not part of the training cluster',
+        ),
+        (
+            json.dumps({"cluster": {"worker": ["h1:1"]}, "task": {"type": "worker", "index": 0}}),
+            r'must have exactly one "chief" task',
+        ),
         (_config("worker", 2), r"task worker 2 is not in the cluster \(worker:2\)"),
         (_config("trainer", 0), r"task type 'trainer' is not one of"),
         ("{not json", r"TF_CONFIG is not valid JSON"),
@@ -103,7 +107,9 @@ def test_local_cluster_spec_and_its_tf_configs() -> None:
     configs = cluster.tf_configs([5000, 5001, 5002, 5003])
     assert list(configs) == ["ps 0", "chief 0", "worker 0", "worker 1", "evaluator 0"]
     assert configs["worker 1"]["cluster"] == {
-        "chief": ["127.0.0.1:5000"], "worker": ["127.0.0.1:5001", "127.0.0.1:5002"], "ps": ["127.0.0.1:5003"]
+        "chief": ["127.0.0.1:5000"],
+        "worker": ["127.0.0.1:5001", "127.0.0.1:5002"],
+        "ps": ["127.0.0.1:5003"],
     }
     assert parse_tf_config(json.dumps(configs["chief 0"])).has_evaluator  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"'gpus=1': expected workers=N, ps=N or evaluator=0\|1"):
@@ -111,16 +117,19 @@ def test_local_cluster_spec_and_its_tf_configs() -> None:
     with pytest.raises(ValueError, match=r"ps >= 1"):
         LocalCluster.parse("workers=1,ps=0")
     assert make_tf_config({"chief": ["a:1"], "worker": [], "ps": ["b:1"]}, "ps", 0)["cluster"] == {
-        "chief": ["a:1"], "ps": ["b:1"]
+        "chief": ["a:1"],
+        "ps": ["b:1"],
     }
 
 
 # ---- shares of the training data -----------------------------------------------------------------
 
-SCHEMA = Schema.from_dict({
-    "label": {"name": "y", "kind": "regression"},
-    "features": [{"name": "id", "dtype": "float32", "default": -1.0}],
-})
+SCHEMA = Schema.from_dict(
+    {
+        "label": {"name": "y", "kind": "regression"},
+        "features": [{"name": "id", "dtype": "float32", "default": -1.0}],
+    }
+)
 
 
 def _write_csvs(folder: Path, sizes: list[int]) -> list[str]:
@@ -263,8 +272,9 @@ def test_a_checkpoint_at_max_steps_also_ends_training(tmp_path: Path, dead_peers
     try:
         time.sleep(0.3)
         assert not ended  # no note, no checkpoint
-        (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-60"\n'
-                                             'all_model_checkpoint_paths: "model.ckpt-60"\n')
+        (tmp_path / "checkpoint").write_text(
+            'model_checkpoint_path: "model.ckpt-60"\nall_model_checkpoint_paths: "model.ckpt-60"\n'
+        )
         time.sleep(0.3)
         assert not ended  # a checkpoint of an earlier, shorter run
         (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-100"\n')
@@ -314,17 +324,28 @@ def test_a_ps_whose_chief_went_away_gives_up(tmp_path: Path) -> None:
     chief.close()
     thread.join(timeout=10)
     assert len(errors) == 1
-    assert re.match(rf"ps 0: chief 0 at {re.escape(address)} stopped answering \d+s ago, before training "
-                    r"reached step 100", str(errors[0]))
+    assert re.match(
+        rf"ps 0: chief 0 at {re.escape(address)} stopped answering \d+s ago, before training "
+        r"reached step 100",
+        str(errors[0]),
+    )
 
 
 def test_local_cluster_checks_its_input_before_starting_tasks(tmp_path: Path) -> None:
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA.to_dict()))
     files = _write_csvs(tmp_path, [3])
-    base = ["train", "--schema", str(tmp_path / "schema.json"), "--eval", files[0],
-            "--model-dir", str(tmp_path / "m")]
-    missing = CliRunner().invoke(cli, [*base, "--train", str(tmp_path / "nope*.csv"),
-                                       "--local-cluster", "workers=1,ps=1"])
+    base = [
+        "train",
+        "--schema",
+        str(tmp_path / "schema.json"),
+        "--eval",
+        files[0],
+        "--model-dir",
+        str(tmp_path / "m"),
+    ]
+    missing = CliRunner().invoke(
+        cli, [*base, "--train", str(tmp_path / "nope*.csv"), "--local-cluster", "workers=1,ps=1"]
+    )
     assert missing.exit_code == 2 and "no file matches" in missing.output
     assert "[cluster] started" not in missing.output
     bad = CliRunner().invoke(cli, [*base, "--train", files[0], "--local-cluster", "workers=two"])

@@ -29,11 +29,29 @@ def test_regression_predictions_come_back_in_label_units(tmp_path: Path) -> None
     schema = infer_schema(train, "y")
     assert schema.label.scale is not None and abs(schema.label.scale[0] - 150) < 10
     schema.save(tmp_path / "s.json")
-    result = CliRunner().invoke(cli, [
-        "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),
-        "--model-dir", str(tmp_path / "m"), "--model", "linear", "--max-steps", "150",
-        "--learning-rate", "0.1", "--export", "best,final", "--json",
-    ])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--train",
+            str(train),
+            "--eval",
+            str(evaluation),
+            "--model-dir",
+            str(tmp_path / "m"),
+            "--model",
+            "linear",
+            "--max-steps",
+            "150",
+            "--learning-rate",
+            "0.1",
+            "--export",
+            "best,final",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     export = summary["exports"]["final"][0]
@@ -64,10 +82,26 @@ def test_regression_predictions_come_back_in_label_units(tmp_path: Path) -> None
 def test_label_scaling_can_be_turned_off(tmp_path: Path) -> None:
     train, evaluation = _write(tmp_path / "t.csv", 100, 0), _write(tmp_path / "e.csv", 20, 1)
     infer_schema(train, "y").save(tmp_path / "s.json")
-    result = CliRunner().invoke(cli, [
-        "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),
-        "--model-dir", str(tmp_path / "m"), "--model", "linear", "--max-steps", "5",
-        "--export", "final", "--no-label-scaling",
-    ])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--train",
+            str(train),
+            "--eval",
+            str(evaluation),
+            "--model-dir",
+            str(tmp_path / "m"),
+            "--model",
+            "linear",
+            "--max-steps",
+            "5",
+            "--export",
+            "final",
+            "--no-label-scaling",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "m" / "trainer.json").read_text())["model"]["label_scaling"] is False

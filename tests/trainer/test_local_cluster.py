@@ -47,10 +47,21 @@ def _free_ports(count: int) -> list[int]:
 
 def _train_args(tiny_model: Any, model_dir: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "tfship", "train",
-        "--schema", str(tiny_model.schema_path),
-        "--train", str(tiny_model.train_csv), "--eval", str(tiny_model.eval_csv),
-        "--model-dir", str(model_dir), "--hidden-units", "8", *extra,
+        sys.executable,
+        "-m",
+        "tfship",
+        "train",
+        "--schema",
+        str(tiny_model.schema_path),
+        "--train",
+        str(tiny_model.train_csv),
+        "--eval",
+        str(tiny_model.eval_csv),
+        "--model-dir",
+        str(model_dir),
+        "--hidden-units",
+        "8",
+        *extra,
     ]
 
 
@@ -73,8 +84,19 @@ def test_a_cluster_with_evaluator_trains_ends_by_itself_and_exports_the_best(
     tiny_model: Any, tmp_path: Path
 ) -> None:
     model_dir = tmp_path / "cluster"
-    args = _train_args(tiny_model, model_dir, "--max-steps", "60", "--checkpoint-every", "30",
-                       "--log-every", "30", "--local-cluster", "workers=2,ps=1,evaluator=1", "--json")
+    args = _train_args(
+        tiny_model,
+        model_dir,
+        "--max-steps",
+        "60",
+        "--checkpoint-every",
+        "30",
+        "--log-every",
+        "30",
+        "--local-cluster",
+        "workers=2,ps=1,evaluator=1",
+        "--json",
+    )
     done = subprocess.run(args, capture_output=True, text=True, timeout=_DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
@@ -92,16 +114,26 @@ def test_a_cluster_with_evaluator_trains_ends_by_itself_and_exports_the_best(
     cluster_accuracy = _accuracy(best, schema, tiny_model.eval_csv)
     single_accuracy = _accuracy(tiny_model.export("best"), schema, tiny_model.eval_csv)
     assert abs(cluster_accuracy - single_accuracy) <= 0.05, (cluster_accuracy, single_accuracy)
-    predicted = CliRunner().invoke(cli, ["predict", str(best), str(tiny_model.eval_csv),
-                                         "-o", str(tmp_path / "p.csv"), "--json"])
+    predicted = CliRunner().invoke(
+        cli, ["predict", str(best), str(tiny_model.eval_csv), "-o", str(tmp_path / "p.csv"), "--json"]
+    )
     assert predicted.exit_code == 0, predicted.output
     assert json.loads(predicted.output.splitlines()[-1])["predicted"] == 68
 
 
 def test_without_evaluator_the_chief_exports_final(tiny_model: Any, tmp_path: Path) -> None:
     model_dir = tmp_path / "cluster"
-    args = _train_args(tiny_model, model_dir, "--max-steps", "40", "--checkpoint-every", "40",
-                       "--local-cluster", "workers=1,ps=1", "--json")
+    args = _train_args(
+        tiny_model,
+        model_dir,
+        "--max-steps",
+        "40",
+        "--checkpoint-every",
+        "40",
+        "--local-cluster",
+        "workers=1,ps=1",
+        "--json",
+    )
     done = subprocess.run(args, capture_output=True, text=True, timeout=_DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
@@ -121,8 +153,9 @@ class _Launcher:
         self.seen: list[str] = []
         assert self.process.stderr is not None
         stream = self.process.stderr
-        threading.Thread(target=lambda: [self.lines.put(line.rstrip("\n")) for line in stream],
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: [self.lines.put(line.rstrip("\n")) for line in stream], daemon=True
+        ).start()
 
     def wait_for(self, pattern: str, timeout: float = 120) -> re.Match[str]:
         deadline = time.monotonic() + timeout
@@ -167,8 +200,20 @@ def _gone(pid: int) -> bool:
 
 
 def _long_run(tiny_model: Any, tmp_path: Path, spec: str) -> _Launcher:
-    args = _train_args(tiny_model, tmp_path / "cluster", "--max-steps", "1000000", "--checkpoint-every",
-                       "100000", "--log-every", "20", "--export", "", "--local-cluster", spec)
+    args = _train_args(
+        tiny_model,
+        tmp_path / "cluster",
+        "--max-steps",
+        "1000000",
+        "--checkpoint-every",
+        "100000",
+        "--log-every",
+        "20",
+        "--export",
+        "",
+        "--local-cluster",
+        spec,
+    )
     return _Launcher(args)
 
 

@@ -30,14 +30,42 @@ def _write(path: Path, rows: int, offset: int = 0) -> Path:
 def test_odd_column_names_train_export_and_predict(tmp_path: Path) -> None:
     train, evaluation = _write(tmp_path / "t.csv", 60), _write(tmp_path / "e.csv", 20, 60)
     runner = CliRunner()
-    inferred = runner.invoke(cli, ["schema", "infer", str(train), "--label", "diagnosis",
-                                   "--keep", "_id", "--out", str(tmp_path / "s.json")])  # a row number
+    inferred = runner.invoke(
+        cli,
+        [
+            "schema",
+            "infer",
+            str(train),
+            "--label",
+            "diagnosis",
+            "--keep",
+            "_id",
+            "--out",
+            str(tmp_path / "s.json"),
+        ],
+    )  # a row number
     assert inferred.exit_code == 0, inferred.output
-    trained = runner.invoke(cli, [
-        "train", "--schema", str(tmp_path / "s.json"), "--train", str(train), "--eval", str(evaluation),
-        "--model-dir", str(tmp_path / "m"), "--model", "linear", "--max-steps", "5", "--export", "final",
-        "--json",
-    ])
+    trained = runner.invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--train",
+            str(train),
+            "--eval",
+            str(evaluation),
+            "--model-dir",
+            str(tmp_path / "m"),
+            "--model",
+            "linear",
+            "--max-steps",
+            "5",
+            "--export",
+            "final",
+            "--json",
+        ],
+    )
     assert trained.exit_code == 0, trained.output
     export = json.loads(trained.stdout)["exports"]["final"][0]
     row = {"mean radius": 12.0, "od280/od315 of wines": 1.5, "_id": 3, "kind": "a"}
@@ -49,9 +77,11 @@ def test_odd_column_names_train_export_and_predict(tmp_path: Path) -> None:
 
 
 def test_names_that_become_one_graph_name_are_refused() -> None:
-    schema = Schema.from_dict({
-        "label": {"name": "y", "kind": "binary"},
-        "features": [{"name": "a b", "dtype": "float32"}, {"name": "a_b", "dtype": "float32"}],
-    })
+    schema = Schema.from_dict(
+        {
+            "label": {"name": "y", "kind": "binary"},
+            "features": [{"name": "a b", "dtype": "float32"}, {"name": "a_b", "dtype": "float32"}],
+        }
+    )
     with pytest.raises(SchemaError, match="features 'a b' and 'a_b' both become 'a_b'"):
         build_columns(schema)

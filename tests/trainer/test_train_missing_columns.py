@@ -30,11 +30,27 @@ def renamed(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def _train(schema: Path, train: Path, evaluation: Path, model_dir: Path, *extra: str) -> Any:
-    return CliRunner().invoke(cli, [
-        "train", "--schema", str(schema), "--train", str(train), "--eval", str(evaluation),
-        "--model-dir", str(model_dir), "--model", "linear", "--max-steps", "3", "--export", "",
-        *extra,
-    ])
+    return CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(schema),
+            "--train",
+            str(train),
+            "--eval",
+            str(evaluation),
+            "--model-dir",
+            str(model_dir),
+            "--model",
+            "linear",
+            "--max-steps",
+            "3",
+            "--export",
+            "",
+            *extra,
+        ],
+    )
 
 
 def test_a_renamed_column_is_refused_naming_it(renamed: tuple[Path, Path, Path], tmp_path: Path) -> None:

@@ -16,10 +16,25 @@ pytestmark = pytest.mark.slow
 
 
 def _train(schema: Path, data: tuple[Path, Path], model_dir: Path, *extra: str) -> object:
-    return CliRunner().invoke(cli, [
-        "train", "--schema", str(schema), "--train", str(data[0]), "--eval", str(data[1]),
-        "--model-dir", str(model_dir), "--model", "linear", "--export", "final", *extra,
-    ])
+    return CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(schema),
+            "--train",
+            str(data[0]),
+            "--eval",
+            str(data[1]),
+            "--model-dir",
+            str(model_dir),
+            "--model",
+            "linear",
+            "--export",
+            "final",
+            *extra,
+        ],
+    )
 
 
 def test_another_schema_is_refused_and_the_directory_kept(tmp_path: Path) -> None:
@@ -37,8 +52,9 @@ def test_another_schema_is_refused_and_the_directory_kept(tmp_path: Path) -> Non
         f"Error: model directory {tmp_path / 'm'} holds a model trained with another schema or model"
     )
     assert (tmp_path / "m" / "trainer.json").read_text() == recorded
-    exported = CliRunner().invoke(cli, ["export", "--model-dir", str(tmp_path / "m"),
-                                        "--out", str(tmp_path / "out"), "--json"])
+    exported = CliRunner().invoke(
+        cli, ["export", "--model-dir", str(tmp_path / "m"), "--out", str(tmp_path / "out"), "--json"]
+    )
     assert exported.exit_code == 0, exported.output
 
 

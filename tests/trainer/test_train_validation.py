@@ -40,9 +40,13 @@ def test_two_tower_without_groups_is_refused_before_tensorflow_loads(tmp_path: P
 
 
 def test_two_tower_without_its_groups_names_them(tmp_path: Path) -> None:
-    schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"},
-                               "features": [{"name": "x", "dtype": "float32"}],
-                               "groups": {"user": ["x"]}})
+    schema = Schema.from_dict(
+        {
+            "label": {"name": "y", "kind": "binary"},
+            "features": [{"name": "x", "dtype": "float32"}],
+            "groups": {"user": ["x"]},
+        }
+    )
     expected = r"needs feature groups 'user' and 'item' .*missing or empty: 'item'"
     with pytest.raises(SchemaError, match=expected):
         ModelOptions("two_tower").check(schema)
@@ -60,8 +64,14 @@ def test_a_run_that_fails_before_training_a_step_leaves_no_model_directory(tmp_p
     train_csv.write_text("\n".join(lines) + "\n")
     model_dir = tmp_path / "model"
     with pytest.raises(TrainError, match="training failed on bad input"):
-        train(schema, model_dir, [str(train_csv)], [str(eval_csv)], model=ModelOptions("linear"),
-              run=RunOptions(max_steps=5, exports=()))
+        train(
+            schema,
+            model_dir,
+            [str(train_csv)],
+            [str(eval_csv)],
+            model=ModelOptions("linear"),
+            run=RunOptions(max_steps=5, exports=()),
+        )
     assert not model_dir.exists()
 
 
@@ -70,10 +80,25 @@ def _cli_train(schema: Path, train_csv: Path, eval_csv: Path, model_dir: Path, *
 
     from tfship.cli import cli
 
-    return CliRunner().invoke(cli, [
-        "train", "--schema", str(schema), "--train", str(train_csv), "--eval", str(eval_csv),
-        "--model-dir", str(model_dir), "--model", "linear", "--export", "", *extra,
-    ])
+    return CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(schema),
+            "--train",
+            str(train_csv),
+            "--eval",
+            str(eval_csv),
+            "--model-dir",
+            str(model_dir),
+            "--model",
+            "linear",
+            "--export",
+            "",
+            *extra,
+        ],
+    )
 
 
 def test_a_resumed_run_says_how_many_steps_it_trained(tmp_path: Path) -> None:
@@ -96,13 +121,26 @@ def test_another_models_directory_names_the_label_first(tiny_model: Any) -> None
     other = Schema.from_dict(recorded)
     before = sorted(p.name for p in tiny_model.model_dir.iterdir())
     with pytest.raises(InputError, match=r"another schema or model \(schema\.label\.vocabulary: recorded"):
-        train(other, tiny_model.model_dir, [str(tiny_model.train_csv)], [str(tiny_model.eval_csv)],
-              model=ModelOptions("dnn", hidden_units=(8,), batch_norm=True), run=RunOptions(max_steps=90))
-    dropped = Schema.from_dict({**tiny_model.schema.to_dict(),
-                                "features": tiny_model.schema.to_dict()["features"][:-1]})
+        train(
+            other,
+            tiny_model.model_dir,
+            [str(tiny_model.train_csv)],
+            [str(tiny_model.eval_csv)],
+            model=ModelOptions("dnn", hidden_units=(8,), batch_norm=True),
+            run=RunOptions(max_steps=90),
+        )
+    dropped = Schema.from_dict(
+        {**tiny_model.schema.to_dict(), "features": tiny_model.schema.to_dict()["features"][:-1]}
+    )
     with pytest.raises(InputError, match=r"\(schema\.features\.year: only in the recorded one\)"):
-        train(dropped, tiny_model.model_dir, [str(tiny_model.train_csv)], [str(tiny_model.eval_csv)],
-              model=ModelOptions("dnn", hidden_units=(8,), batch_norm=True), run=RunOptions(max_steps=90))
+        train(
+            dropped,
+            tiny_model.model_dir,
+            [str(tiny_model.train_csv)],
+            [str(tiny_model.eval_csv)],
+            model=ModelOptions("dnn", hidden_units=(8,), batch_norm=True),
+            run=RunOptions(max_steps=90),
+        )
     assert sorted(p.name for p in tiny_model.model_dir.iterdir()) == before
 
 
@@ -115,9 +153,26 @@ def test_the_chief_of_a_hand_made_cluster_reports_what_it_trained(tiny_model: An
         port = sock.getsockname()[1]
     config = {"cluster": {"chief": [f"127.0.0.1:{port}"]}, "task": {"type": "chief", "index": 0}}
     env = {**os.environ, "TF_CONFIG": json.dumps(config)}
-    args = [sys.executable, "-m", "tfship", "train", "--schema", str(tiny_model.schema_path),
-            "--train", str(tiny_model.train_csv), "--eval", str(tiny_model.eval_csv),
-            "--model-dir", str(tmp_path / "m"), "--hidden-units", "8", "--max-steps", "10", "--export", ""]
+    args = [
+        sys.executable,
+        "-m",
+        "tfship",
+        "train",
+        "--schema",
+        str(tiny_model.schema_path),
+        "--train",
+        str(tiny_model.train_csv),
+        "--eval",
+        str(tiny_model.eval_csv),
+        "--model-dir",
+        str(tmp_path / "m"),
+        "--hidden-units",
+        "8",
+        "--max-steps",
+        "10",
+        "--export",
+        "",
+    ]
     done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("chief 0: trained 10 steps in "), done.stdout

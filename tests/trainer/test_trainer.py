@@ -79,11 +79,19 @@ def _synthetic(tmp_path: Path, schema_dict: dict[str, Any], rows: int = 400) -> 
 
 
 FEATURES = [
-    {"name": "age", "dtype": "float32", "default": 30.0,
-     "use": {"kind": "numeric", "normalize": {"mean": 30.0, "std": 10.0}}},
+    {
+        "name": "age",
+        "dtype": "float32",
+        "default": 30.0,
+        "use": {"kind": "numeric", "normalize": {"mean": 30.0, "std": 10.0}},
+    },
     {"name": "visits", "dtype": "int64", "use": {"kind": "bucketized", "boundaries": [0, 5, 10]}},
-    {"name": "country", "dtype": "string", "default": "",
-     "use": {"kind": "categorical", "vocabulary": ["de", "fr", "us"], "as": "embedding", "dimension": 2}},
+    {
+        "name": "country",
+        "dtype": "string",
+        "default": "",
+        "use": {"kind": "categorical", "vocabulary": ["de", "fr", "us"], "as": "embedding", "dimension": 2},
+    },
     {"name": "item", "dtype": "int64", "use": {"kind": "identity", "num_buckets": 20}},
     {"name": "city", "dtype": "string", "use": {"kind": "hash", "buckets": 32}},
 ]
@@ -101,13 +109,21 @@ FEATURES = [
 def test_every_model_kind_and_head_trains_and_exports(
     tmp_path: Path, label: dict[str, Any], kind: str, metric: str
 ) -> None:
-    schema_dict = {"label": label, "features": FEATURES,
-                   "crosses": [{"features": ["country", "visits"], "hash_buckets": 8}],
-                   "groups": {"user": ["age", "country", "city"], "item": ["visits", "item"]}}
+    schema_dict = {
+        "label": label,
+        "features": FEATURES,
+        "crosses": [{"features": ["country", "visits"], "hash_buckets": 8}],
+        "groups": {"user": ["age", "country", "city"], "item": ["visits", "item"]},
+    }
     schema, train_csv, eval_csv = _synthetic(tmp_path, schema_dict)
-    result = train(schema, tmp_path / "m", [str(train_csv)], [str(eval_csv)],
-                   model=ModelOptions(kind, hidden_units=(8,), batch_norm=kind == "dnn", dropout=0.1),
-                   run=RunOptions(max_steps=20, checkpoint_every=20, exports=("final",)))
+    result = train(
+        schema,
+        tmp_path / "m",
+        [str(train_csv)],
+        [str(eval_csv)],
+        model=ModelOptions(kind, hidden_units=(8,), batch_norm=kind == "dnn", dropout=0.1),
+        run=RunOptions(max_steps=20, checkpoint_every=20, exports=("final",)),
+    )
     assert metric in result.metrics and np.isfinite(result.metrics[metric])
     export = Path(result.exports["final"][0])
     rows = _eval_rows(eval_csv)[:10]
@@ -121,15 +137,26 @@ def test_two_tower_needs_groups_and_a_binary_label(tmp_path: Path) -> None:
         tmp_path, {"label": {"name": "clicked", "kind": "binary"}, "features": FEATURES}, rows=40
     )
     with pytest.raises(SchemaError, match=r"needs feature groups 'user' and 'item'"):
-        train(schema, tmp_path / "m", [str(train_csv)], [str(eval_csv)],
-              model=ModelOptions("two_tower"), run=RunOptions(max_steps=2, exports=()))
+        train(
+            schema,
+            tmp_path / "m",
+            [str(train_csv)],
+            [str(eval_csv)],
+            model=ModelOptions("two_tower"),
+            run=RunOptions(max_steps=2, exports=()),
+        )
 
 
 def test_same_seed_gives_same_metrics(tiny_model: Any, tmp_path: Path) -> None:
     def run(name: str) -> dict[str, float]:
-        return train(tiny_model.schema, tmp_path / name, [str(tiny_model.train_csv)],
-                     [str(tiny_model.eval_csv)], model=ModelOptions("dnn", hidden_units=(4,), dropout=0.2),
-                     run=RunOptions(max_steps=15, checkpoint_every=15, exports=())).metrics
+        return train(
+            tiny_model.schema,
+            tmp_path / name,
+            [str(tiny_model.train_csv)],
+            [str(tiny_model.eval_csv)],
+            model=ModelOptions("dnn", hidden_units=(4,), dropout=0.2),
+            run=RunOptions(max_steps=15, checkpoint_every=15, exports=()),
+        ).metrics
 
     assert run("a") == run("b")
 
@@ -142,9 +169,14 @@ def test_tfrecord_input_and_warm_start(tiny_model: Any, tmp_path: Path) -> None:
     with tf.io.TFRecordWriter(str(records)) as writer:
         for row in _eval_rows(tiny_model.train_csv):
             writer.write(to_example(row, BySchema(schema, label=True, csv=CsvMissing())).SerializeToString())
-    result = train(schema, tmp_path / "m", [str(records)], [str(tiny_model.eval_csv)],
-                   model=ModelOptions("dnn", hidden_units=(8,)),
-                   run=RunOptions(max_steps=5, exports=(), warm_start_from=str(tiny_model.model_dir)))
+    result = train(
+        schema,
+        tmp_path / "m",
+        [str(records)],
+        [str(tiny_model.eval_csv)],
+        model=ModelOptions("dnn", hidden_units=(8,)),
+        run=RunOptions(max_steps=5, exports=(), warm_start_from=str(tiny_model.model_dir)),
+    )
     # Warm-started from a model trained 60 steps, 5 more steps keep its accuracy.
     assert result.metrics["accuracy"] >= tiny_model.result.metrics["accuracy"] - 0.1
 
@@ -159,9 +191,24 @@ def test_csv_missing_required_column_is_a_clear_error(tiny_model: Any, tmp_path:
 
 
 def test_cli_train_prints_summary_and_json(tiny_model: Any, tmp_path: Path) -> None:
-    args = ["train", "--schema", str(tiny_model.schema_path), "--train", str(tiny_model.train_csv),
-            "--eval", str(tiny_model.eval_csv), "--model-dir", str(tmp_path / "m"), "--model", "linear",
-            "--max-steps", "10", "--export", "final", "--json"]
+    args = [
+        "train",
+        "--schema",
+        str(tiny_model.schema_path),
+        "--train",
+        str(tiny_model.train_csv),
+        "--eval",
+        str(tiny_model.eval_csv),
+        "--model-dir",
+        str(tmp_path / "m"),
+        "--model",
+        "linear",
+        "--max-steps",
+        "10",
+        "--export",
+        "final",
+        "--json",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -172,10 +219,23 @@ def test_cli_train_prints_summary_and_json(tiny_model: Any, tmp_path: Path) -> N
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
-    (tmp_path / "s.json").write_text(json.dumps({"label": {"name": "y", "kind": "binary"},
-                                                 "features": [{"name": "x", "dtype": "double"}]}))
-    result = CliRunner().invoke(cli, ["train", "--schema", str(tmp_path / "s.json"), "--train", "a.csv",
-                                      "--eval", "b.csv", "--model-dir", str(tmp_path / "m")])
+    (tmp_path / "s.json").write_text(
+        json.dumps({"label": {"name": "y", "kind": "binary"}, "features": [{"name": "x", "dtype": "double"}]})
+    )
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--train",
+            "a.csv",
+            "--eval",
+            "b.csv",
+            "--model-dir",
+            str(tmp_path / "m"),
+        ],
+    )
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "Error: feature 'x': dtype 'double' is not one of ['float32', 'int64', 'string']"

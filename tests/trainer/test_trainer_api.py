@@ -5,13 +5,32 @@ from __future__ import annotations
 import tfship.trainer as trainer
 
 PUBLIC = {
-    "EXPORT_KINDS", "MODEL_KINDS", "ClusterConfigError", "ClusterError", "ClusterRun", "ClusterTask",
-    "InputOptions", "LocalCluster", "ModelOptions", "RunOptions", "Shard", "TRAINER_FILE", "TrainResult",
+    "EXPORT_KINDS",
+    "MODEL_KINDS",
+    "ClusterConfigError",
+    "ClusterError",
+    "ClusterRun",
+    "ClusterTask",
+    "InputOptions",
+    "LocalCluster",
+    "ModelOptions",
+    "RunOptions",
+    "Shard",
+    "TRAINER_FILE",
+    "TrainResult",
     "Watchdog",
     "build_columns",
-    "build_estimator", "build_keras_model", "build_head", "build_input_fn", "build_model_fn",
+    "build_estimator",
+    "build_keras_model",
+    "build_head",
+    "build_input_fn",
+    "build_model_fn",
     "make_tf_config",
-    "parse_tf_config", "read_tf_config", "read_trainer_file", "run_local_cluster", "train",
+    "parse_tf_config",
+    "read_tf_config",
+    "read_trainer_file",
+    "run_local_cluster",
+    "train",
 }
 
 

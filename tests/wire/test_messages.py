@@ -47,8 +47,12 @@ LEFT_OUT = {
     "tensorflow.serving.SessionRunResponse.metadata",
 }
 # Messages that tensorflow-serving-api does not ship: checked against classes built from TF Serving's sources.
-SERVER_BUILT = ["tensorflow.serving.SSLConfig", "tensorflow.serving.MonitoringConfig",
-                "tensorflow.serving.PrometheusConfig", "tensorflow.serving.BatchingParameters"]
+SERVER_BUILT = [
+    "tensorflow.serving.SSLConfig",
+    "tensorflow.serving.MonitoringConfig",
+    "tensorflow.serving.PrometheusConfig",
+    "tensorflow.serving.BatchingParameters",
+]
 
 
 def _our_messages() -> list[str]:
@@ -69,8 +73,11 @@ def _our_messages() -> list[str]:
 
 
 OURS = _our_messages()
-OFFICIAL_NAMES = [name for name in OURS if name not in SERVER_BUILT and
-                  not any(name.startswith(f"{built}.") for built in SERVER_BUILT)]
+OFFICIAL_NAMES = [
+    name
+    for name in OURS
+    if name not in SERVER_BUILT and not any(name.startswith(f"{built}.") for built in SERVER_BUILT)
+]
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +128,15 @@ _INT64_VALUE, _BOOL_VALUE = ".google.protobuf.Int64Value", ".google.protobuf.Boo
 # ssl_config.proto, monitoring_config.proto and session_bundle_config.proto of TF Serving 2.15.1
 _REFERENCE: dict[str, list[tuple[str, list[tuple[str, int, int, str | None]]]]] = {
     "SSLConfig": [
-        ("SSLConfig", [("server_key", 1, _STRING, None), ("server_cert", 2, _STRING, None),
-                       ("custom_ca", 3, _STRING, None), ("client_verify", 4, _BOOL, None)]),
+        (
+            "SSLConfig",
+            [
+                ("server_key", 1, _STRING, None),
+                ("server_cert", 2, _STRING, None),
+                ("custom_ca", 3, _STRING, None),
+                ("client_verify", 4, _BOOL, None),
+            ],
+        ),
     ],
     "MonitoringConfig": [
         ("PrometheusConfig", [("enable", 1, _BOOL, None), ("path", 2, _STRING, None)]),
@@ -130,17 +144,20 @@ _REFERENCE: dict[str, list[tuple[str, list[tuple[str, int, int, str | None]]]]] 
     ],
     # session_bundle_config.proto of TF Serving 2.15.1
     "BatchingParameters": [
-        ("BatchingParameters", [
-            ("max_batch_size", 1, _MESSAGE, _INT64_VALUE),
-            ("batch_timeout_micros", 2, _MESSAGE, _INT64_VALUE),
-            ("max_enqueued_batches", 3, _MESSAGE, _INT64_VALUE),
-            ("num_batch_threads", 4, _MESSAGE, _INT64_VALUE),
-            ("thread_pool_name", 5, _MESSAGE, ".google.protobuf.StringValue"),
-            ("allowed_batch_sizes", 6, _REPEATED_INT64, None),
-            ("pad_variable_length_inputs", 7, _BOOL, None),
-            ("enable_large_batch_splitting", 8, _MESSAGE, _BOOL_VALUE),
-            ("max_execution_batch_size", 9, _MESSAGE, _INT64_VALUE),
-        ]),
+        (
+            "BatchingParameters",
+            [
+                ("max_batch_size", 1, _MESSAGE, _INT64_VALUE),
+                ("batch_timeout_micros", 2, _MESSAGE, _INT64_VALUE),
+                ("max_enqueued_batches", 3, _MESSAGE, _INT64_VALUE),
+                ("num_batch_threads", 4, _MESSAGE, _INT64_VALUE),
+                ("thread_pool_name", 5, _MESSAGE, ".google.protobuf.StringValue"),
+                ("allowed_batch_sizes", 6, _REPEATED_INT64, None),
+                ("pad_variable_length_inputs", 7, _BOOL, None),
+                ("enable_large_batch_splitting", 8, _MESSAGE, _BOOL_VALUE),
+                ("max_execution_batch_size", 9, _MESSAGE, _INT64_VALUE),
+            ],
+        ),
     ],
 }
 
@@ -155,9 +172,15 @@ def _server_class(name: str) -> Any:
 
 def test_the_descriptor_set_declares_what_tfship_reads_and_writes() -> None:
     assert len(OURS) >= 140
-    for name in ["tensorflow.serving.PredictRequest", "tensorflow.SavedModel", "tensorflow.Example",
-                 "tensorflow.serving.PredictionLog", "tensorflow.serving.ModelServerConfig",
-                 "tensorflow.serving.SignatureDefMap", "tensorflow.serving.GetModelStatusResponse"]:
+    for name in [
+        "tensorflow.serving.PredictRequest",
+        "tensorflow.SavedModel",
+        "tensorflow.Example",
+        "tensorflow.serving.PredictionLog",
+        "tensorflow.serving.ModelServerConfig",
+        "tensorflow.serving.SignatureDefMap",
+        "tensorflow.serving.GetModelStatusResponse",
+    ]:
         assert name in OURS
 
 
@@ -203,8 +226,9 @@ def _compare_descriptors(ours: Any, theirs: Any, *, newer: bool = False) -> list
         other = theirs.fields_by_number.get(field.number)
         facts = _field_facts(field, oneof_name=not newer)
         if other is None or facts != _field_facts(other, oneof_name=not newer):
-            problems.append(f"{ours.full_name}.{field.name}: {facts} vs "
-                            f"{_field_facts(other) if other else None}")
+            problems.append(
+                f"{ours.full_name}.{field.name}: {facts} vs {_field_facts(other) if other else None}"
+            )
     for other in theirs.fields:
         if other.number not in ours.fields_by_number and other.full_name not in LEFT_OUT and not newer:
             problems.append(f"{other.full_name} is missing")
@@ -227,8 +251,11 @@ def test_what_is_left_out_is_exactly_the_session_run_options_and_metadata(offici
     left_out = set()
     for name in OFFICIAL_NAMES:
         ours = descriptor_pool().FindMessageTypeByName(name)
-        left_out |= {field.full_name for field in official.FindMessageTypeByName(name).fields
-                     if field.number not in ours.fields_by_number}
+        left_out |= {
+            field.full_name
+            for field in official.FindMessageTypeByName(name).fields
+            if field.number not in ours.fields_by_number
+        }
     if _newer_reference():  # and the fields added since 2.15
         assert LEFT_OUT <= left_out
     else:
@@ -236,9 +263,14 @@ def test_what_is_left_out_is_exactly_the_session_run_options_and_metadata(offici
 
 
 def test_top_level_enums_match(official: Any) -> None:
-    for name in ["tensorflow.DataType", "tensorflow.FullTypeId", "tensorflow.error.Code",
-                 "tensorflow.VariableSynchronization", "tensorflow.VariableAggregation",
-                 "tensorflow.serving.ModelType"]:
+    for name in [
+        "tensorflow.DataType",
+        "tensorflow.FullTypeId",
+        "tensorflow.error.Code",
+        "tensorflow.VariableSynchronization",
+        "tensorflow.VariableAggregation",
+        "tensorflow.serving.ModelType",
+    ]:
         ours = _values_of(descriptor_pool().FindEnumTypeByName(name))
         theirs = _values_of(official.FindEnumTypeByName(name))
         if _newer_reference():  # values added since 2.15 read as plain numbers
@@ -251,10 +283,14 @@ def test_the_messages_the_rest_api_prints_whole_have_no_scalar_with_presence() -
     # tfship serve writes model status and metadata with protobuf's JSON printer, unset fields
     # included as TF Serving prints them. protobuf 5.26 renamed that option and stopped printing
     # unset scalars with presence (proto2 optional); without any, every protobuf prints the same.
-    todo = [message_class(name).DESCRIPTOR for name in (
-        "tensorflow.serving.GetModelStatusResponse", "tensorflow.serving.ModelSpec",
-        "tensorflow.serving.SignatureDefMap",
-    )]
+    todo = [
+        message_class(name).DESCRIPTOR
+        for name in (
+            "tensorflow.serving.GetModelStatusResponse",
+            "tensorflow.serving.ModelSpec",
+            "tensorflow.serving.SignatureDefMap",
+        )
+    ]
     seen: set[str] = set()
     found = []
     while todo:
@@ -272,8 +308,10 @@ def test_the_messages_the_rest_api_prints_whole_have_no_scalar_with_presence() -
 
 @pytest.mark.parametrize("name", SERVER_BUILT)
 def test_the_server_config_messages_match_tf_servings_sources(name: str) -> None:
-    assert _compare_descriptors(descriptor_pool().FindMessageTypeByName(name),
-                                _server_class(name).DESCRIPTOR) == []
+    assert (
+        _compare_descriptors(descriptor_pool().FindMessageTypeByName(name), _server_class(name).DESCRIPTOR)
+        == []
+    )
 
 
 @pytest.mark.slow
@@ -322,22 +360,47 @@ def test_every_method_of_our_services_reaches_tf_servings_own_servicers(official
     finally:
         server.stop(None)
     assert seen == [method.input_type.full_name for method in calls]
-    assert [m.name for m in calls] == ["Classify", "Regress", "Predict", "MultiInference", "GetModelMetadata",
-                                       "GetModelStatus", "HandleReloadConfigRequest"]
+    assert [m.name for m in calls] == [
+        "Classify",
+        "Regress",
+        "Predict",
+        "MultiInference",
+        "GetModelMetadata",
+        "GetModelStatus",
+        "HandleReloadConfigRequest",
+    ]
 
 
 # ---------------------------------------------------------------- rich instances, byte for byte
 
 _SCALARS: dict[str, list[Any]] = {
-    "int32": [-7, 2**31 - 1], "int64": [-(2**40), 2**62], "sint64": [-12345, 2**50],
-    "uint32": [2**31 + 5, 1], "uint64": [2**63 + 9, 3], "fixed64": [2**60 + 1, 2],
+    "int32": [-7, 2**31 - 1],
+    "int64": [-(2**40), 2**62],
+    "sint64": [-12345, 2**50],
+    "uint32": [2**31 + 5, 1],
+    "uint64": [2**63 + 9, 3],
+    "fixed64": [2**60 + 1, 2],
     "fixed32": [2**32 - 1, 4],
-    "float": [1.5, -0.25], "double": [-2.25, 1e300], "bool": [True, True],
-    "string": ["n\u00e9ron", "b"], "bytes": [b"\x00\xff", b"z"],
+    "float": [1.5, -0.25],
+    "double": [-2.25, 1e300],
+    "bool": [True, True],
+    "string": ["n\u00e9ron", "b"],
+    "bytes": [b"\x00\xff", b"z"],
 }
-_TYPE_NAMES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 7: "fixed32",
-               8: "bool",
-               9: "string", 12: "bytes", 13: "uint32", 18: "sint64"}
+_TYPE_NAMES = {
+    1: "double",
+    2: "float",
+    3: "int64",
+    4: "uint64",
+    5: "int32",
+    6: "fixed64",
+    7: "fixed32",
+    8: "bool",
+    9: "string",
+    12: "bytes",
+    13: "uint32",
+    18: "sint64",
+}
 
 
 def _values(field: Any) -> list[Any]:
@@ -389,8 +452,11 @@ def _variants(descriptor: Any, depth: int = 3) -> int:
     widest = max([len(oneof.fields) for oneof in descriptor.oneofs] + [2])
     if depth == 0:
         return widest
-    nested = [_variants(field.message_type, depth - 1) for field in descriptor.fields
-              if field.message_type is not None and not field.message_type.GetOptions().map_entry]
+    nested = [
+        _variants(field.message_type, depth - 1)
+        for field in descriptor.fields
+        if field.message_type is not None and not field.message_type.GetOptions().map_entry
+    ]
     return max([widest] + nested)
 
 
@@ -598,8 +664,14 @@ def test_a_missing_descriptor_set_is_named_and_says_to_reinstall(tmp_path: Path)
         "try:\n    message_class('tensorflow.serving.ModelSpec')\n"
         "except TfshipError as exc:\n    print(exc)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+    )
     assert out.stdout.strip() == (
         f"tfship's message descriptors are missing ({DESCRIPTOR_SET} in tfship._wire): reinstall tfship"
     )
@@ -619,8 +691,13 @@ def test_one_class_per_message_across_threads() -> None:
 @pytest.mark.slow
 def test_the_shipped_descriptor_set_is_compiled_from_the_sources(tmp_path: Path) -> None:
     fresh = tmp_path / "descriptors.pb"
-    subprocess.run(["make", "-s", "protos", f"PROTOS_OUT={fresh}"], cwd=ROOT, check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        ["make", "-s", "protos", f"PROTOS_OUT={fresh}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     shipped = (ROOT / "src" / "tfship" / "_wire" / DESCRIPTOR_SET).read_bytes()
     assert fresh.read_bytes() == shipped, "the .proto sources changed: run `make protos` and commit"
     assert descriptor_set_bytes() == shipped

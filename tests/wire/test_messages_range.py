@@ -18,12 +18,24 @@ from tfship._wire import protos
 from venvs import ROOT, THIS, interpreters
 
 # the case -> (what pip installs, the version it must report)
-PROTOBUFS = {"3.20": ("protobuf==3.20.3", "3.20.3"), "5": ("protobuf>=5,<6", "5."),
-             "6": ("protobuf>=6,<7", "6."), "7": ("protobuf>=7,<8", "7.")}
+PROTOBUFS = {
+    "3.20": ("protobuf==3.20.3", "3.20.3"),
+    "5": ("protobuf>=5,<6", "5."),
+    "6": ("protobuf>=6,<7", "6."),
+    "7": ("protobuf>=7,<8", "7."),
+}
 # Python 3.9 runs protobuf 3.20 on its C++ backend (a wheel with the extension); newer Pythons run
 # 3.20 in pure Python and 4.21 and later on upb.
-CASES = [("3.9", "3.20"), (THIS, "3.20"), (THIS, "5"), (THIS, "6"), ("3.12", "6"), ("3.13", "3.20"),
-         ("3.13", "6"), ("3.13", "7")]
+CASES = [
+    ("3.9", "3.20"),
+    (THIS, "3.20"),
+    (THIS, "5"),
+    (THIS, "6"),
+    ("3.12", "6"),
+    ("3.13", "3.20"),
+    ("3.13", "6"),
+    ("3.13", "7"),
+]
 WIRE_DEPS = ["numpy", "orjson", "crc32c"]
 
 SCRIPT = r"""
@@ -95,8 +107,12 @@ def _venv(python: str, protobuf: str) -> Path:
     if not stamp.is_file() or stamp.read_text() != wanted:
         if not (venv / "bin" / "python").is_file():
             subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *wanted.split(" ")],
-                       check=True, timeout=600, capture_output=True)
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *wanted.split(" ")],
+            check=True,
+            timeout=600,
+            capture_output=True,
+        )
         stamp.write_text(wanted)
     return venv / "bin" / "python"
 
@@ -111,8 +127,13 @@ def test_messages_load_and_round_trip_without_tensorflow(python: str, protobuf: 
     reference = _reference_request()
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env["PYTHONPATH"] = str(ROOT / "src")
-    out = subprocess.run([str(_venv(python, protobuf)), "-c", SCRIPT, reference.hex()], env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(_venv(python, protobuf)), "-c", SCRIPT, reference.hex()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["python"] == python

@@ -23,9 +23,7 @@ from tfship._wire import (
     tensor_from_json,
 )
 
-FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (
-    1, 2, 3, 4, 7, 9, 10, 19, 22, 23
-)
+FLOAT, DOUBLE, INT32, UINT8, STRING, INT64, BOOL, HALF, UINT32, UINT64 = (1, 2, 3, 4, 7, 9, 10, 19, 22, 23)
 NAN, INF = float("nan"), float("inf")
 
 
@@ -70,32 +68,56 @@ def test_values_by_dtype(value: Any, dtype: int, expected: np.ndarray) -> None:
 @pytest.mark.parametrize(
     ("value", "dtype", "code", "message"),
     [
-        ([16777217], FLOAT, "INVALID_ARGUMENT",
-         "Cannot convert JSON value: 16777217 to float without loss of precision."),
-        ([2.5], INT32, "INVALID_ARGUMENT",
-         "JSON Value: 2.5 Type: Number is not of expected type: int32"),
-        ([2**31], INT32, "INVALID_ARGUMENT",
-         "JSON Value: 2147483648 Type: Number is not of expected type: int32"),
+        (
+            [16777217],
+            FLOAT,
+            "INVALID_ARGUMENT",
+            "Cannot convert JSON value: 16777217 to float without loss of precision.",
+        ),
+        ([2.5], INT32, "INVALID_ARGUMENT", "JSON Value: 2.5 Type: Number is not of expected type: int32"),
+        (
+            [2**31],
+            INT32,
+            "INVALID_ARGUMENT",
+            "JSON Value: 2147483648 Type: Number is not of expected type: int32",
+        ),
         ([1], BOOL, "INVALID_ARGUMENT", "JSON Value: 1 Type: Number is not of expected type: bool"),
-        ([-1], UINT32, "INVALID_ARGUMENT",
-         "JSON Value: -1 Type: Number is not of expected type: uint32"),
-        ([None], FLOAT, "INVALID_ARGUMENT",
-         "JSON Value: null Type: Null is not of expected type: float"),
+        ([-1], UINT32, "INVALID_ARGUMENT", "JSON Value: -1 Type: Number is not of expected type: uint32"),
+        ([None], FLOAT, "INVALID_ARGUMENT", "JSON Value: null Type: Null is not of expected type: float"),
         ([{"b64": "!!"}], STRING, "INVALID_ARGUMENT", "Unable to base64 decode"),
-        ([{"b64": 1}], STRING, "INVALID_ARGUMENT",
-         'JSON Value: {\n    "b64": 1\n} not formatted correctly for base64 data'),
+        (
+            [{"b64": 1}],
+            STRING,
+            "INVALID_ARGUMENT",
+            'JSON Value: {\n    "b64": 1\n} not formatted correctly for base64 data',
+        ),
         ([{"b64": "AA=="}], FLOAT, "INVALID_ARGUMENT", None),
-        ([0, -(2**63)], FLOAT, "INVALID_ARGUMENT",  # numpy's abs() of this int64 is itself
-         "Cannot convert JSON value: -9223372036854775808 to float without loss of precision."),
-        ([1.5, 2**53], DOUBLE, "INVALID_ARGUMENT",
-         "Cannot convert JSON value: 9007199254740992 to double without loss of precision."),
+        (
+            [0, -(2**63)],
+            FLOAT,
+            "INVALID_ARGUMENT",  # numpy's abs() of this int64 is itself
+            "Cannot convert JSON value: -9223372036854775808 to float without loss of precision.",
+        ),
+        (
+            [1.5, 2**53],
+            DOUBLE,
+            "INVALID_ARGUMENT",
+            "Cannot convert JSON value: 9007199254740992 to double without loss of precision.",
+        ),
         ([1.0], HALF, "UNIMPLEMENTED", "Conversion of JSON Value: 1.0 to type: half"),
-        ([[1], [1, 2]], FLOAT, "INVALID_ARGUMENT",
-         "Encountered list at unexpected size: 2 at level: 1 expected size: 1"),
-        ([1, [2]], FLOAT, "INVALID_ARGUMENT",
-         "Encountered list at unexpected level: 1 expected < 1"),
-        ([[1], 2], FLOAT, "INVALID_ARGUMENT",
-         "JSON Value: 2 found at incorrect level: 2 in the JSON DOM. Expected at level: 2"),
+        (
+            [[1], [1, 2]],
+            FLOAT,
+            "INVALID_ARGUMENT",
+            "Encountered list at unexpected size: 2 at level: 1 expected size: 1",
+        ),
+        ([1, [2]], FLOAT, "INVALID_ARGUMENT", "Encountered list at unexpected level: 1 expected < 1"),
+        (
+            [[1], 2],
+            FLOAT,
+            "INVALID_ARGUMENT",
+            "JSON Value: 2 found at incorrect level: 2 in the JSON DOM. Expected at level: 2",
+        ),
     ],
 )
 def test_value_errors(value: Any, dtype: int, code: str, message: str | None) -> None:
@@ -110,12 +132,9 @@ def test_value_errors(value: Any, dtype: int, code: str, message: str | None) ->
     ("body", "message"),
     [
         (b"{bad", "JSON Parse error: Missing a name for object member. at offset: 1"),
-        (b'{"a": [1 2]}', "JSON Parse error: Missing a comma or ']' after an array element. "
-                          "at offset: 9"),
-        (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member. "
-                             "at offset: 8"),
-        (b"{} x", "JSON Parse error: The document root must not be followed by other values. "
-                  "at offset: 3"),
+        (b'{"a": [1 2]}', "JSON Parse error: Missing a comma or ']' after an array element. at offset: 9"),
+        (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member. at offset: 8"),
+        (b"{} x", "JSON Parse error: The document root must not be followed by other values. at offset: 3"),
         (b"[1]", "JSON Value: [\n    1\n] Is not object"),
     ],
 )
@@ -165,13 +184,16 @@ def test_uint8_values_wrap_as_the_cpp_cast_does() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b'{"inputs": [[1.0, true]]}',
-         "JSON Value: true Type: True is not of expected type: float"),
-        (b'{"inputs": [[1.5, 16777217]]}',
-         "Cannot convert JSON value: 16777217 to float without loss of precision."),
-        (b'{"instances": [[1.0, 2.0], [3.0]]}',
-         "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: "
-         "Expecting tensor size: 2 but got: 1"),
+        (b'{"inputs": [[1.0, true]]}', "JSON Value: true Type: True is not of expected type: float"),
+        (
+            b'{"inputs": [[1.5, 16777217]]}',
+            "Cannot convert JSON value: 16777217 to float without loss of precision.",
+        ),
+        (
+            b'{"instances": [[1.0, 2.0], [3.0]]}',
+            "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: "
+            "Expecting tensor size: 2 but got: 1",
+        ),
     ],
 )
 def test_what_numpy_cannot_tell_goes_to_the_exact_rules(body: bytes, message: str) -> None:
@@ -192,9 +214,18 @@ def test_row_objects_are_stacked_per_input() -> None:
 # numbers and layout of answers ------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("value", "single", "text"),
-    [(1.0, True, "1.0"), (0.1, True, "0.1"), (0.1, False, "0.1"), (1e-5, True, "1e-05"),
-     (float("nan"), True, "NaN"), (float("-inf"), False, "-Infinity"), (3e20, True, "3e+20"),
-     (0.1234567, True, "0.123456702"), (1e6, False, "1e+06"), (-7.0, False, "-7.0")],
+    [
+        (1.0, True, "1.0"),
+        (0.1, True, "0.1"),
+        (0.1, False, "0.1"),
+        (1e-5, True, "1e-05"),
+        (float("nan"), True, "NaN"),
+        (float("-inf"), False, "-Infinity"),
+        (3e20, True, "3e+20"),
+        (0.1234567, True, "0.123456702"),
+        (1e6, False, "1e+06"),
+        (-7.0, False, "-7.0"),
+    ],
 )
 def test_decimal_format(value: float, single: bool, text: str) -> None:
     assert format_decimal(value, single) == text
@@ -217,17 +248,19 @@ def write_decimal(value: float, single: bool) -> str:
 def test_vectorised_decimals_match_write_decimal(dtype: Any) -> None:
     rng = np.random.default_rng(7)
     width = np.dtype(dtype).itemsize
-    values = np.concatenate([
-        np.frombuffer(rng.bytes(4000 * width), dtype),  # every bit pattern: tiny, huge, NaN
-        rng.random(2000).astype(dtype),
-        (rng.integers(-10**7, 10**7, 2000) / 100).astype(dtype),
-        rng.integers(-2**30, 2**30, 2000).astype(dtype),
-        np.array([0.0, -0.0, 1e6, 999999.5, 1e-5, 1e-4, 123456.5, 16777216.0], dtype),
-    ])
+    values = np.concatenate(
+        [
+            np.frombuffer(rng.bytes(4000 * width), dtype),  # every bit pattern: tiny, huge, NaN
+            rng.random(2000).astype(dtype),
+            (rng.integers(-(10**7), 10**7, 2000) / 100).astype(dtype),
+            rng.integers(-(2**30), 2**30, 2000).astype(dtype),
+            np.array([0.0, -0.0, 1e6, 999999.5, 1e-5, 1e-4, 123456.5, 16777216.0], dtype),
+        ]
+    )
     out = json.loads(predict_json({"y": (values, FLOAT if dtype == np.float32 else DOUBLE)}, "row"))
     assert len(out["predictions"]) == values.size
     text = predict_json({"y": (values, FLOAT if dtype == np.float32 else DOUBLE)}, "row")
-    written = text[len('{\n    "predictions": ['):-len("\n    ]\n}")].split(", ")
+    written = text[len('{\n    "predictions": [') : -len("\n    ]\n}")].split(", ")
     assert written == [write_decimal(v, dtype == np.float32) for v in values.tolist()]
     # few values take a plain loop; it must write the same
     assert written[:3000] == [format_decimal(v, dtype == np.float32) for v in values[:3000]]
@@ -248,11 +281,14 @@ def test_row_format_is_written_as_tf_servings_pretty_writer() -> None:
 
 
 def test_columnar_format_and_other_dtypes() -> None:
-    out = predict_json({
-        "b": (np.array([True, False]), BOOL),
-        "i": (np.array([[-(2**63)]], np.int64), INT64),
-        "s": (np.array(b'say "hi"\n', dtype=object), STRING),
-    }, "columnar")
+    out = predict_json(
+        {
+            "b": (np.array([True, False]), BOOL),
+            "i": (np.array([[-(2**63)]], np.int64), INT64),
+            "s": (np.array(b'say "hi"\n', dtype=object), STRING),
+        },
+        "columnar",
+    )
     assert out == (
         '{\n    "outputs": {\n        "b": [\n            true,\n            false\n        ],\n'
         '        "i": [\n            [\n                -9223372036854775808\n            ]\n'

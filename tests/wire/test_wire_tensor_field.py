@@ -29,9 +29,22 @@ from tfship._wire import (
 
 # DataType number -> numpy dtype, every type AsProtoField writes a typed field for.
 DTYPES: dict[int, Any] = {
-    1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8,
-    7: object, 8: np.complex64, 9: np.int64, 10: np.bool_, 14: ml_dtypes.bfloat16,
-    17: np.uint16, 18: np.complex128, 19: np.float16, 22: np.uint32, 23: np.uint64,
+    1: np.float32,
+    2: np.float64,
+    3: np.int32,
+    4: np.uint8,
+    5: np.int16,
+    6: np.int8,
+    7: object,
+    8: np.complex64,
+    9: np.int64,
+    10: np.bool_,
+    14: ml_dtypes.bfloat16,
+    17: np.uint16,
+    18: np.complex128,
+    19: np.float16,
+    22: np.uint32,
+    23: np.uint64,
 }
 SHAPES = [(), (0,), (3, 0), (1,), (5,), (2, 3), (130,)]
 
@@ -60,8 +73,9 @@ def values_of(enum: int, shape: tuple[int, ...], seed: int) -> np.ndarray:
     count = int(np.prod(shape))
     dtype = np.dtype(DTYPES[enum])
     if enum == 7:
-        return np.array([bytes(rng.integers(0, 256, i % 4)) for i in range(count)],
-                        dtype=object).reshape(shape)
+        return np.array([bytes(rng.integers(0, 256, i % 4)) for i in range(count)], dtype=object).reshape(
+            shape
+        )
     if enum == 10:
         return rng.integers(0, 2, count).astype(bool).reshape(shape)
     if dtype.kind in "iu":
@@ -101,8 +115,9 @@ def test_scalar_outputs_carry_an_empty_shape(tf: Any) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.sampled_from([np.float32, np.int32, np.int64, np.uint8, np.bool_, np.float16])
-    .flatmap(lambda d: hnp.arrays(d, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0)))
+    st.sampled_from([np.float32, np.int32, np.int64, np.uint8, np.bool_, np.float16]).flatmap(
+        lambda d: hnp.arrays(d, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0))
+    )
 )
 def test_tensorflow_reads_what_we_write(tf: Any, array: np.ndarray) -> None:
     data = encode_tensor_field(array)
@@ -113,9 +128,11 @@ def test_tensorflow_reads_what_we_write(tf: Any, array: np.ndarray) -> None:
 def test_predict_response_of_encoded_outputs() -> None:
     spec = protos().model_pb2.ModelSpec(name="m", signature_name="serving_default")
     spec.version.value = 3
-    outputs = [("y", np.arange(6, dtype=np.int64).reshape(2, 3), None),
-               ("s", np.array([b"a", b"bc"], dtype=object), 7),
-               ("f", np.linspace(0, 1, 300, dtype=np.float32), None)]
+    outputs = [
+        ("y", np.arange(6, dtype=np.int64).reshape(2, 3), None),
+        ("s", np.array([b"a", b"bc"], dtype=object), 7),
+        ("f", np.linspace(0, 1, 300, dtype=np.float32), None),
+    ]
     data = encode_predict_response(outputs, spec.SerializeToString())
     message = protos().predict_pb2.PredictResponse.FromString(data)
     assert message.model_spec == spec

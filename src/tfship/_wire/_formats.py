@@ -101,7 +101,12 @@ DATATYPES: dict[int, DataType] = {
 }
 # Types with no values to carry: named, never encoded.
 _OTHER_NAMES = {
-    0: "invalid", 20: "resource", 21: "variant", 24: "float8_e5m2", 25: "float8_e4m3fn", 29: "int4",
+    0: "invalid",
+    20: "resource",
+    21: "variant",
+    24: "float8_e5m2",
+    25: "float8_e4m3fn",
+    29: "int4",
     30: "uint4",
 }
 # A reference type (a TF1 graph's variables) is its value type's number plus this.

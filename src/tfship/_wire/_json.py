@@ -173,9 +173,7 @@ def _parse_slowly(body: bytes) -> Any:
     try:
         doc = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise JsonError(
-            f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
-        ) from None
+        raise JsonError(f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise JsonError(f"JSON Parse error: {_rapidjson_text(exc)} at offset: {exc.pos}") from None
     at = _lone_surrogate(body)  # json takes "\ud800"; no UTF-8 text can hold it
@@ -306,8 +304,7 @@ def _check_value(value: Any, dtype: int) -> Any:
         digits, largest, name = (24, _FLOAT_MAX, "float") if dtype == 1 else (53, _DOUBLE_MAX, "double")
         if not _lossless(value, digits, largest):
             raise JsonError(
-                f"Cannot convert JSON value: {error_json_text(value)} to {name} without loss of "
-                "precision."
+                f"Cannot convert JSON value: {error_json_text(value)} to {name} without loss of precision."
             )
         return float(value)
     if dtype == DT_STRING:
@@ -485,15 +482,12 @@ def _instances_exact(
                 )
         else:
             if isinstance(item, dict) and not is_b64(item):
-                raise JsonError(
-                    f"Expecting value/list but got object at item {index} of input list"
-                )
+                raise JsonError(f"Expecting value/list but got object at item {index} of input list")
             try:
                 _instance_item(item, names[0], infos, parts)
             except JsonError as exc:
                 raise JsonError(
-                    f"Failed to process element: {index} of 'instances' list. Error: "
-                    + exc.status_text()
+                    f"Failed to process element: {index} of 'instances' list. Error: " + exc.status_text()
                 ) from None
     return {name: np.stack(arrays) for name, arrays in parts.items()}
 
@@ -510,9 +504,7 @@ def _instance_item(
         if first.size != array.size:
             raise JsonError(f"Expecting tensor size: {first.size} but got: {array.size}")
         if first.shape != array.shape:
-            raise JsonError(
-                f"Expecting shape [{_sizes(first.shape)}] but got: [{_sizes(array.shape)}]"
-            )
+            raise JsonError(f"Expecting shape [{_sizes(first.shape)}] but got: [{_sizes(array.shape)}]")
     seen.append(array)
 
 
@@ -532,9 +524,7 @@ def _columns(value: Any, infos: Mapping[str, int], bool_free: bool) -> dict[str,
             if name not in value:
                 raise JsonError(f"Missing named input: {name} in 'inputs' object.")
             selected[name] = value[name]
-    return {
-        name: tensor_from_json(item, infos[name], bool_free) for name, item in selected.items()
-    }
+    return {name: tensor_from_json(item, infos[name], bool_free) for name, item in selected.items()}
 
 
 def predict_inputs_from_json(
@@ -559,9 +549,7 @@ def predict_inputs_from_json(
                 "'inputs' or 'instances' keys to exist "
             )
         if not isinstance(doc["instances"], list):
-            raise JsonError(
-                f"JSON Value: {error_json_text(doc)} Excepting 'instances' to be an list/array"
-            )
+            raise JsonError(f"JSON Value: {error_json_text(doc)} Excepting 'instances' to be an list/array")
         if not doc["instances"]:
             raise JsonError(f"JSON Value: {error_json_text(doc)} No values in 'instances' array")
         return _instances(doc["instances"], infos, bool_free), ROW
@@ -747,8 +735,7 @@ def predict_json(outputs: Mapping[str, tuple[NDArray[Any], int]], form: str) -> 
             raise JsonError(f"Tensor name: {name} has no shape information ")
         if batch >= 0 and array.shape[0] != batch:
             raise JsonError(
-                f"Tensor name: {name} has inconsistent batch size: {array.shape[0]} expecting: "
-                f"{batch}"
+                f"Tensor name: {name} has inconsistent batch size: {array.shape[0]} expecting: {batch}"
             )
         batch = array.shape[0]
     close = "\n    ]\n}" if batch else "]\n}"
@@ -778,7 +765,7 @@ def _row_objects(named: list[tuple[str, tuple[NDArray[Any], int]]], batch: int) 
     values: list[str] = []
     for index in range(batch):  # one slice per output and item, never per value
         for column, size in zip(texts, sizes):
-            values += column[index * size:(index + 1) * size]
+            values += column[index * size : (index + 1) * size]
     return ", ".join([item] * batch) % tuple(values)
 
 

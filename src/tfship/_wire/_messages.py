@@ -62,8 +62,7 @@ def descriptor_set_bytes() -> bytes:
         return resource.read_bytes()
     except OSError as exc:
         raise TfshipError(
-            f"tfship's message descriptors are missing ({DESCRIPTOR_SET} in tfship._wire): "
-            "reinstall tfship"
+            f"tfship's message descriptors are missing ({DESCRIPTOR_SET} in tfship._wire): reinstall tfship"
         ) from exc
 
 

@@ -313,9 +313,7 @@ def decode_tensor(proto: Any) -> np.ndarray[Any, Any]:
         # repeated field value by value.
         if len(getattr(proto, entry.field)) > 64:
             return decode_tensor(proto.SerializeToString())
-    shape = _valid_shape(
-        [int(d.size) for d in proto.tensor_shape.dim], enum
-    )
+    shape = _valid_shape([int(d.size) for d in proto.tensor_shape.dim], enum)
     return _from_fields(enum, shape, proto)
 
 
@@ -330,9 +328,7 @@ def _valid_shape(dims: Sequence[int], enum: int) -> tuple[int, ...]:
         raise TensorDecodeError(f"tensor shape {list(dims)} has too many elements")
     itemsize = 8 if dtype.kind == "O" else dtype.itemsize
     if count * itemsize > _MAX_DECODED_BYTES:
-        raise TensorDecodeError(
-            f"tensor shape {list(dims)} of {dtype_name(enum)} needs more than 2 GiB"
-        )
+        raise TensorDecodeError(f"tensor shape {list(dims)} of {dtype_name(enum)} needs more than 2 GiB")
     return tuple(dims)
 
 
@@ -566,9 +562,7 @@ def _decode_scanned(buf: memoryview, info: _Scanned) -> np.ndarray[Any, Any]:
     return _fill(flat, _count(shape), dtype).reshape(shape)
 
 
-def _from_varints(
-    values: np.ndarray[Any, Any], enum: int, dtype: np.dtype[Any]
-) -> np.ndarray[Any, Any]:
+def _from_varints(values: np.ndarray[Any, Any], enum: int, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """Typed values from raw varints, cut to the field's width as protobuf and TF do."""
     if enum == 10:  # bool
         flags: np.ndarray[Any, Any] = values != 0
@@ -673,9 +667,7 @@ def _alias_key(alias: str) -> bytes:
 
 def _shape_bytes(shape: Sequence[int]) -> bytes:
     # TensorShapeProto.dim (2) of Dim.size (1); a size of 0 is proto3's default: not written.
-    dims = b"".join(
-        _length_delimited(2, b"\x08" + _varint_bytes(size) if size else b"") for size in shape
-    )
+    dims = b"".join(_length_delimited(2, b"\x08" + _varint_bytes(size) if size else b"") for size in shape)
     return _length_delimited(2, dims)
 
 
@@ -688,9 +680,7 @@ def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> Any:
     if enum == 10:
         return flat.astype(np.uint8).tobytes()  # varints 0 and 1 are one byte each
     if entry.field == "half_val":
-        bits = flat.view(np.uint16) if flat.dtype.itemsize == 2 else flat.astype(np.float16).view(
-            np.uint16
-        )
+        bits = flat.view(np.uint16) if flat.dtype.itemsize == 2 else flat.astype(np.float16).view(np.uint16)
         return _encode_varints(bits.astype(np.uint64))
     if entry.field in ("int_val", "int64_val"):
         # negative int32 and int64 values travel as 10-byte two's complement varints
@@ -698,8 +688,7 @@ def _packed_payload(flat: np.ndarray[Any, Any], enum: int) -> Any:
     return _encode_varints(flat.astype(np.uint64))
 
 
-_FIXED_WIRE = {"float_val": "<f4", "double_val": "<f8", "scomplex_val": "<c8",
-               "dcomplex_val": "<c16"}
+_FIXED_WIRE = {"float_val": "<f4", "double_val": "<f8", "scomplex_val": "<c8", "dcomplex_val": "<c16"}
 _PACKED_TAGS = {name: _key(number, 2) for name, number in _FIELD_NUMBERS.items()}
 # PredictResponse.outputs (1) entries, and an entry's value (2)
 _MAP_ENTRY, _MAP_VALUE = _key(1, 2), _key(2, 2)
@@ -751,9 +740,7 @@ def encode_tensor_field(array: Any, enum: int | None = None) -> bytes:
     return b"".join(_tensor_parts(array, enum))
 
 
-def encode_predict_response(
-    outputs: Iterable[tuple[str, Any, int | None]], model_spec: bytes
-) -> bytes:
+def encode_predict_response(outputs: Iterable[tuple[str, Any, int | None]], model_spec: bytes) -> bytes:
     """A serialized ``PredictResponse``: each output (alias, values, DataType or None) as
     :func:`encode_tensor_field` writes it, and the serialized ``ModelSpec``.
 
@@ -829,4 +816,3 @@ def _scan_map_entry(buf: memoryview, start: int, end: int) -> tuple[str, _Scanne
         elif number == 2 and wire == 2:
             tensor = _scan_tensor(buf, a, b)
     return key, tensor
-

@@ -45,6 +45,7 @@ def fmt(value: float | None) -> str:
     """A metric value as it appears in log lines (6 significant digits)."""
     return "none" if value is None else f"{value:.6g}"
 
+
 @dataclass(frozen=True)
 class EvalRecord:
     """The metrics of one evaluation at one global step.

@@ -854,6 +854,7 @@ def _callable_name(fn: Callable[..., Any]) -> str:
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     return str(name) if name else type(fn).__qualname__
 
+
 def _num(value: Any) -> float | None:
     try:
         return float(value)
@@ -917,11 +918,7 @@ def standard_exporters(
     rec = build_receiver(source, receiver)
     made: list[Any] = []
     if "best" in wanted:
-        made.append(
-            BestExporter(
-                "best", rec, exports_to_keep=keep_best, metric=metric, mode=mode, **options
-            )
-        )
+        made.append(BestExporter("best", rec, exports_to_keep=keep_best, metric=metric, mode=mode, **options))
     if "latest" in wanted:
         made.append(LatestExporter("latest", rec, exports_to_keep=keep_latest, **options))
     if "final" in wanted:

@@ -20,7 +20,6 @@ from tfship.errors import ExportError
 logger = logging.getLogger("tfship.exporters")
 
 
-
 @dataclass(frozen=True)
 class SignatureReport:
     """Which signatures an export wrote and which it excluded, with the reasons.

@@ -24,7 +24,6 @@ from tfship.records import ByFields, BySchema, Typing, parse_spec_fields, to_exa
 logger = logging.getLogger("tfship.exporters")
 
 
-
 def build_warmup_logs(
     records: Iterable[Any],
     signature: Any,

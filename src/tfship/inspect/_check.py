@@ -283,7 +283,8 @@ def newer_op_problems(mg: MetaGraphInfo, table: OpTable | None = None) -> list[s
         if names is None:
             continue
         extra = sorted(
-            a for a, value in node.attr.items()
+            a
+            for a, value in node.attr.items()
             if not a.startswith("_") and a not in names and defaults.get((node.op, a)) != value
         )
         if extra:
@@ -389,7 +390,8 @@ def describe_newer_ops(problems: list[str], table: OpTable | None = None) -> str
     stablehlo = [p for p in problems if p.startswith(_NEWER_STABLEHLO)]
     if len(stablehlo) == len(problems):  # a JAX export whose ops this TensorFlow knows
         return (
-            f"{table.name} cannot deserialize this graph's StableHLO: " + "; ".join(problems)
+            f"{table.name} cannot deserialize this graph's StableHLO: "
+            + "; ".join(problems)
             + f"; export it with a JAX and Keras whose StableHLO {table.name} reads "
             f"(v{table.stablehlo_max_version} or older), or with Keras's TensorFlow backend "
             "(KERAS_BACKEND=tensorflow), or serve it with a newer TensorFlow that reads its StableHLO"
@@ -398,8 +400,11 @@ def describe_newer_ops(problems: list[str], table: OpTable | None = None) -> str
         f"{table.name} cannot run ops of a newer one: "
         + "; ".join(problems)
         + "; re-export with Keras's TensorFlow backend (KERAS_BACKEND=tensorflow), "
-        + ("or serve with a TensorFlow that knows these ops and reads this StableHLO" if stablehlo
-           else "or serve with a TensorFlow that knows these ops")
+        + (
+            "or serve with a TensorFlow that knows these ops and reads this StableHLO"
+            if stablehlo
+            else "or serve with a TensorFlow that knows these ops"
+        )
     )
 
 
@@ -419,7 +424,8 @@ def _check_stablehlo(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -> 
     unreadable = sorted({(name, why) for name, why in found if isinstance(why, str)})
     for name, why in unreadable[:20]:
         report.add(
-            "stablehlo", "warning",
+            "stablehlo",
+            "warning",
             f"cannot judge XlaCallModule {name!r}: {why}, so which StableHLO it needs is unknown; "
             "run it on the TensorFlow that will serve it",
         )
@@ -430,14 +436,16 @@ def _check_stablehlo(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -> 
     reads = table.stablehlo_max_version
     if reads is None:
         report.add(
-            "stablehlo", "warning",
+            "stablehlo",
+            "warning",
             f"cannot judge the StableHLO of XlaCallModule ({written}): tfship's table for "
             f"{table.name} does not record which StableHLO it deserializes; run it on that "
             "TensorFlow to find out",
         )
     elif versions[-1] <= _version_tuple(reads):
         report.add(
-            "stablehlo", "ok",
+            "stablehlo",
+            "ok",
             f"XlaCallModule holds StableHLO {written}; {table.name} deserializes up to v{reads}",
         )
 

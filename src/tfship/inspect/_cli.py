@@ -32,9 +32,9 @@ def _emit_json(data: Any) -> None:
 
 def _path_or_dir(command: _F) -> _F:
     """The optional PATH argument and its ``--dir`` spelling; ``_path_argument`` picks one."""
-    command = click.option(
-        "--dir", "dir_", metavar="PATH", help="The SavedModel directory (like PATH)."
-    )(command)
+    command = click.option("--dir", "dir_", metavar="PATH", help="The SavedModel directory (like PATH).")(
+        command
+    )
     return click.argument("path", required=False)(command)
 
 

@@ -331,8 +331,12 @@ def _arguments(saved: Any, function: str) -> tuple[Any, Any]:
     signature = decode(saved.canonicalized_input_signature)
     if not signature:
         return (), {}
-    if not (isinstance(signature, tuple) and len(signature) == 2
-            and isinstance(signature[0], (list, tuple)) and isinstance(signature[1], dict)):
+    if not (
+        isinstance(signature, tuple)
+        and len(signature) == 2
+        and isinstance(signature[0], (list, tuple))
+        and isinstance(signature[1], dict)
+    ):
         raise _Unreadable(f"the input signature of {function!r} is not a pair of arguments and keywords")
     return signature
 

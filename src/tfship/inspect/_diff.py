@@ -152,9 +152,7 @@ def _compare_feature(report: DiffReport, at: str, a: FeatureSpecEntry, b: Featur
         report.add("feature_type_changed", at, True, f"{a.kind} {a.dtype} -> {b.kind} {b.dtype}")
         return  # shape and default of a different kind of feature say nothing more
     if a.shape != b.shape:
-        report.add(
-            "feature_shape_changed", at, True, f"shape {shape_text(a.shape)} -> {shape_text(b.shape)}"
-        )
+        report.add("feature_shape_changed", at, True, f"shape {shape_text(a.shape)} -> {shape_text(b.shape)}")
     if a.default != b.default:
         report.add(
             "feature_default_changed",

@@ -54,9 +54,7 @@ _PASS_THROUGH = ("Identity", "PlaceholderWithDefault", "Reshape", "Squeeze", "Ex
 _FORWARDING = ("Identity", "Reshape")
 
 
-def recover_feature_spec(
-    signature: _Signature, meta_graph: _Graph
-) -> dict[str, FeatureSpecEntry] | None:
+def recover_feature_spec(signature: _Signature, meta_graph: _Graph) -> dict[str, FeatureSpecEntry] | None:
     """Return the feature spec of a signature whose one string input is parsed, else ``None``.
 
     Example, for an Estimator's parsing export with a float feature ``age`` of shape ``[1]``::

@@ -265,8 +265,13 @@ def _built_table(version: str) -> OpTable:
     except TfshipError as exc:
         log.warning("%s; building it again", exc)
     text = _build_from_registry(version, cached)
-    table = _parse(text, f"the op table built from TensorFlow {version}", version,
-                   remedy="its metadata and its module disagree: reinstall TensorFlow", built=str(cached))
+    table = _parse(
+        text,
+        f"the op table built from TensorFlow {version}",
+        version,
+        remedy="its metadata and its module disagree: reinstall TensorFlow",
+        built=str(cached),
+    )
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(cached, text)
@@ -278,8 +283,11 @@ def _built_table(version: str) -> OpTable:
 
 def _build_from_registry(version: str, cached: Path) -> bytes:
     """``python -m tfship.inspect._opdefs_gen`` in a child process: this one never imports TensorFlow."""
-    log.info("tfship has no op table for TensorFlow %s: building one from its op registry, once, "
-             "kept in %s", version, cached)
+    log.info(
+        "tfship has no op table for TensorFlow %s: building one from its op registry, once, kept in %s",
+        version,
+        cached,
+    )
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     with tempfile.TemporaryDirectory(prefix="tfship-opdefs-") as workdir:
         out = Path(workdir) / table_file(version)
@@ -303,8 +311,10 @@ def _build_from_registry(version: str, cached: Path) -> bytes:
 def _interpreter_flags() -> list[str]:
     """This interpreter's flags that choose what it imports, so the child sees the same TensorFlow."""
     flags = (
-        ("-I", sys.flags.isolated), ("-E", sys.flags.ignore_environment),
-        ("-s", sys.flags.no_user_site), ("-S", sys.flags.no_site),
+        ("-I", sys.flags.isolated),
+        ("-E", sys.flags.ignore_environment),
+        ("-s", sys.flags.no_user_site),
+        ("-S", sys.flags.no_site),
     )
     return [flag for flag, on in flags if on]
 

@@ -21,6 +21,7 @@ from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
 SAVED_MODEL_PB = "saved_model.pb"
 SAVED_MODEL_PBTXT = "saved_model.pbtxt"
 
+
 class SignatureInfo:
     """One SignatureDef of a MetaGraph.
 

@@ -262,8 +262,11 @@ def _classify_or_regress(
             "feature spec could not be recovered from the graph; no example request can be built",
         )
     pb = protos()
-    request = (pb.classification_pb2.ClassificationRequest() if sig.method_name == CLASSIFY_METHOD
-               else pb.regression_pb2.RegressionRequest())
+    request = (
+        pb.classification_pb2.ClassificationRequest()
+        if sig.method_name == CLASSIFY_METHOD
+        else pb.regression_pb2.RegressionRequest()
+    )
     request.model_spec.name = model
     request.model_spec.signature_name = sig.key
     for _ in range(batch):
@@ -391,9 +394,7 @@ def write_warmup(path: str | os.PathLike[str], requests: Iterable[ExampleRequest
             records.append(bytes(r.SerializeToString(deterministic=True)))
         else:
             kind = getattr(getattr(r, "DESCRIPTOR", None), "full_name", type(r).__name__)
-            raise InputError(
-                f"warmup request {index} is a {kind}, not a PredictionLog or ExampleRequest"
-            )
+            raise InputError(f"warmup request {index} is a {kind}, not a PredictionLog or ExampleRequest")
     return write_tfrecord_file(path, records)
 
 

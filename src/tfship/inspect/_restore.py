@@ -25,8 +25,7 @@ _INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op", "saved_model_legac
 
 #: What to do about such an export, for every message that names the defect.
 REMEDY = (
-    "this export's signatures read variables its restore step never writes; "
-    "re-export with model.export()"
+    "this export's signatures read variables its restore step never writes; re-export with model.export()"
 )
 
 
@@ -84,9 +83,7 @@ def unrestored_variables(mg: MetaGraphInfo) -> dict[str, list[str]]:
             continue
         outputs = [node_name(name) for t in sig.outputs.values() for name in _tensor_names(t)]
         read = _reachable(nodes, outputs)
-        lost = sorted(
-            _variable_name(nodes[n]) for n in read - written if nodes[n].op in VARIABLE_OPS
-        )
+        lost = sorted(_variable_name(nodes[n]) for n in read - written if nodes[n].op in VARIABLE_OPS)
         if lost:
             found[key] = lost
     return found

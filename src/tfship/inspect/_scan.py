@@ -17,10 +17,16 @@ DEFAULT_DENYLIST: frozenset[str] = frozenset({"ReadFile", "WriteFile", "PrintV2"
 #: print to a file) or run Python code. ``promote`` and ``inspect check --run`` refuse to load
 #: an export that uses one unless it is allowed by name (``--allow-op``): loading runs the
 #: export's init ops, and a request runs its signatures.
-HOST_EFFECT_OPS: frozenset[str] = DEFAULT_DENYLIST | frozenset({
-    "PyFunc", "PyFuncStateless", "EagerPyFunc", "MatchingFiles", "CreateSummaryFileWriter",
-    "DatasetToTFRecord",
-})
+HOST_EFFECT_OPS: frozenset[str] = DEFAULT_DENYLIST | frozenset(
+    {
+        "PyFunc",
+        "PyFuncStateless",
+        "EagerPyFunc",
+        "MatchingFiles",
+        "CreateSummaryFileWriter",
+        "DatasetToTFRecord",
+    }
+)
 
 
 class DenylistedOpError(VerdictError):
@@ -74,8 +80,10 @@ def host_effects_refusal(ops: Iterable[str]) -> str:
     names = sorted(ops)
     flags = " ".join(f"--allow-op {name}" for name in names)
     what = "an op" if len(names) == 1 else "ops"
-    return (f"uses {', '.join(names)}, {what} with side effects on the host: refused before "
-            f"loading (allow {'it' if len(names) == 1 else 'them'} with {flags})")
+    return (
+        f"uses {', '.join(names)}, {what} with side effects on the host: refused before "
+        f"loading (allow {'it' if len(names) == 1 else 'them'} with {flags})"
+    )
 
 
 def scan_saved_model(

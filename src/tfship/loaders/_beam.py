@@ -85,9 +85,6 @@ def pipeline_options(options: Sequence[str]) -> Any:
     return PipelineOptions(flags)
 
 
-
-
-
 # -- per-row steps (module level: Beam pickles them) --------------------------------------------
 
 
@@ -123,8 +120,7 @@ def read_rows(
                 yield (index, line), {"serialized": data, "source": path, "text": None}
             continue
         columns = {
-            k: (v.to_pylist() if hasattr(v, "to_pylist") else list(v))
-            for k, v in chunk.columns.items()
+            k: (v.to_pylist() if hasattr(v, "to_pylist") else list(v)) for k, v in chunk.columns.items()
         }
         for i, line in enumerate(chunk.lines.tolist()):
             row = {k: (None if _is_sentinel(v[i]) else v[i]) for k, v in columns.items()}
@@ -263,8 +259,12 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
         view = output_view(adapter.sig, chosen, fmt)
         preparer = ChunkPreparer(
-            adapter, spec.keep_columns, False, spec.csv_missing,
-            fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
+            adapter,
+            spec.keep_columns,
+            False,
+            spec.csv_missing,
+            fill_missing_columns=spec.fill_missing_columns,
+            ignore_unknown=spec.ignore_unknown,
         )
         for path in files:
             preparer.check_file(path)
@@ -288,16 +288,10 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
                 "rejects", main="rows"
             )
         )
-        converted = (
-            read.rows
-            | "Convert"
-            >> beam.FlatMap(convert_row, fields, keep, parsing, spec.csv_missing).with_outputs(
-                "rejects", main="rows"
-            )
-        )
-        predicted, dlq = converted.rows | "Predict" >> RunInference(
-            handler
-        ).with_exception_handling()
+        converted = read.rows | "Convert" >> beam.FlatMap(
+            convert_row, fields, keep, parsing, spec.csv_missing
+        ).with_outputs("rejects", main="rows")
+        predicted, dlq = converted.rows | "Predict" >> RunInference(handler).with_exception_handling()
         scored = predicted | "Split" >> beam.FlatMap(split_result, sources).with_outputs(
             "rejects", main="rows"
         )
@@ -305,8 +299,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
         _ = (
             scored.rows
             | "GatherPredictions" >> beam.combiners.ToList()
-            | "WritePredictions"
-            >> beam.Map(write_predictions, str(spec.output), fmt, signature, view, keep)
+            | "WritePredictions" >> beam.Map(write_predictions, str(spec.output), fmt, signature, view, keep)
         )
         _ = (
             (read.rejects, converted.rejects, scored.rejects, failed)

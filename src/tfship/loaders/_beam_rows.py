@@ -37,9 +37,7 @@ def count_load(model: LocalModel) -> None:
 
 def run_rows(adapter: SignatureAdapter, rows: Sequence[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
     if "serialized" in rows[0]:
-        result: dict[str, Any] = adapter.run_examples(
-            object_array([r["serialized"] for r in rows]), keys
-        )
+        result: dict[str, Any] = adapter.run_examples(object_array([r["serialized"] for r in rows]), keys)
         return result
     columns: dict[str, Column] = {}
     for name, fld in adapter.fields.items():

@@ -112,18 +112,14 @@ def run_bench(
             columns, source = synthetic_columns(adapter, rows_needed), "synthetic"
         else:
             columns, source = _file_columns(adapter, input_file, rows_needed), input_file
-        report = BenchReport(
-            str(model.path), adapter.sig.key, source, import_seconds, model.load_seconds
-        )
+        report = BenchReport(str(model.path), adapter.sig.key, source, import_seconds, model.load_seconds)
         for size in batch_sizes:
             batch = {k: _repeat(c, size) for k, c in columns.items()}
             report.timings.append(_time(adapter, batch, size, seconds))
     return report
 
 
-def _time(
-    adapter: SignatureAdapter, batch: dict[str, Column], size: int, seconds: float
-) -> BatchTiming:
+def _time(adapter: SignatureAdapter, batch: dict[str, Column], size: int, seconds: float) -> BatchTiming:
     started = time.perf_counter()
     adapter.run_columns(batch, None)
     first = time.perf_counter() - started
@@ -191,9 +187,7 @@ def _file_columns(adapter: SignatureAdapter, pattern: str, rows: int) -> dict[st
             if prepared.columns is None:
                 assert prepared.serialized is not None
                 examples = prepared.serialized
-                return adapter.typed_columns({}) if not examples.size else _from_examples(
-                    adapter, examples
-                )
+                return adapter.typed_columns({}) if not examples.size else _from_examples(adapter, examples)
             if prepared.rows:
                 keep = np.ones(prepared.rows, dtype=bool)
                 return {k: select_rows(c, keep) for k, c in prepared.columns.items()}

@@ -62,9 +62,7 @@ def _print_summary(summary: JobSummary, as_json: bool, err: bool) -> None:
     "probability, a regression's prediction, else all outputs).",
 )
 @click.option("--batch-size", default=1024, show_default=True, type=click.IntRange(min=1))
-@click.option(
-    "--keep-columns", default=None, help="Comma-separated input columns copied to the output."
-)
+@click.option("--keep-columns", default=None, help="Comma-separated input columns copied to the output.")
 @click.option(
     "--rejects",
     type=click.Path(path_type=Path),
@@ -243,9 +241,7 @@ def bench(
     for item in batch_sizes.split(","):
         item = item.strip()
         if not item.isdigit() or int(item) < 1:
-            raise click.BadParameter(
-                f"{item!r} is not a positive integer", param_hint="--batch-sizes"
-            )
+            raise click.BadParameter(f"{item!r} is not a positive integer", param_hint="--batch-sizes")
         sizes.append(int(item))
     report: BenchReport = run_bench(
         model, signature=signature, batch_sizes=sizes, input_file=input_file, seconds=seconds

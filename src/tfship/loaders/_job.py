@@ -262,14 +262,24 @@ class ChunkPreparer:
     def check_unknown(self, source: str, names: Sequence[str]) -> None:
         """Refuse, or note once, the columns of ``source`` that are neither inputs nor kept."""
         check_unknown_columns(
-            source, names, self.wanted, self.adapter.where, list(self.adapter.fields),
-            self.ignore_unknown, self._noted,
+            source,
+            names,
+            self.wanted,
+            self.adapter.where,
+            list(self.adapter.fields),
+            self.ignore_unknown,
+            self._noted,
         )
 
     def _check(self, source: str, names: Sequence[str]) -> None:
         self._checked.add(source)
-        check_columns(self.adapter.fields, names, source, where=self.adapter.where,
-                      fill_missing_columns=self.fill_missing_columns)
+        check_columns(
+            self.adapter.fields,
+            names,
+            source,
+            where=self.adapter.where,
+            fill_missing_columns=self.fill_missing_columns,
+        )
 
     def prepare(self, chunk: Chunk) -> Prepared:
         if chunk.names is not None:
@@ -285,9 +295,15 @@ class ChunkPreparer:
         csv = self.csv if chunk.csv else None
         if chunk.source not in self._checked and chunk.serialized is None and chunk.rows:
             self._check(chunk.source, chunk.names or list(raw))  # JSONL: its first records' keys
-        converted = convert_chunk(self.adapter.fields, raw, chunk.rows, csv, source=chunk.source,
-                                  where=self.adapter.where,
-                                  fill_missing_columns=self.fill_missing_columns)
+        converted = convert_chunk(
+            self.adapter.fields,
+            raw,
+            chunk.rows,
+            csv,
+            source=chunk.source,
+            where=self.adapter.where,
+            fill_missing_columns=self.fill_missing_columns,
+        )
         good = np.ones(chunk.rows, dtype=bool)
         for row, reason in sorted(converted.bad.items()):
             good[row] = False
@@ -523,8 +539,12 @@ def run_job(
     chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
     view = output_view(adapter.sig, chosen, fmt)
     preparer = ChunkPreparer(
-        adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing,
-        fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
+        adapter,
+        spec.keep_columns,
+        fmt == "tfrecord",
+        spec.csv_missing,
+        fill_missing_columns=spec.fill_missing_columns,
+        ignore_unknown=spec.ignore_unknown,
     )
     for path in files:
         preparer.check_file(path)
@@ -662,9 +682,7 @@ def _request_inputs(adapter: SignatureAdapter, prepared: Prepared, good: Array) 
         columns = {k: select_rows(c, good) for k, c in prepared.columns.items()}
         return {adapter.example_key: adapter.serialize(columns)}
     assert prepared.columns is not None
-    return {
-        k: c[good] for k, c in prepared.columns.items() if isinstance(c, np.ndarray)
-    }
+    return {k: c[good] for k, c in prepared.columns.items() if isinstance(c, np.ndarray)}
 
 
 def output_name(path: Path) -> str:

@@ -176,7 +176,8 @@ class LocalModel:
         unknown = [key for key in outputs if key not in sig.outputs]
         if unknown:
             having = sorted(
-                key for key, other in self.signatures.items()
+                key
+                for key, other in self.signatures.items()
                 if key != sig.key and all(name in other.outputs for name in unknown)
             )
             elsewhere = (
@@ -334,9 +335,7 @@ class LocalModel:
                     f"the model rejected its inputs: {_op_message(exc)}", path=str(self.path)
                 ) from exc
             if isinstance(exc, tf.errors.OpError):
-                raise ModelError(
-                    f"the model failed: {_op_message(exc)}", path=str(self.path)
-                ) from exc
+                raise ModelError(f"the model failed: {_op_message(exc)}", path=str(self.path)) from exc
             raise
 
     def _callable(self, feeds: tuple[str, ...], fetches: tuple[str, ...], inline: bool = False) -> Any:
@@ -643,8 +642,7 @@ class _ObjectRunner:
 
         def call(*values: Any) -> list[Array]:
             kwargs = {
-                key: tf.constant(value, dtype=specs[key].dtype)
-                for key, value in zip(input_keys, values)
+                key: tf.constant(value, dtype=specs[key].dtype) for key, value in zip(input_keys, values)
             }
             result = function(**kwargs)
             return [result[key].numpy() for key in output_keys]
@@ -696,9 +694,7 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _exact_feed(
-    sig: SignatureInfo, key: str, value: Any, cast: bool, path: Path
-) -> list[tuple[str, Array]]:
+def _exact_feed(sig: SignatureInfo, key: str, value: Any, cast: bool, path: Path) -> list[tuple[str, Array]]:
     info = sig.inputs[key]
     if info.encoding == "dense":  # checked by check_inputs (names and dtype, no shape)
         return [(info.name, value)]
@@ -741,9 +737,7 @@ def _fetch_names(info: TensorInfo) -> list[str]:
     return [info.name]
 
 
-def _assemble(
-    infos: Sequence[TensorInfo], keys: Sequence[str], fetched: list[Any]
-) -> dict[str, Array]:
+def _assemble(infos: Sequence[TensorInfo], keys: Sequence[str], fetched: list[Any]) -> dict[str, Array]:
     result: dict[str, Array] = {}
     position = 0
     for key, info in zip(keys, infos):

@@ -104,8 +104,12 @@ class Plan:
         """The local runner's converter and model runner, on this process's model."""
         loaded = scorer(self.export_dir, self.signature, self.threads)
         preparer = ChunkPreparer(
-            loaded.adapter, self.keep_columns, self.want_inputs, self.csv,
-            fill_missing_columns=self.fill_missing_columns, ignore_unknown=self.ignore_unknown,
+            loaded.adapter,
+            self.keep_columns,
+            self.want_inputs,
+            self.csv,
+            fill_missing_columns=self.fill_missing_columns,
+            ignore_unknown=self.ignore_unknown,
         )
         return preparer, BatchRunner(loaded.adapter, self.view.keys, self.batch_size)
 
@@ -424,8 +428,12 @@ def _plan(model_path: Path, spec: JobSpec, files: Sequence[Path], fmt: str) -> t
         adapter = model.adapter(spec.signature)
         chosen = None if spec.outputs is None else model.output_keys(adapter.sig.key, spec.outputs)
         preparer = ChunkPreparer(
-            adapter, spec.keep_columns, fmt == "tfrecord", spec.csv_missing,
-            fill_missing_columns=spec.fill_missing_columns, ignore_unknown=spec.ignore_unknown,
+            adapter,
+            spec.keep_columns,
+            fmt == "tfrecord",
+            spec.csv_missing,
+            fill_missing_columns=spec.fill_missing_columns,
+            ignore_unknown=spec.ignore_unknown,
         )
         for path in files:
             preparer.check_file(path)

@@ -84,7 +84,6 @@ class OutputView:
         rows = np.arange(probabilities.shape[0])
         return {"class": outputs["classes"].reshape(-1), "probability": probabilities[rows, ids]}
 
-
     def _by_class(self, outputs: Mapping[str, Array]) -> dict[str, Array]:
         classes = outputs[self.vocabulary]
         names = [_label(v) for v in classes[0]] if len(classes) else None
@@ -288,8 +287,14 @@ def format_for(path: Path, fmt: str | None) -> str:
         return fmt or "jsonl"
     if fmt is not None:
         return fmt
-    guess = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet",
-             ".tfrecord": "tfrecord", ".tfrecords": "tfrecord"}.get(path.suffix.lower())
+    guess = {
+        ".jsonl": "jsonl",
+        ".json": "jsonl",
+        ".csv": "csv",
+        ".parquet": "parquet",
+        ".tfrecord": "tfrecord",
+        ".tfrecords": "tfrecord",
+    }.get(path.suffix.lower())
     if guess is None:
         raise InputError(
             f"cannot tell the output format of {str(path)!r} from its suffix; "
@@ -729,9 +734,7 @@ class PredictionLogWriter(Writer):
             logs.append(_prediction_log("regress_log", request, response))
         return logs
 
-    def _predict_logs(
-        self, rows: int, outputs: Mapping[str, Array], inputs: Mapping[str, Any]
-    ) -> list[Any]:
+    def _predict_logs(self, rows: int, outputs: Mapping[str, Array], inputs: Mapping[str, Any]) -> list[Any]:
         predict_pb2 = protos().predict_pb2
 
         def make(array: Array) -> Any:  # TensorFlow's TensorProto, taken by its bytes

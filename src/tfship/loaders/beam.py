@@ -81,10 +81,7 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         except ModelInputError:
             # One bad row fails the batch: score rows one by one and mark the culprits.
             return [self._one(model, adapter, row, keys) for row in batch]
-        return [
-            _PredictionResult(row, {k: outputs[k][i] for k in keys})
-            for i, row in enumerate(batch)
-        ]
+        return [_PredictionResult(row, {k: outputs[k][i] for k in keys}) for i, row in enumerate(batch)]
 
     def _outputs(
         self, model: LocalModel, adapter: SignatureAdapter, rows: Sequence[Any], keys: list[str]
@@ -96,9 +93,7 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
         )
         return result
 
-    def _one(
-        self, model: LocalModel, adapter: SignatureAdapter, row: dict[str, Any], keys: list[str]
-    ) -> Any:
+    def _one(self, model: LocalModel, adapter: SignatureAdapter, row: dict[str, Any], keys: list[str]) -> Any:
         try:
             out = self._outputs(model, adapter, [row], keys)
         except ModelInputError as exc:
@@ -111,6 +106,9 @@ class LocalModelHandler(base.ModelHandler[dict[str, Any], Any, Any]):
 
 def _converted(row: Any) -> bool:
     """Whether a row comes from ``tfship predict``'s own pipeline (typed values or bytes)."""
-    return isinstance(row, dict) and bool(row) and set(row) <= {"values", "keep", "serialized"} and (
-        "values" in row or "serialized" in row
+    return (
+        isinstance(row, dict)
+        and bool(row)
+        and set(row) <= {"values", "keep", "serialized"}
+        and ("values" in row or "serialized" in row)
     )

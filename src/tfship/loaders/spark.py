@@ -182,8 +182,7 @@ def _output_spec(key: str, info: Any, where: str) -> _Output:
         )
     if info.shape is None or not info.shape:
         raise InputError(
-            f"{where}: output {key!r} has no batch dimension (shape {info.shape}); "
-            "leave it out with outputs="
+            f"{where}: output {key!r} has no batch dimension (shape {info.shape}); leave it out with outputs="
         )
     return _Output(key, info.dtype, len(info.shape) - 1)
 
@@ -250,9 +249,7 @@ def _text(value: Any) -> Any:
     return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
 
 
-def run_job(
-    export: str | Path, spec: JobSpec, master: str = DEFAULT_MASTER
-) -> SparkJobSummary:
+def run_job(export: str | Path, spec: JobSpec, master: str = DEFAULT_MASTER) -> SparkJobSummary:
     """``tfship predict --runner spark``: predict ``spec``'s files on ``master``.
 
     The active ``SparkSession`` is used when there is one, else one is started on ``master``.

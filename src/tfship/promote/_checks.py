@@ -46,11 +46,17 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"check": self.name, "verdict": self.verdict, "summary": self.summary,
-                "numbers": self.numbers, "notes": self.notes}
+        return {
+            "check": self.name,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "numbers": self.numbers,
+            "notes": self.notes,
+        }
 
 
 # ------------------------------------------------------------------------------ thresholds
+
 
 class MetricNotMeasuredError(InputError):
     """Raised when a threshold names a metric that was not measured; lists those that were."""
@@ -61,7 +67,10 @@ class MetricNotMeasuredError(InputError):
 
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
 }
 _THRESHOLD = re.compile(r"^\s*([A-Za-z_][\w/.-]*)\s*(>=|<=|>|<)\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*$")
 
@@ -97,6 +106,7 @@ class Threshold:
 
 
 # ------------------------------------------------------------------------------ same answers
+
 
 @dataclass
 class OutputComparison:
@@ -135,7 +145,9 @@ def compare_output(name: str, base: Any, cand: Any) -> OutputComparison:
     if b.ndim == 2 and b.shape[1] > 1:
         agreement = float(np.mean(np.argmax(b, axis=1) == np.argmax(c, axis=1)))
     return OutputComparison(
-        name, rows, agreement,
+        name,
+        rows,
+        agreement,
         float(diff.max()) if diff.size else 0.0,
         float(rel.max()) if rel.size else 0.0,
         float(np.max(np.abs(c.mean(axis=0) - b.mean(axis=0)))) if b.size else 0.0,
@@ -156,7 +168,10 @@ def compare_classes(base: Mapping[str, Any], cand: Mapping[str, Any]) -> OutputC
 
 
 def same_answers(
-    comparisons: Sequence[OutputComparison], *, min_agreement: float, max_diff: float,
+    comparisons: Sequence[OutputComparison],
+    *,
+    min_agreement: float,
+    max_diff: float,
     over: str | None = None,
 ) -> Check:
     """Fail when any output agrees on fewer rows than ``min_agreement`` or differs by more
@@ -166,7 +181,8 @@ def same_answers(
         (c for c in comparisons if c.agreement is not None), key=lambda c: c.agreement or 0.0, default=None
     )
     worst_diff = max(
-        (c for c in comparisons if c.max_abs_diff is not None), key=lambda c: c.max_abs_diff or 0.0,
+        (c for c in comparisons if c.max_abs_diff is not None),
+        key=lambda c: c.max_abs_diff or 0.0,
         default=None,
     )
     failures = []
@@ -186,12 +202,17 @@ def same_answers(
     summary = f"{over or f'{rows} rows'}: " + "; ".join(parts)
     if failures:
         summary += f"; differs on {', '.join(sorted(set(failures)))}"
-    numbers = {"rows": rows, "min_agreement": min_agreement, "max_diff": max_diff,
-               "outputs": [c.to_dict() for c in comparisons]}
+    numbers = {
+        "rows": rows,
+        "min_agreement": min_agreement,
+        "max_diff": max_diff,
+        "outputs": [c.to_dict() for c in comparisons],
+    }
     return Check("same answers", FAIL if failures else PASS, summary, numbers)
 
 
 # ------------------------------------------------------------------------------ as good
+
 
 def as_good(
     candidate: Mapping[str, float],
@@ -234,9 +255,13 @@ def as_good(
     summary = f"{source}: " + ("; ".join(shown) or "no metrics")
     if failed:
         summary += f"; not met: {', '.join(failed)}"
-    numbers = {"source": source, "candidate": dict(candidate),
-               "baseline": dict(baseline) if baseline is not None else None,
-               "thresholds": [str(t) for t in values], "changes": [str(t) for t in changes]}
+    numbers = {
+        "source": source,
+        "candidate": dict(candidate),
+        "baseline": dict(baseline) if baseline is not None else None,
+        "thresholds": [str(t) for t in values],
+        "changes": [str(t) for t in changes],
+    }
     return Check("as good", FAIL if failed else PASS, summary, numbers, notes)
 
 
@@ -283,13 +308,16 @@ def predicted_classes(outputs: Mapping[str, Any]) -> Any:
 
 # ------------------------------------------------------------------------------ as fast
 
+
 def percentile_ms(samples: Sequence[float], q: float) -> float:
     """The ``q`` percentile of ``samples`` (seconds) in milliseconds."""
     return float(np.percentile(np.asarray(samples) * 1000.0, q))
 
 
 def as_fast(
-    latencies: Mapping[int, Mapping[str, Sequence[float]]], *, max_ratio: float,
+    latencies: Mapping[int, Mapping[str, Sequence[float]]],
+    *,
+    max_ratio: float,
     over: str | None = None,
 ) -> Check:
     """Fail when the candidate's median latency at any batch size is above ``max_ratio`` times
@@ -299,8 +327,10 @@ def as_fast(
     for size, by_model in sorted(latencies.items()):
         base, cand = by_model["baseline"], by_model["candidate"]
         row = {
-            "baseline_p50_ms": percentile_ms(base, 50), "baseline_p99_ms": percentile_ms(base, 99),
-            "candidate_p50_ms": percentile_ms(cand, 50), "candidate_p99_ms": percentile_ms(cand, 99),
+            "baseline_p50_ms": percentile_ms(base, 50),
+            "baseline_p99_ms": percentile_ms(base, 99),
+            "candidate_p50_ms": percentile_ms(cand, 50),
+            "candidate_p99_ms": percentile_ms(cand, 99),
             "calls": len(cand),
         }
         row["ratio_p50"] = row["candidate_p50_ms"] / max(row["baseline_p50_ms"], 1e-9)

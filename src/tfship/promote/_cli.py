@@ -26,9 +26,7 @@ _POSITIVE = click.FloatRange(min=0, min_open=True)
 _THRESHOLD_FLAGS = {"value": "--threshold", "change": "--change"}
 
 
-def _thresholds(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> tuple[Threshold, ...]:
+def _thresholds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Threshold, ...]:
     from tfship.promote import Threshold
 
     try:
@@ -49,50 +47,124 @@ def _batches(ctx: click.Context, param: click.Parameter, value: str) -> tuple[in
 
 @click.command("promote")
 @click.argument("candidate", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--to", "base_path", type=click.Path(path_type=Path),
-              help="The base path TF Serving watches; the candidate is published there.")
-@click.option("--rollback", "rollback_path", type=click.Path(path_type=Path),
-              help="Republish the version before the newest of this base path as the newest.")
-@click.option("--baseline", type=click.Path(file_okay=False, path_type=Path),
-              help="Compare with this SavedModel instead of the newest version of --to.")
-@click.option("--requests", type=_EXISTING_FILE,
-              help="Requests to replay: records (.jsonl/.json/.csv) or a TFRecord of PredictionLog.")
-@click.option("-n", "--count", default=100, show_default=True, type=click.IntRange(1),
-              help="How many requests to replay: the first of --requests, else of --eval's rows, "
-                   "else the defaults' one request, repeated.")
+@click.option(
+    "--to",
+    "base_path",
+    type=click.Path(path_type=Path),
+    help="The base path TF Serving watches; the candidate is published there.",
+)
+@click.option(
+    "--rollback",
+    "rollback_path",
+    type=click.Path(path_type=Path),
+    help="Republish the version before the newest of this base path as the newest.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Compare with this SavedModel instead of the newest version of --to.",
+)
+@click.option(
+    "--requests",
+    type=_EXISTING_FILE,
+    help="Requests to replay: records (.jsonl/.json/.csv) or a TFRecord of PredictionLog.",
+)
+@click.option(
+    "-n",
+    "--count",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="How many requests to replay: the first of --requests, else of --eval's rows, "
+    "else the defaults' one request, repeated.",
+)
 @click.option("--signature", help="Signature the records are sent to (default serving_default).")
-@click.option("--eval", "eval_file", type=_EXISTING_FILE,
-              help="Labelled records both models are evaluated on.")
+@click.option(
+    "--eval", "eval_file", type=_EXISTING_FILE, help="Labelled records both models are evaluated on."
+)
 @click.option("--label", help="The label field of --eval records (default: the export's schema).")
-@click.option("--min-agreement", default=0.99, show_default=True, type=click.FloatRange(0, 1),
-              help="Least share of rows whose class both models agree on.")
-@click.option("--max-diff", default=0.05, show_default=True, type=click.FloatRange(0),
-              help="Largest absolute difference of a score allowed.")
-@click.option("--threshold", "thresholds", multiple=True, callback=_thresholds,
-              help="A value threshold on the candidate, e.g. accuracy>=0.9 (repeatable).")
-@click.option("--change", "changes", multiple=True, callback=_thresholds,
-              help="A change threshold against the baseline, e.g. accuracy>=-0.01 (repeatable).")
-@click.option("--batch", "batches", default="1,32", show_default=True, callback=_batches,
-              help="Batch sizes timed.")
-@click.option("--latency-calls", default=60, show_default=True, type=click.IntRange(1),
-              help="Timed calls per model and batch size.")
-@click.option("--max-latency-ratio", default=1.25, show_default=True, type=_POSITIVE,
-              help="Largest candidate/baseline ratio of median latency allowed.")
-@click.option("--max-load-seconds", default=120.0, show_default=True, type=_POSITIVE,
-              help="How long a model may take to load and replay its warmup.")
-@click.option("--target-tf", metavar="VERSION",
-              help="Judge the candidate's ops against the TensorFlow of the server that will serve "
-                   "it (e.g. 2.15 or 2.21.0; default: the installed one, which the served checks run).")
-@click.option("--allow-op", "allow_ops", multiple=True, metavar="OP",
-              help="Let the candidate use this op with side effects on the host (WriteFile, "
-                   "PyFunc, ...; repeatable); any other refuses it before it is loaded.")
+@click.option(
+    "--min-agreement",
+    default=0.99,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Least share of rows whose class both models agree on.",
+)
+@click.option(
+    "--max-diff",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Largest absolute difference of a score allowed.",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    callback=_thresholds,
+    help="A value threshold on the candidate, e.g. accuracy>=0.9 (repeatable).",
+)
+@click.option(
+    "--change",
+    "changes",
+    multiple=True,
+    callback=_thresholds,
+    help="A change threshold against the baseline, e.g. accuracy>=-0.01 (repeatable).",
+)
+@click.option(
+    "--batch", "batches", default="1,32", show_default=True, callback=_batches, help="Batch sizes timed."
+)
+@click.option(
+    "--latency-calls",
+    default=60,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Timed calls per model and batch size.",
+)
+@click.option(
+    "--max-latency-ratio",
+    default=1.25,
+    show_default=True,
+    type=_POSITIVE,
+    help="Largest candidate/baseline ratio of median latency allowed.",
+)
+@click.option(
+    "--max-load-seconds",
+    default=120.0,
+    show_default=True,
+    type=_POSITIVE,
+    help="How long a model may take to load and replay its warmup.",
+)
+@click.option(
+    "--target-tf",
+    metavar="VERSION",
+    help="Judge the candidate's ops against the TensorFlow of the server that will serve "
+    "it (e.g. 2.15 or 2.21.0; default: the installed one, which the served checks run).",
+)
+@click.option(
+    "--allow-op",
+    "allow_ops",
+    multiple=True,
+    metavar="OP",
+    help="Let the candidate use this op with side effects on the host (WriteFile, "
+    "PyFunc, ...; repeatable); any other refuses it before it is loaded.",
+)
 @click.option("--dry-run", is_flag=True, help="Decide, publish nothing.")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the decision as one self-contained HTML page.")
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the decision as one self-contained HTML page.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as one JSON line.")
 def promote(
-    candidate: Path | None, base_path: Path | None, rollback_path: Path | None,
-    report_path: Path | None, as_json: bool, dry_run: bool, **options: Any,
+    candidate: Path | None,
+    base_path: Path | None,
+    rollback_path: Path | None,
+    report_path: Path | None,
+    as_json: bool,
+    dry_run: bool,
+    **options: Any,
 ) -> None:
     """Check CANDIDATE against the version served from --to, then publish it there.
 
@@ -128,13 +200,23 @@ def promote(
         if report_path is not None:
             _check_report_path(report_path)
         opts = PromoteOptions(
-            baseline=options["baseline"], requests=options["requests"], count=options["count"],
-            signature=options["signature"], eval_file=options["eval_file"], label=options["label"],
-            min_agreement=options["min_agreement"], max_diff=options["max_diff"],
-            thresholds=options["thresholds"], changes=options["changes"], batches=options["batches"],
-            latency_calls=options["latency_calls"], max_latency_ratio=options["max_latency_ratio"],
-            max_load_seconds=options["max_load_seconds"], dry_run=dry_run,
-            target_tf=options["target_tf"], allow_ops=options["allow_ops"],
+            baseline=options["baseline"],
+            requests=options["requests"],
+            count=options["count"],
+            signature=options["signature"],
+            eval_file=options["eval_file"],
+            label=options["label"],
+            min_agreement=options["min_agreement"],
+            max_diff=options["max_diff"],
+            thresholds=options["thresholds"],
+            changes=options["changes"],
+            batches=options["batches"],
+            latency_calls=options["latency_calls"],
+            max_latency_ratio=options["max_latency_ratio"],
+            max_load_seconds=options["max_load_seconds"],
+            dry_run=dry_run,
+            target_tf=options["target_tf"],
+            allow_ops=options["allow_ops"],
         )
         on_check = None if as_json else _print_check
         try:
@@ -176,8 +258,11 @@ def _write_report(decision: Decision, path: Path) -> None:
     try:
         write_report(decision, path)
     except OSError as exc:
-        done = "the decision stands" if not decision.promoted or decision.version is None else (
-            f"version {decision.version} was published all the same")
+        done = (
+            "the decision stands"
+            if not decision.promoted or decision.version is None
+            else (f"version {decision.version} was published all the same")
+        )
         click.echo(f"warning: --report {io_failure(exc)}; {done}", err=True)
 
 

@@ -166,16 +166,26 @@ class Decision:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: what ``--json`` prints and the decision record holds."""
         return {
-            "schema": "tfship.promote", "format": 1, "action": self.action,
-            "promoted": self.promoted, "dry_run": self.dry_run, "version": self.version,
-            "path": self.path, "candidate": self.candidate, "fingerprint": self.fingerprint,
-            "base_path": self.base_path, "baseline": self.baseline, "time": self.time,
-            "checks": [c.to_dict() for c in self.checks], "seconds": self.seconds,
+            "schema": "tfship.promote",
+            "format": 1,
+            "action": self.action,
+            "promoted": self.promoted,
+            "dry_run": self.dry_run,
+            "version": self.version,
+            "path": self.path,
+            "candidate": self.candidate,
+            "fingerprint": self.fingerprint,
+            "base_path": self.base_path,
+            "baseline": self.baseline,
+            "time": self.time,
+            "checks": [c.to_dict() for c in self.checks],
+            "seconds": self.seconds,
             "notes": self.notes,
         }
 
 
 # ------------------------------------------------------------------------------ inputs
+
 
 def _saved_model_dir(path: Path, what: str) -> Path:
     if not path.exists():
@@ -235,6 +245,7 @@ def _label_of(*paths: Path | None) -> str | None:
 
 # ------------------------------------------------------------------------------ the run
 
+
 class _Run:
     """One promotion's state while its checks run."""
 
@@ -265,8 +276,9 @@ class _Run:
         allowed = frozenset(self.options.allow_ops)
         try:
             self.info = read_saved_model(self.candidate)
-            report = check_saved_model(self.candidate, target_tf=self.options.target_tf,
-                                       denylist=DEFAULT_DENYLIST - allowed)
+            report = check_saved_model(
+                self.candidate, target_tf=self.options.target_tf, denylist=DEFAULT_DENYLIST - allowed
+            )
         except ModelError as exc:
             return Check("ready", FAIL, f"unreadable: {exc}")
         # every MetaGraph: the server loads one, and nothing of the candidate runs before this
@@ -280,7 +292,8 @@ class _Run:
         errors = [f"{f.check}: {f.message}" for f in report.errors if f.check != "version_dir"]
         if self.host_ops:  # said once, with the flag: not also as a denylisted op
             errors = [host_effects_refusal(self.host_ops)] + [
-                e for e in errors if not e.startswith("denylisted_ops:")]
+                e for e in errors if not e.startswith("denylisted_ops:")
+            ]
         warnings = [f"{f.check}: {f.message}" for f in report.warnings]
         summary = f"{len(errors)} error(s), {len(warnings)} warning(s) on TensorFlow {report.target_tf}"
         if errors:
@@ -362,12 +375,18 @@ class _Run:
                 self.candidate_answers.append(None)
                 errors.append(str(exc))
         answered = len(replay.requests) - len(errors)
-        summary = (f"loaded in {server.load_seconds:.1f} s ({self._warmup_text()}), "
-                   f"answered {answered}/{len(replay.requests)} requests from {replay.source}")
+        summary = (
+            f"loaded in {server.load_seconds:.1f} s ({self._warmup_text()}), "
+            f"answered {answered}/{len(replay.requests)} requests from {replay.source}"
+        )
         if errors:
             summary += f"; first error: {errors[0]}"
-        numbers = {"load_seconds": server.load_seconds, "requests": len(replay.requests),
-                   "answered": answered, "source": replay.source}
+        numbers = {
+            "load_seconds": server.load_seconds,
+            "requests": len(replay.requests),
+            "answered": answered,
+            "source": replay.source,
+        }
         return Check("serves", FAIL if errors else PASS, summary, numbers, list(replay.notes))
 
     def _warmup_text(self) -> str:
@@ -404,14 +423,17 @@ class _Run:
             comparisons = [picked if c.output == "classes" else c for c in comparisons]
         self._keep_scores(pairs, comparisons)
         check = same_answers(
-            comparisons, min_agreement=self.options.min_agreement, max_diff=self.options.max_diff,
+            comparisons,
+            min_agreement=self.options.min_agreement,
+            max_diff=self.options.max_diff,
             over=_compared(replay, comparisons[0].rows),
         )
         check.numbers.update(source=replay.source, repeated=replay.repeated)
         return check
 
-    def _keep_scores(self, pairs: dict[str, tuple[list[Any], list[Any]]],
-                     comparisons: Sequence[OutputComparison]) -> None:
+    def _keep_scores(
+        self, pairs: dict[str, tuple[list[Any], list[Any]]], comparisons: Sequence[OutputComparison]
+    ) -> None:
         for c in comparisons:
             if c.agreement is not None:
                 self.samples.agreement[c.output] = c.agreement
@@ -434,8 +456,13 @@ class _Run:
                 common = set(cand) & set(base)
                 cand = {k: v for k, v in cand.items() if k in common}
                 base = {k: v for k, v in base.items() if k in common}
-            return as_good(cand, base, values=options.thresholds, changes=options.changes,
-                           source="the exporters' eval metrics")
+            return as_good(
+                cand,
+                base,
+                values=options.thresholds,
+                changes=options.changes,
+                source="the exporters' eval metrics",
+            )
         if "candidate" not in self.clients:
             return Check("as good", FAIL, "the candidate did not load")
         label = options.label or _label_of(self.candidate, self.baseline)
@@ -445,23 +472,25 @@ class _Run:
         records = read_records(
             options.eval_file, fields=signature_fields(self.info, options.signature), places=True
         )
-        evals = from_records(records, self.info, signature=options.signature,
-                             source=str(options.eval_file), label=label)
+        evals = from_records(
+            records, self.info, signature=options.signature, source=str(options.eval_file), label=label
+        )
         assert evals.labels is not None
         cand_metrics = eval_metrics(self._answers("candidate", evals.requests), evals.labels)
         base_metrics = None
         if "baseline" in self.clients:
             base_metrics = eval_metrics(self._answers("baseline", evals.requests), evals.labels)
         source = f"{len(evals.requests)} labelled records of {options.eval_file.name}"
-        check = as_good(cand_metrics, base_metrics, values=options.thresholds,
-                        changes=options.changes, source=source)
+        check = as_good(
+            cand_metrics, base_metrics, values=options.thresholds, changes=options.changes, source=source
+        )
         check.notes.extend(evals.notes)
         return check
 
     def _answers(self, model: str, requests: Sequence[Request]) -> dict[str, Any]:
         parts: dict[str, list[Any]] = {}
         for start in range(0, len(requests), _EVAL_CHUNK):
-            chunk = requests[start:start + _EVAL_CHUNK]
+            chunk = requests[start : start + _EVAL_CHUNK]
             outputs = self.call(model, batched(chunk, sum(r.rows for r in chunk)))
             for name, value in outputs.items():
                 parts.setdefault(name, []).append(value)
@@ -488,8 +517,9 @@ class _Run:
                     times[model].append(time.perf_counter() - started)
             latencies[size] = times
         self.samples.latencies = latencies
-        check = as_fast(latencies, max_ratio=self.options.max_latency_ratio,
-                        over=_timed(replay, self.options.batches))
+        check = as_fast(
+            latencies, max_ratio=self.options.max_latency_ratio, over=_timed(replay, self.options.batches)
+        )
         check.numbers.update(source=replay.source, repeated=replay.repeated)
         return check
 
@@ -503,8 +533,9 @@ class _Run:
 def _compared(replay: RequestSet, rows: int) -> str:
     """What the same answers line compared: one request sent again and again measures one row."""
     if replay.repeated:
-        return (f"one request ({replay.source}) repeated {len(replay.requests)} times, "
-                f"not {rows} distinct rows")
+        return (
+            f"one request ({replay.source}) repeated {len(replay.requests)} times, not {rows} distinct rows"
+        )
     return f"{rows} rows from {replay.source}"
 
 
@@ -527,14 +558,18 @@ def _counted(changes: Sequence[Change]) -> str:
     for change in changes:
         word = next((w for end, w in _CHANGE_WORDS.items() if change.kind.endswith(end)), "change")
         counts[word] = counts.get(word, 0) + 1
-    return ", ".join(f"{counts[w]} {w}{'s' * (counts[w] != 1)}"
-                     for w in ("change", "addition", "removal") if w in counts)
+    return ", ".join(
+        f"{counts[w]} {w}{'s' * (counts[w] != 1)}" for w in ("change", "addition", "removal") if w in counts
+    )
 
 
 def _picked_classes(pairs: dict[str, tuple[list[Any], list[Any]]]) -> OutputComparison | None:
     try:
-        joined = {k: (np.concatenate(b), np.concatenate(c)) for k, (b, c) in pairs.items()
-                  if k in ("classes", "scores")}
+        joined = {
+            k: (np.concatenate(b), np.concatenate(c))
+            for k, (b, c) in pairs.items()
+            if k in ("classes", "scores")
+        }
     except ValueError:  # shapes that differ between requests: no class matrix to pick from
         return None
     return compare_classes({k: v[0] for k, v in joined.items()}, {k: v[1] for k, v in joined.items()})
@@ -554,8 +589,13 @@ def _add_runs(check: Check, runs: dict[str, str | None]) -> Check:
         check.summary += f"; {len(runs)} signature(s) answered a request"
         return check
     key, cause = next(iter(failed.items()))
-    return Check("ready", FAIL, f"{check.summary}; signature {key} cannot answer a request: {cause}",
-                 check.numbers, check.notes)
+    return Check(
+        "ready",
+        FAIL,
+        f"{check.summary}; signature {key} cannot answer a request: {cause}",
+        check.numbers,
+        check.notes,
+    )
 
 
 def promote(
@@ -616,10 +656,16 @@ def promote(
     finally:
         run.stop()
     decision = Decision(
-        "promote", str(candidate), str(base), None if run.baseline is None else str(run.baseline),
+        "promote",
+        str(candidate),
+        str(base),
+        None if run.baseline is None else str(run.baseline),
         content_hash(candidate) if run.info is not None else None,
-        [run.results[name] for name in CHECKS], dry_run=options.dry_run, time=now_text(),
-        seconds={k: round(v, 3) for k, v in run.seconds.items()}, notes=run.notes,
+        [run.results[name] for name in CHECKS],
+        dry_run=options.dry_run,
+        time=now_text(),
+        seconds={k: round(v, 3) for k, v in run.seconds.items()},
+        notes=run.notes,
         samples=run.samples,
     )
     if decision.promoted and not options.dry_run:
@@ -635,9 +681,14 @@ def _serve_and_compare(run: _Run, workdir: Path, emit: Callable[..., None]) -> N
     replay = None
     if run.info is not None:  # the requests are read before any model is loaded
         label = run.options.label or _label_of(run.candidate, run.baseline)
-        replay = load_requests(run.options.requests, run.info, count=run.options.count,
-                               signature=run.options.signature, eval_path=run.options.eval_file,
-                               label=label)
+        replay = load_requests(
+            run.options.requests,
+            run.info,
+            count=run.options.count,
+            signature=run.options.signature,
+            eval_path=run.options.eval_file,
+            label=label,
+        )
     started = time.perf_counter()
     if run.host_ops:  # loading runs its init ops: refused before anything of it runs
         failures = {"candidate": host_effects_refusal(run.host_ops)}
@@ -683,11 +734,21 @@ def rollback(base_path: str | Path, *, dry_run: bool = False) -> Decision:
         raise InputError(f"base path {base}: no such directory")
     newest, previous = previous_version(base)
     source = base / str(previous)
-    check = Check("rollback", PASS, f"version {newest} is replaced by a copy of version {previous}",
-                  {"from": newest, "restores": previous})
+    check = Check(
+        "rollback",
+        PASS,
+        f"version {newest} is replaced by a copy of version {previous}",
+        {"from": newest, "restores": previous},
+    )
     decision = Decision(
-        "rollback", str(source), str(base), str(base / str(newest)), content_hash(source), [check],
-        dry_run=dry_run, time=now_text(),
+        "rollback",
+        str(source),
+        str(base),
+        str(base / str(newest)),
+        content_hash(source),
+        [check],
+        dry_run=dry_run,
+        time=now_text(),
     )
     if not dry_run:
         record = {**decision.to_dict(), "source": str(source.resolve())}

@@ -124,8 +124,12 @@ def _publish_copy(source: Path, base: Path, record: dict[str, Any]) -> tuple[int
     try:
         fsync_path(base)
     except OSError as exc:  # published all the same: say so, and what was not made durable
-        logger.warning("warning: version %d was published, but %s could not be flushed to the "
-                       "disk: %s", number, base, exc.strerror or exc)
+        logger.warning(
+            "warning: version %d was published, but %s could not be flushed to the disk: %s",
+            number,
+            base,
+            exc.strerror or exc,
+        )
     return number, final
 
 

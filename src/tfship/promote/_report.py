@@ -33,7 +33,7 @@ def _svg(figure: Any) -> str:
     empty = {"Creator": None, "Date": None, "Format": None, "Type": None}
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata=empty)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prologue and doctype: it is inline
+    return text[text.index("<svg") :]  # drop the XML prologue and doctype: it is inline
 
 
 def _latency_plot(plt: Any, latencies: dict[int, dict[str, list[float]]]) -> Any:
@@ -128,12 +128,12 @@ def render_report(decision: Decision) -> str:
             f"<td class='{esc(check.verdict)}'>{esc(check.verdict)}</td>"
             f"<td>{esc(check.summary)}{notes}</td></tr>"
         )
-    plots = "".join(
-        f"<div class='plot' id='plot-{name}'>{svg}</div>" for name, svg in _plots(decision)
-    )
+    plots = "".join(f"<div class='plot' id='plot-{name}'>{svg}</div>" for name, svg in _plots(decision))
     facts = [
-        ("candidate", decision.candidate), ("fingerprint", decision.fingerprint or "-"),
-        ("base path", decision.base_path), ("baseline", decision.baseline or "none"),
+        ("candidate", decision.candidate),
+        ("fingerprint", decision.fingerprint or "-"),
+        ("base path", decision.base_path),
+        ("baseline", decision.baseline or "none"),
         ("time", decision.time),
     ]
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)

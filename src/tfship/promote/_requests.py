@@ -84,8 +84,10 @@ def from_logs(path: Path, info: SavedModelInfo) -> RequestSet:
             skipped[key] = skipped.get(key, 0) + 1
             continue
         requests.append(request_of(name, request, info))
-    notes = [f"{count} {kind} record(s) skipped: only Predict, Classify and Regress are replayed"
-             for kind, count in sorted(skipped.items())]
+    notes = [
+        f"{count} {kind} record(s) skipped: only Predict, Classify and Regress are replayed"
+        for kind, count in sorted(skipped.items())
+    ]
     if not requests:
         raise InputError(f"{path}: no Predict, Classify or Regress request in it")
     return RequestSet(requests, str(path), notes)
@@ -97,8 +99,12 @@ def signature_fields(info: SavedModelInfo, signature: str | None) -> dict[str, F
     sig = info.meta_graph("serve").signature(signature)
     if sig.feature_spec is not None:
         return {
-            name: Field(name, entry.dtype, tuple(entry.shape) if entry.kind == "fixed" else None,
-                        sparse=entry.kind != "fixed")
+            name: Field(
+                name,
+                entry.dtype,
+                tuple(entry.shape) if entry.kind == "fixed" else None,
+                sparse=entry.kind != "fixed",
+            )
             for name, entry in sig.feature_spec.items()
         }
     return {
@@ -167,8 +173,9 @@ def from_eval(
     records = read_records(path, fields=signature_fields(info, signature), places=True)
     without = f", without their label {label!r}" if label is not None else ""
     # with the label named, a row without it is refused here, before any model is loaded
-    chosen = from_records(records, info, signature=signature, label=label,
-                          source=f"the eval records of {path}{without}")
+    chosen = from_records(
+        records, info, signature=signature, label=label, source=f"the eval records of {path}{without}"
+    )
     return _first(chosen, count)
 
 
@@ -219,7 +226,8 @@ def batched(requests: Sequence[Request], size: int) -> Request:
     """A call of ``size`` rows made of the rows of ``requests`` with the first one's signature."""
     first = requests[0]
     same = [
-        r for r in requests
+        r
+        for r in requests
         if r.signature == first.signature and set(r.inputs) == set(first.inputs) and r.rows
     ]
     if not same:

@@ -92,12 +92,31 @@ class ServedModel:
         # a finished export loads or it does not: no retries (TF Serving's five, a minute
         # apart, are for versions still being copied in), so a failure says why at once
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tfship.promote._cli", str(os.getpid()),
-             "serve", "--model-base-path", str(self.base),
-             "--model-name", self.name, "--port", "0", "--poll-seconds", "0",
-             "--max-num-load-retries", "0", "--json"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=env, start_new_session=True, preexec_fn=_die_with_parent,
+            [
+                sys.executable,
+                "-m",
+                "tfship.promote._cli",
+                str(os.getpid()),
+                "serve",
+                "--model-base-path",
+                str(self.base),
+                "--model-name",
+                self.name,
+                "--port",
+                "0",
+                "--poll-seconds",
+                "0",
+                "--max-num-load-retries",
+                "0",
+                "--json",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         self._readers = [
             threading.Thread(target=self._drain_stderr, daemon=True),
@@ -145,7 +164,7 @@ class ServedModel:
         code = self.process.returncode
         errors = [line for line in self._stderr if line.startswith("Error:")]
         if errors:
-            return errors[-1][len("Error:"):].strip()
+            return errors[-1][len("Error:") :].strip()
         if code is not None and code < 0:
             name = signal.Signals(-code).name
             hint = " (out of memory?)" if -code == signal.SIGKILL else ""

@@ -206,8 +206,14 @@ def _from_python(fld: Field, values: list[Any], out: Converted, csv: CsvMissing 
 _PLAIN_TYPES: dict[str, set[type]] = {"float": {int, float}, "int": {int}, "string": {str}}
 #: the types of a missing value: None, and ``MISSING`` (a bare object)
 _GAP_TYPES = {type(None), type(_MISSING)}
-_KINDS = {"string": "string", "float16": "float", "float32": "float", "float64": "float",
-          "int32": "int", "int64": "int"}
+_KINDS = {
+    "string": "string",
+    "float16": "float",
+    "float32": "float",
+    "float64": "float",
+    "int32": "int",
+    "int64": "int",
+}
 
 
 def _typed_python(fld: Field, values: list[Any], out: Converted) -> Array | None:

@@ -137,9 +137,7 @@ def _mapping(record: Any, where: str) -> Mapping[Any, Any]:
     if hasattr(record, "SerializeToString"):  # another message would parse as an Example silently
         kind = getattr(getattr(record, "DESCRIPTOR", None), "full_name", type(record).__name__)
         raise DataError(f"{_at(where)}a record must be a dict or tf.train.Example, got a {kind} message")
-    raise DataError(
-        f"{_at(where)}a record must be a dict or tf.train.Example, got {type(record).__name__}"
-    )
+    raise DataError(f"{_at(where)}a record must be a dict or tf.train.Example, got {type(record).__name__}")
 
 
 def _strings(values: Iterable[Any]) -> list[bytes]:
@@ -266,7 +264,7 @@ class ByFields:
         except ValueError as exc:
             # An Example holds features: name the value the way its reader knows it.
             text = str(exc)
-            text = "feature " + text[len("field "):] if text.startswith("field ") else text
+            text = "feature " + text[len("field ") :] if text.startswith("field ") else text
             raise DataError(f"{_at(where)}{text}") from None
 
 
@@ -422,15 +420,11 @@ def examples_from_json(doc: Mapping[str, Any], input_proto: Any) -> None:
             "and was not found"
         )
     if not isinstance(doc["examples"], list):
-        raise JsonError(
-            f"JSON Value: {error_json_text(doc)} Expecting 'examples' value to be an list/array"
-        )
+        raise JsonError(f"JSON Value: {error_json_text(doc)} Expecting 'examples' value to be an list/array")
     if not doc["examples"]:
         raise JsonError(f"JSON Value: {error_json_text(doc)} 'examples' value is an empty array")
     target = (
-        input_proto.example_list_with_context.examples
-        if with_context
-        else input_proto.example_list.examples
+        input_proto.example_list_with_context.examples if with_context else input_proto.example_list.examples
     )
     for item in doc["examples"]:
         fill_example(target.add(), item, _BY_JSON)

@@ -324,7 +324,11 @@ def _note_text_in_numbers(
     log.warning(
         "column %r is read as text: %s (%s) is not a number, though %d of its %d cells are; "
         "a schema (--schema FILE) reads it as numbers and names the bad cells",
-        name, value_text(text), place, len(present) - len(words), len(present),
+        name,
+        value_text(text),
+        place,
+        len(present) - len(words),
+        len(present),
     )
 
 
@@ -364,8 +368,7 @@ def check_example(schema: Schema, data: bytes, where: str) -> None:
         want = _EXAMPLE_KINDS.get(feature.dtype)
         if want is not None and kind != want:
             raise DataError(
-                f"{where}: field {feature.name!r}: expected {feature.dtype} values ({want}), "
-                f"found a {kind}"
+                f"{where}: field {feature.name!r}: expected {feature.dtype} values ({want}), found a {kind}"
             )
         values = list(getattr(entry, kind).value)
         record[feature.name] = values[0] if feature.shape == () and len(values) == 1 else values
@@ -430,9 +433,7 @@ class LazyLines(Sequence[str]):
         return self._split()[index].rstrip(b"\r").decode("utf-8", "replace")
 
 
-def _csv_block(
-    source: str, names: list[str], block: bytes, first: int, wanted: set[str] | None
-) -> Chunk:
+def _csv_block(source: str, names: list[str], block: bytes, first: int, wanted: set[str] | None) -> Chunk:
     count = block.count(b"\n")
     numbers = np.arange(first + 1, first + 1 + count, dtype=np.int64)
     texts = LazyLines(block)
@@ -551,7 +552,7 @@ class _TextLines:
         if len(lines) < count:
             more = list(islice(self.stream, count - len(lines)))
             if self.number == 0 and not lines and more and more[0].startswith(_BOM):
-                more[0] = more[0][len(_BOM):]
+                more[0] = more[0][len(_BOM) :]
             if _lone_cr(b"".join(more)):
                 more = [piece for line in more for piece in line.splitlines(keepends=True)]
             lines += more

@@ -165,8 +165,14 @@ class AsyncServingClient(BaseClient):
     ) -> PredictResult:
         """Like :meth:`ServingClient.predict` (merged with concurrent calls under ``batching``)."""
         call = PredictCall(
-            model, inputs, signature=signature, version=version, label=label,
-            output_filter=output_filter, timeout=timeout, schema=schema,
+            model,
+            inputs,
+            signature=signature,
+            version=version,
+            label=label,
+            output_filter=output_filter,
+            timeout=timeout,
+            schema=schema,
         )
         if self._batcher is not None:
             return await self._batcher.submit(call)
@@ -192,8 +198,14 @@ class AsyncServingClient(BaseClient):
         return await self._run(
             self._classify_flow(
                 ExamplesCall(
-                    model, examples, context=context, signature=signature, version=version,
-                    label=label, schema=schema, timeout=timeout,
+                    model,
+                    examples,
+                    context=context,
+                    signature=signature,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    timeout=timeout,
                 )
             )
         )
@@ -215,8 +227,14 @@ class AsyncServingClient(BaseClient):
         return await self._run(
             self._regress_flow(
                 ExamplesCall(
-                    model, examples, context=context, signature=signature, version=version,
-                    label=label, schema=schema, timeout=timeout,
+                    model,
+                    examples,
+                    context=context,
+                    signature=signature,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    timeout=timeout,
                 )
             )
         )
@@ -238,8 +256,14 @@ class AsyncServingClient(BaseClient):
         return await self._run(
             self._multi_inference_flow(
                 MultiInferenceCall(
-                    model, examples, tasks, context=context, version=version, label=label,
-                    schema=schema, timeout=timeout,
+                    model,
+                    examples,
+                    tasks,
+                    context=context,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    timeout=timeout,
                 )
             )
         )

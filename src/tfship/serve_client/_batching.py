@@ -148,6 +148,7 @@ def _rows(inputs: Any) -> int | None:
 
 def _key(call: PredictCall) -> _Key:
     """What calls must share to be one request: everything but the rows of their inputs."""
+
     def describe(value: Any) -> tuple[Any, ...]:
         if isinstance(value, np.ndarray):
             return ("array", value.dtype.str, value.shape[1:])

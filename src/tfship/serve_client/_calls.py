@@ -504,4 +504,3 @@ class Waiter:
             model=self.model,
             version=self.version,
         )
-

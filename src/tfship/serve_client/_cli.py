@@ -235,7 +235,14 @@ def predict_command(
     with _connect(opts) as conn:
         if schema_path is not None:
             inputs = _schema_inputs(
-                conn, opts["model"], version, label, signature, input_paths, data, schema_path,
+                conn,
+                opts["model"],
+                version,
+                label,
+                signature,
+                input_paths,
+                data,
+                schema_path,
                 ignore_unknown,
             )
         elif records is not None:
@@ -279,7 +286,11 @@ def _predict(
 
     try:
         return conn.predict(
-            model, inputs, signature=signature, version=version, label=label,
+            model,
+            inputs,
+            signature=signature,
+            version=version,
+            label=label,
             output_filter=list(outputs) or None,
         )
     except InvalidInputError as exc:
@@ -288,7 +299,10 @@ def _predict(
             raise
         flag = TYPED_BY_VALUE.replace("give schema=", "give --schema FILE")
         raise type(exc)(
-            text[: -len(TYPED_BY_VALUE)] + flag, code=exc.code, details=exc.details, model=exc.model,
+            text[: -len(TYPED_BY_VALUE)] + flag,
+            code=exc.code,
+            details=exc.details,
+            model=exc.model,
             version=exc.version,
         ) from exc
 
@@ -315,7 +329,10 @@ def _one_value_rows(columns: dict[str, Any], sig: SignatureInfo) -> dict[str, An
         info = sig.inputs.get(name)
         shape = getattr(info, "shape", None)
         if (
-            shape is not None and len(shape) == 2 and shape[1] == 1 and isinstance(values, list)
+            shape is not None
+            and len(shape) == 2
+            and shape[1] == 1
+            and isinstance(values, list)
             and all(not isinstance(v, (list, tuple, dict)) for v in values)
         ):
             out[name] = [[v] for v in values]

@@ -182,8 +182,14 @@ class ServingClient(BaseClient):
             >>> client.predict("custom", [{"bill": 41.5, "island": "Dream"}]).outputs  # doctest: +SKIP
         """
         call = PredictCall(
-            model, inputs, signature=signature, version=version, label=label,
-            output_filter=output_filter, timeout=timeout, schema=schema,
+            model,
+            inputs,
+            signature=signature,
+            version=version,
+            label=label,
+            output_filter=output_filter,
+            timeout=timeout,
+            schema=schema,
         )
         if self._batcher is not None:
             return self._batcher.submit(call)
@@ -216,8 +222,14 @@ class ServingClient(BaseClient):
         return self._run(
             self._classify_flow(
                 ExamplesCall(
-                    model, examples, context=context, signature=signature, version=version,
-                    label=label, schema=schema, timeout=timeout,
+                    model,
+                    examples,
+                    context=context,
+                    signature=signature,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    timeout=timeout,
                 )
             )
         )
@@ -244,8 +256,14 @@ class ServingClient(BaseClient):
         return self._run(
             self._regress_flow(
                 ExamplesCall(
-                    model, examples, context=context, signature=signature, version=version,
-                    label=label, schema=schema, timeout=timeout,
+                    model,
+                    examples,
+                    context=context,
+                    signature=signature,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    timeout=timeout,
                 )
             )
         )
@@ -274,8 +292,14 @@ class ServingClient(BaseClient):
         return self._run(
             self._multi_inference_flow(
                 MultiInferenceCall(
-                    model, examples, tasks, context=context, version=version, label=label,
-                    schema=schema, timeout=timeout,
+                    model,
+                    examples,
+                    tasks,
+                    context=context,
+                    version=version,
+                    label=label,
+                    schema=schema,
+                    timeout=timeout,
                 )
             )
         )

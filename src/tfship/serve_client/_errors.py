@@ -290,12 +290,19 @@ def _where(method: str, model: str | None, version: int | str | None) -> str:
 
 
 _TLS_CAUSES = [
-    (re.compile(r"Hostname|server name|peer name|not valid for", re.I), "the server's "
-     "certificate does not name the server asked for (set TlsConfig(server_name=...))"),
-    (re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", re.I), "the server's certificate "
-     "does not verify against the CA certificate (or the system's roots, without one)"),
-    (re.compile(r"WRONG_VERSION_NUMBER|record layer|wrong version|http request|EOF occurred", re.I),
-     "the port does not speak TLS (a plain port?)"),
+    (
+        re.compile(r"Hostname|server name|peer name|not valid for", re.I),
+        "the server's certificate does not name the server asked for (set TlsConfig(server_name=...))",
+    ),
+    (
+        re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", re.I),
+        "the server's certificate "
+        "does not verify against the CA certificate (or the system's roots, without one)",
+    ),
+    (
+        re.compile(r"WRONG_VERSION_NUMBER|record layer|wrong version|http request|EOF occurred", re.I),
+        "the port does not speak TLS (a plain port?)",
+    ),
 ]
 
 
@@ -306,7 +313,7 @@ _EXAMPLE_KIND = re.compile(
 )
 _KIND_HINTS = {
     ("int64", "float"): "a whole number in JSON is an int64 list; write it with a decimal point "
-                        "(1.0), or convert the records by the model's schema",
+    "(1.0), or convert the records by the model's schema",
     ("float", "int64"): "write whole numbers for it",
 }
 
@@ -323,8 +330,10 @@ def _cause(cls: type[ServingCallError], details: str) -> str:
     if kind is not None:
         sent, wanted = kind["sent"], kind["wanted"]
         hint = _KIND_HINTS.get((sent, wanted), f"send it as a {wanted} list")
-        return (f"example {kind['index']}: feature {kind['key']!r} was sent as {sent} but the model "
-                f"reads it as {wanted}: {hint} ({details})")
+        return (
+            f"example {kind['index']}: feature {kind['key']!r} was sent as {sent} but the model "
+            f"reads it as {wanted}: {hint} ({details})"
+        )
     return details or "no message"
 
 
@@ -340,7 +349,7 @@ def renamed_for_call(exc: ServingCallError, method: str, what: str) -> ServingCa
     """
     text = str(exc)
     inner = _where(_method_of(text), exc.model, exc.version)
-    tail = text[len(inner) + 2:] if inner and text.startswith(inner + ": ") else text
+    tail = text[len(inner) + 2 :] if inner and text.startswith(inner + ": ") else text
     message = f"{_where(method, exc.model, exc.version)}: {what}: {tail}"
     renamed = type(exc)(message, code=exc.code, details=exc.details, model=exc.model, version=exc.version)
     return renamed

@@ -69,6 +69,7 @@ def names_valid_keywords(method: _Method) -> _Method:
 
     return cast(_Method, checked)
 
+
 logger = logging.getLogger("tfship.serve_client")
 _NEVER_RETRY = frozenset({"INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION"})
 

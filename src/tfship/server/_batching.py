@@ -148,9 +148,7 @@ class Batcher:
                 task.done.set()
 
     @staticmethod
-    def _run_merged(
-        servable: Servable, batch: list[_Task], signature: str, outputs: Sequence[str]
-    ) -> None:
+    def _run_merged(servable: Servable, batch: list[_Task], signature: str, outputs: Sequence[str]) -> None:
         keys = list(batch[0].feeds)
         merged = {k: np.concatenate([np.asarray(t.feeds[k]) for t in batch]) for k in keys}
         total = sum(t.rows for t in batch)
@@ -182,9 +180,7 @@ def _rows(feeds: Mapping[str, Any]) -> int | None:
     return size if size else None
 
 
-def _batch_key(
-    feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
-) -> tuple[Any, ...] | None:
+def _batch_key(feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]) -> tuple[Any, ...] | None:
     parts: list[Any] = [signature, tuple(outputs)]
     for name in sorted(feeds):
         value = feeds[name]

@@ -37,26 +37,45 @@ _TFS_VALUE_FLAGS = {
 _TFS_BOOL_FLAGS = {
     "enable_batching": ("--enable-batching", None),
     "enable_signature_method_name_check": ("--enable-signature-method-name-check", None),
-    "allow_version_labels_for_unavailable_models": (
-        "--allow-version-labels-for-unavailable-models", None),
+    "allow_version_labels_for_unavailable_models": ("--allow-version-labels-for-unavailable-models", None),
     "enable_model_warmup": (None, "--no-warmup"),  # default true: only "false" changes anything
 }
 # Tuning flags whose effect a local server has no use for: accepted, logged, ignored.
-_TFS_IGNORED = frozenset({
-    "rest_api_num_threads", "num_load_threads", "num_unload_threads", "flush_filesystem_caches",
-    "tensorflow_session_parallelism", "tensorflow_intra_op_parallelism",
-    "tensorflow_inter_op_parallelism", "enable_profiler",
-    "xla_cpu_compilation_enabled", "per_process_gpu_memory_fraction",
-    "remove_unused_fields_from_bundle_metagraph", "skip_initialize_tpu",
-})
+_TFS_IGNORED = frozenset(
+    {
+        "rest_api_num_threads",
+        "num_load_threads",
+        "num_unload_threads",
+        "flush_filesystem_caches",
+        "tensorflow_session_parallelism",
+        "tensorflow_intra_op_parallelism",
+        "tensorflow_inter_op_parallelism",
+        "enable_profiler",
+        "xla_cpu_compilation_enabled",
+        "per_process_gpu_memory_fraction",
+        "remove_unused_fields_from_bundle_metagraph",
+        "skip_initialize_tpu",
+    }
+)
 # The rest of TF Serving 2.15.1's flags: known, not supported here.
-_TFS_UNSUPPORTED = frozenset({
-    "use_alts_credentials", "platform_config_file", "saved_model_tags", "prefer_tflite_model",
-    "mixed_precision", "enable_per_model_batching_parameters", "thread_pool_factory_config_file",
-    "tensorflow_session_config_file", "num_request_iterations_for_warmup",
-    "rest_api_enable_cors_support", "enable_grpc_healthcheck_service", "num_tflite_pools",
-    "num_tflite_interpreters_per_pool", "version",
-})
+_TFS_UNSUPPORTED = frozenset(
+    {
+        "use_alts_credentials",
+        "platform_config_file",
+        "saved_model_tags",
+        "prefer_tflite_model",
+        "mixed_precision",
+        "enable_per_model_batching_parameters",
+        "thread_pool_factory_config_file",
+        "tensorflow_session_config_file",
+        "num_request_iterations_for_warmup",
+        "rest_api_enable_cors_support",
+        "enable_grpc_healthcheck_service",
+        "num_tflite_pools",
+        "num_tflite_interpreters_per_pool",
+        "version",
+    }
+)
 _TRUE, _FALSE = {"", "true", "1", "t", "yes"}, {"false", "0", "f", "no"}
 
 
@@ -134,52 +153,119 @@ class _ServeCommand(click.Command):
     type=click.Path(dir_okay=False, path_type=Path),
     help="A model_config_list text proto (several models, version policies, labels).",
 )
-@click.option("--model-config-poll-seconds", default=0.0, show_default=True,
-              type=click.FloatRange(0), help="Re-read --model-config this often (0: never).")
-@click.option("--port", default=8500, show_default=True, type=click.IntRange(0, 65535),
-              help="gRPC port; 0 picks a free one.")
-@click.option("--rest-port", type=click.IntRange(0, 65535), default=None,
-              help="REST port (off unless given); 0 picks a free one.")
-@click.option("--rest-api-timeout-ms", default=30000, show_default=True,
-              type=click.IntRange(1), help="Longest REST model run before a 504.")
-@click.option("--rest-max-connections", type=click.IntRange(1), default=None,
-              help="Most REST connections open at once; past it a new one is answered 503 "
-                   "and closed at once (a proxy in front retries elsewhere). Default: 1024, "
-                   "or half the open-file limit when that is lower.")
-@click.option("--rest-max-inflated-bytes", type=click.IntRange(1), default=100 << 20,
-              show_default=True, help="Size a gzip REST request body may inflate to; past it "
-                                      "the request is answered 400.")
+@click.option(
+    "--model-config-poll-seconds",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Re-read --model-config this often (0: never).",
+)
+@click.option(
+    "--port",
+    default=8500,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="gRPC port; 0 picks a free one.",
+)
+@click.option(
+    "--rest-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="REST port (off unless given); 0 picks a free one.",
+)
+@click.option(
+    "--rest-api-timeout-ms",
+    default=30000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Longest REST model run before a 504.",
+)
+@click.option(
+    "--rest-max-connections",
+    type=click.IntRange(1),
+    default=None,
+    help="Most REST connections open at once; past it a new one is answered 503 "
+    "and closed at once (a proxy in front retries elsewhere). Default: 1024, "
+    "or half the open-file limit when that is lower.",
+)
+@click.option(
+    "--rest-max-inflated-bytes",
+    type=click.IntRange(1),
+    default=100 << 20,
+    show_default=True,
+    help="Size a gzip REST request body may inflate to; past it the request is answered 400.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--version-policy", default="latest", show_default=True,
-              help="latest, latest:N, all or specific:V[,V...].")
-@click.option("--poll-seconds", default=1.0, show_default=True, type=float,
-              help="How often base paths are scanned for new or removed versions (0 or less: "
-                   "once, at start-up).")
+@click.option(
+    "--version-policy",
+    default="latest",
+    show_default=True,
+    help="latest, latest:N, all or specific:V[,V...].",
+)
+@click.option(
+    "--poll-seconds",
+    default=1.0,
+    show_default=True,
+    type=float,
+    help="How often base paths are scanned for new or removed versions (0 or less: once, at start-up).",
+)
 @click.option("--enable-batching", is_flag=True, help="Merge concurrent Predict calls.")
 @click.option("--max-batch-size", default=32, show_default=True, type=click.IntRange(1))
 @click.option("--batch-timeout-ms", default=1.0, show_default=True, type=click.FloatRange(0))
-@click.option("--batching-parameters-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="BatchingParameters text proto (max_batch_size, batch_timeout_micros).")
-@click.option("--grpc-max-threads", default=64, show_default=True, type=click.IntRange(1),
-              help="Most threads answering gRPC calls at once. One per processor take the "
-                   "calls; more are added only while calls wait behind long ones.")
-@click.option("--grpc-channel-arguments", default="",
-              help="gRPC server arguments, key=value[,key=value...].")
-@click.option("--monitoring-config-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="MonitoringConfig text proto; prometheus_config serves metrics over REST.")
-@click.option("--allow-version-labels-for-unavailable-models", is_flag=True,
-              help="Let labels name versions that are not loaded yet.")
+@click.option(
+    "--batching-parameters-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="BatchingParameters text proto (max_batch_size, batch_timeout_micros).",
+)
+@click.option(
+    "--grpc-max-threads",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Most threads answering gRPC calls at once. One per processor take the "
+    "calls; more are added only while calls wait behind long ones.",
+)
+@click.option("--grpc-channel-arguments", default="", help="gRPC server arguments, key=value[,key=value...].")
+@click.option(
+    "--monitoring-config-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="MonitoringConfig text proto; prometheus_config serves metrics over REST.",
+)
+@click.option(
+    "--allow-version-labels-for-unavailable-models",
+    is_flag=True,
+    help="Let labels name versions that are not loaded yet.",
+)
 @click.option("--no-warmup", is_flag=True, help="Skip assets.extra/tf_serving_warmup_requests.")
-@click.option("--max-num-load-retries", default=5, show_default=True, type=click.IntRange(0),
-              help="Retry a failed load this many times, as TF Serving does (0: fail at once).")
-@click.option("--load-retry-interval-seconds", default=60.0, show_default=True,
-              type=click.FloatRange(0), help="Pause between load retries (TF Serving: 60 s).")
-@click.option("--enable-signature-method-name-check", is_flag=True,
-              help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).")
-@click.option("--ssl-config-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="SSLConfig text proto (server_key, server_cert, custom_ca, client_verify).")
-@click.option("--grpc-socket-path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also serve gRPC on this unix socket.")
+@click.option(
+    "--max-num-load-retries",
+    default=5,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Retry a failed load this many times, as TF Serving does (0: fail at once).",
+)
+@click.option(
+    "--load-retry-interval-seconds",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Pause between load retries (TF Serving: 60 s).",
+)
+@click.option(
+    "--enable-signature-method-name-check",
+    is_flag=True,
+    help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).",
+)
+@click.option(
+    "--ssl-config-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="SSLConfig text proto (server_key, server_cert, custom_ca, client_verify).",
+)
+@click.option(
+    "--grpc-socket-path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also serve gRPC on this unix socket.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
@@ -341,9 +427,7 @@ def _exit_now_if_program() -> None:
         os._exit(0)
 
 
-def _models(
-    base_path: Path | None, name: str, config: Path | None, policy: str
-) -> list[Any]:
+def _models(base_path: Path | None, name: str, config: Path | None, policy: str) -> list[Any]:
     from tfship.server._config import read_config_file, single_model
     from tfship.server._status import ServerConfigError
 

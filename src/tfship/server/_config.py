@@ -241,8 +241,7 @@ def parse_grpc_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ServerConfigError(
-                f"gRPC channel argument {item!r}: expected key=value, e.g. "
-                "grpc.max_concurrent_streams=100"
+                f"gRPC channel argument {item!r}: expected key=value, e.g. grpc.max_concurrent_streams=100"
             )
         number = value.lstrip("-")
         pairs.append((key, int(value) if number.isdigit() else value))
@@ -263,5 +262,4 @@ def read_ssl_config(path: str | os.PathLike[str]) -> SslConfig:
         raise ServerConfigError(f"{path}: an SSLConfig needs server_key and server_cert (PEM)")
     if message.client_verify and not message.custom_ca:
         raise ServerConfigError(f"{path}: client_verify needs custom_ca to check clients against")
-    return SslConfig(message.server_key, message.server_cert, message.custom_ca,
-                     message.client_verify)
+    return SslConfig(message.server_key, message.server_cert, message.custom_ca, message.client_verify)

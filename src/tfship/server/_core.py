@@ -36,9 +36,7 @@ from tfship.server._metrics import Metrics
 from tfship.server._status import RpcError, from_exception, invalid, status_fields
 
 
-def fill_model_spec(
-    out: Any, name: str, signature: str | None, version: int | None
-) -> None:
+def fill_model_spec(out: Any, name: str, signature: str | None, version: int | None) -> None:
     """TF Serving's ``MakeModelSpec``: clear, then name, resolved signature, loaded version."""
     out.Clear()
     out.name = name
@@ -146,9 +144,7 @@ class ServingCore:
         key = request.model_spec.signature_name or DEFAULT_SIGNATURE
         signature = servable.signatures.get(key)
         if signature is None:
-            raise RpcError(
-                grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{key}" not found.'
-            )
+            raise RpcError(grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{key}" not found.')
         self._check_method(signature)
         plan = servable.plans.get(key)
         if plan is None:
@@ -165,8 +161,7 @@ class ServingCore:
             check_feed_dtypes(signature, request.inputs)
         values = _run(servable, feeds, key, aliases)
         return key, [
-            (alias, values[alias], _output_enum(signature, alias, values[alias]))
-            for alias in aliases
+            (alias, values[alias], _output_enum(signature, alias, values[alias])) for alias in aliases
         ]
 
     def _check_method(self, signature: Any) -> None:
@@ -187,9 +182,7 @@ class ServingCore:
 
     def classify_on(self, servable: Servable, request: Any) -> Any:
         """Classify against one loaded version."""
-        key, values, rows = self._run_examples(
-            servable, request, CLASSIFY_METHOD, classification_outputs
-        )
+        key, values, rows = self._run_examples(servable, request, CLASSIFY_METHOD, classification_outputs)
         response = protos().classification_pb2.ClassificationResponse()
         fill_model_spec(response.model_spec, request.model_spec.name, key, servable.version)
         fill_classifications(response.result, values, rows)
@@ -272,7 +265,9 @@ class ServingCore:
             else:
                 fill_regressions(result.regression_result, values["outputs"], len(examples))
             fill_model_spec(
-                result.model_spec, task.model_spec.name, task.model_spec.signature_name,
+                result.model_spec,
+                task.model_spec.name,
+                task.model_spec.signature_name,
                 servable.version,
             )
         return response
@@ -286,9 +281,7 @@ class ServingCore:
             if not task.model_spec.name:
                 raise invalid("Found ModelSpec with an empty model name.")
             if model_name and task.model_spec.name != model_name:
-                raise invalid(
-                    "All ModelSpecs in a MultiInferenceRequest must access the same model name."
-                )
+                raise invalid("All ModelSpecs in a MultiInferenceRequest must access the same model name.")
             model_name = task.model_spec.name
             key = task.model_spec.signature_name or DEFAULT_SIGNATURE
             if key in seen:
@@ -463,9 +456,7 @@ def _content_reader(alias: str, want: int) -> tuple[str, int, Any, Any] | None:
         return None
 
 
-def _read_content(
-    content: bytes, dims: Any, reader: tuple[str, int, Any, Any]
-) -> NDArray[Any] | None:
+def _read_content(content: bytes, dims: Any, reader: tuple[str, int, Any, Any]) -> NDArray[Any] | None:
     """``decode_tensor``'s reading of a non-empty ``tensor_content`` for the shape ``dims``,
     or None where decode_tensor would refuse it or read it otherwise (an empty shape)."""
     shape = [d.size for d in dims]
@@ -608,9 +599,7 @@ def _check_example_method(signature: Any, method: str) -> None:
     # --enable_signature_method_name_check for Classify and Regress (and their MultiInference).
     if signature.method_name != method:
         kind = "classification" if method == CLASSIFY_METHOD else "regression"
-        raise invalid(
-            f"Expected {kind} signature method_name to be {method}. Was: " + signature.method_name
-        )
+        raise invalid(f"Expected {kind} signature method_name to be {method}. Was: " + signature.method_name)
 
 
 def classification_outputs(signature: Any, method_check: bool) -> list[str]:
@@ -647,9 +636,7 @@ def regression_outputs(signature: Any, method_check: bool) -> list[str]:
     return ["outputs"]
 
 
-def _check_class_tensor(
-    name: str, value: NDArray[Any], want: int, num_examples: int
-) -> None:
+def _check_class_tensor(name: str, value: NDArray[Any], want: int, num_examples: int) -> None:
     if value.ndim != 2:
         raise invalid(
             f"Expected Tensor shape: [batch_size num_classes] but got {_debug_shape_text(value.shape)}"
@@ -659,14 +646,10 @@ def _check_class_tensor(
         kind = "DT_STRING" if want == DT_STRING else "DT_FLOAT"
         raise invalid(f"Expected {name} Tensor of {kind}. Got: {dtype_enum_name(enum)}")
     if value.shape[0] != num_examples:
-        raise invalid(
-            f"Expected {name} output batch size of {num_examples}. Got: {value.shape[0]}"
-        )
+        raise invalid(f"Expected {name} output batch size of {num_examples}. Got: {value.shape[0]}")
 
 
-def fill_classifications(
-    result: Any, values: Mapping[str, NDArray[Any]], num_examples: int
-) -> None:
+def fill_classifications(result: Any, values: Mapping[str, NDArray[Any]], num_examples: int) -> None:
     """TF Serving's PostProcessClassificationResult into a ``ClassificationResult``."""
     classes, scores = values.get("classes"), values.get("scores")
     if classes is not None:
@@ -700,8 +683,7 @@ def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> Non
         )
     if value.shape[0] != num_examples:
         raise invalid(
-            f"Input batch size did not match output batch size: {num_examples} vs. "
-            f"{value.shape[0]}"
+            f"Input batch size did not match output batch size: {num_examples} vs. {value.shape[0]}"
         )
     enum = enum_of_array(value)
     if enum != DT_FLOAT:

@@ -24,9 +24,7 @@ logger = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 2**31 - 1
 
 
-def _answer(
-    context: Any, call: Callable[[], Any], done: Callable[[str], None] | None = None
-) -> Any:
+def _answer(context: Any, call: Callable[[], Any], done: Callable[[str], None] | None = None) -> Any:
     """Run one call; errors become TF Serving's statuses; ``done`` hears the code's name."""
     code = "OK"
     try:
@@ -74,7 +72,9 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
     pb = protos()
 
     def unary(
-        call: Callable[[Any], Any], request_cls: Any, serializer: Callable[[Any], bytes],
+        call: Callable[[Any], Any],
+        request_cls: Any,
+        serializer: Callable[[Any], bytes],
         api: str | None = None,
     ) -> Any:
         def handle(request: Any, context: Any) -> Any:
@@ -90,13 +90,9 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
     handlers = {
         # The response is already its wire bytes: serializing is the identity.
         "Predict": _predict_handler(core, metrics),
-        "Classify": unary(
-            core.classify, pb.classification_pb2.ClassificationRequest, _serialize, "Classify"
-        ),
+        "Classify": unary(core.classify, pb.classification_pb2.ClassificationRequest, _serialize, "Classify"),
         "Regress": unary(core.regress, pb.regression_pb2.RegressionRequest, _serialize, "Regress"),
-        "MultiInference": unary(
-            core.multi_inference, pb.inference_pb2.MultiInferenceRequest, _serialize
-        ),
+        "MultiInference": unary(core.multi_inference, pb.inference_pb2.MultiInferenceRequest, _serialize),
         "GetModelMetadata": unary(
             core.get_model_metadata, pb.get_model_metadata_pb2.GetModelMetadataRequest, _serialize
         ),
@@ -121,9 +117,7 @@ def _predict_handler(core: ServingCore, metrics: Metrics | None) -> Any:
             context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
         if metrics is not None:
             call = functools.partial(predict_bytes, request)
-            answer: bytes = _answer_counted(
-                context, call, metrics, request.model_spec.name, "Predict"
-            )
+            answer: bytes = _answer_counted(context, call, metrics, request.model_spec.name, "Predict")
             return answer
         try:
             return predict_bytes(request)

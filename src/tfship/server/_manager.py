@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class StateEvent:
     """One state a model version went through, with the load error for a failed END.
@@ -63,9 +64,7 @@ class Servable:
         {'y': array([[2., 2., 2.]], dtype=float32)}
     """
 
-    def __init__(
-        self, name: str, version: int, path: str, meta_graph: Any, model: LocalModel
-    ) -> None:
+    def __init__(self, name: str, version: int, path: str, meta_graph: Any, model: LocalModel) -> None:
         self.name = name
         self.version = version
         self.path = path
@@ -111,9 +110,7 @@ class Servable:
                 self._specs[(name, signature)] = spec
         return spec
 
-    def run(
-        self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
-    ) -> dict[str, Any]:
+    def run(self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]) -> dict[str, Any]:
         """Run one signature on feeds the core checked; returns the requested outputs by alias."""
         if self.batcher is not None:
             return self.batcher.run(self, feeds, signature, outputs)
@@ -130,9 +127,7 @@ class Servable:
         """What :meth:`run_now` raises for a run that failed with ``exc``."""
         return _explained(self.model, exc)
 
-    def run_now(
-        self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
-    ) -> dict[str, Any]:
+    def run_now(self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]) -> dict[str, Any]:
         """Run immediately, bypassing the batcher; the feeds are not checked again."""
         try:
             return self.model.run_checked(feeds, signature, outputs)
@@ -142,16 +137,12 @@ class Servable:
                 raise
             raise explained from exc
 
-    def run_tensors(
-        self, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]
-    ) -> dict[str, Any]:
+    def run_tensors(self, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
         """One run feeding graph tensors by name; ``fetches`` maps each tensor name to a
         (signature, output alias) naming it. Returns the values by tensor name."""
         names = sorted(fetches)
         infos = [self.model.signatures[fetches[n][0]].outputs[fetches[n][1]] for n in names]
-        result: dict[str, Any] = self.model.run_tensors(
-            list(feeds), list(feeds.values()), infos, names
-        )
+        result: dict[str, Any] = self.model.run_tensors(list(feeds), list(feeds.values()), infos, names)
         return result
 
     def acquire(self) -> None:
@@ -210,9 +201,7 @@ def read_saved_model_proto(path: str) -> SavedModelInfo:
             try:
                 saved_model.ParseFromString(handle.read())
             except DecodeError:  # TensorFlow's ReadBinaryProto words it this way
-                raise RpcError(
-                    grpc.StatusCode.DATA_LOSS, f"Can't parse {pb} as binary proto"
-                ) from None
+                raise RpcError(grpc.StatusCode.DATA_LOSS, f"Can't parse {pb} as binary proto") from None
         file = pb
     elif os.path.exists(pbtxt):
         with open(pbtxt, encoding="utf-8") as handle:
@@ -256,8 +245,7 @@ def version_paths(base_path: str, model: str) -> dict[int, str] | None:
     for number, path in listed:
         full = os.path.join(base_path, path.name)
         if number in versions:
-            logger.warning("model %s: duplicate version directories %s and %s", model,
-                           versions[number], full)
+            logger.warning("model %s: duplicate version directories %s and %s", model, versions[number], full)
             continue
         versions[number] = full
     return versions
@@ -416,26 +404,31 @@ class ModelManager:
             self._poll_failed(model, exc)
             return
         if model.unlisted is not None:
-            logger.info("Base path %s for servable %s can be listed again", config.base_path,
-                        config.name)
+            logger.info("Base path %s for servable %s can be listed again", config.base_path, config.name)
             model.unlisted = None
         if found is None:
             if not model.missing_logged:  # once, not on every poll
-                logger.error("Could not find base path %s for servable %s", config.base_path,
-                             config.name)
+                logger.error("Could not find base path %s for servable %s", config.base_path, config.name)
             model.missing_logged = True
             return
         model.missing_logged = False
         if not found and not model.warned_empty:
             logger.warning(
                 "No versions of servable %s found under base path %s. Did you forget to name "
-                "your leaf directory as a number (eg. '/1/')?", config.name, config.base_path)
+                "your leaf directory as a number (eg. '/1/')?",
+                config.name,
+                config.base_path,
+            )
         model.warned_empty = not found
         if config.policy.kind == "specific":
             missing = set(config.policy.versions) - set(found)
             for number in sorted(missing - model.warned_missing):
-                logger.warning("model %s: version %d of the policy is not under %s",
-                               config.name, number, config.base_path)
+                logger.warning(
+                    "model %s: version %d of the policy is not under %s",
+                    config.name,
+                    number,
+                    config.base_path,
+                )
             model.warned_missing = missing
         aspired = {v: found[v] for v in config.policy.choose(found)}
         self._aspire(model, aspired)
@@ -449,7 +442,11 @@ class ModelManager:
         if model.unlisted != reason:
             logger.error(
                 "Could not list base path %s for servable %s: %s; its served versions stay until "
-                "a poll lists it", model.config.base_path, model.config.name, reason)
+                "a poll lists it",
+                model.config.base_path,
+                model.config.name,
+                reason,
+            )
         model.unlisted = reason
         if self._on_poll_error is not None:
             self._on_poll_error(model.config.name)
@@ -473,9 +470,7 @@ class ModelManager:
         harnesses = model.harnesses
         has_aspired = any(v in aspired for v in harnesses)
         aspired_ready = any(v in aspired and h.state == "ready" for v, h in harnesses.items())
-        unaspired_ready = sorted(
-            v for v, h in harnesses.items() if v not in aspired and h.state == "ready"
-        )
+        unaspired_ready = sorted(v for v, h in harnesses.items() if v not in aspired and h.state == "ready")
         if unaspired_ready and (not has_aspired or aspired_ready or len(unaspired_ready) > 1):
             self._unload(model, harnesses[unaspired_ready[0]])
             return True
@@ -507,8 +502,7 @@ class ModelManager:
             harness.servable = servable
             harness.state = "ready"
             self._publish(model, harness.number, "AVAILABLE")
-        logger.info("Successfully loaded servable version {name: %s version: %d}", name,
-                    harness.number)
+        logger.info("Successfully loaded servable version {name: %s version: %d}", name, harness.number)
 
     def _retry_after(self, name: str, harness: _Version, attempt: int, error: RpcError) -> bool:
         """Log a failed load; True after the pause when it is to be tried again.
@@ -519,8 +513,9 @@ class ModelManager:
         """
         retry = attempt <= self._retries and os.path.isdir(harness.path)
         later = f"; retry {attempt} of {self._retries} in {self._retry_interval:g} s" if retry else ""
-        logger.error("Loading servable %s version %d failed: %s%s", name, harness.number,
-                     error.message, later)
+        logger.error(
+            "Loading servable %s version %d failed: %s%s", name, harness.number, error.message, later
+        )
         return retry and not self._stop.wait(self._retry_interval)
 
     def _load_once(self, name: str, harness: _Version) -> Servable:
@@ -545,14 +540,10 @@ class ModelManager:
         if servable is not None:
             servable.close()
         with self._lock:
-            if model.states.get(harness.number) is None or (
-                model.states[harness.number].state != "END"
-            ):
+            if model.states.get(harness.number) is None or (model.states[harness.number].state != "END"):
                 self._publish(model, harness.number, "END")
 
-    def _publish(
-        self, model: _Model, version: int, state: str, error: RpcError | None = None
-    ) -> None:
+    def _publish(self, model: _Model, version: int, state: str, error: RpcError | None = None) -> None:
         event = StateEvent(model.config.name, version, state, time.time(), error)
         model.states[version] = event
         model.history.append(event)
@@ -592,9 +583,7 @@ class ModelManager:
             servable = None if model is None else self._pick(model, version)
             if servable is None:
                 request = f"Latest({spec.name})" if version is None else f"Specific({spec.name}, {version})"
-                raise RpcError(
-                    grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}"
-                )
+                raise RpcError(grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}")
             servable.acquire()
         return servable
 
@@ -617,14 +606,10 @@ class ModelManager:
             states = {} if model is None else dict(model.states)
         if version is not None:
             if version not in states:
-                raise RpcError(
-                    grpc.StatusCode.NOT_FOUND, f"Could not find version {version} of model {name}"
-                )
+                raise RpcError(grpc.StatusCode.NOT_FOUND, f"Could not find version {version} of model {name}")
             return [states[version]]
         if not states:
-            raise RpcError(
-                grpc.StatusCode.NOT_FOUND, f"Could not find any versions of model {name}"
-            )
+            raise RpcError(grpc.StatusCode.NOT_FOUND, f"Could not find any versions of model {name}")
         return [states[v] for v in sorted(states, reverse=True)]
 
     def failed_models(self) -> list[StateEvent]:

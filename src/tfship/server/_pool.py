@@ -113,9 +113,7 @@ class CallPool(futures.Executor):
         return future
 
     def _start_thread(self) -> None:  # under self._lock
-        thread = threading.Thread(
-            target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True
-        )
+        thread = threading.Thread(target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True)
         self._threads.add(thread)
         thread.start()
 

@@ -111,8 +111,7 @@ def predict_request_from_json(body: bytes, spec_fill: Any, core: ServingCore) ->
         infos = _infos(signature)
     if not infos:
         raise invalid(
-            "Failed to get input map for signature: "
-            + (request.model_spec.signature_name or "DEFAULT")
+            "Failed to get input map for signature: " + (request.model_spec.signature_name or "DEFAULT")
         )
     arrays, form = predict_inputs_from_json(doc, infos, body)
     for alias, array in arrays.items():
@@ -195,7 +194,8 @@ class RestApi:
         self.core = core
         self.timeout_s = timeout_s
         self._pool = (
-            None if timeout_s is None
+            None
+            if timeout_s is None
             else ThreadPoolExecutor(max_workers=64, thread_name_prefix="tfship-rest-run")
         )
 
@@ -212,9 +212,7 @@ class RestApi:
             return future.result(timeout=self.timeout_s)
         except FutureTimeout:
             # TensorFlow's text when a run outlives RunOptions.timeout_in_ms
-            raise RpcError(
-                grpc.StatusCode.DEADLINE_EXCEEDED, "Timed out waiting for notification"
-            ) from None
+            raise RpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "Timed out waiting for notification") from None
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """Answer ``method path`` with TF Serving's status code and JSON body."""
@@ -495,9 +493,7 @@ class _Handler(BaseHTTPRequestHandler):
             if length is not None:  # RFC 9112 6.3: a smuggling attempt, or a broken client
                 raise BadBody("a request must not have both Transfer-Encoding and Content-Length")
             if coding.strip().lower() != "chunked":
-                raise UnknownCoding(
-                    f"transfer coding {coding!r} is not implemented; only chunked is"
-                )
+                raise UnknownCoding(f"transfer coding {coding!r} is not implemented; only chunked is")
             body = self._chunks()
         elif length is None:
             return b""
@@ -611,9 +607,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     api: RestApi
 
-    def __init__(
-        self, address: tuple[str, int], handler: type[_Handler], max_connections: int
-    ) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], max_connections: int) -> None:
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         self.max_connections = max_connections
@@ -668,8 +662,7 @@ class _Server(ThreadingHTTPServer):
         if metrics is not None:
             metrics.count_refused_connection()
         body = error_body(
-            f"The server has {self.max_connections} REST connections open, its limit; "
-            "try again later"
+            f"The server has {self.max_connections} REST connections open, its limit; try again later"
         )
         head = (
             f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"

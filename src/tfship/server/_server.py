@@ -227,18 +227,26 @@ class ModelServer:
             raise LocalServerError(_unavailable_message(failed))
         try:
             self._grpc, self.port, self._grpc_pool = start_grpc(
-                self._core, self.host, options.port, max_message_bytes=options.max_message_bytes,
+                self._core,
+                self.host,
+                options.port,
+                max_message_bytes=options.max_message_bytes,
                 workers=options.grpc_workers,
                 # a batch forms from calls waiting together: each needs a thread of its own
                 busy_workers=options.grpc_workers if self.batching else options.grpc_busy_workers,
-                tls=self.tls, socket_path=self.grpc_socket_path,
-                metrics=self.metrics, arguments=options.grpc_arguments,
+                tls=self.tls,
+                socket_path=self.grpc_socket_path,
+                metrics=self.metrics,
+                arguments=options.grpc_arguments,
             )
             if options.rest_port is not None:
                 from tfship.server._rest import start_rest
 
                 self._rest, self.rest_port = start_rest(
-                    self._core, self.host, options.rest_port, timeout_s=options.rest_timeout_s,
+                    self._core,
+                    self.host,
+                    options.rest_port,
+                    timeout_s=options.rest_timeout_s,
                     max_connections=options.rest_max_connections,
                     max_inflated=options.rest_max_inflated_bytes,
                 )
@@ -246,9 +254,7 @@ class ModelServer:
             self.stop()
             raise
         if options.model_config_file is not None and options.model_config_poll_seconds > 0:
-            self._watcher = threading.Thread(
-                target=self._watch_config, name="tfship-config", daemon=True
-            )
+            self._watcher = threading.Thread(target=self._watch_config, name="tfship-config", daemon=True)
             self._watcher.start()
         logger.info("serving gRPC on %s", self.address)
         if self.rest_port is not None:
@@ -380,8 +386,7 @@ class ModelServer:
         except Exception:
             return "(none)"
         return ", ".join(
-            f"{e.version}: {e.state}" + (f" ({e.error.message})" if e.error else "")
-            for e in events
+            f"{e.version}: {e.state}" + (f" ({e.error.message})" if e.error else "") for e in events
         )
 
     def available_versions(self, model_name: str | None = None) -> list[int]:

@@ -51,11 +51,10 @@ def run_warmup(core: ServingCore, servable: Servable, iterations: int = 1) -> in
             _replay(core, servable, log)
         count += 1
         if count > MAX_WARMUP_RECORDS:
-            raise invalid(
-                f"Number of warmup records exceeds the maximum ({MAX_WARMUP_RECORDS}) at {path}"
-            )
-    logger.info("Finished reading warmup data for model at %s. Number of warmup records "
-                "read: %d.", path, count)
+            raise invalid(f"Number of warmup records exceeds the maximum ({MAX_WARMUP_RECORDS}) at {path}")
+    logger.info(
+        "Finished reading warmup data for model at %s. Number of warmup records read: %d.", path, count
+    )
     return count
 
 
@@ -91,7 +90,5 @@ def _replay(core: ServingCore, servable: Servable, log: Any) -> None:
     method = _REPLAYED.get(kind)
     if method is None:
         number = log.DESCRIPTOR.fields_by_name[kind].number
-        raise RpcError(
-            grpc.StatusCode.UNIMPLEMENTED, f"Unsupported log_type for warmup: {number}"
-        )
+        raise RpcError(grpc.StatusCode.UNIMPLEMENTED, f"Unsupported log_type for warmup: {number}")
     getattr(core, method)(servable, getattr(log, kind).request)

@@ -44,8 +44,9 @@ class _TrainCommand(click.Command):
 @click.option("--train", "train_files", required=True, multiple=True, help="CSV/TFRecord file or glob.")
 @click.option("--eval", "eval_files", required=True, multiple=True, help="CSV/TFRecord file or glob.")
 @click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--model", "kind", type=click.Choice(["linear", "dnn", "two_tower"]), default="dnn",
-              show_default=True)
+@click.option(
+    "--model", "kind", type=click.Choice(["linear", "dnn", "two_tower"]), default="dnn", show_default=True
+)
 @click.option("--hidden-units", default="32,16", show_default=True, callback=_int_list)
 @click.option("--activation", default="relu", show_default=True)
 @click.option("--dropout", default=0.0, show_default=True, type=click.FloatRange(0.0, 1.0, max_open=True))
@@ -66,41 +67,110 @@ class _TrainCommand(click.Command):
 @click.option("--eval-throttle-secs", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--seed", default=42, show_default=True, type=int)
 @click.option("--warm-start-from", default=None, help="Checkpoint or model dir to initialise from.")
-@click.option("--export", "exports", default="best,latest,final", show_default=True, callback=_kinds,
-              help="Exporters to attach: any of best, latest, final; '' for none.")
-@click.option("--receiver", type=click.Choice(["parsing", "raw", "both"]), default="both", show_default=True,
-              help="Serving input of the exports: serialized tf.Examples, raw tensors, or both.")
+@click.option(
+    "--export",
+    "exports",
+    default="best,latest,final",
+    show_default=True,
+    callback=_kinds,
+    help="Exporters to attach: any of best, latest, final; '' for none.",
+)
+@click.option(
+    "--receiver",
+    type=click.Choice(["parsing", "raw", "both"]),
+    default="both",
+    show_default=True,
+    help="Serving input of the exports: serialized tf.Examples, raw tensors, or both.",
+)
 @click.option("--best-metric", default="loss", show_default=True)
 @click.option("--best-mode", type=click.Choice(["min", "max", "auto"]), default="auto", show_default=True)
-@click.option("--local-cluster", default=None, metavar="workers=N,ps=N[,evaluator=1]",
-              help="Run a whole TF_CONFIG cluster on this machine: a chief plus these tasks, "
-                   "one process each.")
-@click.option("--worker-delay-secs", default=None, type=click.IntRange(min=0),
-              help="In a cluster: cap on each worker's start-up delay (default: TensorFlow's, "
-                   "5 s per worker index, at most 60).")
-@click.option("--cluster-timeout-secs", default=300.0, show_default=True, type=click.FloatRange(min=0),
-              help="In a cluster: how long a task waits for the tasks it needs to answer.")
-@click.option("--no-label-scaling", is_flag=True,
-              help="Learn a regression label in raw units (default: standardised by the schema's scale).")
-@click.option("--max-bad-rows", default=0, show_default=True, type=click.IntRange(min=0),
-              help="CSV rows that fail the schema's checks and may be skipped (named on stderr).")
-@click.option("--rejects", "rejects_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL file listing the skipped rows (file, line, reason).")
-@click.option("--fill-missing-columns", is_flag=True,
-              help="Train on a CSV file that lacks a feature's column: every row takes the feature's "
-                   "default (named on stderr). Default: such a file is refused.")
+@click.option(
+    "--local-cluster",
+    default=None,
+    metavar="workers=N,ps=N[,evaluator=1]",
+    help="Run a whole TF_CONFIG cluster on this machine: a chief plus these tasks, one process each.",
+)
+@click.option(
+    "--worker-delay-secs",
+    default=None,
+    type=click.IntRange(min=0),
+    help="In a cluster: cap on each worker's start-up delay (default: TensorFlow's, "
+    "5 s per worker index, at most 60).",
+)
+@click.option(
+    "--cluster-timeout-secs",
+    default=300.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="In a cluster: how long a task waits for the tasks it needs to answer.",
+)
+@click.option(
+    "--no-label-scaling",
+    is_flag=True,
+    help="Learn a regression label in raw units (default: standardised by the schema's scale).",
+)
+@click.option(
+    "--max-bad-rows",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="CSV rows that fail the schema's checks and may be skipped (named on stderr).",
+)
+@click.option(
+    "--rejects",
+    "rejects_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL file listing the skipped rows (file, line, reason).",
+)
+@click.option(
+    "--fill-missing-columns",
+    is_flag=True,
+    help="Train on a CSV file that lacks a feature's column: every row takes the feature's "
+    "default (named on stderr). Default: such a file is refused.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], eval_files: tuple[str, ...],
-          model_dir: Path, kind: str, hidden_units: tuple[int, ...], activation: str, dropout: float,
-          batch_norm: bool, tower_dim: int, optimizer: str, learning_rate: float, batch_size: int,
-          epochs: int | None, shuffle_buffer: int, reader_threads: int, parser_threads: int, prefetch: int,
-          max_steps: int, checkpoint_every: int, keep_checkpoints: int, log_every: int,
-          eval_throttle_secs: int, seed: int, warm_start_from: str | None, exports: tuple[str, ...],
-          receiver: str, best_metric: str, best_mode: str, local_cluster: str | None,
-          worker_delay_secs: int | None, cluster_timeout_secs: float, no_label_scaling: bool,
-          max_bad_rows: int, rejects_path: Path | None, fill_missing_columns: bool,
-          as_json: bool) -> None:
+def train(
+    ctx: click.Context,
+    schema_path: Path,
+    train_files: tuple[str, ...],
+    eval_files: tuple[str, ...],
+    model_dir: Path,
+    kind: str,
+    hidden_units: tuple[int, ...],
+    activation: str,
+    dropout: float,
+    batch_norm: bool,
+    tower_dim: int,
+    optimizer: str,
+    learning_rate: float,
+    batch_size: int,
+    epochs: int | None,
+    shuffle_buffer: int,
+    reader_threads: int,
+    parser_threads: int,
+    prefetch: int,
+    max_steps: int,
+    checkpoint_every: int,
+    keep_checkpoints: int,
+    log_every: int,
+    eval_throttle_secs: int,
+    seed: int,
+    warm_start_from: str | None,
+    exports: tuple[str, ...],
+    receiver: str,
+    best_metric: str,
+    best_mode: str,
+    local_cluster: str | None,
+    worker_delay_secs: int | None,
+    cluster_timeout_secs: float,
+    no_label_scaling: bool,
+    max_bad_rows: int,
+    rejects_path: Path | None,
+    fill_missing_columns: bool,
+    as_json: bool,
+) -> None:
     """Train an Estimator (Keras model + Head) from a schema, evaluate and export it.
 
     With TF_CONFIG set, this process runs its one task of the cluster; with --local-cluster,
@@ -110,23 +180,46 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
 
     schema = Schema.load(schema_path)
     try:
-        model = trainer.ModelOptions(kind=kind, hidden_units=hidden_units, activation=activation,
-                                    dropout=dropout, batch_norm=batch_norm, tower_dim=tower_dim,
-                                    learning_rate=learning_rate, optimizer=optimizer,
-                                    label_scaling=not no_label_scaling)
+        model = trainer.ModelOptions(
+            kind=kind,
+            hidden_units=hidden_units,
+            activation=activation,
+            dropout=dropout,
+            batch_norm=batch_norm,
+            tower_dim=tower_dim,
+            learning_rate=learning_rate,
+            optimizer=optimizer,
+            label_scaling=not no_label_scaling,
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     model.check(schema)  # before TensorFlow loads and before anything is written
-    inputs = trainer.InputOptions(batch_size=batch_size, epochs=epochs, shuffle_buffer=shuffle_buffer,
-                                 reader_threads=reader_threads, parser_threads=parser_threads,
-                                 prefetch=prefetch, seed=seed, fill_missing_columns=fill_missing_columns)
+    inputs = trainer.InputOptions(
+        batch_size=batch_size,
+        epochs=epochs,
+        shuffle_buffer=shuffle_buffer,
+        reader_threads=reader_threads,
+        parser_threads=parser_threads,
+        prefetch=prefetch,
+        seed=seed,
+        fill_missing_columns=fill_missing_columns,
+    )
     try:
-        run = trainer.RunOptions(max_steps=max_steps, checkpoint_every=checkpoint_every,
-                                 keep_checkpoints=keep_checkpoints, log_every=log_every, seed=seed,
-                                 eval_throttle_secs=eval_throttle_secs, exports=exports,
-                                 receiver=receiver, best_metric=best_metric, best_mode=best_mode,
-                                 warm_start_from=warm_start_from, worker_delay_secs=worker_delay_secs,
-                                 startup_timeout_secs=cluster_timeout_secs)
+        run = trainer.RunOptions(
+            max_steps=max_steps,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
+            log_every=log_every,
+            seed=seed,
+            eval_throttle_secs=eval_throttle_secs,
+            exports=exports,
+            receiver=receiver,
+            best_metric=best_metric,
+            best_mode=best_mode,
+            warm_start_from=warm_start_from,
+            worker_delay_secs=worker_delay_secs,
+            startup_timeout_secs=cluster_timeout_secs,
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--export") from None
     if local_cluster is not None:
@@ -140,10 +233,13 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
 
     exit_with_parent()
     try:
-        with _checked(schema, train_files, eval_files, max_bad_rows, rejects_path,
-                      fill_missing_columns) as (train_set, eval_set):
-            result = trainer.train(schema, model_dir, train_set, eval_set, model=model, inputs=inputs,
-                                   run=run)
+        with _checked(schema, train_files, eval_files, max_bad_rows, rejects_path, fill_missing_columns) as (
+            train_set,
+            eval_set,
+        ):
+            result = trainer.train(
+                schema, model_dir, train_set, eval_set, model=model, inputs=inputs, run=run
+            )
     except MissingColumnError as exc:
         raise exc.with_option("--fill-missing-columns") from None
     if as_json:
@@ -158,8 +254,12 @@ def train(ctx: click.Context, schema_path: Path, train_files: tuple[str, ...], e
 
 @contextmanager
 def _checked(
-    schema: Schema, train_files: tuple[str, ...], eval_files: tuple[str, ...], max_bad_rows: int,
-    rejects: Path | None, fill_missing_columns: bool,
+    schema: Schema,
+    train_files: tuple[str, ...],
+    eval_files: tuple[str, ...],
+    max_bad_rows: int,
+    rejects: Path | None,
+    fill_missing_columns: bool,
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Every CSV row checked before anything is written; the files to train and evaluate on."""
     from tfship.errors import DataError
@@ -169,10 +269,16 @@ def _checked(
     train_set, eval_set = expand(train_files), expand(eval_files)
     echo = functools.partial(click.echo, err=True)
     try:
-        with checked_files(schema, train_set + eval_set, max_bad_rows=max_bad_rows, rejects=rejects,
-                           echo=echo, fill_missing_columns=fill_missing_columns,
-                           sets=[("training", train_set), ("evaluation", eval_set)]) as kept:
-            yield kept[:len(train_set)], kept[len(train_set):]
+        with checked_files(
+            schema,
+            train_set + eval_set,
+            max_bad_rows=max_bad_rows,
+            rejects=rejects,
+            echo=echo,
+            fill_missing_columns=fill_missing_columns,
+            sets=[("training", train_set), ("evaluation", eval_set)],
+        ) as kept:
+            yield kept[: len(train_set)], kept[len(train_set) :]
     except _TooManyBadRows as exc:
         raise DataError(f"{exc}; --max-bad-rows N skips up to N of them") from None
 
@@ -256,12 +362,21 @@ def cluster() -> None:
 @click.option("--chief", required=True, callback=_address, help="The chief's host:port.")
 @click.option("--worker", default=None, callback=_address, help="Workers' host:port, comma-separated.")
 @click.option("--ps", default=None, callback=_address, help="Parameter servers' host:port, comma-separated.")
-@click.option("--evaluator", is_flag=True,
-              help="The cluster runs an evaluator task (it exports; the chief then does not).")
-@click.option("--task", "task", required=True, callback=_task,
-              help="This task as TYPE:INDEX: chief:0, worker:N, ps:N or evaluator:0.")
-def tf_config(chief: list[str], worker: list[str], ps: list[str], evaluator: bool,
-              task: tuple[str, int]) -> None:
+@click.option(
+    "--evaluator",
+    is_flag=True,
+    help="The cluster runs an evaluator task (it exports; the chief then does not).",
+)
+@click.option(
+    "--task",
+    "task",
+    required=True,
+    callback=_task,
+    help="This task as TYPE:INDEX: chief:0, worker:N, ps:N or evaluator:0.",
+)
+def tf_config(
+    chief: list[str], worker: list[str], ps: list[str], evaluator: bool, task: tuple[str, int]
+) -> None:
     """Print the TF_CONFIG value of one task (export TF_CONFIG='...' before `tfship train`).
 
     \b

@@ -174,9 +174,7 @@ def _jobs(cluster: Mapping[str, Any]) -> dict[str, list[str]]:
 
 def _task(jobs: dict[str, list[str]], task_type: Any, index: Any, has_evaluator: bool) -> ClusterTask:
     if task_type not in TASK_TYPES:
-        raise ClusterConfigError(
-            f"TF_CONFIG task type {task_type!r} is not one of {list(TASK_TYPES)}"
-        )
+        raise ClusterConfigError(f"TF_CONFIG task type {task_type!r} is not one of {list(TASK_TYPES)}")
     if not isinstance(index, int) or index < 0:
         raise ClusterConfigError(f"TF_CONFIG task index must be a non-negative integer, found {index!r}")
     if task_type == "evaluator":
@@ -385,10 +383,15 @@ class Watchdog:
         if self.task.task_type == "worker":
             note = self.wait_for_end()
             if note is not None and not self._stop.is_set():
-                write_note(self.model_dir, f"worker-{self.task.task_index}.json",
-                           {"global_step": note["global_step"], "max_steps": self.max_steps})
-                self._end(0, f"{self.task.name}: the chief finished training at step "
-                             f"{note['global_step']}; stopping")
+                write_note(
+                    self.model_dir,
+                    f"worker-{self.task.task_index}.json",
+                    {"global_step": note["global_step"], "max_steps": self.max_steps},
+                )
+                self._end(
+                    0,
+                    f"{self.task.name}: the chief finished training at step {note['global_step']}; stopping",
+                )
 
     def check_peers(self) -> None:
         """Wait until every peer answered once.

@@ -96,7 +96,10 @@ def _numeric(f: Feature) -> Any:
     shape = f.shape or (1,)
     default = f.default if f.use["kind"] == "numeric" else None
     return tf().feature_column.numeric_column(
-        graph_name(f.name), shape=shape, default_value=default, dtype=tf().float32,
+        graph_name(f.name),
+        shape=shape,
+        default_value=default,
+        dtype=tf().float32,
         normalizer_fn=normalizer,
     )
 

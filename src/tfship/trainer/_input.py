@@ -98,8 +98,7 @@ def _csv_header(files: Sequence[str], schema: Schema, fill_missing_columns: bool
             headers[path] = read_csv_header(fh)
             has_rows = has_rows or any(line.strip() for line in fh)
     if not has_rows:
-        raise DataError(f"no rows: {', '.join(files)} {'holds' if len(files) == 1 else 'hold'} "
-                        f"a header only")
+        raise DataError(f"no rows: {', '.join(files)} {'holds' if len(files) == 1 else 'hold'} a header only")
     first, header = files[0], headers[files[0]]
     for path, other in headers.items():
         if other != header:

@@ -202,8 +202,12 @@ class _PortTaken(Exception):
 
 
 def _run_once(
-    cluster: LocalCluster, train_args: Sequence[str], echo: Callable[[str], None], timeout: float | None,
-    env: dict[str, str] | None, started: float,
+    cluster: LocalCluster,
+    train_args: Sequence[str],
+    echo: Callable[[str], None],
+    timeout: float | None,
+    env: dict[str, str] | None,
+    started: float,
 ) -> list[_Task]:
     configs = cluster.tf_configs(free_ports(1 + cluster.workers + cluster.ps))
     tasks: list[_Task] = []
@@ -235,7 +239,10 @@ def _stderr(line: str) -> None:
 
 
 def _start(
-    name: str, tf_config: dict[str, Any], train_args: Sequence[str], echo: Callable[[str], None],
+    name: str,
+    tf_config: dict[str, Any],
+    train_args: Sequence[str],
+    echo: Callable[[str], None],
     env: dict[str, str] | None,
 ) -> _Task:
     child_env = dict(os.environ if env is None else env)
@@ -251,8 +258,14 @@ def _start(
     # A session of its own: a terminal's Ctrl-C reaches this process only, which stops the
     # tasks in order; the stdin pipe closes if this process dies, and the tasks end with it.
     process = subprocess.Popen(
-        command, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, bufsize=1, start_new_session=True,
+        command,
+        env=child_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
     )
     task = _Task(name, process)
     assert process.stdout is not None and process.stderr is not None
@@ -294,8 +307,9 @@ def _wait(tasks: list[_Task], started: float, timeout: float | None) -> None:
             return
         if timeout is not None and time.monotonic() - started > timeout:
             alive = [t.name for t in tasks if t.process.poll() is None]
-            raise ClusterError(f"the cluster did not finish within {timeout:.0f}s; still running: "
-                               f"{', '.join(alive)}")
+            raise ClusterError(
+                f"the cluster did not finish within {timeout:.0f}s; still running: {', '.join(alive)}"
+            )
         time.sleep(0.2)
 
 

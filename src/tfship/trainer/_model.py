@@ -69,13 +69,15 @@ class ModelOptions:
         if self.kind != "two_tower":
             return
         if schema.label.kind != "binary":
-            raise SchemaError(f"the two_tower model scores pairs: it needs a binary label; label "
-                              f"{schema.label.name!r} is {schema.label.kind}")
+            raise SchemaError(
+                f"the two_tower model scores pairs: it needs a binary label; label "
+                f"{schema.label.name!r} is {schema.label.kind}"
+            )
         absent = [g for g in self.towers if not schema.groups.get(g)]
         if absent:
             wanted = " and ".join(map(repr, self.towers))
             raise SchemaError(
-                f"the two_tower model needs feature groups {wanted} in the schema's \"groups\"; "
+                f'the two_tower model needs feature groups {wanted} in the schema\'s "groups"; '
                 f"missing or empty: {', '.join(map(repr, absent))} (the schema's groups are "
                 f"{sorted(schema.groups)})"
             )

@@ -69,10 +69,13 @@ class RowCheck:
             return
         names = ", ".join(counted)
         if rows == 0:
-            raise DataError(f"no {role} rows: {names} {'holds' if len(counted) == 1 else 'hold'} "
-                            f"a header only")
-        raise DataError(f"no {role} rows: every row of {names} is bad ({bad} bad row(s)); "
-                        f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}")
+            raise DataError(
+                f"no {role} rows: {names} {'holds' if len(counted) == 1 else 'hold'} a header only"
+            )
+        raise DataError(
+            f"no {role} rows: every row of {names} is bad ({bad} bad row(s)); "
+            f"first {self.bad[0].file}:{self.bad[0].line}: {self.bad[0].reason}"
+        )
 
     def bad_counts(self, sets: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
         """``3 bad row(s): 3 of 277 training rows in train.csv, 0 of 68 evaluation rows in
@@ -104,8 +107,9 @@ def _label_problems(schema: Schema, column: Any, rows: int) -> dict[int, str]:
     allowed = set(vocabulary)
     return {
         i: f"field {schema.label.name!r}: {value_text(value)} is not one of the label's classes "
-           f"({', '.join(vocabulary)})"
-        for i, value in enumerate(values[:rows]) if value is not None and str(value) not in allowed
+        f"({', '.join(vocabulary)})"
+        for i, value in enumerate(values[:rows])
+        if value is not None and str(value) not in allowed
     }
 
 
@@ -117,9 +121,7 @@ def _label_reason(schema: Schema, reason: str) -> str:
     return reason
 
 
-def check_csv_rows(
-    schema: Schema, files: Sequence[str], *, fill_missing_columns: bool = False
-) -> RowCheck:
+def check_csv_rows(schema: Schema, files: Sequence[str], *, fill_missing_columns: bool = False) -> RowCheck:
     """Read every row of the CSV files through the loaders' conversion; name the bad ones.
 
     Raises:
@@ -135,18 +137,27 @@ def check_csv_rows(
         if not name.endswith(".csv"):
             continue
         # The input function names the filled columns when it reads the file.
-        check_columns(fields, columns_of(Path(name)) or [], name,
-                      fill_missing_columns=fill_missing_columns, warn=False)
+        check_columns(
+            fields, columns_of(Path(name)) or [], name, fill_missing_columns=fill_missing_columns, warn=False
+        )
         result.rows_by_file.setdefault(name, 0)
         for chunk in read_chunks(Path(name), _CHUNK_ROWS, set(fields)):
             result.rows += chunk.rows + len(chunk.rejects)
             result.rows_by_file[name] += chunk.rows + len(chunk.rejects)
             result.bad.extend(BadRow(name, r.line, r.reason) for r in chunk.rejects)
             result.blank.extend((name, line) for line in chunk.blank_lines)
-            converted = convert_chunk(fields, chunk.columns, chunk.rows, csv=rule, source=name,
-                                      fill_missing_columns=fill_missing_columns)
-            problems = {**_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
-                        **{row: _label_reason(schema, why) for row, why in converted.bad.items()}}
+            converted = convert_chunk(
+                fields,
+                chunk.columns,
+                chunk.rows,
+                csv=rule,
+                source=name,
+                fill_missing_columns=fill_missing_columns,
+            )
+            problems = {
+                **_label_problems(schema, chunk.columns.get(schema.label.name, []), chunk.rows),
+                **{row: _label_reason(schema, why) for row, why in converted.bad.items()},
+            }
             lines = chunk.lines.tolist()
             result.bad.extend(BadRow(name, int(lines[i]), why) for i, why in sorted(problems.items()))
     result.bad.sort(key=lambda b: (b.file, b.line))
@@ -155,8 +166,13 @@ def check_csv_rows(
 
 @contextmanager
 def checked_files(
-    schema: Schema, files: Sequence[str], *, max_bad_rows: int, rejects: Path | None,
-    echo: Callable[[str], object] | None = None, fill_missing_columns: bool = False,
+    schema: Schema,
+    files: Sequence[str],
+    *,
+    max_bad_rows: int,
+    rejects: Path | None,
+    echo: Callable[[str], object] | None = None,
+    fill_missing_columns: bool = False,
     sets: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> Iterator[list[str]]:
     """The files to train on once their rows are checked, for as long as training runs.
@@ -185,8 +201,10 @@ def checked_files(
         _write_rejects(rejects, check.bad)
     if check.bad and echo is not None:
         where = f"; listed in {rejects}" if rejects is not None else ""
-        echo(f"skipping {check.bad_counts(sets)}; first {check.bad[0].file}:"
-             f"{check.bad[0].line}: {check.bad[0].reason}{where}")
+        echo(
+            f"skipping {check.bad_counts(sets)}; first {check.bad[0].file}:"
+            f"{check.bad[0].line}: {check.bad[0].reason}{where}"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="tfship-train-rows-"))
     try:
         skipped = [(b.file, b.line) for b in check.bad] + check.blank

@@ -243,8 +243,15 @@ def train(
         >>> sorted(result.exports), sorted(result.metrics)
         (['final'], ['accuracy', 'average_loss', 'loss'])
     """
-    job = _Job(schema, Path(model_dir), train_files, eval_files,
-               model or ModelOptions(), inputs or InputOptions(), run or RunOptions())
+    job = _Job(
+        schema,
+        Path(model_dir),
+        train_files,
+        eval_files,
+        model or ModelOptions(),
+        inputs or InputOptions(),
+        run or RunOptions(),
+    )
     task = read_tf_config()
     if task is None:
         return job.local()
@@ -301,8 +308,10 @@ class _Job:
             checkpoint=tf().train.latest_checkpoint(str(self.model_dir)),
             seconds=round(time.monotonic() - self.started, 2),
             start_step=step,
-            notes=[f"the model is already at step {step} of {self.run.max_steps}: nothing was "
-                   f"trained; a larger max steps continues it"],
+            notes=[
+                f"the model is already at step {step} of {self.run.max_steps}: nothing was "
+                f"trained; a larger max steps continues it"
+            ],
         )
 
     def cluster(self, task: ClusterTask) -> TrainResult:
@@ -338,8 +347,11 @@ class _Job:
         if task.task_type == "chief":
             return self._chief_done(task, estimator_obj, seen)
         if task.task_type == "worker":
-            write_note(self.model_dir, f"worker-{task.task_index}.json",
-                       {"global_step": seen.get("step", 0), "max_steps": self.run.max_steps})
+            write_note(
+                self.model_dir,
+                f"worker-{task.task_index}.json",
+                {"global_step": seen.get("step", 0), "max_steps": self.run.max_steps},
+            )
             return self._task_result(task, seen.get("step", 0))
         return self._evaluator_done(task, estimator_obj, exporters, evaluated)
 
@@ -355,11 +367,16 @@ class _Job:
 
     def _chief_done(self, task: ClusterTask, estimator_obj: Any, seen: dict[str, int]) -> TrainResult:
         step = latest_checkpoint_step(self.model_dir) or seen.get("step", 0)
-        write_note(self.model_dir, "chief.json", {
-            "global_step": step, "max_steps": self.run.max_steps,
-            "seconds": round(time.monotonic() - self.started, 2),
-            "checkpoint": estimator_obj.latest_checkpoint(),
-        })
+        write_note(
+            self.model_dir,
+            "chief.json",
+            {
+                "global_step": step,
+                "max_steps": self.run.max_steps,
+                "seconds": round(time.monotonic() - self.started, 2),
+                "checkpoint": estimator_obj.latest_checkpoint(),
+            },
+        )
         notes = []
         if self.run.exports and not task.has_evaluator:
             # Exporters run only where evaluation runs: without an evaluator, the chief
@@ -382,8 +399,9 @@ class _Job:
         note = watchdog.wait_for_end() or {}
         # TensorFlow cannot shut a server down: it serves until this process exits.
         del server
-        logger.info("%s: the chief finished training at step %s; stopping", task.name,
-                    note.get("global_step"))
+        logger.info(
+            "%s: the chief finished training at step %s; stopping", task.name, note.get("global_step")
+        )
         return self._task_result(task, int(note.get("global_step", 0)))
 
     def _wait_for_chief(self, task: ClusterTask) -> None:
@@ -392,17 +410,30 @@ class _Job:
         deadline = time.monotonic() + self.run.startup_timeout_secs
         while latest_checkpoint_step(self.model_dir) is None:
             if time.monotonic() > deadline:
-                raise ClusterError(f"{task.name}: chief 0 wrote no checkpoint into {self.model_dir} "
-                                   f"within {self.run.startup_timeout_secs:g}s")
+                raise ClusterError(
+                    f"{task.name}: chief 0 wrote no checkpoint into {self.model_dir} "
+                    f"within {self.run.startup_timeout_secs:g}s"
+                )
             time.sleep(0.2)
 
     def _watchdog(self, task: ClusterTask) -> Watchdog:
-        return Watchdog(task, str(self.model_dir), self.run.max_steps,
-                        startup_timeout=self.run.startup_timeout_secs, grace=self.run.cluster_grace_secs)
+        return Watchdog(
+            task,
+            str(self.model_dir),
+            self.run.max_steps,
+            startup_timeout=self.run.startup_timeout_secs,
+            grace=self.run.cluster_grace_secs,
+        )
 
     def _task_result(self, task: ClusterTask, step: int) -> TrainResult:
-        return TrainResult(model_dir=str(self.model_dir), metrics={}, global_step=step, checkpoint=None,
-                           seconds=round(time.monotonic() - self.started, 2), task=task.name)
+        return TrainResult(
+            model_dir=str(self.model_dir),
+            metrics={},
+            global_step=step,
+            checkpoint=None,
+            seconds=round(time.monotonic() - self.started, 2),
+            task=task.name,
+        )
 
     def _estimator(self) -> Any:
         return build_estimator(self.schema, self.model_dir, self.model.to_dict(), run=self.run)
@@ -462,8 +493,9 @@ def _start_server(task: ClusterTask) -> Any:
     cluster = t.train.ClusterSpec({job: list(a) for job, a in task.cluster.items()})
     config = t.compat.v1.ConfigProto(log_device_placement=False)
     try:
-        return t.distribute.Server(cluster, job_name=task.task_type, task_index=task.task_index,
-                                   config=config, start=True)
+        return t.distribute.Server(
+            cluster, job_name=task.task_type, task_index=task.task_index, config=config, start=True
+        )
     except t.errors.OpError as exc:
         raise ClusterError(server_error(task, tf_error_cause(exc))) from None
 
@@ -483,8 +515,14 @@ class _EvalLog:
             def name(self) -> str:
                 return "tfship-eval-log"
 
-            def export(self, estimator: Any, export_path: str, checkpoint_path: str | None,
-                       eval_result: Mapping[str, Any] | None, is_the_final_export: bool) -> None:
+            def export(
+                self,
+                estimator: Any,
+                export_path: str,
+                checkpoint_path: str | None,
+                eval_result: Mapping[str, Any] | None,
+                is_the_final_export: bool,
+            ) -> None:
                 values = dict(eval_result or {})
                 step = int(values.pop("global_step", 0))
                 metrics = {k: float(v) for k, v in values.items()}
@@ -500,11 +538,7 @@ def list_exports(model_dir: str | os.PathLike[str]) -> dict[str, list[str]]:
     root = Path(model_dir) / "export"
     if not root.is_dir():
         return {}
-    return {
-        d.name: [str(path) for _, path in version_dirs(d)]
-        for d in sorted(root.iterdir())
-        if d.is_dir()
-    }
+    return {d.name: [str(path) for _, path in version_dirs(d)] for d in sorted(root.iterdir()) if d.is_dir()}
 
 
 def _new_exports(before: Mapping[str, list[str]], after: Mapping[str, list[str]]) -> dict[str, list[str]]:

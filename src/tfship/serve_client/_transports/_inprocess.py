@@ -67,9 +67,7 @@ def _core_of(server: Served) -> InProcessCore:
         return cast(InProcessCore, server)
     core: InProcessCore | None = getattr(server, "core", None)
     if core is None:
-        raise TypeError(
-            f"expected a started tfship.server.ModelServer or its ServingCore, got {server!r}"
-        )
+        raise TypeError(f"expected a started tfship.server.ModelServer or its ServingCore, got {server!r}")
     return core
 
 

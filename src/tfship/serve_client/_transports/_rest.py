@@ -211,9 +211,7 @@ class RestTransport(_RestBase):
         context = self._verify if isinstance(self._verify, ssl.SSLContext) else None
         if tls and context is None:
             context = ssl.create_default_context()
-        self._pool = _Connections(
-            self.url, context, self._extensions.get("sni_hostname"), max_connections
-        )
+        self._pool = _Connections(self.url, context, self._extensions.get("sni_hostname"), max_connections)
 
     def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call within ``timeout`` seconds, all of it: encoding, connecting, sending,
@@ -270,8 +268,10 @@ class _OneWrite:
             buffer += kept[2]
             conn.endheaders(body)
             return
-        if url[:1] != "/" or not (body is None or type(body) is bytes) or any(
-            name.lower() in _OWN_HEADERS for name in headers
+        if (
+            url[:1] != "/"
+            or not (body is None or type(body) is bytes)
+            or any(name.lower() in _OWN_HEADERS for name in headers)
         ):
             conn.request(method, url, body=body, headers=dict(headers))
             return
@@ -380,8 +380,9 @@ class _HttpsConnection(_HttpConnection, http.client.HTTPSConnection):  # type: i
     ``server_name`` in the handshake (SNI and the certificate check) instead of the host it
     connects to, when one is given."""
 
-    def __init__(self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext,
-                 server_name: str | None) -> None:
+    def __init__(
+        self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext, server_name: str | None
+    ) -> None:
         http.client.HTTPSConnection.__init__(self, host, port, timeout=timeout, context=context)
         self._server_name = server_name
         self._tls_context = context
@@ -415,8 +416,13 @@ class _Connections:
         self._closed = False
 
     def request(
-        self, method: str, path: str, headers: Mapping[str, str], body: bytes | None,
-        deadline: float | None, call: Call,
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        deadline: float | None,
+        call: Call,
     ) -> tuple[int, bytes]:
         """Send one request and read its whole answer: (status, body)."""
         connection, reused = self._take(deadline, call)
@@ -461,13 +467,20 @@ class _Connections:
     def _connect(self, deadline: float | None, call: Call) -> _HttpConnection:
         left = _left(deadline, call, "before the request was sent")
         if self._context is not None:
-            return _HttpsConnection(self._host, self._port, timeout=left, context=self._context,
-                                    server_name=self._server_name)
+            return _HttpsConnection(
+                self._host, self._port, timeout=left, context=self._context, server_name=self._server_name
+            )
         return _HttpConnection(self._host, self._port, timeout=left)
 
     def _exchange(
-        self, connection: _HttpConnection, method: str, path: str,
-        headers: Mapping[str, str], body: bytes | None, deadline: float | None, call: Call,
+        self,
+        connection: _HttpConnection,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        deadline: float | None,
+        call: Call,
     ) -> tuple[int, bytes]:
         _timeout(connection, _left(deadline, call, "before the request was sent"))
         connection.send_request(method, self._prefix + path, body, headers)
@@ -516,7 +529,9 @@ def _timeout(connection: http.client.HTTPConnection, seconds: float | None) -> N
     """
     current = connection.timeout
     if (
-        seconds is not None and isinstance(current, float) and connection.sock is not None
+        seconds is not None
+        and isinstance(current, float)
+        and connection.sock is not None
         and 0.0 <= current - seconds < 1e-3
     ):
         return
@@ -802,8 +817,11 @@ def empty_batch_answer(call: Call) -> PredictOutputs:
     for key in wanted:
         info = sig.outputs[key]
         shape = info.shape
-        if shape is None or not shape or shape[0] not in (None, -1) or any(
-            d is None or d < 0 for d in shape[1:]
+        if (
+            shape is None
+            or not shape
+            or shape[0] not in (None, -1)
+            or any(d is None or d < 0 for d in shape[1:])
         ):
             raise InvalidInputError(
                 f"{where}: an empty batch cannot be sent over REST (JSON keeps no shape for "
