@@ -40,6 +40,7 @@ OFFICIAL_MODULES = [
     "tensorflow_serving.apis.regression_pb2",
     "tensorflow_serving.apis.session_service_pb2",
     "tensorflow_serving.config.model_server_config_pb2",
+    "grpc_health.v1.health_pb2",  # gRPC's health checking protocol, from grpcio-health-checking
 ]
 # Fields of the official messages that tfship leaves out: they survive as unknown fields.
 LEFT_OUT = {
