@@ -156,12 +156,12 @@ def test_http10_closes_unless_asked_to_keep_alive(server: ModelServer) -> None:
 
 def test_errors_and_unknown_paths_carry_content_length(sock: socket.socket) -> None:
     reader = Reader(sock)
-    sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
     status, _, _ = reader.response()
     assert status.startswith("HTTP/1.1 404")
     status, headers, body = reader.response()
     assert status.startswith("HTTP/1.1 400") and headers["content-type"] == "application/json"
-    assert json.loads(body) == {"error": "Missing model name in request."}
+    assert json.loads(body) == {"error": "Malformed request: GET /v1/nowhere"}
 
 
 # request bodies ----------------------------------------------------------------------------------

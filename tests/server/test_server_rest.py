@@ -196,7 +196,8 @@ def test_metadata_json_has_the_doubled_key(server: ModelServer) -> None:
 @pytest.mark.parametrize(
     ("method", "path", "status", "message"),
     [
-        ("GET", "/v1/models", 400, "Missing model name in request."),
+        # GET /v1/models lists the models (tfship's extension; TF Serving answers 400 there)
+        ("POST", "/v1/models", 400, "Malformed request: POST /v1/models"),
         ("GET", "/v1/models/module:predict", 400, "Malformed request: GET /v1/models/module:predict"),
         ("DELETE", "/v1/models/module", 400, "Malformed request: DELETE /v1/models/module"),
         ("GET", "/v1/models/nope", 404, "Could not find any versions of model nope"),

@@ -39,6 +39,7 @@ _TFS_BOOL_FLAGS = {
     "enable_signature_method_name_check": ("--enable-signature-method-name-check", None),
     "allow_version_labels_for_unavailable_models": ("--allow-version-labels-for-unavailable-models", None),
     "enable_model_warmup": (None, "--no-warmup"),  # default true: only "false" changes anything
+    "enable_grpc_healthcheck_service": ("--enable-grpc-healthcheck-service", None),
 }
 # Tuning flags whose effect a local server has no use for: accepted, logged, ignored.
 _TFS_IGNORED = frozenset(
@@ -70,7 +71,6 @@ _TFS_UNSUPPORTED = frozenset(
         "tensorflow_session_config_file",
         "num_request_iterations_for_warmup",
         "rest_api_enable_cors_support",
-        "enable_grpc_healthcheck_service",
         "num_tflite_pools",
         "num_tflite_interpreters_per_pool",
         "version",
@@ -266,6 +266,11 @@ class _ServeCommand(click.Command):
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also serve gRPC on this unix socket.",
 )
+@click.option(
+    "--enable-grpc-healthcheck-service",
+    is_flag=True,
+    help="Serve gRPC's health service (grpc.health.v1.Health): SERVING once every model is loaded.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
@@ -294,6 +299,7 @@ def serve(
     enable_signature_method_name_check: bool,
     ssl_config_file: Path | None,
     grpc_socket_path: Path | None,
+    enable_grpc_healthcheck_service: bool,
     as_json: bool,
 ) -> None:
     """Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.
@@ -341,6 +347,7 @@ def serve(
         rest_max_connections=rest_max_connections,
         rest_max_inflated_bytes=rest_max_inflated_bytes,
         prometheus_path=None if metrics is None else metrics.path,
+        grpc_health=enable_grpc_healthcheck_service,
     )
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")

@@ -14,6 +14,7 @@ import grpc
 from tfship._wire import protos
 from tfship.server._config import SslConfig
 from tfship.server._core import ServingCore
+from tfship.server._health import Health
 from tfship.server._metrics import Metrics
 from tfship.server._pool import CallPool, processors
 from tfship.server._status import LocalServerError, RpcError
@@ -180,6 +181,7 @@ def start_grpc(
     socket_path: str | None = None,
     metrics: Metrics | None = None,
     arguments: Sequence[tuple[str, Any]] = (),
+    health: Health | None = None,
 ) -> tuple[Any, int, CallPool]:
     """Start a gRPC server with both services; returns it, the bound port (port 0 picks one)
     and the pool of its threads, to shut down after the server stops.
@@ -188,7 +190,8 @@ def start_grpc(
     processor), grown up to ``workers`` while calls wait on threads that are all stuck in
     long calls. ``tls`` serves TLS (mutual when it asks for client certificates);
     ``socket_path`` also listens on that unix socket (TF Serving's ``--grpc_socket_path``);
-    ``metrics`` counts Predict, Classify and Regress calls as TF Serving's monitoring does.
+    ``metrics`` counts Predict, Classify and Regress calls as TF Serving's monitoring does;
+    ``health`` serves gRPC's health service too (``--enable_grpc_healthcheck_service``).
 
     Raises:
         LocalServerError: when the address cannot be bound.
@@ -204,6 +207,8 @@ def start_grpc(
     pool = CallPool(busy=busy, most=workers, name="tfship-grpc")
     server = grpc.server(pool, options=options)
     server.add_generic_rpc_handlers((_prediction_handler(core, metrics), _model_handler(core)))
+    if health is not None:
+        server.add_generic_rpc_handlers((health.grpc_handler(),))
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = _bind(server, target, tls)
     if socket_path is not None:

@@ -635,6 +635,16 @@ class ModelManager:
         with self._lock:
             return sorted(self._models)
 
+    def served_models(self) -> list[str]:
+        """Names of the models the configuration serves now (not those a reload left out)."""
+        with self._lock:
+            return sorted(name for name, model in self._models.items() if model.active)
+
+    def wake(self) -> None:
+        """Wake every :meth:`wait_for` to test its predicate again (a change outside the manager)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def available_versions(self, name: str) -> list[int]:
         """Versions of ``name`` that can serve requests now, ascending."""
         with self._lock:

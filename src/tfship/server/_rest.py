@@ -65,6 +65,7 @@ from tfship._wire import (
 )
 from tfship.records import examples_from_json
 from tfship.server._core import ServingCore
+from tfship.server._health import Health
 from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid
 
@@ -190,8 +191,11 @@ class RestApi:
     past it the caller gets 504 DEADLINE_EXCEEDED (the run itself finishes in the background).
     """
 
-    def __init__(self, core: ServingCore, timeout_s: float | None = 30.0) -> None:
+    def __init__(
+        self, core: ServingCore, timeout_s: float | None = 30.0, health: Health | None = None
+    ) -> None:
         self.core = core
+        self.health = health  # the readiness, liveness and model list URLs
         self.timeout_s = timeout_s
         self._pool = (
             None
@@ -216,6 +220,9 @@ class RestApi:
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """Answer ``method path`` with TF Serving's status code and JSON body."""
+        answer = None if self.health is None else self.health.rest(method, path.split("?", 1)[0])
+        if answer is not None:
+            return answer
         try:
             return 200, self._dispatch(method, path, body).encode("utf-8")
         except RpcError as exc:  # the REST API writes the whole message, gRPC cuts it
@@ -714,16 +721,18 @@ def start_rest(
     timeout_s: float | None = 30.0,
     max_connections: int | None = None,
     max_inflated: int = DEFAULT_MAX_INFLATED,
+    health: Health | None = None,
 ) -> tuple[Any, int]:
     """Start the REST API in a background thread; returns the server and its bound port.
 
     ``max_connections`` bounds the connections open at once (:func:`connection_limit`);
-    ``max_inflated`` the size a gzip request body may inflate to (past it: 400).
+    ``max_inflated`` the size a gzip request body may inflate to (past it: 400); ``health``
+    answers the readiness, liveness and model list URLs.
 
     Raises:
         LocalServerError: when the address cannot be bound.
     """
-    api = RestApi(core, timeout_s)
+    api = RestApi(core, timeout_s, health)
     handler = type("Handler", (_Handler,), {"api": api})
     try:
         server = _Server((host, port), handler, connection_limit(max_connections))

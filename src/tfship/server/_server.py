@@ -18,6 +18,7 @@ from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
     from tfship.server._core import ServingCore
+    from tfship.server._health import Health
     from tfship.server._metrics import Metrics
     from tfship.server._pool import CallPool
 
@@ -78,6 +79,9 @@ class ServerOptions:
             100 MiB); past it the request is answered 400.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
+        grpc_health: serve gRPC's health service, ``grpc.health.v1.Health``
+            (``--enable_grpc_healthcheck_service``); SERVING once every model has a version
+            available. The REST port answers ``/v1/health/ready`` and ``/v1/models`` either way.
 
     Example:
         >>> ServerOptions(port=0, rest_port=0).rest_timeout_s
@@ -106,6 +110,7 @@ class ServerOptions:
     rest_max_connections: int | None = None
     rest_max_inflated_bytes: int = 100 << 20
     prometheus_path: str | None = None
+    grpc_health: bool = False
 
 
 class ModelServer:
@@ -148,6 +153,7 @@ class ModelServer:
         self._rest: Any = None
         self._manager: ModelManager | None = None
         self._core: ServingCore | None = None
+        self._health: Health | None = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()
 
@@ -178,6 +184,7 @@ class ModelServer:
         """
         from tfship.server._core import ServingCore
         from tfship.server._grpc import start_grpc
+        from tfship.server._health import Health
         from tfship.server._status import RpcError
 
         for model in self.models:
@@ -225,6 +232,7 @@ class ModelServer:
             # TF Serving refuses to start when a model's first versions fail to load.
             self._manager.stop()
             raise LocalServerError(_unavailable_message(failed))
+        self._health = Health(self._core)
         try:
             self._grpc, self.port, self._grpc_pool = start_grpc(
                 self._core,
@@ -238,6 +246,7 @@ class ModelServer:
                 socket_path=self.grpc_socket_path,
                 metrics=self.metrics,
                 arguments=options.grpc_arguments,
+                health=self._health if options.grpc_health else None,
             )
             if options.rest_port is not None:
                 from tfship.server._rest import start_rest
@@ -249,6 +258,7 @@ class ModelServer:
                     timeout_s=options.rest_timeout_s,
                     max_connections=options.rest_max_connections,
                     max_inflated=options.rest_max_inflated_bytes,
+                    health=self._health,
                 )
         except BaseException:
             self.stop()
@@ -302,6 +312,8 @@ class ModelServer:
             self._stopped.set()
         if self._manager is None:
             return  # never started: nothing to stop, nothing to report
+        if self._health is not None:  # NOT_SERVING before any listener closes
+            self._health.shut_down()
         if self._rest is not None:
             self._rest.shutdown()
             self._rest.server_close()
