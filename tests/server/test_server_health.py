@@ -316,3 +316,44 @@ def test_get_v1_models_lists_every_model_with_its_versions(
     )
     server.reload([models[0]])  # a model left out of the configuration is no longer listed
     assert [m["name"] for m in get(f"{server.rest_url}/v1/models")[1]["models"]] == ["module"]
+
+
+def test_a_model_that_loses_its_last_version_makes_the_server_not_ready(
+    tmp_path: Path, module_base: Path, servers: list[ModelServer]
+) -> None:
+    base = tmp_path / "m"
+    base.mkdir()
+    drop_in(module_base, base, 1)
+    server = start(servers, ModelConfig("m", str(base)))
+    whole = Watcher(server.address)
+    try:
+        assert whole.wait_for([SERVING]) == [SERVING]
+        shutil.rmtree(base / "1")
+        assert whole.wait_for([SERVING, NOT_SERVING]) == [SERVING, NOT_SERVING]
+        assert get(f"{server.rest_url}/v1/health/ready")[0] == 503
+    finally:
+        whole.close()
+
+
+def test_a_model_a_reload_adds_counts_once_it_has_loaded(
+    tmp_path: Path, module_base: Path, servers: list[ModelServer]
+) -> None:
+    empty = tmp_path / "added"
+    empty.mkdir()
+    first = ModelConfig("first", str(module_base))
+    server = start(servers, first)
+    server.reload([first, ModelConfig("added", str(empty))])
+    # the models already serving keep the server ready while the new one waits for a version
+    assert (check(server.address), check(server.address, "added")) == (SERVING, NOT_SERVING)
+    assert get(f"{server.rest_url}/v1/health/ready") == (
+        200,
+        {"status": "SERVING", "models": {"added": "NOT_SERVING", "first": "SERVING"}},
+    )
+    drop_in(module_base, empty, 1)
+    server.wait_until_available("added")
+    assert check(server.address, "added") == SERVING
+    shutil.rmtree(empty / "1")  # once it has served, losing it counts
+    deadline = time.monotonic() + 60
+    while check(server.address) == SERVING and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (check(server.address), check(server.address, "added")) == (NOT_SERVING, NOT_SERVING)

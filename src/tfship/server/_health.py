@@ -254,4 +254,4 @@ def _status_name(status: int | None) -> str:
 
 
 def _json(value: Any) -> bytes:
-    return (json.dumps(value, indent=1) + "\n").encode("utf-8")
+    return (json.dumps(value, indent=2) + "\n").encode("utf-8")
