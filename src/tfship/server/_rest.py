@@ -220,10 +220,10 @@ class RestApi:
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """Answer ``method path`` with TF Serving's status code and JSON body."""
-        answer = None if self.health is None else self.health.rest(method, path.split("?", 1)[0])
-        if answer is not None:
-            return answer
         try:
+            answer = None if self.health is None else self.health.rest(method, path.split("?", 1)[0])
+            if answer is not None:
+                return answer
             return 200, self._dispatch(method, path, body).encode("utf-8")
         except RpcError as exc:  # the REST API writes the whole message, gRPC cuts it
             return http_status(exc.code.name), error_body(exc.message)
