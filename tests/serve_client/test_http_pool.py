@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tfship.serve_client import DeadlineExceededError
+from tfship.serve_client import DeadlineExceededError, RestServingClient, UnavailableError
 from tfship.serve_client._transports._http_pool import ConnectionPool
 
 CONTEXT = {"model": "m", "version": None, "method": "Predict"}
@@ -74,7 +74,7 @@ class Server:
             sock.sendall(_head(200, len(text)) + text)
             sock.shutdown(socket.SHUT_RDWR)
             return False
-        if path == "/broken":  # promises 100 bytes, sends 10, closes
+        if path in ("/broken", "/v1/models/broken"):  # promises 100 bytes, sends 10, closes
             sock.sendall(_head(200, 100) + b"x" * 10)
             sock.shutdown(socket.SHUT_RDWR)
             return False
@@ -188,6 +188,19 @@ def test_a_connection_the_server_closed_unsaid_is_replaced(
     time.sleep(idle)
     assert _call(pool, "/echo", b"b") == (200, b"2:/echo:b")
     assert server.accepted == 2
+
+
+def test_an_answer_cut_short_is_an_error_and_the_pool_goes_on(server: Server, pool: ConnectionPool) -> None:
+    with pytest.raises(http.client.IncompleteRead):
+        _call(pool, "/broken")
+    assert _call(pool, "/echo", b"a") == (200, b"2:/echo:a")
+
+
+def test_the_client_says_an_answer_was_cut_short(server: Server) -> None:
+    # not a MalformedResponseError about the ten bytes that came, as if they were the answer
+    with RestServingClient(server.url, retries=0) as client:
+        with pytest.raises(UnavailableError, match="closed the connection before the whole answer"):
+            client.status("broken")
 
 
 @pytest.mark.parametrize("path", ["/trickle", "/silent"])

@@ -285,6 +285,8 @@ class ConnectionPool:
             chunks.append(chunk)
             if response.length == 0:  # all of it: read1 would not say so by itself
                 break
+        if response.length:  # the server closed before the whole body it announced
+            raise http.client.IncompleteRead(b"".join(chunks), response.length)
         response.close()  # the answer's reader only: the connection stays open
         if response.will_close:
             connection.close()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 from collections.abc import Mapping
@@ -17,6 +18,12 @@ __all__ = ["connection_error", "http_error"]
 def connection_error(exc: Any, context: Mapping[str, Any]) -> ServingCallError:
     if isinstance(exc, TimeoutError) or _is_httpx_timeout(exc):
         return error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context)
+    if isinstance(exc, http.client.IncompleteRead):
+        return error_from_status(
+            "UNAVAILABLE",
+            f"the server closed the connection before the whole answer arrived ({exc})",
+            **context,
+        )
     tls = _ssl_cause(exc)
     if tls is not None:  # UNAVAILABLE with the handshake's words: a TlsError, never retried
         return error_from_status("UNAVAILABLE", str(tls), **context)
