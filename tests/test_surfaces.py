@@ -82,6 +82,7 @@ _MAY_IMPORT_PRIVATE = (
     "test_install_command.py",
     "inspect/test_hostile.py",
     "server/test_server_limits.py",
+    "serve_client/test_http_pool.py",
 )
 
 

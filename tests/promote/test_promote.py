@@ -482,7 +482,7 @@ def test_a_served_model_stops_when_its_parent_dies_without_the_kernels_signal(
     base = base_with(tmp_path, modules["baseline"])
     started, pid_file = tmp_path / "started.json", tmp_path / "server.pid"
     script = (
-        f'"{sys.executable}" -m tfship.promote._cli $$ serve --model-base-path "{base}" '
+        f'"{sys.executable}" -m tfship.cli.promote $$ serve --model-base-path "{base}" '
         f'--model-name m --port 0 --poll-seconds 0 --json >"{started}" 2>/dev/null & '
         f'echo $! >"{pid_file}"; exec sleep 120'
     )

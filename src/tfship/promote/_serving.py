@@ -50,7 +50,7 @@ def work_directory() -> Iterator[Path]:
 def _die_with_parent() -> None:
     # Runs in the child before exec: on Linux the kernel kills it when the deciding process
     # dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere the child's
-    # own watch of its parent, in _cli, ends it). SIGKILL, not SIGTERM: a server stops on
+    # own watch of its parent, in tfship.cli.promote, ends it). SIGKILL, not SIGTERM: a server stops on
     # SIGTERM only once its models have loaded, seconds later, and no one is left to call it.
     if not sys.platform.startswith("linux"):
         return
@@ -95,7 +95,7 @@ class ServedModel:
             [
                 sys.executable,
                 "-m",
-                "tfship.promote._cli",
+                "tfship.cli.promote",
                 str(os.getpid()),
                 "serve",
                 "--model-base-path",

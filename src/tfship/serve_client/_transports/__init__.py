@@ -1,7 +1,9 @@
 """Transports: how a client's requests reach a serving peer (see ``_base``).
 
 - ``_grpc``: TF Serving's gRPC API (``GrpcTransport``, ``AsyncGrpcTransport``);
-- ``_rest``: its HTTP/JSON API on pooled connections (``RestTransport``, ``AsyncRestTransport``);
+- ``_rest``: its HTTP/JSON API on pooled connections (``RestTransport``, ``AsyncRestTransport``),
+  on ``_http_pool`` (kept-alive HTTP/1.1 connections), ``_rest_json`` (messages to and from
+  TF Serving's JSON), ``_rest_bodies`` (that JSON as bytes), ``_rest_tls`` and ``_rest_errors``;
 - ``_inprocess``: ``tfship.server``'s core in this process (``InProcessTransport``,
   ``AsyncInProcessTransport``).
 

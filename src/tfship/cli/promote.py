@@ -1,6 +1,6 @@
 """``tfship promote``: check a candidate against the served version, then publish it.
 
-Run as ``python -m tfship.promote._cli PID serve ...`` it is also the entry point of the
+Run as ``python -m tfship.cli.promote PID serve ...`` it is also the entry point of the
 models promote serves: ``tfship serve`` that ends with promote. On Linux the kernel kills
 such a process when the promote that started it dies, even by SIGKILL
 (``PR_SET_PDEATHSIG``). The fallback on every system is a thread that sees the process's

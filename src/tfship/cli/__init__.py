@@ -1,6 +1,6 @@
 """The ``tfship`` command: one click group, one thin command per verb.
 
-Each verb lives beside its logic (``tfship/<package>/_cli.py``) and is imported only when it is
+Each verb has a module of its own (``tfship/cli/<verb>.py``) and is imported only when it is
 run or listed, so ``tfship --help`` never imports TensorFlow. ``TfshipError``s are printed as one
 line and exit with the code their class carries; so are ``OSError``s (path and cause, exit 1).
 """
@@ -24,18 +24,18 @@ INTERRUPTED = 130  # what a shell reports for a command stopped by SIGINT
 
 # verb -> "module:attribute"; listing order is the order of a model's life.
 COMMANDS: dict[str, str] = {
-    "schema": "tfship._schema_cli:schema",
-    "data": "tfship._data_cli:data",
-    "train": "tfship.trainer._cli:train",
-    "cluster": "tfship.trainer._cli:cluster",
-    "export": "tfship._export_cli:export",
-    "inspect": "tfship.inspect._cli:inspect",
-    "predict": "tfship.loaders._cli:predict",
-    "bench": "tfship.loaders._cli:bench",
-    "serve": "tfship.server._cli:serve",
-    "client": "tfship.serve_client._cli:client",
-    "promote": "tfship.promote._cli:promote",
-    "demo": "tfship._demo:demo",
+    "schema": "tfship.cli.schema:schema",
+    "data": "tfship.cli.data:data",
+    "train": "tfship.cli.train:train",
+    "cluster": "tfship.cli.cluster:cluster",
+    "export": "tfship.cli.export:export",
+    "inspect": "tfship.cli.inspect:inspect",
+    "predict": "tfship.cli.predict:predict",
+    "bench": "tfship.cli.bench:bench",
+    "serve": "tfship.cli.serve:serve",
+    "client": "tfship.cli.client:client",
+    "promote": "tfship.cli.promote:promote",
+    "demo": "tfship.cli.demo:demo",
 }
 
 
