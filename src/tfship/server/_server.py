@@ -7,7 +7,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,8 @@ from tfship.server._manager import ModelManager, Servable, StateEvent, version_p
 from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
+    import grpc
+
     from tfship.server._core import ServingCore
     from tfship.server._metrics import Metrics
     from tfship.server._pool import CallPool
@@ -78,6 +80,13 @@ class ServerOptions:
             100 MiB); past it the request is answered 400.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
+        should_retry_load: decides, from a failed load's status code and message, whether
+            it is retried (TF Serving 2.20's ``ServerCore::Options::should_retry_model_load``;
+            no flag): False ends the version's load at once, as for an error no retry can
+            mend. None retries every failure, as ``tfship serve`` and TF Serving's binary do.
+        tensor_content: gRPC Predict answers carry each output's values as
+            ``tensor_content`` bytes (TF Serving 2.19+'s
+            ``--enable_serialization_as_tensor_content``), not typed fields.
 
     Example:
         >>> ServerOptions(port=0, rest_port=0).rest_timeout_s
@@ -106,6 +115,8 @@ class ServerOptions:
     rest_max_connections: int | None = None
     rest_max_inflated_bytes: int = 100 << 20
     prometheus_path: str | None = None
+    tensor_content: bool = False
+    should_retry_load: Callable[[grpc.StatusCode, str], bool] | None = None
 
 
 class ModelServer:
@@ -211,9 +222,13 @@ class ModelServer:
             max_load_retries=options.max_load_retries,
             load_retry_interval_s=options.load_retry_interval_s,
             on_poll_error=None if self.metrics is None else self.metrics.count_poll_error,
+            should_retry_load=options.should_retry_load,
         )
         self._core = ServingCore(
-            self._manager, method_name_check=options.method_name_check, metrics=self.metrics
+            self._manager,
+            method_name_check=options.method_name_check,
+            metrics=self.metrics,
+            tensor_content=options.tensor_content,
         )
         try:
             self._manager.start()
