@@ -88,6 +88,19 @@ def test_deep_bodies_stay_bounded_and_never_recurse_in_python() -> None:
     assert float(seconds) < 60 and int(peak_mib) < 300, out.stdout
 
 
+def test_a_deep_value_under_a_key_the_request_uses_is_one_clear_error() -> None:
+    """Neither suite has this case (2.20's tensor filling recurses in C++): tfship refuses a
+    tensor of more than TensorFlow's 254 dimensions before descending into it."""
+    body = b'{"inputs": ' + b"[" * 100_000 + b"1" + b"]" * 100_000 + b"}"
+    with pytest.raises(JsonError) as info:
+        predict_inputs_from_json(parse_json(body), {"x": INT32}, body)
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert info.value.message.endswith("is nested 100000 deep; a tensor has at most 254 dimensions")
+    assert len(info.value.message) < 400
+    at_limit = json.dumps({"inputs": [[[1]]]}).encode()
+    assert predict_inputs_from_json(parse_json(at_limit), {"x": INT32}, at_limit)[0]["x"].shape == (1, 1, 1)
+
+
 def test_a_document_ends_at_its_root_value() -> None:
     """kParseStopWhenDoneFlag (2.18): what follows the root is not read. 2.15.1 refused
     ``{} x`` with "The document root must not be followed by other values."."""

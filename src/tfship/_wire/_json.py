@@ -67,6 +67,7 @@ _UINT64 = (0, 2**64 - 1)
 _FLOAT_MAX = float(np.finfo(np.float32).max)
 _DOUBLE_MAX = float(np.finfo(np.float64).max)
 # float, double, int32, uint8, int16, int8, int64, bool, uint32, uint64: json_tensor.cc's types
+_MAX_RANK = 254
 _NUMERIC = frozenset({1, 2, 3, 4, 5, 6, 9, 10, 22, 23})
 _INT_FIELD = frozenset({3, 4, 5, 6})  # carried in int_val, so any int32 is accepted
 _NUMPY_OF = {enum: numpy_dtype(enum) for enum in _NUMERIC}  # looked up once, not per tensor
@@ -369,6 +370,11 @@ def _collect(value: Any, level: int, dtype: int, shape: list[int], out: list[Any
 
 def _exact(value: Any, dtype: int) -> NDArray[Any]:
     shape = _dense_shape(value)
+    if len(shape) > _MAX_RANK:  # TensorFlow's TensorShape::kMaxDimensions; checked before descending
+        raise JsonError(
+            f"JSON Value: {error_json_text(value)} is nested {len(shape)} deep; a tensor has at "
+            f"most {_MAX_RANK} dimensions"
+        )
     flat: list[Any] = []
     _collect(value, 0, dtype, shape, flat)
     if dtype == DT_STRING:
