@@ -109,6 +109,23 @@ def test_tfships_client_decodes_either_answer(servers: dict[str, ModelServer], m
         assert empty.as_numpy("y").shape == (0, 1)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_the_asyncio_client_decodes_either_answer(servers: dict[str, ModelServer], mode: str) -> None:
+    import asyncio
+
+    from tfship.serve_client import AsyncServingClient
+
+    async def run() -> tuple[Any, Any]:
+        async with AsyncServingClient(servers[mode].address, timeout=30) as client:
+            numbers = await client.predict("m", {"x": X})
+            words = await client.predict("m", {"text": np.array([b"q"], dtype=object)}, signature="strings")
+            return numbers.as_numpy("y"), words.as_numpy("upper")
+
+    y, upper = asyncio.run(run())
+    np.testing.assert_array_equal(y, Y)
+    assert upper.tolist() == [b"Q"]
+
+
 def test_the_rest_api_answers_the_same_in_both_modes(servers: dict[str, ModelServer]) -> None:
     bodies = {
         mode: rest(server, "/v1/models/m:predict", {"instances": X.tolist()})
