@@ -256,3 +256,25 @@ def test_a_load_error_called_permanent_is_not_retried(tmp_path: Path, retry: boo
         ModelServer([ModelConfig("broken", str(broken.parent))], options).start()
     assert len(asked) == (2 if retry else 1)
     assert all(isinstance(code, grpc.StatusCode) and message for code, message in asked)
+
+
+def test_the_first_load_wait_ends_at_its_timeout(tmp_path: Path, base: Path) -> None:
+    """ServerCore::Options::servable_state_waiter_timeout (TF Serving 2.18): a model whose
+    load keeps failing (retried every 30 s) ends start-up after the timeout, not the retries."""
+    import time
+
+    broken = tmp_path / "broken" / "1"
+    broken.mkdir(parents=True)
+    (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
+    models = [ModelConfig("broken", str(broken.parent))]
+    options = ServerOptions(port=0, max_load_retries=5, load_retry_interval_s=30, load_wait_timeout_s=3)
+    started = time.monotonic()
+    with pytest.raises(LocalServerError) as info:
+        ModelServer(models, options).start()
+    assert time.monotonic() - started < 25
+    assert (
+        str(info.value) == "1 model(s) did not become available: {{name: broken version: 1}, } (waited 3 s)"
+    )
+    with ModelServer([ModelConfig("m", str(base))], ServerOptions(port=0, load_wait_timeout_s=60)) as server:
+        with ServingClient(server.address, timeout=30) as client:
+            np.testing.assert_array_equal(client.predict("m", {"x": X}).as_numpy("y"), Y)
