@@ -239,7 +239,7 @@ def test_model_type_is_read_as_tf_serving_2_20_reads_it(tmp_path: Path, base: Pa
 
 @pytest.mark.parametrize("retry", [True, False])
 def test_a_load_error_called_permanent_is_not_retried(tmp_path: Path, retry: bool) -> None:
-    """ServerCore::Options::should_retry_model_load (TF Serving 2.20): asked after each failure."""
+    """ServerCore::Options::should_retry_model_load (TF Serving 2.18): asked after each failure."""
     broken = tmp_path / "broken" / "1"
     broken.mkdir(parents=True)
     (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
@@ -259,7 +259,7 @@ def test_a_load_error_called_permanent_is_not_retried(tmp_path: Path, retry: boo
 
 
 def test_the_first_load_wait_ends_at_its_timeout(tmp_path: Path, base: Path) -> None:
-    """ServerCore::Options::servable_state_waiter_timeout (TF Serving 2.18): a model whose
+    """ServerCore::Options::servable_state_waiter_timeout (TF Serving 2.17): a model whose
     load keeps failing (retried every 30 s) ends start-up after the timeout, not the retries."""
     import time
 

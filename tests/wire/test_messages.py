@@ -511,7 +511,7 @@ def _check_pair(ours: Any, theirs: Any) -> None:
 @pytest.mark.parametrize("name", OFFICIAL_NAMES)
 def test_rich_instances_write_the_same_bytes_and_read_each_other(official: Any, name: str) -> None:
     if name not in _official_names():
-        pytest.skip(f"{name} is TF Serving 2.16+'s; the installed tensorflow-serving-api is 2.15's")
+        pytest.skip(f"{name} is TF Serving 2.17+'s; the installed tensorflow-serving-api is 2.15's")
     for ours, theirs in _pairs(official, name):
         assert theirs.ByteSize() > 0 or not ours.DESCRIPTOR.fields
         _check_pair(ours, theirs)

@@ -75,7 +75,7 @@ _TFS_UNSUPPORTED = frozenset(
         "num_tflite_pools",
         "num_tflite_interpreters_per_pool",
         "version",
-        "xla_gpu_compilation_enabled",  # TF Serving 2.17+, experimental; no GPU here
+        "xla_gpu_compilation_enabled",  # TF Serving 2.18+, experimental; no GPU here
     }
 )
 _TRUE, _FALSE = {"", "true", "1", "t", "yes"}, {"false", "0", "f", "no"}

@@ -514,7 +514,7 @@ class ModelManager:
         version whose directory is gone is not retried (TF Serving cancels its retries).
         """
         retry = attempt <= self._retries and os.path.isdir(harness.path)
-        if retry and self._should_retry_load is not None:  # TF Serving 2.20: permanent errors end it
+        if retry and self._should_retry_load is not None:  # TF Serving 2.18+: permanent errors end it
             retry = self._should_retry_load(error.code, error.message)
         later = f"; retry {attempt} of {self._retries} in {self._retry_interval:g} s" if retry else ""
         logger.error(

@@ -81,12 +81,12 @@ class ServerOptions:
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
         load_wait_timeout_s: how long :meth:`ModelServer.start` waits for every model's first
-            version (TF Serving 2.18's ``ServerCore::Options::servable_state_waiter_timeout``;
+            version (TF Serving 2.17's ``ServerCore::Options::servable_state_waiter_timeout``;
             no flag). Past it, start fails naming the models still waiting, and their loads
             are stopped. None waits as long as the loads take, as ``tfship serve`` and TF
             Serving's binary do.
         should_retry_load: decides, from a failed load's status code and message, whether
-            it is retried (TF Serving 2.20's ``ServerCore::Options::should_retry_model_load``;
+            it is retried (TF Serving 2.18's ``ServerCore::Options::should_retry_model_load``;
             no flag): False ends the version's load at once, as for an error no retry can
             mend. None retries every failure, as ``tfship serve`` and TF Serving's binary do.
         tensor_content: gRPC Predict answers carry each output's values as
