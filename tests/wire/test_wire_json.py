@@ -134,8 +134,7 @@ def test_value_errors(value: Any, dtype: int, code: str, message: str | None) ->
         (b"{bad", "JSON Parse error: Missing a name for object member. at offset: 1"),
         (b'{"a": [1 2]}', "JSON Parse error: Missing a comma or ']' after an array element. at offset: 9"),
         (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member. at offset: 8"),
-        (b"{} x", "JSON Parse error: The document root must not be followed by other values. at offset: 3"),
-        (b"[1]", "JSON Value: [\n    1\n] Is not object"),
+        (b"[1]", "JSON Value: [1] Is not object"),  # 2.15 wrote "[\n    1\n]"; "{} x": test_wire_json_220.py
     ],
 )
 def test_parse_errors_use_rapidjsons_words(body: bytes, message: str) -> None:

@@ -1,6 +1,6 @@
 """TF Serving's REST JSON, both ways: request bodies to tensors, answers to text.
 
-The rules are ``json_tensor.cc``'s (TF Serving 2.15): request values are checked against the
+The rules are ``json_tensor.cc``'s (TF Serving 2.20): request values are checked against the
 signature's dtypes with its messages; answers are written as its rapidjson ``PrettyWriter``
 writes them, byte for byte: 4-space indents, row-format items and classification results on
 one line (``kFormatSingleLineArray``), floats as ``%g`` when that round-trips and with full
@@ -30,6 +30,7 @@ import orjson
 from numpy.typing import NDArray
 
 from tfship._wire._formats import DT_STRING, ENUM_OF_NUMPY, numpy_dtype, tf_dtype_name
+from tfship._wire._json_doc import JsonSyntaxError, debug_text, json_string, read_deep
 
 __all__ = [
     "ROW",
@@ -66,6 +67,7 @@ _UINT64 = (0, 2**64 - 1)
 _FLOAT_MAX = float(np.finfo(np.float32).max)
 _DOUBLE_MAX = float(np.finfo(np.float64).max)
 # float, double, int32, uint8, int16, int8, int64, bool, uint32, uint64: json_tensor.cc's types
+_MAX_RANK = 254
 _NUMERIC = frozenset({1, 2, 3, 4, 5, 6, 9, 10, 22, 23})
 _INT_FIELD = frozenset({3, 4, 5, 6})  # carried in int_val, so any int32 is accepted
 _NUMPY_OF = {enum: numpy_dtype(enum) for enum in _NUMERIC}  # looked up once, not per tensor
@@ -85,25 +87,6 @@ class JsonError(ValueError):
 
 
 # strings and errors ------------------------------------------------------------------------------
-_LOWER_HEX = re.compile(r"\\u00([0-9a-f]{2})")
-
-
-def json_string(text: str) -> str:
-    """A JSON string literal escaped as rapidjson's ``Writer::String`` does.
-
-    Quotes, backslashes and control characters are escaped (``\\n``, ``\\u001F``), everything
-    else, non-ASCII included, is written as it is.
-
-    Example:
-        >>> print(json_string("input 'x' \\"y\\"\\n"))
-        "input 'x' \\"y\\"\\n"
-    """
-    quoted = json.dumps(text, ensure_ascii=False)
-    if "\\u00" in quoted:  # rapidjson writes its hex digits in upper case
-        quoted = _LOWER_HEX.sub(lambda m: "\\u00" + m.group(1).upper(), quoted)
-    return quoted
-
-
 def error_json(message: str) -> bytes:
     """TF Serving's REST error body, ``MakeJsonFromStatus``: valid JSON, as its writer pretty
     prints it.
@@ -116,17 +99,18 @@ def error_json(message: str) -> bytes:
 
 
 def error_json_text(value: Any) -> str:
-    """A JSON value as TF Serving quotes it in an error (JsonValueToString: 4-space indents).
+    """A JSON value as TF Serving 2.18+ quotes it in an error (``JsonValueToDebugString``):
+    4-space indents, arrays on one line, cut once 256 bytes are written.
 
     Not tfship's own ``--json`` output, which is ``tfship._output.json_text`` (one line).
 
     Example:
-        >>> print(error_json_text([1]))
-        [
-            1
-        ]
+        >>> print(error_json_text({"x": [1, 2]}))
+        {
+            "x": [1, 2]
+        }
     """
-    return json.dumps(value, indent=4, ensure_ascii=False)
+    return debug_text(value)
 
 
 def json_type(value: Any) -> str:
@@ -170,16 +154,38 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 
 def _parse_slowly(body: bytes) -> Any:
+    """json's reader for what orjson refuses, with rapidjson's words, read as TF Serving 2.18+
+    reads: what follows the root value is never looked at, and depth has no limit."""
     try:
-        doc = json.loads(body.decode("utf-8"))
+        text = body.decode("utf-8")
+        bad_byte = None
     except UnicodeDecodeError as exc:
-        raise JsonError(f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}") from None
+        text, bad_byte = body[: exc.start].decode("utf-8"), exc.start
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JsonError(f"JSON Parse error: {_rapidjson_text(exc)} at offset: {exc.pos}") from None
+        if exc.msg != "Extra data":
+            if bad_byte is not None:
+                raise JsonError(
+                    f"JSON Parse error: Invalid encoding in string. at offset: {bad_byte}"
+                ) from None
+            raise JsonError(f"JSON Parse error: {_rapidjson_text(exc)} at offset: {exc.pos}") from None
+        doc = json.JSONDecoder().raw_decode(text, _json_start(text))[0]
+    except RecursionError:  # nested deeper than json's C reader goes
+        try:
+            doc = read_deep(text)
+        except JsonSyntaxError as exc:
+            cut = bad_byte is not None and exc.offset >= len(text)  # the text ran into the bad byte
+            what, offset = ("Invalid encoding in string.", bad_byte) if cut else (exc.text, exc.offset)
+            raise JsonError(f"JSON Parse error: {what} at offset: {offset}") from None
     at = _lone_surrogate(body)  # json takes "\ud800"; no UTF-8 text can hold it
     if at is not None:
         raise JsonError(f"JSON Parse error: The surrogate pair in string is invalid. at offset: {at}")
     return doc
+
+
+def _json_start(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t\n\r"))
 
 
 _ESCAPE = re.compile(rb"\\(?:u([0-9A-Fa-f]{4})|.)", re.S)
@@ -209,7 +215,6 @@ _PARSE_ERRORS = {
     "Expecting property name enclosed in double quotes": "Missing a name for object member.",
     "Expecting ':' delimiter": "Missing a colon after a name of object member.",
     "Unterminated string starting at": "Missing a closing quotation mark in string.",
-    "Extra data": "The document root must not be followed by other values.",
     "Invalid \\escape": "Invalid escape character in string.",
     "Invalid control character at": "Invalid encoding in string.",
 }
@@ -304,7 +309,7 @@ def _check_value(value: Any, dtype: int) -> Any:
         digits, largest, name = (24, _FLOAT_MAX, "float") if dtype == 1 else (53, _DOUBLE_MAX, "double")
         if not _lossless(value, digits, largest):
             raise JsonError(
-                f"Cannot convert JSON value: {error_json_text(value)} to {name} without loss of precision."
+                f"Cannot convert JSON value: {json.dumps(value)} to {name} without loss of precision."
             )
         return float(value)
     if dtype == DT_STRING:
@@ -365,6 +370,11 @@ def _collect(value: Any, level: int, dtype: int, shape: list[int], out: list[Any
 
 def _exact(value: Any, dtype: int) -> NDArray[Any]:
     shape = _dense_shape(value)
+    if len(shape) > _MAX_RANK:  # TensorFlow's TensorShape::kMaxDimensions; checked before descending
+        raise JsonError(
+            f"JSON Value: {error_json_text(value)} is nested {len(shape)} deep; a tensor has at "
+            f"most {_MAX_RANK} dimensions"
+        )
     flat: list[Any] = []
     _collect(value, 0, dtype, shape, flat)
     if dtype == DT_STRING:

@@ -335,7 +335,9 @@ def _valid_shape(dims: Sequence[int], enum: int) -> tuple[int, ...]:
 def _from_fields(enum: int, shape: tuple[int, ...], proto: Any) -> np.ndarray[Any, Any]:
     dtype = tensor_numpy_dtype(enum)
     count = _count(shape)
-    if proto.tensor_content and enum != DT_STRING:
+    if proto.tensor_content:
+        if enum == DT_STRING:
+            return _strings_from_content(memoryview(proto.tensor_content), count).reshape(shape)
         return _from_content(memoryview(proto.tensor_content), dtype, shape)
     values = getattr(proto, DATATYPES[enum].field)
     if enum == DT_STRING:
@@ -382,6 +384,25 @@ def _from_content(content: memoryview, dtype: np.dtype[Any], shape: tuple[int, .
         )
     # One copy: the result owns aligned, writable memory independent of the message buffer.
     return np.frombuffer(content, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def _strings_from_content(content: memoryview, count: int) -> np.ndarray[Any, Any]:
+    """TensorFlow's string list in ``tensor_content`` (``DecodeStringList``): ``count``
+    varint lengths, then the strings one after another, nothing left over."""
+    lengths, pos = [], 0
+    try:
+        for _ in range(count):  # each length takes a byte at least: bounded by the content
+            length, pos = _varint(content, pos)
+            lengths.append(length)
+    except IndexError:
+        lengths = []
+    out = np.empty(count, dtype=object)
+    for index, length in enumerate(lengths):
+        out[index] = bytes(content[pos : pos + length])
+        pos += length
+    if len(lengths) != count or pos != len(content):
+        raise TensorDecodeError(f"tensor_content of {len(content)} bytes is not a list of {count} strings")
+    return out
 
 
 def _count(shape: Sequence[int]) -> int:
@@ -694,7 +715,7 @@ _PACKED_TAGS = {name: _key(number, 2) for name, number in _FIELD_NUMBERS.items()
 _MAP_ENTRY, _MAP_VALUE = _key(1, 2), _key(2, 2)
 
 
-def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
+def _tensor_parts(array: Any, enum: int | None, as_content: bool = False) -> list[Any]:
     """A serialized ``TensorProto`` as buffers to join: small heads and the values' bytes."""
     array = np.asarray(array)
     if enum is None:
@@ -706,6 +727,9 @@ def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
     flat = array.reshape(-1)
     if flat.size == 0:
         return parts
+    if as_content:
+        content = _content_payload(flat, enum)
+        return [*parts, _key(_CONTENT_FIELD, 2) + _varint_bytes(len(content)), content]
     if enum == DT_STRING:
         tag = _key(8, 2)
         parts += [tag + _varint_bytes(len(value)) + value for value in _as_bytes_list(flat)]
@@ -713,6 +737,18 @@ def _tensor_parts(array: Any, enum: int | None) -> list[Any]:
     payload = _packed_payload(flat, enum)
     parts += [_PACKED_TAGS[entry.field] + _varint_bytes(len(payload)), payload]
     return parts
+
+
+def _content_payload(flat: np.ndarray[Any, Any], enum: int) -> Any:
+    """``Tensor::AsProtoTensorContent``'s bytes: the values in memory order, little-endian;
+    strings as TensorFlow's string list (every length as a varint, then every string)."""
+    if enum == DT_STRING:
+        values = _as_bytes_list(flat)
+        lengths = _encode_varints(np.fromiter(map(len, values), dtype=np.uint64, count=len(values)))
+        return lengths + b"".join(values)
+    dtype = tensor_numpy_dtype(enum)
+    wire = np.ascontiguousarray(flat.astype(dtype.newbyteorder("<"), copy=False))
+    return wire.data.cast("B")
 
 
 def _size(parts: list[Any]) -> int:
@@ -740,11 +776,15 @@ def encode_tensor_field(array: Any, enum: int | None = None) -> bytes:
     return b"".join(_tensor_parts(array, enum))
 
 
-def encode_predict_response(outputs: Iterable[tuple[str, Any, int | None]], model_spec: bytes) -> bytes:
+def encode_predict_response(
+    outputs: Iterable[tuple[str, Any, int | None]], model_spec: bytes, *, as_content: bool = False
+) -> bytes:
     """A serialized ``PredictResponse``: each output (alias, values, DataType or None) as
     :func:`encode_tensor_field` writes it, and the serialized ``ModelSpec``.
 
-    The values' bytes are copied once, straight into the message.
+    With ``as_content``, each output's values are its ``tensor_content`` bytes instead, as TF
+    Serving 2.19+ answers with ``--enable_serialization_as_tensor_content``. The values'
+    bytes are copied once, straight into the message.
 
     Example:
         >>> data = encode_predict_response([("y", np.float32(1), None)], b"")
@@ -754,7 +794,7 @@ def encode_predict_response(outputs: Iterable[tuple[str, Any, int | None]], mode
     parts: list[Any] = []
     for alias, values, enum in outputs:
         key = _alias_key(alias)
-        tensor = _tensor_parts(values, enum)
+        tensor = _tensor_parts(values, enum, as_content)
         size = _size(tensor)
         value_head = _MAP_VALUE + _varint_bytes(size)
         entry_size = len(key) + len(value_head) + size

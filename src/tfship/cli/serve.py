@@ -40,6 +40,7 @@ _TFS_BOOL_FLAGS = {
     "allow_version_labels_for_unavailable_models": ("--allow-version-labels-for-unavailable-models", None),
     "enable_model_warmup": (None, "--no-warmup"),  # default true: only "false" changes anything
     "enable_grpc_healthcheck_service": ("--enable-grpc-healthcheck-service", None),
+    "enable_serialization_as_tensor_content": ("--enable-serialization-as-tensor-content", None),
 }
 # Tuning flags whose effect a local server has no use for: accepted, logged, ignored.
 _TFS_IGNORED = frozenset(
@@ -58,7 +59,7 @@ _TFS_IGNORED = frozenset(
         "skip_initialize_tpu",
     }
 )
-# The rest of TF Serving 2.15.1's flags: known, not supported here.
+# The rest of TF Serving 2.20.0's flags: known, not supported here.
 _TFS_UNSUPPORTED = frozenset(
     {
         "use_alts_credentials",
@@ -74,6 +75,7 @@ _TFS_UNSUPPORTED = frozenset(
         "num_tflite_pools",
         "num_tflite_interpreters_per_pool",
         "version",
+        "xla_gpu_compilation_enabled",  # TF Serving 2.18+, experimental; no GPU here
     }
 )
 _TRUE, _FALSE = {"", "true", "1", "t", "yes"}, {"false", "0", "f", "no"}
@@ -257,6 +259,11 @@ class _ServeCommand(click.Command):
     help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).",
 )
 @click.option(
+    "--enable-serialization-as-tensor-content",
+    is_flag=True,
+    help="gRPC Predict answers carry outputs as tensor_content bytes (TF Serving 2.19+).",
+)
+@click.option(
     "--ssl-config-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="SSLConfig text proto (server_key, server_cert, custom_ca, client_verify).",
@@ -297,6 +304,7 @@ def serve(
     max_num_load_retries: int,
     load_retry_interval_seconds: float,
     enable_signature_method_name_check: bool,
+    enable_serialization_as_tensor_content: bool,
     ssl_config_file: Path | None,
     grpc_socket_path: Path | None,
     enable_grpc_healthcheck_service: bool,
@@ -348,6 +356,7 @@ def serve(
         rest_max_inflated_bytes=rest_max_inflated_bytes,
         prometheus_path=None if metrics is None else metrics.path,
         grpc_health=enable_grpc_healthcheck_service,
+        tensor_content=enable_serialization_as_tensor_content,
     )
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")

@@ -17,6 +17,7 @@ The messages are tfship's own classes (``tfship._wire.protos()``); no TensorFlow
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -388,7 +389,7 @@ def _json_value(value: Any, kind: str, name: str) -> Any:
     if kind == FLOAT:
         if not lossless_float32(value):
             raise JsonError(
-                f"Cannot convert JSON value: {error_json_text(value)} to float without loss of precision."
+                f"Cannot convert JSON value: {json.dumps(value)} to float without loss of precision."
             )
         return value
     if isinstance(value, bool):

@@ -115,6 +115,17 @@ def from_config_list(proto: Any, *, where: str = "model config") -> list[ModelCo
         seen.add(entry.name)
         if not entry.name:
             raise ServerConfigError(f"{where}: a config entry has no name")
+        if entry.model_type:  # deprecated; TF Serving still reads it (server_core.cc GetPlatform)
+            if entry.model_platform:
+                raise ServerConfigError(
+                    f"{where}: Illegal setting both ModelServerConfig::model_type (deprecated) and "
+                    f"ModelServerConfig::model_platform, model name is {entry.name}"
+                )
+            if entry.model_type != 1:  # TENSORFLOW
+                raise ServerConfigError(
+                    f"{where}: model {entry.name}: ModelServerConfig::model_type choice "
+                    f"{entry.model_type} not supported."
+                )
         if entry.model_platform not in ("", "tensorflow"):
             raise ServerConfigError(
                 f"{where}: model {entry.name}: model_platform {entry.model_platform!r} is not "

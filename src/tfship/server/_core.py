@@ -87,8 +87,11 @@ class ServingCore:
         *,
         method_name_check: bool = False,
         metrics: Metrics | None = None,
+        tensor_content: bool = False,
     ) -> None:
         self.manager = manager
+        # --enable_serialization_as_tensor_content (TF Serving 2.19+): Predict's outputs as bytes
+        self.tensor_content = tensor_content
         # the Prometheus page of --monitoring_config_file (a Metrics), served on the REST port
         self.metrics = metrics
         # --enable_signature_method_name_check (off by default in TF Serving 2.15.1)
@@ -133,9 +136,13 @@ class ServingCore:
                     raise (
                         explained if isinstance(explained, RpcError) else from_exception(explained)
                     ) from exc
-                return encode_predict_response(plan.answer(values), servable.model_spec(spec.name, key))
+                return encode_predict_response(
+                    plan.answer(values), servable.model_spec(spec.name, key), as_content=self.tensor_content
+                )
         key, outputs = self.predict_outputs(servable, request)
-        return encode_predict_response(outputs, servable.model_spec(spec.name, key))
+        return encode_predict_response(
+            outputs, servable.model_spec(spec.name, key), as_content=self.tensor_content
+        )
 
     def predict_outputs(
         self, servable: Servable, request: Any

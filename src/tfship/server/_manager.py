@@ -305,8 +305,10 @@ class ModelManager:
         max_load_retries: int = 5,
         load_retry_interval_s: float = 60.0,
         on_poll_error: Callable[[str], None] | None = None,
+        should_retry_load: Callable[[grpc.StatusCode, str], bool] | None = None,
     ) -> None:
         self._on_poll_error = on_poll_error
+        self._should_retry_load = should_retry_load
         self._poll_seconds = poll_seconds
         self._retries = max(max_load_retries, 0)
         self._retry_interval = load_retry_interval_s
@@ -512,6 +514,8 @@ class ModelManager:
         version whose directory is gone is not retried (TF Serving cancels its retries).
         """
         retry = attempt <= self._retries and os.path.isdir(harness.path)
+        if retry and self._should_retry_load is not None:  # TF Serving 2.18+: permanent errors end it
+            retry = self._should_retry_load(error.code, error.message)
         later = f"; retry {attempt} of {self._retries} in {self._retry_interval:g} s" if retry else ""
         logger.error(
             "Loading servable %s version %d failed: %s%s", name, harness.number, error.message, later

@@ -7,7 +7,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,8 @@ from tfship.server._manager import ModelManager, Servable, StateEvent, version_p
 from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
+    import grpc
+
     from tfship.server._core import ServingCore
     from tfship.server._health import Health
     from tfship.server._metrics import Metrics
@@ -82,6 +84,18 @@ class ServerOptions:
         grpc_health: serve gRPC's health service, ``grpc.health.v1.Health``
             (``--enable_grpc_healthcheck_service``); SERVING once every model has a version
             available. The REST port answers ``/v1/health/ready`` and ``/v1/models`` either way.
+        load_wait_timeout_s: how long :meth:`ModelServer.start` waits for every model's first
+            version (TF Serving 2.17's ``ServerCore::Options::servable_state_waiter_timeout``;
+            no flag). Past it, start fails naming the models still waiting, and their loads
+            are stopped. None waits as long as the loads take, as ``tfship serve`` and TF
+            Serving's binary do.
+        should_retry_load: decides, from a failed load's status code and message, whether
+            it is retried (TF Serving 2.18's ``ServerCore::Options::should_retry_model_load``;
+            no flag): False ends the version's load at once, as for an error no retry can
+            mend. None retries every failure, as ``tfship serve`` and TF Serving's binary do.
+        tensor_content: gRPC Predict answers carry each output's values as
+            ``tensor_content`` bytes (TF Serving 2.19+'s
+            ``--enable_serialization_as_tensor_content``), not typed fields.
 
     Example:
         >>> ServerOptions(port=0, rest_port=0).rest_timeout_s
@@ -111,6 +125,9 @@ class ServerOptions:
     rest_max_inflated_bytes: int = 100 << 20
     prometheus_path: str | None = None
     grpc_health: bool = False
+    tensor_content: bool = False
+    should_retry_load: Callable[[grpc.StatusCode, str], bool] | None = None
+    load_wait_timeout_s: float | None = None
 
 
 class ModelServer:
@@ -218,12 +235,16 @@ class ModelServer:
             max_load_retries=options.max_load_retries,
             load_retry_interval_s=options.load_retry_interval_s,
             on_poll_error=None if self.metrics is None else self.metrics.count_poll_error,
+            should_retry_load=options.should_retry_load,
         )
         self._core = ServingCore(
-            self._manager, method_name_check=options.method_name_check, metrics=self.metrics
+            self._manager,
+            method_name_check=options.method_name_check,
+            metrics=self.metrics,
+            tensor_content=options.tensor_content,
         )
         try:
-            self._manager.start()
+            self._load_first_versions(self._manager, options.load_wait_timeout_s)
         except RpcError as exc:
             self._manager.stop()
             raise LocalServerError(exc.message) from exc
@@ -270,6 +291,36 @@ class ModelServer:
         if self.rest_port is not None:
             logger.info("serving REST on %s", self.rest_url)
         return self
+
+    def _load_first_versions(self, manager: ModelManager, timeout: float | None) -> None:
+        """``manager.start()``, waited for at most ``timeout`` seconds (None: as long as it takes).
+
+        Past the timeout the manager is told to stop; a load under way cannot be interrupted,
+        so the unloading finishes in the background once it returns.
+        """
+        if timeout is None:
+            manager.start()
+            return
+        raised: list[BaseException] = []
+
+        def load() -> None:
+            try:
+                manager.start()
+            except BaseException as exc:  # handed to the waiting thread
+                raised.append(exc)
+
+        loader = threading.Thread(target=load, name="tfship-first-load", daemon=True)
+        loader.start()
+        loader.join(timeout)
+        if loader.is_alive():
+            waiting = _not_yet_available(manager, [m.name for m in self.models])
+            threading.Thread(target=manager.stop, name="tfship-stop-loads", daemon=True).start()
+            raise LocalServerError(
+                f"{len(waiting)} model(s) did not become available: {{{''.join(waiting)}}} "
+                f"(waited {timeout:g} s)"
+            )
+        if raised:
+            raise raised[0]
 
     def _watch_config(self) -> None:
         """Re-read the model config file when it changes (--model_config_file_poll_wait_seconds)."""
@@ -445,6 +496,23 @@ def _mtime(path: str) -> float | None:
         return os.stat(path).st_mtime_ns / 1e9
     except OSError:
         return None
+
+
+def _not_yet_available(manager: ModelManager, names: Sequence[str]) -> list[str]:
+    """ServerCore's ``{name: m version: 1}, `` for each model with no AVAILABLE version, by
+    the state its newest version reached (with its error, when it has one)."""
+    parts = []
+    for name in names:
+        latest: dict[int, StateEvent] = {}
+        for event in manager.history(name):
+            latest[event.version] = event
+        if any(event.state == "AVAILABLE" for event in latest.values()):
+            continue
+        newest = latest[max(latest)] if latest else None
+        version = "" if newest is None else f" version: {newest.version}"
+        error = "" if newest is None or newest.error is None else f" due to error: {newest.error.message}"
+        parts.append(f"{{name: {name}{version}}}{error}, ")
+    return parts
 
 
 def _unavailable_message(failed: Sequence[StateEvent]) -> str:
