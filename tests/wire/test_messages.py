@@ -509,10 +509,10 @@ def _check_pair(ours: Any, theirs: Any) -> None:
     assert back.SerializeToString(deterministic=True) == wire
 
 
-@pytest.mark.parametrize("name", OFFICIAL_NAMES)
+# On the 2.15 lane the messages TF Serving added since are not in the official package: the run
+# lane compares them, and test_fields_added_after_2_15_survive_the_classes_of_2_15 covers them here.
+@pytest.mark.parametrize("name", _official_names())
 def test_rich_instances_write_the_same_bytes_and_read_each_other(official: Any, name: str) -> None:
-    if name not in _official_names():
-        pytest.skip(f"{name} is TF Serving 2.17+'s; the installed tensorflow-serving-api is 2.15's")
     for ours, theirs in _pairs(official, name):
         assert theirs.ByteSize() > 0 or not ours.DESCRIPTOR.fields
         _check_pair(ours, theirs)
