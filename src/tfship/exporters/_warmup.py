@@ -19,7 +19,8 @@ from tfship._tf import tf, tf_error_cause, tf_message
 from tfship._wire import MAX_WARMUP_RECORDS, is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
 from tfship.exporters._receivers import DEFAULT_RECEIVER_KEY, Receiver
-from tfship.records import ByFields, BySchema, Typing, parse_spec_fields, to_example
+from tfship.records import ByFields, BySchema, Typing, to_example
+from tfship.records._shared import parse_spec_fields
 
 logger = logging.getLogger("tfship.exporters")
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tfship._values import CsvMissing, field_values
 from tfship._wire import (
     JsonError,
     b64_decode,
@@ -37,7 +38,7 @@ from tfship._wire import (
 )
 from tfship.errors import DataError, value_text
 from tfship.records._fields import Field
-from tfship.schema import CsvMissing, Schema, field_values
+from tfship.schema import Schema
 
 __all__ = [
     "ByFields",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -42,7 +42,27 @@ from tfship.serve_client._results import VersionStatus, _public_keys, check_read
 if TYPE_CHECKING:
     from tfship.inspect import SignatureInfo, TensorInfo
     from tfship.schema import Schema
-    from tfship.serve_client._base import ExamplesCall
+
+
+class ExamplesArgs(Protocol):
+    """What a ``ClassificationRequest`` or ``RegressionRequest`` is built from (the flows'
+    ``ExamplesCall`` is one): the model named, and the records with their shared context."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def signature(self) -> str | None: ...
+    @property
+    def examples(self) -> Iterable[Any]: ...
+    @property
+    def context(self) -> Any: ...
+    @property
+    def schema(self) -> Schema | None: ...
+
 
 # Method -> the request message it sends, under ``protos()``.
 _EXAMPLES_REQUESTS = {
@@ -373,7 +393,7 @@ def _records_refused(sig: SignatureInfo | None, model: str, names: Iterable[str]
     )
 
 
-def examples_request(method: str, call: ExamplesCall, check: DeadlineCheck | None = None) -> Any:
+def examples_request(method: str, call: ExamplesArgs, check: DeadlineCheck | None = None) -> Any:
     """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
     (``"Regress"``) for a call's records with its optional shared context; ``check`` bounds the
     building by the call's deadline."""

@@ -63,7 +63,7 @@ from tfship._wire import (
     regression_json,
     signature_name_of,
 )
-from tfship.records import examples_from_json
+from tfship.records._shared import examples_from_json
 from tfship.server._core import ServingCore
 from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid
