@@ -17,7 +17,13 @@ from tfship._wire import (
     CLASSIFY_METHOD,
     DEFAULT_SIGNATURE,
     REGRESS_METHOD,
+    ClassificationRequest,
+    Example,
+    GetModelMetadataRequest,
+    GetModelStatusRequest,
     InputCheckError,
+    RegressionRequest,
+    ReloadConfigRequest,
     check_inputs,
     encode_tensor,
     is_message,
@@ -240,7 +246,7 @@ def predict_request(
     return request
 
 
-def request_example(record: Any, schema: Schema | None = None, where: str = "") -> Any:
+def request_example(record: Any, schema: Schema | None = None, where: str = "") -> Example:
     """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
     float -> float, or typed by ``schema``), an Example (returned as is) or its serialized bytes.
 
@@ -393,7 +399,9 @@ def _records_refused(sig: SignatureInfo | None, model: str, names: Iterable[str]
     )
 
 
-def examples_request(method: str, call: ExamplesArgs, check: DeadlineCheck | None = None) -> Any:
+def examples_request(
+    method: str, call: ExamplesArgs, check: DeadlineCheck | None = None
+) -> ClassificationRequest | RegressionRequest:
     """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
     (``"Regress"``) for a call's records with its optional shared context; ``check`` bounds the
     building by the call's deadline."""
@@ -405,7 +413,7 @@ def examples_request(method: str, call: ExamplesArgs, check: DeadlineCheck | Non
     return request
 
 
-def metadata_request(model: str, *, version: int | None, label: str | None) -> Any:
+def metadata_request(model: str, *, version: int | None, label: str | None) -> GetModelMetadataRequest:
     """A ``GetModelMetadataRequest`` asking for the signatures."""
     request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
@@ -413,14 +421,14 @@ def metadata_request(model: str, *, version: int | None, label: str | None) -> A
     return request
 
 
-def status_request(model: str, *, version: int | None) -> Any:
+def status_request(model: str, *, version: int | None) -> GetModelStatusRequest:
     """A ``GetModelStatusRequest``."""
     request = protos().get_model_status_pb2.GetModelStatusRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version))
     return request
 
 
-def reload_request(config: Any) -> Any:
+def reload_request(config: Any) -> ReloadConfigRequest:
     """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
     pb = protos()
     request = pb.model_management_pb2.ReloadConfigRequest()
