@@ -93,8 +93,11 @@ from tfship._wire._message_types import (
     RegressionResult,
     ReloadConfigRequest,
     ReloadConfigResponse,
+    SavedModel,
     SignatureDef,
+    TensorInfoProto,
     TensorProto,
+    TensorShapeProto,
 )
 from tfship._wire._messages import descriptor_pool, is_message, message_class, ours, protos
 from tfship._wire._tensor import (
@@ -158,9 +161,12 @@ __all__ = [
     "RegressionResult",
     "ReloadConfigRequest",
     "ReloadConfigResponse",
+    "SavedModel",
     "SignatureDef",
     "TensorDecodeError",
+    "TensorInfoProto",
     "TensorProto",
+    "TensorShapeProto",
     "WARMUP_FILE",
     "WARMUP_NAME",
     "answer_from_json",

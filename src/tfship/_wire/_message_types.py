@@ -4,8 +4,9 @@ The classes are made at run time from the shipped descriptor set (``_messages.py
 checker knows nothing of their fields: to it each name here is ``Any``. What the names give is a
 signature that says which message a function takes or returns (``request: PredictRequest``, not
 ``request: Any``), for whoever reads it. Each is the message's own name in TensorFlow or TF
-Serving, but ``tensorflow.serving.ModelSpec``, spelled ``ModelSpecProto`` as tfship's client has
-a ``ModelSpec`` result of its own.
+Serving, but two whose names tfship's own classes have: ``tensorflow.serving.ModelSpec`` is
+``ModelSpecProto`` (the client's ``ModelSpec`` is a result) and ``tensorflow.TensorInfo``
+``TensorInfoProto`` (``inspect.TensorInfo`` is what tfship reads of one).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import Any
 # tensorflow
 Example = Any
 TensorProto = Any
+TensorShapeProto = Any
+TensorInfoProto = Any
 SignatureDef = Any
 MetaGraphDef = Any
+SavedModel = Any
 
 # tensorflow.serving
 ModelSpecProto = Any
