@@ -68,24 +68,33 @@ def test_every_public_name_is_documented(name: str) -> None:
     # own (not a base class's, nor the one a dataclass makes up), a constant a string after
     # its assignment or a ``#:`` comment before it
     module = importlib.import_module(name)
-    undocumented = [public for public in module.__all__ if not _documented(getattr(module, public), public)]
+    undocumented = [
+        public for public in module.__all__ if not _documented(getattr(module, public), public, name)
+    ]
     assert undocumented == []
 
 
-def _documented(value: object, public: str) -> bool:
+def _documented(value: object, public: str, package: str = "tfship") -> bool:
     if isinstance(value, (type, types.FunctionType)):
         doc = value.__doc__
         inherited = isinstance(value, type) and any(doc is base.__doc__ for base in value.__mro__[1:])
         made_up = doc is not None and doc.startswith(f"{public}(")  # a dataclass's signature
         return bool(doc and doc.strip()) and not inherited and not made_up
-    return any(_constant_documented(path, public) for path in _assigning(value, public))
+    return any(_constant_documented(path, public) for path in _assigning(package, value, public))
 
 
-def _assigning(value: object, public: str) -> list[Path]:
-    """The source files of tfship whose top level assigns ``public`` the very ``value``."""
+def _assigning(package: str, value: object, public: str) -> list[Path]:
+    """The source files that may define a public constant of ``package`` (its own modules, the
+    foundation's private ones it re-exports) whose top level assigns ``public`` the very ``value``."""
     src = Path(importlib.import_module("tfship").__file__ or "").parent
+    own = src.joinpath(*package.split(".")[1:])
+    if package == "tfship":
+        places = [src / "__init__.py"]
+    else:
+        places = sorted(own.rglob("*.py")) if own.is_dir() else [own.with_suffix(".py")]
+    places += sorted(src.glob("_*.py")) + sorted((src / "_wire").glob("*.py"))
     found = []
-    for path in sorted(src.rglob("*.py")):
+    for path in places:
         if public not in path.read_text():
             continue
         module_name = ".".join(path.relative_to(src.parent).with_suffix("").parts).removesuffix(".__init__")
