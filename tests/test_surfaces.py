@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 import types
@@ -139,6 +140,20 @@ def test_the_documentation_probe_can_fail(tmp_path: Path) -> None:
         pass
 
     assert not _documented(Bare, "Bare") and not _documented(Child, "Child")
+
+
+@pytest.mark.parametrize("name", SURFACES)
+def test_old_spellings_still_import_and_warn(name: str) -> None:
+    # a name that left the surface, or was renamed, keeps working for now and says what to write
+    module = importlib.import_module(name)
+    old = getattr(module, "_OLD", None)
+    for spelling in sorted({**old.renamed, **old.withdrawn}) if old else ():
+        assert spelling not in module.__all__ and spelling not in vars(module)
+        with pytest.warns(DeprecationWarning, match=rf"^{re.escape(name)}\.{spelling} is deprecated: "):
+            value = getattr(module, spelling)
+        where = old.renamed.get(spelling) or old.withdrawn[spelling]
+        home, _, attribute = where.rpartition(".")
+        assert value is getattr(importlib.import_module(home), attribute)
 
 
 def test_no_package_imports_tensorflow() -> None:
