@@ -36,7 +36,7 @@ def write_table(workdir: Path, rows: int) -> tuple[dict[str, Any], dict[str, Pat
     import pyarrow.parquet as pq
 
     from tfship.data import infer_schema, penguins_split, synthesize
-    from tfship.records import schema_fields
+    from tfship.records._shared import schema_fields
 
     train_csv, _ = penguins_split(workdir / "data")
     schema = infer_schema(train_csv, "species")
@@ -53,7 +53,8 @@ def write_table(workdir: Path, rows: int) -> tuple[dict[str, Any], dict[str, Pat
 
 def read(path: Path, fields: dict[str, Any]) -> tuple[tuple[float, float], int, dict[str, Any]]:
     """Wall and CPU seconds to read and convert ``path``, its rows, and its converted columns."""
-    from tfship.records import convert_chunk, read_chunks
+    from tfship.records import read_chunks
+    from tfship.records._shared import convert_chunk
     from tfship.schema import CsvMissing
 
     started, cpu = time.perf_counter(), time.process_time()

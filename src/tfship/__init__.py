@@ -13,5 +13,6 @@ Example:
 from __future__ import annotations
 
 __version__ = "0.1.0"
+"""The version of this tfship."""
 
 __all__ = ["__version__"]

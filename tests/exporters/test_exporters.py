@@ -19,8 +19,8 @@ from tfship.exporters import (
     best_checkpoint,
     parsing_receiver,
     read_eval_history,
-    resolve_mode,
 )
+from tfship.exporters._shared import resolve_mode
 
 FAST = {"verify": False}
 
@@ -321,7 +321,8 @@ def test_train_and_evaluate_with_a_named_eval(tmp_path: Path) -> None:
 
 
 def test_standard_exporters_and_final_exports_after_training(tmp_path: Path) -> None:
-    from tfship.exporters import run_final_exports, standard_exporters
+    from tfship.exporters import run_final_exports
+    from tfship.exporters._shared import standard_exporters
 
     made = standard_exporters(parse_spec(), ["final", "best"], receiver="both", metric="auc", verify=False)
     assert [(type(e).__name__, e.name) for e in made] == [

@@ -9,13 +9,8 @@ import numpy as np
 import pytest
 from export_helpers import data, examples, parse_spec, run_signature, saved_signatures, sparse_tags, tree
 
-from tfship.exporters import (
-    both_receiver,
-    build_receiver,
-    export_model,
-    parsing_receiver,
-    raw_receiver,
-)
+from tfship.exporters import both_receiver, export_model, parsing_receiver, raw_receiver
+from tfship.exporters._shared import build_receiver
 
 
 def _tags(path: Path) -> list[str]:

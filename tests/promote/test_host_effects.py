@@ -12,8 +12,6 @@ from tfship.cli import cli
 
 from .conftest import export_writer
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 REFUSAL = (
     "uses WriteFile, an op with side effects on the host: refused before loading "
     "(allow it with --allow-op WriteFile)"

@@ -23,7 +23,7 @@ from tfship.serve_client import ServingClient
 
 from .conftest import base_with, serving
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 # latency is the subject of one test only: elsewhere a loose ratio keeps a busy machine's noise
 # from refusing a candidate for being slower

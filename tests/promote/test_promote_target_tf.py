@@ -19,7 +19,7 @@ from tfship.cli import cli
 from tfship.inspect import read_saved_model
 from tfship.promote import PromoteOptions, promote
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 KERAS_EXPORT = Path(__file__).resolve().parents[1] / "fixtures" / "newtf" / "keras_export" / "1"
 INSTALLED = importlib.metadata.version("tensorflow")

@@ -13,7 +13,7 @@ from tfship.promote import CHECKS, PromoteOptions, promote, write_report
 
 from .conftest import base_with
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 _CONSOLE = re.compile(r"CONSOLE|Uncaught|Failed to load resource|net::ERR_")
 

@@ -13,7 +13,7 @@ from tfship.promote import PromoteOptions, promote
 
 from .conftest import base_with
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 
 def test_a_bad_request_after_a_blank_line_is_named_by_its_line(modules, tmp_path: Path) -> None:

@@ -13,17 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.errors import DataError
-from tfship.records import (
-    ByFields,
-    ByJson,
-    BySchema,
-    ByValue,
-    Field,
-    examples_from_json,
-    fill_example,
-    parse_spec_fields,
-    to_example,
-)
+from tfship.records import ByFields, ByJson, BySchema, ByValue, Field, to_example
+from tfship.records._shared import examples_from_json, fill_example, parse_spec_fields
 from tfship.schema import CsvMissing, Schema
 
 SCHEMA = Schema.from_dict(

@@ -12,15 +12,13 @@ from pathlib import Path
 import pytest
 
 from tfship.errors import DataError, InputError
-from tfship.records import (
+from tfship.records import Field, read_chunks, read_records
+from tfship.records._shared import (
     MISSING,
-    Field,
     check_example,
     columns_of,
     example_columns,
     format_of,
-    read_chunks,
-    read_records,
     type_csv_records,
 )
 from tfship.schema import Schema
@@ -266,7 +264,7 @@ def test_json_lines_read_and_convert_within_a_few_times_csv(tmp_path: Path) -> N
 
     import numpy as np
 
-    from tfship.records import convert_chunk
+    from tfship.records._shared import convert_chunk
     from tfship.schema import CsvMissing
 
     rng = np.random.default_rng(0)

@@ -8,11 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tfship.data import infer_schema, penguins_split
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -24,7 +24,7 @@ from tfship.inspect import read_warmup
 from tfship.promote import PromoteOptions, promote
 from tfship.records import read_records
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 HEADER = "species,island,bill_length_mm,bill_depth_mm,flipper_length_mm,body_mass_g,sex,year\n"
 ROWS = [

@@ -27,8 +27,6 @@ import pytest
 from estimator_lane import build
 from tfship.serve_client import ServingClient
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 @pytest.fixture(scope="session")
 def tf() -> Any:

@@ -15,8 +15,6 @@ from tfship.serve_client import AsyncServingClient, RetryPolicy
 
 from .conftest import ScriptedServer, echo_predict
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 def test_every_method_against_the_server(server: Any) -> None:
     async def main() -> None:
@@ -100,9 +98,9 @@ def test_async_retries_on_unavailable(scripted: ScriptedServer) -> None:
 
 
 def test_async_micro_batching(scripted: ScriptedServer) -> None:
-    from tfship.serve_client import BatchingOptions
+    from tfship.serve_client import MicroBatchingOptions
 
-    config = BatchingOptions(max_batch_size=8, batch_timeout_s=0.2)
+    config = MicroBatchingOptions(max_batch_size=8, batch_timeout_s=0.2)
 
     async def main() -> list[Any]:
         async with AsyncServingClient(scripted.address, validate=False, batching=config) as c:
@@ -116,12 +114,12 @@ def test_async_micro_batching(scripted: ScriptedServer) -> None:
 
 
 def test_async_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
-    from tfship.serve_client import BatchingOptions
+    from tfship.serve_client import MicroBatchingOptions
 
     scripted.failures = [(grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(m)")]
 
     async def main() -> list[Any]:
-        config = BatchingOptions(max_batch_size=4, batch_timeout_s=5.0)
+        config = MicroBatchingOptions(max_batch_size=4, batch_timeout_s=5.0)
         async with AsyncServingClient(scripted.address, validate=False, batching=config) as c:
             calls = [c.predict("m", {"x": [[1.0]]}) for _ in range(4)]
             return await asyncio.gather(*calls, return_exceptions=True)

@@ -22,8 +22,6 @@ from tfship.serve_client import (
     ServingClient,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 @pytest.fixture(scope="module")
 def rest(server: Any) -> Iterator[RestServingClient]:

@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 
 import tfship.serve_client as errors
-from tfship.serve_client import BatchingOptions, ServingClient
+from tfship.serve_client import MicroBatchingOptions, ServingClient
 
 from .conftest import ScriptedServer
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _run_together(client: ServingClient, count: int, call: Any) -> list[Any]:
@@ -30,7 +28,7 @@ def _run_together(client: ServingClient, count: int, call: Any) -> list[Any]:
 
 
 def test_concurrent_predicts_are_merged(scripted: ScriptedServer) -> None:
-    config = BatchingOptions(max_batch_size=64, batch_timeout_s=0.2)
+    config = MicroBatchingOptions(max_batch_size=64, batch_timeout_s=0.2)
     with ServingClient(scripted.address, validate=False, batching=config) as client:
         results = _run_together(client, 8, lambda c, i: c.predict("m", {"x": np.full((2, 3), i, np.float32)}))
     for i, result in enumerate(results):
@@ -39,7 +37,7 @@ def test_concurrent_predicts_are_merged(scripted: ScriptedServer) -> None:
 
 
 def test_full_batch_is_sent_without_waiting(scripted: ScriptedServer) -> None:
-    config = BatchingOptions(max_batch_size=4, batch_timeout_s=30.0)
+    config = MicroBatchingOptions(max_batch_size=4, batch_timeout_s=30.0)
     with ServingClient(scripted.address, validate=False, batching=config) as client:
         results = _run_together(client, 4, lambda c, i: c.predict("m", {"x": [[float(i)]]}))
     assert sorted(float(r.as_numpy("x")[0, 0]) for r in results) == [0.0, 1.0, 2.0, 3.0]
@@ -48,7 +46,7 @@ def test_full_batch_is_sent_without_waiting(scripted: ScriptedServer) -> None:
 
 def test_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
     scripted.failures = [(grpc.StatusCode.INVALID_ARGUMENT, "bad batch")]
-    config = BatchingOptions(max_batch_size=3, batch_timeout_s=30.0)
+    config = MicroBatchingOptions(max_batch_size=3, batch_timeout_s=30.0)
 
     def call(c: ServingClient, i: int) -> Any:
         try:
@@ -62,7 +60,7 @@ def test_batched_failure_reaches_every_caller(scripted: ScriptedServer) -> None:
 
 
 def test_batching_against_the_server(server: Any) -> None:
-    config = BatchingOptions(max_batch_size=32, batch_timeout_s=0.05)
+    config = MicroBatchingOptions(max_batch_size=32, batch_timeout_s=0.05)
     with ServingClient(server.address, batching=config) as client:
         results = _run_together(client, 6, lambda c, i: c.predict("m", {"x": [[float(i), 1.0]]}))
     for i, result in enumerate(results):
@@ -71,15 +69,15 @@ def test_batching_against_the_server(server: Any) -> None:
 
 def test_config_is_checked() -> None:
     with pytest.raises(ValueError, match="max_batch_size"):
-        BatchingOptions(max_batch_size=0)
+        MicroBatchingOptions(max_batch_size=0)
     with pytest.raises(ValueError, match="batch_timeout_s must be >= 0"):
-        BatchingOptions(batch_timeout_s=-0.1)
+        MicroBatchingOptions(batch_timeout_s=-0.1)
 
 
 def test_batches_never_exceed_the_size(scripted: ScriptedServer) -> None:
     from tensorflow_serving.apis import predict_pb2
 
-    config = BatchingOptions(max_batch_size=5, batch_timeout_s=0.2)
+    config = MicroBatchingOptions(max_batch_size=5, batch_timeout_s=0.2)
     with ServingClient(scripted.address, validate=False, batching=config) as client:
         results = _run_together(client, 6, lambda c, i: c.predict("m", {"x": [[1.0]] * 2}))
     assert all(r.as_numpy("x").shape == (2, 1) for r in results)

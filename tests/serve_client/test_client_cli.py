@@ -12,8 +12,6 @@ from click.testing import CliRunner
 
 from tfship.cli import cli
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 def run(*args: str) -> Any:
     return CliRunner().invoke(cli, ["client", *args], catch_exceptions=False)

@@ -23,8 +23,6 @@ import pytest
 
 from tfship.serve_client import AsyncServingClient, DeadlineExceededError, RestServingClient, ServingClient
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 _TENSOR = {"dtype": "DT_FLOAT", "tensor_shape": {"dim": [{"size": "-1"}, {"size": "2"}]}}
 _METADATA = {
     "model_spec": {"name": "m", "version": "1"},

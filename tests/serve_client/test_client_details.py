@@ -14,8 +14,6 @@ from click.testing import CliRunner
 from tfship.cli import cli
 from tfship.serve_client import AsyncServingClient, RestServingClient, ServingClient
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 @pytest.fixture(scope="module")
 def rest(server: Any) -> Iterator[RestServingClient]:

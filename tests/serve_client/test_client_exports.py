@@ -19,7 +19,6 @@ CLIENT_NAMES = {
     "InProcessTransport",
     "RestTransport",
     "RestServingClient",
-    "BatchingOptions",
     "CallCancelledError",
     "ClassifyResult",
     "DeadlineExceededError",
@@ -27,6 +26,7 @@ CLIENT_NAMES = {
     "InvalidInputError",
     "MalformedResponseError",
     "MessageTooLargeError",
+    "MicroBatchingOptions",
     "ModelLoadFailedError",
     "ModelMetadata",
     "ModelNotFoundError",
@@ -63,13 +63,21 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         serve_client.TlsConfigs  # noqa: B018
 
 
-def test_the_earlier_spellings_still_import() -> None:
-    from tfship.serve_client import BatchingConfig, BatchingOptions, TLSConfig, TlsConfig
-
-    assert TLSConfig is TlsConfig
-    assert BatchingConfig is BatchingOptions
-    assert "TLSConfig" not in serve_client.__all__
-    assert "BatchingConfig" not in serve_client.__all__
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("TLSConfig", "TlsConfig"),
+        ("BatchingConfig", "MicroBatchingOptions"),
+        ("BatchingOptions", "MicroBatchingOptions"),
+    ],
+)
+def test_the_earlier_spellings_still_import_and_warn(old: str, new: str) -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"^tfship\.serve_client\.{old} is deprecated: use tfship\.serve_client\.{new}$",
+    ):
+        assert getattr(serve_client, old) is getattr(serve_client, new)
+    assert old not in serve_client.__all__
 
 
 def test_importing_the_package_does_not_import_tensorflow() -> None:

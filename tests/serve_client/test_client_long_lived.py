@@ -24,8 +24,6 @@ from tfship.serve_client import (
     ServingClient,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 X = np.ones((2, 4), np.float32)
 TEXT = ["a", "bbb"]
 

@@ -24,8 +24,6 @@ from tfship.serve_client import (
     ServingClient,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 ROWS = [{"bill": 41.5, "n": 3, "island": "Dream"}, {"bill": 50.0, "island": "Biscoe"}, {"n": 7}]
 SCHEMA = Schema.from_dict(
     {

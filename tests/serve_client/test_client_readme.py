@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from tfship.cli import cli
 
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -10,7 +10,6 @@ import pytest
 import tfship.serve_client as errors
 from tfship.serve_client import RestServingClient, ServingClient, TlsConfig
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 X = [[1.0, 2.0], [3.0, 4.0]]
 
 

@@ -22,8 +22,6 @@ from .conftest import ScriptedServer
 from .test_client_resilience import _tls_server, pki  # noqa: F401 - pki is a fixture
 from .test_client_rest import _https_status_server
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 UNVERIFIED = "does not verify against the CA certificate"
 WRONG_NAME = "does not name the server asked for"
 PLAIN_PORT = "does not speak TLS"

@@ -22,14 +22,13 @@ import tfship.serve_client as errors
 from tfship.serve_client import (
     AsyncInProcessTransport,
     AsyncServingClient,
-    BatchingOptions,
     InProcessTransport,
+    MicroBatchingOptions,
     RestServingClient,
     RestTransport,
     ServingClient,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 X = [[1.0, 2.0], [3.0, 4.0]]
 _REQUEST_LINE = re.compile(rb"(GET|POST) (\S+) HTTP/1\.[01]\r\n")
 
@@ -141,7 +140,7 @@ def test_an_http_target_picks_the_rest_transport(server: Any) -> None:
 
 
 def test_rest_batching_merges_concurrent_predicts(proxy: CountingProxy) -> None:
-    config = BatchingOptions(max_batch_size=32, batch_timeout_s=0.2)
+    config = MicroBatchingOptions(max_batch_size=32, batch_timeout_s=0.2)
     barrier = threading.Barrier(6)
     with RestServingClient(f"http://127.0.0.1:{proxy.port}", batching=config) as rest:
 

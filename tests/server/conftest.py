@@ -26,8 +26,6 @@ import pytest
 from estimator_lane import build
 from tfship.server import ModelServer, ServerOptions
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 @dataclass
 class ServeProcess:

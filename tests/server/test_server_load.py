@@ -2,8 +2,9 @@
 
 The server's manager parses a version's ``saved_model.pb`` (with TF Serving's errors) and hands
 the parse to ``tfship.loaders.load``, which keeps it instead of reading the file again; the
-serving core checks a request in TF Serving's words and runs it with
-``LocalModel.run_checked``, which checks nothing again, while ``LocalModel.run`` still does.
+serving core checks a request in TF Serving's words and runs it with ``run_checked`` of the
+loaders' door to the server, which checks nothing again, while ``LocalModel.run`` still does.
+The public ``LocalModel`` keeps the old method's name only as a deprecated spelling.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from tfship.errors import ModelInputError
 from tfship.inspect import read_saved_model
 from tfship.loaders import load
+from tfship.loaders._shared import run_checked
 
 
 def test_load_keeps_the_saved_model_its_caller_parsed(module_base: Path) -> None:
@@ -33,7 +35,7 @@ def test_run_checked_answers_as_run_and_run_still_checks(module_base: Path) -> N
     with load(module_base / "2") as model:
         x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
         keys = sorted(model.signature().outputs)
-        checked = model.run_checked({"x": x}, "serving_default", keys)
+        checked = run_checked(model, {"x": x}, "serving_default", keys)
         assert sorted(checked) == keys
         for key, value in model.run({"x": x}).items():
             assert np.array_equal(checked[key], value)
@@ -41,4 +43,16 @@ def test_run_checked_answers_as_run_and_run_still_checks(module_base: Path) -> N
         with pytest.raises(ModelInputError, match="float64"):
             model.run({"x": x.astype(np.float64)})  # the user's call checks dtypes
         with pytest.raises(ModelInputError, match="no output 'nope'"):
-            model.run_checked({"x": x}, "serving_default", ["nope"])  # run's words for the rest
+            run_checked(model, {"x": x}, "serving_default", ["nope"])  # run's words for the rest
+
+
+def test_the_server_only_methods_warn_on_the_public_model(module_base: Path) -> None:
+    with load(module_base / "2") as model:
+        x = np.array([[1.0, 2.0]], np.float32)
+        with pytest.warns(
+            DeprecationWarning, match=r"^LocalModel\.run_checked is deprecated: .* use LocalModel\.run$"
+        ):
+            assert model.run_checked({"x": x}, "serving_default", ["y"])["y"].tolist() == [[7.0]]
+        with pytest.warns(DeprecationWarning, match=r"^LocalModel\.checked_runner is deprecated"):
+            runner = model.checked_runner("serving_default", ["y"])
+        assert runner is not None and runner({"x": x})[0].tolist() == [[7.0]]

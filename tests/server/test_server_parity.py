@@ -29,7 +29,7 @@ from tfship.server import ModelConfig, ModelServer, ServerOptions
 
 from .conftest import serve_process
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.slow
 METRICS_PATH = "/monitoring/prometheus/metrics"
 
 

@@ -261,3 +261,21 @@ def ours(message: Any) -> Any:
     if type(message) is cls:
         return message
     return cls.FromString(message.SerializeToString())
+
+
+def unset_fields_printed() -> dict[str, bool]:
+    """The option that prints fields left unset, as TF Serving's ``always_print_primitive_fields``.
+
+    protobuf 5.26 renamed ``including_default_value_fields`` to
+    ``always_print_fields_with_no_presence``. The two differ only on scalars with presence
+    (proto2 ``optional``, proto3 ``optional``); the messages written here (model status, model
+    spec, signature map) have none, so both print the same fields: every scalar, list and map,
+    never an unset message or oneof member.
+    """
+    import inspect
+
+    from google.protobuf import json_format
+
+    if "always_print_fields_with_no_presence" in inspect.signature(json_format.MessageToJson).parameters:
+        return {"always_print_fields_with_no_presence": True}
+    return {"including_default_value_fields": True}

@@ -19,6 +19,8 @@ from tfship._interrupt import interrupted, recording_interrupts
 from tfship._tf import require_extra, set_verbose
 from tfship.errors import TfshipError, os_error_text
 
+__all__ = ["COMMANDS", "NEEDS_ESTIMATOR", "SHORT_HELP", "cli", "main"]
+
 _CHATTY_LIBRARIES = ("httpx", "httpcore")
 INTERRUPTED = 130  # what a shell reports for a command stopped by SIGINT
 

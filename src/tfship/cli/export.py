@@ -116,7 +116,8 @@ def export(
             "trained by tfship train; for an Estimator with your own model_fn, export from Python "
             "with tfship.exporters.export_model(estimator, out, receiver) or the exporters"
         )
-    from tfship.exporters import best_checkpoint, build_receiver, export_model
+    from tfship.exporters import best_checkpoint, export_model
+    from tfship.exporters._shared import build_receiver
     from tfship.schema import Schema
     from tfship.trainer import build_estimator
 
@@ -176,7 +177,8 @@ def _evaluation_of(
     estimator: Any, model_dir: Path, checkpoint: str | None, eval_name: str | None
 ) -> dict[str, Any] | None:
     # Record the metrics of the exported checkpoint when it was evaluated; none is fine.
-    from tfship.exporters import checkpoint_step, read_eval_history, resolve_checkpoint
+    from tfship.exporters import read_eval_history
+    from tfship.exporters._shared import checkpoint_step, resolve_checkpoint
 
     step = checkpoint_step(resolve_checkpoint(estimator, checkpoint))
     try:

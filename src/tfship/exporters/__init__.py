@@ -31,50 +31,47 @@ _require_extra(__name__)  # one line naming the run extra, before a submodule fa
 
 from typing import TYPE_CHECKING, Any
 
+from tfship._deprecated import OldNames
 from tfship.exporters._errors import CheckpointNotFoundError, MetricNotFoundError, VerificationError
-from tfship.exporters._events import EvalRecord, best_checkpoint, read_eval_history, resolve_mode
-from tfship.exporters._export import (
-    ExportResult,
-    check_runs,
-    checkpoint_step,
-    export_model,
-    resolve_checkpoint,
-    verify_export,
-)
+from tfship.exporters._events import EvalRecord, best_checkpoint, read_eval_history
+from tfship.exporters._export import ExportResult, check_runs, export_model, verify_export
 from tfship.exporters._publish import Version, published_versions
-from tfship.exporters._receivers import (
-    Receiver,
-    both_receiver,
-    build_receiver,
-    parsing_receiver,
-    raw_receiver,
-)
+from tfship.exporters._receivers import Receiver, both_receiver, parsing_receiver, raw_receiver
 from tfship.exporters._signatures import SignatureReport
 
 if TYPE_CHECKING:  # their module derives from tf.estimator.Exporter, so it imports TensorFlow
     from tfship.exporters._exporters import (
         BestExporter,
-        Decision,
+        ExportDecision,
         FinalExporter,
         LatestExporter,
         run_final_exports,
-        standard_exporters,
     )
 
-_NEEDS_TENSORFLOW = (
-    "BestExporter",
-    "Decision",
-    "FinalExporter",
-    "LatestExporter",
-    "run_final_exports",
-    "standard_exporters",
+_NEEDS_TENSORFLOW = ("BestExporter", "ExportDecision", "FinalExporter", "LatestExporter", "run_final_exports")
+
+# Earlier spellings: renamed, or public before and now what other tfship packages import from
+# ``tfship.exporters._shared``.
+_OLD = OldNames(
+    __name__,
+    renamed={"Decision": "tfship.exporters.ExportDecision"},
+    withdrawn={
+        name: f"tfship.exporters._shared.{name}"
+        for name in (
+            "build_receiver",
+            "checkpoint_step",
+            "resolve_checkpoint",
+            "resolve_mode",
+            "standard_exporters",
+        )
+    },
 )
 
 __all__ = [
     "BestExporter",
     "CheckpointNotFoundError",
-    "Decision",
     "EvalRecord",
+    "ExportDecision",
     "ExportResult",
     "FinalExporter",
     "LatestExporter",
@@ -85,18 +82,13 @@ __all__ = [
     "Version",
     "best_checkpoint",
     "both_receiver",
-    "build_receiver",
     "check_runs",
-    "checkpoint_step",
     "export_model",
     "parsing_receiver",
     "published_versions",
     "raw_receiver",
     "read_eval_history",
-    "resolve_checkpoint",
-    "resolve_mode",
     "run_final_exports",
-    "standard_exporters",
     "verify_export",
 ]
 
@@ -106,7 +98,7 @@ def __getattr__(name: str) -> Any:
         from tfship.exporters import _exporters
 
         return getattr(_exporters, name)
-    raise AttributeError(f"module 'tfship.exporters' has no attribute {name!r}")
+    return _OLD.resolve(name)
 
 
 def __dir__() -> list[str]:

@@ -72,11 +72,11 @@ def show(message: str, *args: Any) -> None:
 
 
 @dataclass(frozen=True)
-class Decision:
+class ExportDecision:
     """One exporter decision: what was done, to which version, and the log line said.
 
     Example:
-        >>> Decision("skipped", None, 400, "skipped: auc 0.889 <= best 0.912").exported
+        >>> ExportDecision("skipped", None, 400, "skipped: auc 0.889 <= best 0.912").exported
         False
     """
 
@@ -130,7 +130,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
         self._verify = verify
         self._version_by = version_by
         self._swept: set[Path] = set()
-        self.decisions: list[Decision] = []
+        self.decisions: list[ExportDecision] = []
         self.last_result: ExportResult | None = None
 
     @classmethod
@@ -196,7 +196,7 @@ class _TfshipExporter(estimator().Exporter):  # type: ignore[misc]
         return result
 
     def _decide(self, action: str, version: int | None, step: int | None, line: str) -> None:
-        self.decisions.append(Decision(action, version, step, line))
+        self.decisions.append(ExportDecision(action, version, step, line))
         show("%s: %s", self._name, line)
 
     def _decide_exported(self, result: ExportResult, line: str) -> None:
@@ -947,5 +947,5 @@ def run_final_exports(estimator: Any, exporters: Iterable[Any]) -> list[str]:
 
 
 # Users import these from ``tfship.exporters``: reprs and messages name them there.
-for _public in (BestExporter, Decision, FinalExporter, LatestExporter):
+for _public in (BestExporter, ExportDecision, FinalExporter, LatestExporter):
     _public.__module__ = "tfship.exporters"

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from tfship._tf import tf, tf_error_cause, tf_message
-from tfship._wire import MAX_WARMUP_RECORDS, is_message, ours, protos
+from tfship._wire import MAX_WARMUP_RECORDS, Example, PredictionLog, is_message, ours, protos
 from tfship.errors import DataError, ExportError, ModelInputError
 from tfship.exporters._receivers import DEFAULT_RECEIVER_KEY, Receiver
-from tfship.records import ByFields, BySchema, Typing, parse_spec_fields, to_example
+from tfship.records import ByFields, BySchema, Typing, to_example
+from tfship.records._shared import parse_spec_fields
 
 logger = logging.getLogger("tfship.exporters")
 
@@ -59,7 +60,7 @@ def build_warmup_logs(
     return [_predict_log(signature_key, signature, r, known) for r in items]
 
 
-def replay(session: Any, meta_graph: Any, logs: Sequence[Any]) -> int:
+def replay(session: Any, meta_graph: Any, logs: Sequence[PredictionLog]) -> int:
     """Run every warmup request against its signature in a loaded session.
 
     Raises:
@@ -127,7 +128,7 @@ def _feeds(i: int, kind: str, request: Any, sig: Any) -> dict[str, Any]:
     return {sig.inputs[k].name: make(tf_message(v)) for k, v in request.inputs.items()}
 
 
-def _example_log(method: str, key: str, example: Any) -> Any:
+def _example_log(method: str, key: str, example: Example) -> PredictionLog:
     pb = protos()
     spec = pb.model_pb2.ModelSpec(signature_name=key)
     # a tf.train.Example of TensorFlow's class, taken by its bytes
@@ -140,7 +141,7 @@ def _example_log(method: str, key: str, example: Any) -> Any:
     return log_pb2.PredictionLog(regress_log=log_pb2.RegressLog(request=rreq))
 
 
-def _predict_log(key: str, sig: Any, record: Any, receiver: Receiver | None) -> Any:
+def _predict_log(key: str, sig: Any, record: Any, receiver: Receiver | None) -> PredictionLog:
     pb = protos()
     t = tf()
     req = pb.predict_pb2.PredictRequest(model_spec=pb.model_pb2.ModelSpec(signature_name=key))
@@ -205,7 +206,7 @@ def _parse_spec(receiver: Receiver | None) -> Mapping[str, Any]:
     return {} if receiver is None or receiver.parse_spec is None else receiver.parse_spec
 
 
-def _to_example(record: Any, receiver: Receiver | None) -> Any:
+def _to_example(record: Any, receiver: Receiver | None) -> Example:
     if not isinstance(record, (Mapping, bytes)) and not is_message(record, "tensorflow.Example"):
         raise TypeError(
             f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
@@ -234,7 +235,7 @@ def _to_dict(record: Any, receiver: Receiver | None) -> dict[str, Any]:
     return dict(record)
 
 
-def example_to_dict(example: Any) -> dict[str, list[Any]]:
+def example_to_dict(example: Example) -> dict[str, list[Any]]:
     """The values of a ``tf.train.Example`` as a dict of lists."""
     out: dict[str, list[Any]] = {}
     for name, feat in example.features.feature.items():

@@ -16,28 +16,21 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
+from tfship._deprecated import OldNames
 from tfship.inspect._check import (
     CheckFailedError,
     CheckReport,
     Finding,
     check_saved_model,
     content_hash,
-    describe_newer_ops,
-    newer_op_problems,
 )
 from tfship.inspect._describe import describe
 from tfship.inspect._diff import BreakingChangeError, Change, DiffReport, diff_saved_models
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo, SignatureInfo, read_saved_model
 from tfship.inspect._request import ExampleRequest, example_request, read_warmup, write_warmup
-from tfship.inspect._restore import REMEDY, unrestored_variables
-from tfship.inspect._scan import (
-    DEFAULT_DENYLIST,
-    HOST_EFFECT_OPS,
-    DenylistedOpError,
-    host_effects,
-    host_effects_refusal,
-    scan_saved_model,
-)
+from tfship.inspect._scan import DEFAULT_DENYLIST, DenylistedOpError, scan_saved_model
 from tfship.inspect._show import render_show
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
 from tfship.inspect._versions import VersionInfo, VersionsReport, list_versions
@@ -53,9 +46,7 @@ __all__ = [
     "ExampleRequest",
     "FeatureSpecEntry",
     "Finding",
-    "HOST_EFFECT_OPS",
     "MetaGraphInfo",
-    "REMEDY",
     "SavedModelInfo",
     "SignatureInfo",
     "TensorInfo",
@@ -64,17 +55,33 @@ __all__ = [
     "check_saved_model",
     "content_hash",
     "describe",
-    "describe_newer_ops",
     "diff_saved_models",
     "example_request",
-    "host_effects",
-    "host_effects_refusal",
     "list_versions",
-    "newer_op_problems",
     "read_saved_model",
     "read_warmup",
     "render_show",
     "scan_saved_model",
-    "unrestored_variables",
     "write_warmup",
 ]
+
+# Public before; now what other tfship packages import from ``tfship.inspect._shared``.
+_OLD = OldNames(
+    __name__,
+    withdrawn={
+        name: f"tfship.inspect._shared.{name}"
+        for name in (
+            "HOST_EFFECT_OPS",
+            "REMEDY",
+            "describe_newer_ops",
+            "host_effects",
+            "host_effects_refusal",
+            "newer_op_problems",
+            "unrestored_variables",
+        )
+    },
+)
+
+
+def __getattr__(name: str) -> Any:
+    return _OLD.resolve(name)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tfship._wire import dtype_name
+from tfship._wire import MetaGraphDef, TensorShapeProto, dtype_name
 from tfship.errors import ModelError
 
 _WRAPPER_NAME = re.compile(r"^__inference_(.*)_\d+$")
@@ -100,7 +100,7 @@ _TYPE_SPEC_CLASSES = {
 }
 
 
-def _shape(proto: Any) -> _Shape:
+def _shape(proto: TensorShapeProto) -> _Shape:
     if proto.unknown_rank:
         return _Shape(None)
     return _Shape(tuple(None if d.size < 0 else d.size for d in proto.dim))
@@ -171,7 +171,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
 class _OutputCounter:
     """Counts output tensors of nodes, from the op definitions stored in the MetaGraph."""
 
-    def __init__(self, meta_graph: Any) -> None:
+    def __init__(self, meta_graph: MetaGraphDef) -> None:
         self.op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
         self.functions = {f.signature.name: f for f in meta_graph.graph_def.library.function}
 
@@ -253,7 +253,7 @@ def _load_order(library: Any) -> list[Any]:
     return [by_name[n] for n in order]
 
 
-def loaded_names(meta_graph: Any) -> dict[str, str]:
+def loaded_names(meta_graph: MetaGraphDef) -> dict[str, str]:
     """Map each library function to the name TensorFlow's loader gives its concrete function."""
     library = meta_graph.graph_def.library
     count_outputs = _OutputCounter(meta_graph)
@@ -416,7 +416,7 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def concrete_functions(meta_graph: Any, *, file: str | None = None) -> list[dict[str, Any]]:
+def concrete_functions(meta_graph: MetaGraphDef, *, file: str | None = None) -> list[dict[str, Any]]:
     """The root object's functions as JSON: per function, its options (concrete functions) in
     saved_model_cli's order, each with positional ``args`` and keyword ``kwargs``.
 
@@ -440,7 +440,7 @@ def concrete_functions(meta_graph: Any, *, file: str | None = None) -> list[dict
         raise _refused(file, exc) from None
 
 
-def _functions_json(meta_graph: Any) -> list[dict[str, Any]]:
+def _functions_json(meta_graph: MetaGraphDef) -> list[dict[str, Any]]:
     object_graph = meta_graph.object_graph_def
     names = loaded_names(meta_graph)
     functions = []

@@ -13,7 +13,15 @@ import pathlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tfship._wire import DEFAULT_SIGNATURE, descriptor_pool, protos, version_dirs
+from tfship._wire import (
+    DEFAULT_SIGNATURE,
+    MetaGraphDef,
+    SavedModel,
+    SignatureDef,
+    descriptor_pool,
+    protos,
+    version_dirs,
+)
 from tfship.errors import ModelError, SignatureNotFoundError
 from tfship.inspect._featurespec import recover_feature_spec
 from tfship.inspect._tensorinfo import FeatureSpecEntry, TensorInfo
@@ -42,7 +50,7 @@ class SignatureInfo:
         ('serving_default', ['x'], ['y'])
     """
 
-    def __init__(self, key: str, proto: Any, meta_graph: MetaGraphInfo) -> None:
+    def __init__(self, key: str, proto: SignatureDef, meta_graph: MetaGraphInfo) -> None:
         self.key = key
         self.proto = proto
         self.method_name: str = proto.method_name
@@ -115,7 +123,7 @@ class MetaGraphInfo:
         (True, False)
     """
 
-    def __init__(self, proto: Any, path: str | None = None, *, file: str | None = None) -> None:
+    def __init__(self, proto: MetaGraphDef, path: str | None = None, *, file: str | None = None) -> None:
         self.proto = proto
         self.path = path
         self.file = file
@@ -209,7 +217,7 @@ class SavedModelInfo:
         [('serve',)]
     """
 
-    def __init__(self, path: pathlib.Path, file: pathlib.Path, proto: Any) -> None:
+    def __init__(self, path: pathlib.Path, file: pathlib.Path, proto: SavedModel) -> None:
         self.path = path
         self.file = file
         self.proto = proto

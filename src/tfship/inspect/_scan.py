@@ -12,6 +12,7 @@ from tfship.errors import VerdictError
 from tfship.inspect._reader import MetaGraphInfo, SavedModelInfo
 
 DEFAULT_DENYLIST: frozenset[str] = frozenset({"ReadFile", "WriteFile", "PrintV2"})
+"""The ops ``scan_saved_model`` refuses when it is given no denylist of its own."""
 
 #: Ops that reach the host when they run: they read, write or list its files (``PrintV2`` can
 #: print to a file) or run Python code. ``promote`` and ``inspect check --run`` refuse to load

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tfship._wire import dtype_name
+from tfship._wire import TensorInfoProto, TensorShapeProto, dtype_name
 from tfship.records import Field
 
 #: TensorFlow's most dimensions of a valid shape (``TensorShape::IsValid``).
@@ -47,7 +47,7 @@ def element_count(dims: Iterable[int]) -> int:
     return count
 
 
-def shape_of(shape_proto: Any) -> tuple[int | None, ...] | None:
+def shape_of(shape_proto: TensorShapeProto) -> tuple[int | None, ...] | None:
     """Turn a ``TensorShapeProto`` into a tuple (``None`` for unknown dims), or ``None`` when the
     rank is unknown.
 
@@ -104,7 +104,7 @@ class TensorInfo:
     proto: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_proto(cls, key: str, proto: Any) -> TensorInfo:
+    def from_proto(cls, key: str, proto: TensorInfoProto) -> TensorInfo:
         """Build a ``TensorInfo`` from a ``tensorflow.TensorInfo`` proto."""
         encoding = proto.WhichOneof("encoding") or "name"
         components: dict[str, str] = {}

@@ -38,7 +38,8 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
-from tfship.records import Field, Reject, convert_value, expand_inputs, read_chunks
+from tfship.records import Field, Reject, read_chunks
+from tfship.records._shared import convert_value, expand_inputs
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def read_rows(
 
 
 def _is_sentinel(value: Any) -> bool:
-    from tfship.records import MISSING as _MISSING
+    from tfship.records._shared import MISSING as _MISSING
 
     return value is _MISSING
 
@@ -146,7 +147,7 @@ def convert_row(
 
     key, row = element
     if "serialized" in row:
-        from tfship.records import example_columns
+        from tfship.records._shared import example_columns
 
         names = list(keep) if parsing else sorted(set(fields) | set(keep))
         found = example_columns(object_array([row["serialized"]]), names)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tfship.loaders._predict import SignatureAdapter, object_array
-from tfship.records import Column, coo_from_lengths
+from tfship.records._shared import Column, coo_from_lengths
 
 if TYPE_CHECKING:
     from tfship.loaders._model import LocalModel

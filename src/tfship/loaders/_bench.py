@@ -11,14 +11,13 @@ import numpy as np
 
 from tfship.errors import InputError
 from tfship.loaders._predict import SignatureAdapter
-from tfship.records import (
+from tfship.records import Field, read_chunks
+from tfship.records._shared import (
     Column,
-    Field,
     SparseColumn,
     convert_chunk,
     coo_from_lengths,
     expand_inputs,
-    read_chunks,
     select_rows,
     slice_rows,
 )
@@ -195,7 +194,7 @@ def _file_columns(adapter: SignatureAdapter, pattern: str, rows: int) -> dict[st
 
 
 def _from_examples(adapter: SignatureAdapter, examples: np.ndarray) -> dict[str, Column]:  # type: ignore[type-arg]
-    from tfship.records import example_columns
+    from tfship.records._shared import example_columns
 
     raw = example_columns(examples, list(adapter.fields))
     return convert_chunk(adapter.fields, raw, len(examples)).columns

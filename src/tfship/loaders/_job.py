@@ -32,17 +32,15 @@ from tfship.loaders._writers import (
     make_writer,
     output_view,
 )
-from tfship.records import (
-    Chunk,
+from tfship.records import Chunk, Reject, read_chunks
+from tfship.records._shared import (
     Column,
-    Reject,
     check_columns,
     columns_of,
     convert_chunk,
     example_columns,
     expand_inputs,
     format_of,
-    read_chunks,
     select_rows,
     slice_rows,
 )

@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -240,9 +241,9 @@ class LocalModel:
             for name, value in _exact_feed(sig, key, checked[key], cast, self.path):
                 names.append(name)
                 values.append(value)
-        return self.run_tensors(names, values, [sig.outputs[k] for k in keys], keys)
+        return self._run_tensors(names, values, [sig.outputs[k] for k in keys], keys)
 
-    def run_checked(
+    def _run_checked(
         self, feeds: Mapping[str, Array], signature: str, outputs: Sequence[str]
     ) -> dict[str, Array]:
         """Run a signature on feeds already checked by the caller: the serving path.
@@ -258,7 +259,7 @@ class LocalModel:
         pool and back costs more than the run itself. ``run`` keeps the pool.
 
         Example:
-            >>> model.run_checked({"x": x}, "serving_default", ["y"])  # doctest: +SKIP
+            >>> model._run_checked({"x": x}, "serving_default", ["y"])  # doctest: +SKIP
         """
         plan = self._plans.get((signature, tuple(outputs)))
         if plan is None:
@@ -270,16 +271,16 @@ class LocalModel:
         values = [feeds[key] for key in plan.inputs]
         return _assemble(plan.fetch_infos, plan.outputs, self._call(plan.runner, values))
 
-    def checked_runner(
+    def _checked_runner(
         self, signature: str, outputs: Sequence[str]
     ) -> Callable[[Mapping[str, Array]], list[Any]] | None:
-        """:meth:`run_checked` bound to one signature and its outputs, for a caller that runs
+        """:meth:`_run_checked` bound to one signature and its outputs, for a caller that runs
         them again and again: it takes the feeds and returns the outputs' values in the order
-        of ``outputs``. None when a run must go through :meth:`run_checked` (a sparse input or
+        of ``outputs``. None when a run must go through :meth:`_run_checked` (a sparse input or
         output, an unknown key), which says what is wrong.
 
         Example:
-            >>> model.checked_runner("serving_default", ["y"])({"x": x})  # doctest: +SKIP
+            >>> model._checked_runner("serving_default", ["y"])({"x": x})  # doctest: +SKIP
             [array([[2., 2., 2.]], dtype=float32)]
         """
         plan = self._plans.get((signature, tuple(outputs)))
@@ -310,7 +311,7 @@ class LocalModel:
         self._plans[(signature, tuple(outputs))] = plan
         return plan
 
-    def run_tensors(
+    def _run_tensors(
         self,
         feed_names: Sequence[str],
         feed_values: Sequence[Array],
@@ -323,6 +324,33 @@ class LocalModel:
         fetch_names = [name for info in fetch_infos for name in _fetch_names(info)]
         runner = self._callable(tuple(feed_names), tuple(fetch_names))
         return _assemble(fetch_infos, fetch_keys, self._call(runner, feed_values))
+
+    # The server's entry points were public methods before; it now calls them through
+    # ``tfship.loaders._shared``. These spellings warn, and go with the next release.
+    def run_checked(
+        self, feeds: Mapping[str, Array], signature: str, outputs: Sequence[str]
+    ) -> dict[str, Array]:
+        """Deprecated: internal to ``tfship serve``; use :meth:`run`."""
+        _withdrawn("run_checked")
+        return self._run_checked(feeds, signature, outputs)
+
+    def checked_runner(
+        self, signature: str, outputs: Sequence[str]
+    ) -> Callable[[Mapping[str, Array]], list[Any]] | None:
+        """Deprecated: internal to ``tfship serve``; use :meth:`run`."""
+        _withdrawn("checked_runner")
+        return self._checked_runner(signature, outputs)
+
+    def run_tensors(
+        self,
+        feed_names: Sequence[str],
+        feed_values: Sequence[Array],
+        fetch_infos: Sequence[TensorInfo],
+        fetch_keys: Sequence[str],
+    ) -> dict[str, Array]:
+        """Deprecated: internal to ``tfship serve``; use :meth:`run`."""
+        _withdrawn("run_tensors")
+        return self._run_tensors(feed_names, feed_values, fetch_infos, fetch_keys)
 
     def _call(self, runner: Any, values: Sequence[Array]) -> list[Any]:
         """One call into TensorFlow; its errors as tfship's."""
@@ -458,6 +486,15 @@ class LocalModel:
         return adapter
 
 
+def _withdrawn(method: str) -> None:
+    warnings.warn(
+        f"LocalModel.{method} is deprecated: it is internal to tfship serve, no longer part of the "
+        "public API, and will be removed; use LocalModel.run",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 def load(
     path: str | Path,
     *,
@@ -546,7 +583,7 @@ def _open(
     export_dir: Path, meta_graph: MetaGraphInfo, tags: tuple[str, ...], threads: int | None, loader: str
 ) -> Any:
     """A TF1 session or, for an export a session cannot run (or when asked), TF2's loader."""
-    from tfship.inspect import describe_newer_ops, newer_op_problems, unrestored_variables
+    from tfship.inspect._shared import describe_newer_ops, newer_op_problems, unrestored_variables
 
     if loader == "session":  # exactly as TF Serving runs it, whatever the export
         return _open_session(export_dir, tags, threads)

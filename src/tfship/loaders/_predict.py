@@ -21,8 +21,9 @@ import numpy.typing as npt
 
 from tfship._wire import InputCheckError, cast_array, shape_text
 from tfship.errors import ModelInputError, value_text
-from tfship.records import MISSING as _MISSING
-from tfship.records import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
+from tfship.records import Field
+from tfship.records._shared import MISSING as _MISSING
+from tfship.records._shared import Column, SparseColumn, coo_from_lengths, empty_sparse
 from tfship.schema import coerce_value
 
 Array = npt.NDArray[Any]
@@ -51,7 +52,7 @@ class _Model(Protocol):
         outputs: Sequence[str] | None = None,
     ) -> dict[str, Array]: ...
 
-    def run_tensors(
+    def _run_tensors(
         self,
         feed_names: Sequence[str],
         feed_values: Sequence[Array],
@@ -161,7 +162,7 @@ class SignatureAdapter:
             return self.model.run(feeds, signature=self.sig.key, outputs=keys)
         if self._parsed_feeds:
             names, values = self._parsed_feed_lists(columns)
-            return self.model.run_tensors(names, values, infos, keys)
+            return self.model._run_tensors(names, values, infos, keys)
         return self.run_examples(self.serialize(columns), keys)
 
     def _parsed_feed_lists(self, columns: Mapping[str, Column]) -> tuple[list[str], list[Array]]:

@@ -46,7 +46,8 @@ from tfship.loaders._job import (
     score,
 )
 from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
-from tfship.records import Chunk, Reject, expand_inputs, read_chunks
+from tfship.records import Chunk, Reject, read_chunks
+from tfship.records._shared import expand_inputs
 from tfship.schema import CsvMissing
 
 log = logging.getLogger(__name__)

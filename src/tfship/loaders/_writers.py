@@ -348,7 +348,7 @@ def _keep_values(column: Any) -> list[Any]:
 
 
 def _missing_sentinel() -> Any:
-    from tfship.records import MISSING as _MISSING
+    from tfship.records._shared import MISSING as _MISSING
 
     return _MISSING
 

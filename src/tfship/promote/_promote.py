@@ -26,11 +26,10 @@ from tfship.inspect import (
     content_hash,
     diff_saved_models,
     example_request,
-    host_effects,
-    host_effects_refusal,
     read_saved_model,
     read_warmup,
 )
+from tfship.inspect._shared import host_effects, host_effects_refusal
 from tfship.promote._checks import (
     FAIL,
     PASS,
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
     from tfship.serve_client import ServingClient
 
 CHECKS = ("ready", "compatible", "serves", "same answers", "as good", "as fast")
+"""The checks of a promotion, in the order they run and a ``Decision`` lists them."""
 _EVAL_CHUNK = 64
 
 

@@ -8,13 +8,9 @@ typing rules. It needs neither TensorFlow nor pandas.
 
 from __future__ import annotations
 
-from tfship.records._convert import (
-    check_columns,
-    convert_chunk,
-    convert_value,
-    select_rows,
-    slice_rows,
-)
+from typing import Any
+
+from tfship._deprecated import OldNames
 from tfship.records._examples import (
     ByFields,
     ByJson,
@@ -22,32 +18,10 @@ from tfship.records._examples import (
     ByValue,
     FeatureValues,
     Typing,
-    examples_from_json,
-    fill_example,
-    parse_spec_fields,
     to_example,
 )
-from tfship.records._fields import (
-    MISSING,
-    Column,
-    Field,
-    SparseColumn,
-    coo_from_lengths,
-    empty_sparse,
-    schema_fields,
-)
-from tfship.records._readers import (
-    Chunk,
-    Reject,
-    check_example,
-    columns_of,
-    example_columns,
-    expand_inputs,
-    format_of,
-    read_chunks,
-    read_records,
-    type_csv_records,
-)
+from tfship.records._fields import Field
+from tfship.records._readers import Chunk, Reject, read_chunks, read_records
 
 __all__ = [
     "ByFields",
@@ -55,31 +29,45 @@ __all__ = [
     "BySchema",
     "ByValue",
     "Chunk",
-    "Column",
     "FeatureValues",
     "Field",
-    "MISSING",
     "Reject",
-    "SparseColumn",
     "Typing",
-    "check_columns",
-    "check_example",
-    "columns_of",
-    "convert_chunk",
-    "convert_value",
-    "coo_from_lengths",
-    "empty_sparse",
-    "example_columns",
-    "examples_from_json",
-    "expand_inputs",
-    "fill_example",
-    "format_of",
-    "parse_spec_fields",
     "read_chunks",
     "read_records",
-    "schema_fields",
-    "select_rows",
-    "slice_rows",
     "to_example",
-    "type_csv_records",
 ]
+
+# Public before; now what other tfship packages import from ``tfship.records._shared``.
+_OLD = OldNames(
+    __name__,
+    withdrawn={
+        name: f"tfship.records._shared.{name}"
+        for name in (
+            "Column",
+            "MISSING",
+            "SparseColumn",
+            "check_columns",
+            "check_example",
+            "columns_of",
+            "convert_chunk",
+            "convert_value",
+            "coo_from_lengths",
+            "empty_sparse",
+            "example_columns",
+            "examples_from_json",
+            "expand_inputs",
+            "fill_example",
+            "format_of",
+            "parse_spec_fields",
+            "schema_fields",
+            "select_rows",
+            "slice_rows",
+            "type_csv_records",
+        )
+    },
+)
+
+
+def __getattr__(name: str) -> Any:
+    return _OLD.resolve(name)

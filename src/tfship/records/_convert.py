@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tfship.records._fields import MISSING as _MISSING
+from tfship._values import CSV_LIST_SEPARATOR, CsvMissing, field_values, overflows
+from tfship._values import MISSING as _MISSING
 from tfship.records._fields import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
-from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, MissingColumnError, field_values, overflows
+from tfship.schema import MissingColumnError
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tfship._values import CsvMissing, field_values
 from tfship._wire import (
+    Example,
+    Input,
     JsonError,
     b64_decode,
     error_json_text,
@@ -38,7 +41,7 @@ from tfship._wire import (
 )
 from tfship.errors import DataError, value_text
 from tfship.records._fields import Field
-from tfship.schema import CsvMissing, Schema, field_values
+from tfship.schema import Schema
 
 __all__ = [
     "ByFields",
@@ -73,7 +76,7 @@ class Typing(Protocol):
 
 
 # ---- the builder -------------------------------------------------------------------------------
-def to_example(record: Any, typing: Typing | None = None, *, where: str = "") -> Any:
+def to_example(record: Any, typing: Typing | None = None, *, where: str = "") -> Example:
     """A ``tf.train.Example`` from a record, its values typed by ``typing`` (``ByValue()``).
 
     A record that already is an Example (tfship's class or TensorFlow's) comes back as
@@ -105,7 +108,7 @@ def to_example(record: Any, typing: Typing | None = None, *, where: str = "") ->
     return fill_example(example_cls(), record, typing, where=where)
 
 
-def fill_example(example: Any, record: Any, typing: Typing | None = None, *, where: str = "") -> Any:
+def fill_example(example: Example, record: Any, typing: Typing | None = None, *, where: str = "") -> Example:
     """Fill an empty ``tf.train.Example`` (one in a request, say) from a record; returns it.
 
     Example:
@@ -402,7 +405,7 @@ def _json_value(value: Any, kind: str, name: str) -> Any:
 _BY_JSON = ByJson()
 
 
-def examples_from_json(doc: Mapping[str, Any], input_proto: Any) -> None:
+def examples_from_json(doc: Mapping[str, Any], input_proto: Input) -> None:
     """Fill a Classification/RegressionRequest's ``input`` from a parsed REST body
     (``examples`` and an optional ``context``), by :class:`ByJson`, with TF Serving's errors.
 

@@ -1,8 +1,8 @@
 """Fields and missing values: what a typed input is, once.
 
 A :class:`Field` is one name a user writes with the type it takes: a ``tf.Example`` feature of a
-parsing signature, a signature's input, or a schema's feature. ``MISSING`` marks a value a record
-did not give (a key absent from a record, an empty cell), distinct from any value it could give.
+parsing signature, a signature's input, or a schema's feature. ``MISSING`` (a value a record did
+not give) and the rules of which values are missing live in ``tfship._values``, with the schema's.
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from tfship.schema import Schema
 
 Array = npt.NDArray[Any]
-
-MISSING: Any = object()
-"""A value a record does not give; readers put it where a key or a cell is absent."""
 
 
 class SparseColumn(NamedTuple):

@@ -27,8 +27,8 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
+from tfship._values import MISSING as _MISSING
 from tfship.errors import DataError, InputError, value_text
-from tfship.records._fields import MISSING as _MISSING
 from tfship.records._fields import Field, schema_fields
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
     CsvLineError,

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfship._deprecated import OldNames
 from tfship._wire import decode_tensor, encode_tensor
 from tfship.serve_client._aio import AsyncServingClient
-from tfship.serve_client._batching import BatchingOptions
+from tfship.serve_client._batching import MicroBatchingOptions
 from tfship.serve_client._client import RestServingClient, ServingClient
 from tfship.serve_client._errors import (
     CallCancelledError,
@@ -76,7 +77,6 @@ __all__ = [
     "AsyncInProcessTransport",
     "AsyncRestTransport",
     "AsyncServingClient",
-    "BatchingOptions",
     "CallCancelledError",
     "ClassifyResult",
     "DEFAULT",
@@ -87,6 +87,7 @@ __all__ = [
     "InvalidInputError",
     "MalformedResponseError",
     "MessageTooLargeError",
+    "MicroBatchingOptions",
     "ModelLoadFailedError",
     "ModelMetadata",
     "ModelNotFoundError",
@@ -113,11 +114,16 @@ __all__ = [
     "encode_tensor",
 ]
 
-# Earlier spellings, still importable, not part of the surface.
-_RENAMED = {"BatchingConfig": "BatchingOptions", "TLSConfig": "TlsConfig"}
+# Earlier spellings, still importable for now, not part of the surface.
+_OLD = OldNames(
+    __name__,
+    renamed={
+        "BatchingConfig": "tfship.serve_client.MicroBatchingOptions",
+        "BatchingOptions": "tfship.serve_client.MicroBatchingOptions",
+        "TLSConfig": "tfship.serve_client.TlsConfig",
+    },
+)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _RENAMED:
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _OLD.resolve(name)

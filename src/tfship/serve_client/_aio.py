@@ -22,7 +22,7 @@ from tfship.serve_client._base import (
     Sleep,
     T,
 )
-from tfship.serve_client._batching import AsyncMicroBatcher, BatchingOptions
+from tfship.serve_client._batching import AsyncMicroBatcher, MicroBatchingOptions
 from tfship.serve_client._errors import ServingCallError
 from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, Timeout, names_valid_keywords
 from tfship.serve_client._results import (
@@ -73,7 +73,7 @@ class AsyncServingClient(BaseClient):
         validate: bool = True,
         cast: bool = False,
         max_in_flight: int = 64,
-        batching: BatchingOptions | None = None,
+        batching: MicroBatchingOptions | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")

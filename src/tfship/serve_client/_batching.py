@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from tfship.serve_client._base import PredictCall
     from tfship.serve_client._results import PredictResult
 
-__all__ = ["AsyncMicroBatcher", "BatchingOptions", "MicroBatcher"]
+__all__ = ["AsyncMicroBatcher", "MicroBatchingOptions", "MicroBatcher"]
 
 
 @dataclass(frozen=True)
-class BatchingOptions:
+class MicroBatchingOptions:
     """How ``ServingClient(batching=...)`` merges concurrent predict calls.
 
     The fields mean what they mean in ``tfship.server.BatchingOptions``, on the client side:
@@ -33,7 +33,7 @@ class BatchingOptions:
     ``batch_timeout_s`` seconds for companions.
 
     Example:
-        >>> BatchingOptions(max_batch_size=32, batch_timeout_s=0.005).max_batch_size
+        >>> MicroBatchingOptions(max_batch_size=32, batch_timeout_s=0.005).max_batch_size
         32
     """
 
@@ -68,9 +68,9 @@ class _Queue:
 
 
 class MicroBatcher:
-    """Merge concurrent predict calls (used by ``ServingClient``; see :class:`BatchingOptions`)."""
+    """Merge concurrent predict calls (used by ``ServingClient``; see :class:`MicroBatchingOptions`)."""
 
-    def __init__(self, run: Callable[[PredictCall], PredictResult], config: BatchingOptions) -> None:
+    def __init__(self, run: Callable[[PredictCall], PredictResult], config: MicroBatchingOptions) -> None:
         self._run = run
         self._config = config
         self._lock = threading.Lock()
@@ -212,7 +212,7 @@ class AsyncMicroBatcher:
     """The asyncio twin of :class:`MicroBatcher` (used by ``AsyncServingClient``)."""
 
     def __init__(
-        self, run: Callable[[PredictCall], Awaitable[PredictResult]], config: BatchingOptions
+        self, run: Callable[[PredictCall], Awaitable[PredictResult]], config: MicroBatchingOptions
     ) -> None:
         self._run = run
         self._config = config

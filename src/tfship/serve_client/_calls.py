@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -17,7 +17,13 @@ from tfship._wire import (
     CLASSIFY_METHOD,
     DEFAULT_SIGNATURE,
     REGRESS_METHOD,
+    ClassificationRequest,
+    Example,
+    GetModelMetadataRequest,
+    GetModelStatusRequest,
     InputCheckError,
+    RegressionRequest,
+    ReloadConfigRequest,
     check_inputs,
     encode_tensor,
     is_message,
@@ -42,7 +48,27 @@ from tfship.serve_client._results import VersionStatus, _public_keys, check_read
 if TYPE_CHECKING:
     from tfship.inspect import SignatureInfo, TensorInfo
     from tfship.schema import Schema
-    from tfship.serve_client._base import ExamplesCall
+
+
+class ExamplesArgs(Protocol):
+    """What a ``ClassificationRequest`` or ``RegressionRequest`` is built from (the flows'
+    ``ExamplesCall`` is one): the model named, and the records with their shared context."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def signature(self) -> str | None: ...
+    @property
+    def examples(self) -> Iterable[Any]: ...
+    @property
+    def context(self) -> Any: ...
+    @property
+    def schema(self) -> Schema | None: ...
+
 
 # Method -> the request message it sends, under ``protos()``.
 _EXAMPLES_REQUESTS = {
@@ -220,7 +246,7 @@ def predict_request(
     return request
 
 
-def request_example(record: Any, schema: Schema | None = None, where: str = "") -> Any:
+def request_example(record: Any, schema: Schema | None = None, where: str = "") -> Example:
     """A ``tf.train.Example`` from a record dict (str/bytes -> bytes, int/bool -> int64,
     float -> float, or typed by ``schema``), an Example (returned as is) or its serialized bytes.
 
@@ -373,7 +399,9 @@ def _records_refused(sig: SignatureInfo | None, model: str, names: Iterable[str]
     )
 
 
-def examples_request(method: str, call: ExamplesCall, check: DeadlineCheck | None = None) -> Any:
+def examples_request(
+    method: str, call: ExamplesArgs, check: DeadlineCheck | None = None
+) -> ClassificationRequest | RegressionRequest:
     """The ``ClassificationRequest`` (``method="Classify"``) or ``RegressionRequest``
     (``"Regress"``) for a call's records with its optional shared context; ``check`` bounds the
     building by the call's deadline."""
@@ -385,7 +413,7 @@ def examples_request(method: str, call: ExamplesCall, check: DeadlineCheck | Non
     return request
 
 
-def metadata_request(model: str, *, version: int | None, label: str | None) -> Any:
+def metadata_request(model: str, *, version: int | None, label: str | None) -> GetModelMetadataRequest:
     """A ``GetModelMetadataRequest`` asking for the signatures."""
     request = protos().get_model_metadata_pb2.GetModelMetadataRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label))
@@ -393,14 +421,14 @@ def metadata_request(model: str, *, version: int | None, label: str | None) -> A
     return request
 
 
-def status_request(model: str, *, version: int | None) -> Any:
+def status_request(model: str, *, version: int | None) -> GetModelStatusRequest:
     """A ``GetModelStatusRequest``."""
     request = protos().get_model_status_pb2.GetModelStatusRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version))
     return request
 
 
-def reload_request(config: Any) -> Any:
+def reload_request(config: Any) -> ReloadConfigRequest:
     """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
     pb = protos()
     request = pb.model_management_pb2.ReloadConfigRequest()

@@ -37,7 +37,7 @@ from tfship.serve_client._transports import RestTransport, Transport, transport_
 
 if TYPE_CHECKING:
     from tfship.schema import Schema
-    from tfship.serve_client._batching import BatchingOptions, MicroBatcher
+    from tfship.serve_client._batching import MicroBatcher, MicroBatchingOptions
 
 __all__ = ["RestServingClient", "ServingClient"]
 
@@ -63,7 +63,7 @@ class ServingClient(BaseClient):
         keepalive: seconds between gRPC keepalive pings (``None``: off).
         validate: check inputs against the served signature before sending.
         cast: let numpy inputs be cast to the signature's dtype when no value changes.
-        batching: merge concurrent ``predict`` calls (a :class:`BatchingOptions`).
+        batching: merge concurrent ``predict`` calls (a :class:`MicroBatchingOptions`).
 
     Example:
         >>> with ServingClient("127.0.0.1:8500", timeout=10) as client:  # doctest: +SKIP
@@ -87,7 +87,7 @@ class ServingClient(BaseClient):
         keepalive: float | None = 60.0,
         validate: bool = True,
         cast: bool = False,
-        batching: BatchingOptions | None = None,
+        batching: MicroBatchingOptions | None = None,
     ) -> None:
         if transport is None:
             transport = transport_for(
@@ -408,7 +408,7 @@ class RestServingClient(ServingClient):
         headers: Mapping[str, str] | None = None,
         validate: bool = True,
         cast: bool = False,
-        batching: BatchingOptions | None = None,
+        batching: MicroBatchingOptions | None = None,
         max_connections: int = 16,
     ) -> None:
         transport = RestTransport(url, tls=tls, headers=headers, max_connections=max_connections)

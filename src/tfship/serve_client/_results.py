@@ -11,7 +11,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tfship._wire import DEFAULT_SIGNATURE, TensorDecodeError, decode_predict_response, protos
+from tfship._wire import (
+    DEFAULT_SIGNATURE,
+    ClassificationResult,
+    GetModelMetadataResponse,
+    GetModelStatusResponse,
+    ModelSpecProto,
+    MultiInferenceResponse,
+    RegressionResult,
+    ReloadConfigResponse,
+    TensorDecodeError,
+    decode_predict_response,
+    protos,
+)
 from tfship.serve_client._errors import (
     InvalidInputError,
     MalformedResponseError,
@@ -46,7 +58,7 @@ class ModelSpec:
     signature_name: str = ""
 
     @classmethod
-    def from_proto(cls, proto: Any) -> ModelSpec:
+    def from_proto(cls, proto: ModelSpecProto) -> ModelSpec:
         version = proto.version.value if proto.HasField("version") else None
         return cls(proto.name, version, proto.signature_name)
 
@@ -268,17 +280,17 @@ def predict_result(answer: bytes | PredictOutputs) -> PredictResult:
     return PredictResult(decoded.outputs, ModelSpec.from_proto(decoded.model_spec), lambda: decoded.raw)
 
 
-def classify_result(result: Any, model_spec: Any, raw: Any) -> ClassifyResult:
+def classify_result(result: ClassificationResult, model_spec: ModelSpecProto, raw: Any) -> ClassifyResult:
     classes = [[(c.label, float(c.score)) for c in item.classes] for item in result.classifications]
     return ClassifyResult(classes, ModelSpec.from_proto(model_spec), raw)
 
 
-def regress_result(result: Any, model_spec: Any, raw: Any) -> RegressResult:
+def regress_result(result: RegressionResult, model_spec: ModelSpecProto, raw: Any) -> RegressResult:
     values = np.array([r.value for r in result.regressions], dtype=np.float32)
     return RegressResult(values, ModelSpec.from_proto(model_spec), raw)
 
 
-def multi_inference_result(response: Any) -> MultiInferenceResult:
+def multi_inference_result(response: MultiInferenceResponse) -> MultiInferenceResult:
     results: list[ClassifyResult | RegressResult] = []
     for item in response.results:
         if item.HasField("classification_result"):
@@ -288,7 +300,7 @@ def multi_inference_result(response: Any) -> MultiInferenceResult:
     return MultiInferenceResult(results, response)
 
 
-def metadata_result(response: Any) -> ModelMetadata:
+def metadata_result(response: GetModelMetadataResponse) -> ModelMetadata:
     pb = protos()
     sig_map = pb.get_model_metadata_pb2.SignatureDefMap()
     if "signature_def" in response.metadata:
@@ -298,7 +310,7 @@ def metadata_result(response: Any) -> ModelMetadata:
     return ModelMetadata(ModelSpec.from_proto(response.model_spec), signature_infos(public), response)
 
 
-def status_list(response: Any) -> list[VersionStatus]:
+def status_list(response: GetModelStatusResponse) -> list[VersionStatus]:
     return [
         VersionStatus(
             version=s.version,
@@ -379,7 +391,7 @@ def wrong_kind_of_signature(
     )
 
 
-def check_reload(response: Any) -> None:
+def check_reload(response: ReloadConfigResponse) -> None:
     code = response.status.error_code
     if code:
         raise error_from_status(_error_code_name(code), response.status.error_message, method="ReloadConfig")

@@ -14,12 +14,16 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from tfship.server._manager import Servable
+
+class RunsNow(Protocol):
+    """What a batch needs of a loaded version (the manager's ``Servable`` is one): a run of
+    feeds at once, unbatched, of one signature to its ``outputs``."""
+
+    def run_now(self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -68,7 +72,7 @@ class Batcher:
         """Nothing to release: batches run on the callers' threads."""
 
     def run(
-        self, servable: Servable, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
+        self, servable: RunsNow, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]
     ) -> dict[str, Any]:
         """Run ``feeds`` as part of a batch; returns this request's rows of each output."""
         key = _batch_key(feeds, signature, outputs)
@@ -86,7 +90,7 @@ class Batcher:
 
     def _run_batched(
         self,
-        servable: Servable,
+        servable: RunsNow,
         key: tuple[Any, ...],
         task: _Task,
         signature: str,
@@ -108,7 +112,7 @@ class Batcher:
         self._lead(servable, queue, signature, outputs)
         return _outcome(task)
 
-    def _lead(self, servable: Servable, queue: _Queue, signature: str, outputs: Sequence[str]) -> None:
+    def _lead(self, servable: RunsNow, queue: _Queue, signature: str, outputs: Sequence[str]) -> None:
         deadline = time.monotonic() + self.timeout
         with self._cond:
             # Wait for companions only when other requests are in flight: a lone caller would
@@ -130,9 +134,7 @@ class Batcher:
                 queue.leader.done.set()
         self._execute(servable, batch, signature, outputs)
 
-    def _execute(
-        self, servable: Servable, batch: list[_Task], signature: str, outputs: Sequence[str]
-    ) -> None:
+    def _execute(self, servable: RunsNow, batch: list[_Task], signature: str, outputs: Sequence[str]) -> None:
         try:
             if len(batch) == 1:
                 batch[0].result = servable.run_now(batch[0].feeds, signature, outputs)
@@ -148,7 +150,7 @@ class Batcher:
                 task.done.set()
 
     @staticmethod
-    def _run_merged(servable: Servable, batch: list[_Task], signature: str, outputs: Sequence[str]) -> None:
+    def _run_merged(servable: RunsNow, batch: list[_Task], signature: str, outputs: Sequence[str]) -> None:
         keys = list(batch[0].feeds)
         merged = {k: np.concatenate([np.asarray(t.feeds[k]) for t in batch]) for k in keys}
         total = sum(t.rows for t in batch)

@@ -189,7 +189,7 @@ class Health:
         """One model as GET /v1/models/<name> shows it, with its name and whether it serves."""
         from google.protobuf import json_format
 
-        from tfship.server._rest import _unset_fields_printed
+        from tfship._wire import unset_fields_printed
         from tfship.server._status import RpcError
 
         request = protos().get_model_status_pb2.GetModelStatusRequest()
@@ -200,7 +200,7 @@ class Health:
             versions: list[Any] = []
         else:
             printed = json_format.MessageToDict(
-                response, preserving_proto_field_name=True, **_unset_fields_printed()
+                response, preserving_proto_field_name=True, **unset_fields_printed()
             )
             versions = printed["model_version_status"]
         return {

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from tfship.inspect import SavedModelInfo
     from tfship.loaders import LocalModel
     from tfship.server._batching import Batcher
-    from tfship.server._core import PredictPlan
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +75,9 @@ class Servable:
         self.batcher: Batcher | None = None
         # the serialized ModelSpec of an answer, per (model name, signature key)
         self._specs: dict[tuple[str, str | None], bytes] = {}
-        #: what the serving core read of each signature for Predict (its ``PredictPlan``)
-        self.plans: dict[str, PredictPlan] = {}
+        #: what the serving core read of each signature for Predict (its ``PredictPlan``), a
+        #: cache the core alone fills and reads, typed there (this module imports no core)
+        self.plans: dict[str, Any] = {}
 
     @classmethod
     def load(cls, name: str, version: int, path: str) -> Servable:
@@ -121,7 +121,9 @@ class Servable:
     ) -> Callable[[Mapping[str, Any]], list[Any]] | None:
         """:meth:`run_now` bound to one signature and its outputs (the values in their order),
         for a Predict that passed every check; None when only ``run_now`` can run them."""
-        return self.model.checked_runner(signature, outputs)
+        from tfship.loaders._shared import checked_runner
+
+        return checked_runner(self.model, signature, outputs)
 
     def explain(self, exc: Exception) -> Exception:
         """What :meth:`run_now` raises for a run that failed with ``exc``."""
@@ -129,8 +131,10 @@ class Servable:
 
     def run_now(self, feeds: Mapping[str, Any], signature: str, outputs: Sequence[str]) -> dict[str, Any]:
         """Run immediately, bypassing the batcher; the feeds are not checked again."""
+        from tfship.loaders._shared import run_checked
+
         try:
-            return self.model.run_checked(feeds, signature, outputs)
+            return run_checked(self.model, feeds, signature, outputs)
         except Exception as exc:
             explained = _explained(self.model, exc)
             if explained is exc:
@@ -142,7 +146,9 @@ class Servable:
         (signature, output alias) naming it. Returns the values by tensor name."""
         names = sorted(fetches)
         infos = [self.model.signatures[fetches[n][0]].outputs[fetches[n][1]] for n in names]
-        result: dict[str, Any] = self.model.run_tensors(list(feeds), list(feeds.values()), infos, names)
+        from tfship.loaders._shared import run_tensors
+
+        result: dict[str, Any] = run_tensors(self.model, list(feeds), list(feeds.values()), infos, names)
         return result
 
     def acquire(self) -> None:
@@ -172,7 +178,7 @@ def _explained(model: LocalModel, exc: Exception) -> Exception:
     """A failed run of an export whose signatures read variables its restore step never writes
     fails as in TF Serving (same code), but with the cause and the remedy in one line."""
     from tfship._tf import tf_error_cause
-    from tfship.inspect import REMEDY, unrestored_variables
+    from tfship.inspect._shared import REMEDY, unrestored_variables
     from tfship.server._status import RpcError, from_exception
 
     status = from_exception(exc)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import email.utils
 import errno
 import functools
-import inspect
 import logging
 import re
 import socket
@@ -62,8 +61,9 @@ from tfship._wire import (
     protos,
     regression_json,
     signature_name_of,
+    unset_fields_printed,
 )
-from tfship.records import examples_from_json
+from tfship.records._shared import examples_from_json
 from tfship.server._core import ServingCore
 from tfship.server._health import Health
 from tfship.server._metrics import handle_counted
@@ -161,28 +161,12 @@ def _proto_json(message: Any) -> str:
     from google.protobuf import json_format
 
     text: str = json_format.MessageToJson(
-        message, preserving_proto_field_name=True, indent=2, **_unset_fields_printed()
+        message, preserving_proto_field_name=True, indent=2, **unset_fields_printed()
     )
     return text
 
 
 @functools.cache
-def _unset_fields_printed() -> dict[str, bool]:
-    """The option that prints fields left unset, as TF Serving's ``always_print_primitive_fields``.
-
-    protobuf 5.26 renamed ``including_default_value_fields`` to
-    ``always_print_fields_with_no_presence``. The two differ only on scalars with presence
-    (proto2 ``optional``, proto3 ``optional``); the messages written here (model status, model
-    spec, signature map) have none, so both print the same fields: every scalar, list and map,
-    never an unset message or oneof member.
-    """
-    from google.protobuf import json_format
-
-    if "always_print_fields_with_no_presence" in inspect.signature(json_format.MessageToJson).parameters:
-        return {"always_print_fields_with_no_presence": True}
-    return {"including_default_value_fields": True}
-
-
 # routing -------------------------------------------------------------------------------------
 class RestApi:
     """Route one HTTP request to the core and produce (status, body).

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfship._tf import tf
+from tfship._values import CSV_LIST_SEPARATOR
 from tfship.errors import DataError, InputError
-from tfship.schema import CSV_LIST_SEPARATOR, CsvMissing, Schema, read_csv_header
+from tfship.schema import CsvMissing, Schema, read_csv_header
 from tfship.trainer._cluster import Shard
 
 
@@ -89,7 +90,7 @@ def build_input_fn(
 
 def _csv_header(files: Sequence[str], schema: Schema, fill_missing_columns: bool) -> list[str]:
     """The header the files share (TensorFlow reads every file by the first one's)."""
-    from tfship.records import check_columns, schema_fields
+    from tfship.records._shared import check_columns, schema_fields
 
     headers = {}
     has_rows = False

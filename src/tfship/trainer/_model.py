@@ -12,6 +12,7 @@ from tfship.schema import Label, Schema
 from tfship.trainer._columns import build_columns, model_features
 
 MODEL_KINDS = ("linear", "dnn", "two_tower")
+"""The Keras models ``ModelOptions(kind=...)`` builds."""
 #: optimisers by name (Keras' legacy ones: Heads call ``optimizer.get_updates()``)
 OPTIMIZERS = ("adagrad", "adam", "rmsprop", "sgd")
 

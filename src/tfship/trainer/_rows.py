@@ -128,7 +128,8 @@ def check_csv_rows(schema: Schema, files: Sequence[str], *, fill_missing_columns
         MissingColumnError: a file's header lacks a column of the schema (one with a default
             is allowed with ``fill_missing_columns``).
     """
-    from tfship.records import check_columns, columns_of, convert_chunk, read_chunks, schema_fields
+    from tfship.records import read_chunks
+    from tfship.records._shared import check_columns, columns_of, convert_chunk, schema_fields
 
     fields = schema_fields(schema)
     result = RowCheck(list(files))

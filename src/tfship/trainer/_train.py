@@ -34,7 +34,9 @@ from tfship.trainer._model import ModelOptions, build_model_fn
 logger = logging.getLogger(__name__)
 
 TRAINER_FILE = "trainer.json"
+"""The file in a model directory that records how the trainer trained it (read by ``read_trainer_file``)."""
 EXPORT_KINDS = ("best", "latest", "final")
+"""The exporters a training run attaches, by the name of their export directory."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def _write_trainer_file(model_dir: Path, schema: Schema, config: ModelOptions, r
 
 
 def _make_exporters(schema: Schema, run: RunOptions) -> list[Any]:
-    from tfship.exporters import standard_exporters
+    from tfship.exporters._shared import standard_exporters
 
     exporters: list[Any] = standard_exporters(
         schema,
