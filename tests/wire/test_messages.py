@@ -46,6 +46,12 @@ LEFT_OUT = {
     "tensorflow.serving.SessionRunRequest.options",
     "tensorflow.serving.SessionRunResponse.metadata",
 }
+# TF Serving 2.20's messages and fields that 2.15's classes lack: checked against a newer reference only.
+NEWER_THAN_2_15 = {
+    "tensorflow.serving.PerTaskSamplingConfig",
+    "tensorflow.serving.LoggingConfig.custom_logging_config",
+    "tensorflow.serving.SamplingConfig.per_task_sampling_configs",
+}
 # Messages that tensorflow-serving-api does not ship: checked against classes built from TF Serving's sources.
 SERVER_BUILT = [
     "tensorflow.serving.SSLConfig",
@@ -72,11 +78,19 @@ def _our_messages() -> list[str]:
     return sorted(names)
 
 
+def _reference_is_2_15() -> bool:
+    from importlib.metadata import version
+
+    return version("tensorflow").startswith("2.15.")
+
+
 OURS = _our_messages()
 OFFICIAL_NAMES = [
     name
     for name in OURS
-    if name not in SERVER_BUILT and not any(name.startswith(f"{built}.") for built in SERVER_BUILT)
+    if name not in SERVER_BUILT
+    and not any(name.startswith(f"{built}.") for built in SERVER_BUILT)
+    and not (name in NEWER_THAN_2_15 and _reference_is_2_15())
 ]
 
 
@@ -216,6 +230,11 @@ def _newer_reference() -> bool:
     return not version("tensorflow").startswith("2.15.")
 
 
+def _in_reference(name: str) -> bool:
+    """Whether the reference classes declare a message or field tfship declares."""
+    return name not in NEWER_THAN_2_15 or _newer_reference()
+
+
 def _values_of(enum: Any) -> list[tuple[str, int]]:
     return sorted(((v.name, v.number) for v in enum.values), key=lambda pair: pair[1])
 
@@ -224,6 +243,8 @@ def _compare_descriptors(ours: Any, theirs: Any, *, newer: bool = False) -> list
     problems = []
     for field in ours.fields:
         other = theirs.fields_by_number.get(field.number)
+        if other is None and not _in_reference(field.full_name):
+            continue
         facts = _field_facts(field, oneof_name=not newer)
         if other is None or facts != _field_facts(other, oneof_name=not newer):
             problems.append(
@@ -415,7 +436,7 @@ def _fill(message: Any, descriptor: Any, variant: int, depth: int) -> None:
     chosen = {oneof.name: oneof.fields[variant % len(oneof.fields)].name for oneof in descriptor.oneofs}
     for field in descriptor.fields:
         oneof = field.containing_oneof
-        if oneof is not None and chosen[oneof.name] != field.name:
+        if (oneof is not None and chosen[oneof.name] != field.name) or not _in_reference(field.full_name):
             continue
         _fill_field(message, field, variant, depth)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfship.server._config import ModelConfig, SslConfig, single_model
 from tfship.server._manager import ModelManager, Servable, StateEvent, version_paths
+from tfship.server._request_log import RequestLog, RequestLogOptions
 from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class ServerOptions:
             100 MiB); past it the request is answered 400.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
+        request_log: how the models' ``logging_config`` request logs are written (file
+            size, queue, this task's data centre and index).
 
     Example:
         >>> ServerOptions(port=0, rest_port=0).rest_timeout_s
@@ -106,6 +109,7 @@ class ServerOptions:
     rest_max_connections: int | None = None
     rest_max_inflated_bytes: int = 100 << 20
     prometheus_path: str | None = None
+    request_log: RequestLogOptions = RequestLogOptions()
 
 
 class ModelServer:
@@ -142,6 +146,7 @@ class ModelServer:
         socket = options.grpc_socket_path
         self.grpc_socket_path = None if socket is None else str(socket)
         self.metrics: Metrics | None = None
+        self.request_log: RequestLog | None = None
         self._watcher: threading.Thread | None = None
         self._grpc: Any = None
         self._grpc_pool: CallPool | None = None
@@ -202,6 +207,7 @@ class ModelServer:
             from tfship.server._metrics import Metrics
 
             self.metrics = Metrics(options.prometheus_path)
+        self.request_log = self._start_request_log()
         self._manager = ModelManager(
             self.models,
             poll_seconds=options.poll_seconds,
@@ -213,7 +219,10 @@ class ModelServer:
             on_poll_error=None if self.metrics is None else self.metrics.count_poll_error,
         )
         self._core = ServingCore(
-            self._manager, method_name_check=options.method_name_check, metrics=self.metrics
+            self._manager,
+            method_name_check=options.method_name_check,
+            metrics=self.metrics,
+            request_log=self.request_log,
         )
         try:
             self._manager.start()
@@ -279,6 +288,17 @@ class ModelServer:
             except (ServerConfigError, LocalServerError) as exc:
                 logger.error("model config %s not applied: %s", path, exc)
 
+    def _start_request_log(self) -> RequestLog:
+        """The loggers of the models' ``logging_config``; a prefix that cannot be written is
+        a ``ServerConfigError`` before anything loads."""
+        from tfship.server._config import logging_by_model
+
+        request_log = RequestLog(self.options.request_log)
+        request_log.configure(logging_by_model(self.models))
+        if self.metrics is not None:
+            self.metrics.request_log_counts = request_log.counts
+        return request_log
+
     def _run_warmup(self, servable: Servable) -> None:
         from tfship.server._warmup import run_warmup
 
@@ -311,6 +331,8 @@ class ModelServer:
             self._grpc.stop(grace).wait()
         if self._grpc_pool is not None:
             self._grpc_pool.shutdown(wait=False)
+        if self.request_log is not None:  # after the last answer: its record is written
+            self.request_log.close()
         if self._manager is not None:
             self._manager.stop()
         logger.info("server stopped")
@@ -405,6 +427,10 @@ class ModelServer:
             self._require_started().apply_config(models)
         except RpcError as exc:
             raise LocalServerError(exc.message) from exc
+        if self.request_log is not None:
+            from tfship.server._config import logging_by_model
+
+            self.request_log.configure(logging_by_model(models))
         self.models = list(models)
 
     def describe(self) -> dict[str, Any]:
