@@ -13,8 +13,10 @@ no collector; here the collector writes files:
 - type ``"jsonl"`` (an extension): one ``PredictionLog`` per line in protobuf's JSON mapping.
 
 Files are named ``<prefix>-<host>-<pid>-<NNNNN>.<suffix>`` and rotate once the next record
-would take one past ``max_file_bytes``. A request only samples and queues (a bounded queue of
-records); one writer thread builds and writes the records. A record that finds the queue full
+would take one past ``max_file_bytes``. A request only samples and appends to a bounded queue;
+one writer thread wakes every ``_WAKE_S`` seconds, builds the queued records and writes them
+(waking it for each record would cost every request a thread switch). A record that finds the
+queue full
 is dropped and counted (``:tensorflow:serving:request_log_count`` with ``RESOURCE_EXHAUSTED``):
 logging never makes a request wait.
 """
@@ -25,12 +27,12 @@ import json
 import logging
 import math
 import os
-import queue
 import random
 import socket
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any
@@ -47,7 +49,7 @@ COLLECTOR_TYPES = {"": "tfrecord", "tfrecord": "tfrecord", "jsonl": "jsonl"}
 _SUFFIX = {"tfrecord": ".tfrecord", "jsonl": ".jsonl"}
 DEFAULT_MAX_FILE_BYTES = 64 << 20
 DEFAULT_QUEUE_RECORDS = 1024
-_BATCH = 256  # records taken off the queue at once by the writer
+_WAKE_S = 0.02  # how often the writer takes what is queued
 _SAVED_MODEL_TAGS = ("serve",)
 
 
@@ -162,6 +164,23 @@ class _Logger:
         sampling.sampling_rate = rate  # the rate that applied, as TF Serving records it
         self.sampling_config = sampling
         self.files = _Files(settings.prefix, settings.collector, options.max_file_bytes)
+        self._metadata: dict[tuple[str, str, int], bytes] = {}
+
+    def metadata(self, model: str, signature: str, version: int, now: int) -> bytes:
+        """The serialized ``LogMetadata`` of a record: all but the time is made once per version."""
+        key = (model, signature, version)
+        fixed = self._metadata.get(key)
+        if fixed is None:
+            metadata = protos().prediction_log_pb2.LogMetadata()
+            metadata.model_spec.name = model
+            if signature:
+                metadata.model_spec.signature_name = signature
+            metadata.model_spec.version.value = version
+            metadata.sampling_config.CopyFrom(self.sampling_config)
+            metadata.saved_model_tags.extend(_SAVED_MODEL_TAGS)
+            fixed = self._metadata[key] = metadata.SerializeToString()
+        # timestamp_secs (field 4, a varint) comes last, as a serializer writes it
+        return fixed + b"\x20" + _varint(now) if now > 0 else fixed
 
 
 class RequestLog:
@@ -180,7 +199,9 @@ class RequestLog:
         self.options = options
         self._by_model: dict[str, tuple[_Logger, ...]] = {}
         self._loggers: dict[bytes, _Logger] = {}
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # appends and pops of a deque are atomic: the request path takes no lock
+        self._queue: deque[Any] = deque()
+        self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}
@@ -207,10 +228,11 @@ class RequestLog:
         if made:
             self._start_writer()
         for item in retired:  # closed by the writer after the records queued for it
-            self._queue.put(("close", item))
+            self._queue.append(("close", item))
 
     def _start_writer(self) -> None:
         if self._thread is None:
+            self._closing.clear()
             self._thread = threading.Thread(target=self._write_loop, name="tfship-request-log", daemon=True)
             self._thread.start()
 
@@ -228,11 +250,11 @@ class RequestLog:
             rate = item.rate
             if rate < 1.0 and not random.random() < rate:
                 continue
-            if self._queue.qsize() >= self.options.queue_records:
+            if len(self._queue) >= self.options.queue_records:
                 self._count(model, "RESOURCE_EXHAUSTED")
                 self._warn_full()
                 continue
-            self._queue.put((item, kind, request, response, model, signature, version, now))
+            self._queue.append((item, kind, request, response, model, signature, version, now))
 
     def _count(self, model: str, code: str, count: int = 1) -> None:
         with self._lock:
@@ -256,25 +278,23 @@ class RequestLog:
     # the writer ------------------------------------------------------------------------------
     def _write_loop(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while len(batch) < _BATCH:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            touched: dict[int, _Logger] = {}
-            for entry in batch:
-                if entry is None:
-                    self._finish(touched)
-                    for item in self._loggers.values():
-                        item.files.close()
-                    return
-                if entry[0] == "close":
-                    entry[1].files.close()
-                    continue
-                self._write_one(entry)
-                touched[id(entry[0])] = entry[0]
-            self._finish(touched)
+            closing = self._closing.wait(_WAKE_S)
+            self._write_queued()
+            if closing:
+                for item in self._loggers.values():
+                    item.files.close()
+                return
+
+    def _write_queued(self) -> None:
+        touched: dict[int, _Logger] = {}
+        for _ in range(len(self._queue)):  # what is there now: a busy server still gets flushes
+            entry = self._queue.popleft()
+            if entry[0] == "close":
+                entry[1].files.close()
+                continue
+            self._write_one(entry)
+            touched[id(entry[0])] = entry[0]
+        self._finish(touched)
 
     def _write_one(self, entry: tuple[Any, ...]) -> None:
         item, kind, request, response, model, signature, version, now = entry
@@ -301,7 +321,7 @@ class RequestLog:
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        self._queue.put(None)
+        self._closing.set()
         thread.join(timeout)
         if thread.is_alive():
             logger.error("request log: the writer did not finish within %g s; records may be lost", timeout)
@@ -325,17 +345,10 @@ def _prediction_log(
     item: _Logger, kind: int, request: Any, response: Any, model: str, signature: str, version: int, now: int
 ) -> bytes:
     """The serialized ``PredictionLog``: metadata, then the call's log of request and response."""
-    metadata = protos().prediction_log_pb2.LogMetadata()
-    metadata.model_spec.name = model
-    if signature:
-        metadata.model_spec.signature_name = signature
-    metadata.model_spec.version.value = version
-    metadata.sampling_config.CopyFrom(item.sampling_config)
-    metadata.saved_model_tags.extend(_SAVED_MODEL_TAGS)
-    metadata.timestamp_secs = now
+    metadata = item.metadata(model, signature, version, now)
     answer = response if isinstance(response, bytes) else response.SerializeToString()
     call = _field(1, request.SerializeToString()) + _field(2, answer)
-    record = _field(1, metadata.SerializeToString()) + _field(kind, call)
+    record = _field(1, metadata) + _field(kind, call)
     if item.settings.collector == "jsonl":
         return _json_line(record)
     return record
