@@ -411,9 +411,11 @@ def logging_config_files(base: Path, where: Path) -> tuple[list[str], list[str]]
 
 def logging_rates(
     base: Path, seconds: float, clients: tuple[int, ...], rounds: int
-) -> tuple[dict[int, float], dict[int, float], dict[str, float]]:
-    """Requests/s without and with request logging, measured in turns (the median of
-    ``rounds``), and the logged server's ``request_log_count`` by status at the end."""
+) -> tuple[dict[int, float], dict[int, float], dict[int, float], dict[str, float]]:
+    """Requests/s without and with request logging, and the ratio of each round's pair: the
+    two are measured back to back, in alternating order, ``rounds`` times, each figure the
+    median (short turns, many of them, give both sides the same share of a shared machine's
+    load). Also the logged server's ``request_log_count`` by status at the end."""
     import urllib.request
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -431,10 +433,11 @@ def logging_rates(
 
         try:
             measured: list[dict[int, list[float]]] = [{}, {}]
-            for _ in range(rounds):
+            for turn in range(rounds):
                 for n in clients:
-                    for side, (_, info) in enumerate(servers):
-                        measured[side].setdefault(n, []).append(rate(n, seconds, make_call(info["grpc"])))
+                    for side in (0, 1) if turn % 2 == 0 else (1, 0):
+                        address = servers[side][1]["grpc"]
+                        measured[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
             with urllib.request.urlopen(servers[1][1]["rest"] + "/metrics", timeout=30) as page:
                 counts = _log_counts(page.read().decode())
         finally:
@@ -444,7 +447,8 @@ def logging_rates(
                 process.terminate()
                 process.wait(timeout=60)
     plain, logged = ({n: float(np.median(v)) for n, v in side.items()} for side in measured)
-    return plain, logged, counts
+    paired = {n: float(np.median(np.divide(measured[1][n], measured[0][n]))) for n in clients}
+    return plain, logged, paired, counts
 
 
 def _log_counts(page: str) -> dict[str, float]:
@@ -459,15 +463,19 @@ def _log_counts(page: str) -> dict[str, float]:
 
 
 def print_logging_cost(
-    plain: dict[int, float], logged: dict[int, float], counts: dict[str, float], judged: bool
+    plain: dict[int, float],
+    logged: dict[int, float],
+    paired: dict[int, float],
+    counts: dict[str, float],
+    judged: bool,
 ) -> None:
     """Request logging at sampling 1.0 against none: the claim of its row."""
     print("Predict, batch 1, gRPC; requests/s without request logging and with logging_config at")
-    print("sampling 1.0 (every request and answer written as a PredictionLog TFRecord), in turns")
+    print("sampling 1.0 (every request and answer written as a PredictionLog TFRecord), measured")
+    print("in alternating turns; the ratio is the median of each turn's pair")
     for n in plain:
-        ratio = logged[n] / plain[n]
-        print(f"{n:>7} clients | no logging {plain[n]:>8.0f} | logging {logged[n]:>8.0f} | {ratio:.2f}x")
-    ratios = ", ".join(f"{n} clients {logged[n] / plain[n]:.2f}x" for n in plain)
+        print(f"{n:>7} clients | no logging {plain[n]:>8.0f} | logging {logged[n]:>8.0f} | {paired[n]:.2f}x")
+    ratios = ", ".join(f"{n} clients {paired[n]:.2f}x" for n in plain)
     print(f"request logging / none, requests/s: {ratios} (target >= 0.95x at 1 and 8 clients)")
     written, dropped = int(counts.get("OK", 0)), int(counts.get("RESOURCE_EXHAUSTED", 0))
     print(f"records logged: {written:,} written, {dropped:,} dropped at a full queue")
@@ -612,7 +620,8 @@ def main() -> None:
         )
         batched, _ = server_rates(base, True, seconds, clients)
         log_clients = SHORT_CLIENTS if args.short else LOG_CLIENTS
-        log_cost = logging_rates(base, seconds, log_clients, rounds=1 if args.short else 3)
+        # a quarter of --seconds per turn, four times as many turns: the same time, finer turns
+        log_cost = logging_rates(base, seconds / 4, log_clients, rounds=2 if args.short else 12)
     print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
     print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
     for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):

@@ -49,6 +49,11 @@ COLLECTOR_TYPES = {"": "tfrecord", "tfrecord": "tfrecord", "jsonl": "jsonl"}
 _SUFFIX = {"tfrecord": ".tfrecord", "jsonl": ".jsonl"}
 DEFAULT_MAX_FILE_BYTES = 64 << 20
 DEFAULT_QUEUE_RECORDS = 1024
+# tags of the length-delimited fields a record is made of: (number << 3) | 2
+_METADATA, _REQUEST, _RESPONSE = b"\x0a", b"\x0a", b"\x12"
+_KINDS = {
+    kind: bytes((kind << 3 | 2,)) for kind in (PREDICT_LOG, CLASSIFY_LOG, REGRESS_LOG, MULTI_INFERENCE_LOG)
+}
 _WAKE_S = 0.02  # how often the writer takes what is queued
 _SAVED_MODEL_TAGS = ("serve",)
 
@@ -165,6 +170,7 @@ class _Logger:
         self.sampling_config = sampling
         self.files = _Files(settings.prefix, settings.collector, options.max_file_bytes)
         self._metadata: dict[tuple[str, str, int], bytes] = {}
+        self._time = (0, b"")  # the last second seen and its field's bytes
 
     def metadata(self, model: str, signature: str, version: int, now: int) -> bytes:
         """The serialized ``LogMetadata`` of a record: all but the time is made once per version."""
@@ -180,7 +186,9 @@ class _Logger:
             metadata.saved_model_tags.extend(_SAVED_MODEL_TAGS)
             fixed = self._metadata[key] = metadata.SerializeToString()
         # timestamp_secs (field 4, a varint) comes last, as a serializer writes it
-        return fixed + b"\x20" + _varint(now) if now > 0 else fixed
+        if now != self._time[0]:
+            self._time = (now, b"\x20" + _varint(now) if now > 0 else b"")
+        return fixed + self._time[1]
 
 
 class RequestLog:
@@ -347,19 +355,24 @@ def _prediction_log(
     """The serialized ``PredictionLog``: metadata, then the call's log of request and response."""
     metadata = item.metadata(model, signature, version, now)
     answer = response if isinstance(response, bytes) else response.SerializeToString()
-    call = _field(1, request.SerializeToString()) + _field(2, answer)
-    record = _field(1, metadata) + _field(kind, call)
+    call = _field(_REQUEST, request.SerializeToString()) + _field(_RESPONSE, answer)
+    record = _field(_METADATA, metadata) + _field(_KINDS[kind], call)
     if item.settings.collector == "jsonl":
         return _json_line(record)
     return record
 
 
-def _field(number: int, data: bytes) -> bytes:
-    """A length-delimited field on the wire: its tag, its length, its bytes."""
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
+def _field(tag: bytes, data: bytes) -> bytes:
+    """A length-delimited field on the wire: its tag byte, its length, its bytes."""
+    return b"".join((tag, _varint(len(data)), data))
 
 
 def _varint(value: int) -> bytes:
+    # the common sizes without a loop: this runs several times for every record
+    if value < 0x80:
+        return bytes((value,))
+    if value < 0x4000:
+        return bytes((value & 0x7F | 0x80, value >> 7))
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
