@@ -14,9 +14,10 @@ no collector; here the collector writes files:
 
 Files are named ``<prefix>-<host>-<pid>-<NNNNN>.<suffix>`` and rotate once the next record
 would take one past ``max_file_bytes``. A request only samples and appends to a bounded queue;
-one writer thread wakes every ``_WAKE_S`` seconds, builds the queued records and writes them
-(waking it for each record would cost every request a thread switch). A record that finds the
-queue full
+one writer thread wakes every ``_WAKE_S`` seconds, or when the queue is half full, builds the
+queued records and writes them. Each wake-up takes Python's lock from the threads answering
+requests (on a busy machine the hand-over itself can stall them for a scheduler slice), so it
+wakes a few times a second, not for every record. A record that finds the queue full
 is dropped and counted (``:tensorflow:serving:request_log_count`` with ``RESOURCE_EXHAUSTED``):
 logging never makes a request wait.
 """
@@ -54,7 +55,7 @@ _METADATA, _REQUEST, _RESPONSE = b"\x0a", b"\x0a", b"\x12"
 _KINDS = {
     kind: bytes((kind << 3 | 2,)) for kind in (PREDICT_LOG, CLASSIFY_LOG, REGRESS_LOG, MULTI_INFERENCE_LOG)
 }
-_WAKE_S = 0.02  # how often the writer takes what is queued
+_WAKE_S = 0.25  # how often the writer takes what is queued, unless the queue is half full first
 _SAVED_MODEL_TAGS = ("serve",)
 
 
@@ -210,6 +211,8 @@ class RequestLog:
         # appends and pops of a deque are atomic: the request path takes no lock
         self._queue: deque[Any] = deque()
         self._closing = threading.Event()
+        self._wake = threading.Event()
+        self._half = max(options.queue_records // 2, 1)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}
@@ -241,6 +244,7 @@ class RequestLog:
     def _start_writer(self) -> None:
         if self._thread is None:
             self._closing.clear()
+            self._wake.clear()
             self._thread = threading.Thread(target=self._write_loop, name="tfship-request-log", daemon=True)
             self._thread.start()
 
@@ -263,6 +267,8 @@ class RequestLog:
                 self._warn_full()
                 continue
             self._queue.append((item, kind, request, response, model, signature, version, now))
+            if len(self._queue) == self._half:
+                self._wake.set()
 
     def _count(self, model: str, code: str, count: int = 1) -> None:
         with self._lock:
@@ -286,7 +292,9 @@ class RequestLog:
     # the writer ------------------------------------------------------------------------------
     def _write_loop(self) -> None:
         while True:
-            closing = self._closing.wait(_WAKE_S)
+            self._wake.wait(_WAKE_S)
+            self._wake.clear()
+            closing = self._closing.is_set()
             self._write_queued()
             if closing:
                 for item in self._loggers.values():
@@ -330,6 +338,7 @@ class RequestLog:
         if thread is None:
             return
         self._closing.set()
+        self._wake.set()
         thread.join(timeout)
         if thread.is_alive():
             logger.error("request log: the writer did not finish within %g s; records may be lost", timeout)
