@@ -374,3 +374,27 @@ def test_an_unwritable_prefix_is_one_line_at_start(base: Path, tmp_path: Path) -
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"Error: model m: request log filename_prefix {blocker}/logs/r: ")
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_a_reloaded_config_moves_the_log(base: Path, tmp_path: Path) -> None:
+    from google.protobuf import text_format
+    from tensorflow_serving.apis import model_management_pb2, model_service_pb2_grpc
+
+    first, second = tmp_path / "first" / "r", tmp_path / "second" / "r"
+    with logged_server(tmp_path, config_text(base, first)) as server:
+        with grpc.insecure_channel(server.address) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            stub.Predict(predict_request([[1.0, 0.0]]), timeout=30)
+            reload = model_management_pb2.ReloadConfigRequest()
+            text_format.Parse(config_text(base, second), reload.config)
+            answer = model_service_pb2_grpc.ModelServiceStub(channel).HandleReloadConfigRequest(
+                reload, timeout=60
+            )
+            assert answer.status.error_code == 0, answer.status.error_message
+            for row in (2.0, 3.0):
+                stub.Predict(predict_request([[row, 0.0]]), timeout=30)
+    values = [
+        [tf.make_ndarray(log.predict_log.request.inputs["x"])[0, 0] for log in read_logs(log_files(prefix))]
+        for prefix in (first, second)
+    ]
+    assert values == [[1.0], [2.0, 3.0]]
