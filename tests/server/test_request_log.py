@@ -398,3 +398,25 @@ def test_a_reloaded_config_moves_the_log(base: Path, tmp_path: Path) -> None:
         for prefix in (first, second)
     ]
     assert values == [[1.0], [2.0, 3.0]]
+
+
+def test_tfship_serve_takes_the_request_log_flags_and_writes_what_is_queued_on_sigterm(
+    base: Path, tmp_path: Path
+) -> None:
+    from .conftest import serve_process
+
+    prefix = tmp_path / "r"
+    config = tmp_path / "models.config"
+    config.write_text(config_text(base, prefix))
+    flags = ["--request-log-max-file-bytes=500", "--request-log-queue-size=64"]
+    with serve_process(f"--model_config_file={config}", "--port=0", *flags) as running:
+        with grpc.insecure_channel(running.info["grpc"]) as channel:
+            grpc.channel_ready_future(channel).result(timeout=60)
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            for row in range(5):
+                stub.Predict(predict_request([[float(row), 0.0]]), timeout=60)
+    stem = f"{prefix.name}-{socket.gethostname()}-{running.pid}-"
+    files = sorted(p for p in tmp_path.iterdir() if p.name.startswith(stem))
+    assert len(files) >= 2 and all(f.stat().st_size <= 500 for f in files), files
+    logs = read_logs(files)
+    assert [tf.make_ndarray(log.predict_log.request.inputs["x"])[0, 0] for log in logs] == [0, 1, 2, 3, 4]
