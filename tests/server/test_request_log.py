@@ -391,8 +391,18 @@ def test_a_reloaded_config_moves_the_log(base: Path, tmp_path: Path) -> None:
                 reload, timeout=60
             )
             assert answer.status.error_code == 0, answer.status.error_message
-            for row in (2.0, 3.0):
-                stub.Predict(predict_request([[row, 0.0]]), timeout=30)
+            stub.Predict(predict_request([[2.0, 0.0]]), timeout=30)
+            blocker = tmp_path / "a-file"
+            blocker.write_text("")
+            bad = model_management_pb2.ReloadConfigRequest()
+            text_format.Parse(config_text(base, blocker / "r"), bad.config)
+            with pytest.raises(grpc.RpcError) as refused:
+                model_service_pb2_grpc.ModelServiceStub(channel).HandleReloadConfigRequest(bad, timeout=60)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert refused.value.details() == (
+                f"model m: request log filename_prefix {blocker}/r: cannot write files there: Not a directory"
+            )
+            stub.Predict(predict_request([[3.0, 0.0]]), timeout=30)  # still logged where it was
     values = [
         [tf.make_ndarray(log.predict_log.request.inputs["x"])[0, 0] for log in read_logs(log_files(prefix))]
         for prefix in (first, second)

@@ -352,9 +352,10 @@ def _check_prefix(prefix: str, model: str) -> None:
         with tempfile.TemporaryFile(dir=directory, prefix=".tfship-request-log-"):
             pass
     except OSError as exc:
+        # makedirs finding a file where the directory goes says "File exists"
+        cause = "Not a directory" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
         raise ServerConfigError(
-            f"model {model}: request log filename_prefix {prefix}: cannot write files there: "
-            f"{exc.strerror or exc}"
+            f"model {model}: request log filename_prefix {prefix}: cannot write files there: {cause}"
         ) from None
 
 

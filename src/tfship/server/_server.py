@@ -427,11 +427,11 @@ class ModelServer:
             self._require_started().apply_config(models)
         except RpcError as exc:
             raise LocalServerError(exc.message) from exc
-        if self.request_log is not None:
+        self.models = list(models)
+        if self.request_log is not None:  # as TF Serving, after the models: a bad prefix fails the reload
             from tfship.server._config import logging_by_model
 
             self.request_log.configure(logging_by_model(models))
-        self.models = list(models)
 
     def describe(self) -> dict[str, Any]:
         """Ports and models, as ``tfship serve --json`` prints them."""
