@@ -17,7 +17,10 @@ least 0.8x the floor's requests/s at 1 and 8 clients, at most 1.25x its time for
 answer; keep-alive REST at least 0.5x gRPC with a p50 under 5 ms), and against a second floor
 that also runs the model on a fixed input before its constant reply: what the model's own
 run costs any server on this stack, so what is left is tfship's own work; then tfship's
-``ServingClient`` on REST against a plain kept-alive ``http.client`` posting the same JSON.
+``ServingClient`` on REST against a plain kept-alive ``http.client`` posting the same JSON;
+and the cost of request logging: requests/s at 1 and 8 clients of a server whose model config
+logs every request (``logging_config``, sampling 1.0, TFRecord) against the same config
+without it, measured in turns (target: at least 0.95x), with the records written and dropped.
 Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only] [--short]``; ``--short`` measures
 0.2 s each with 8 clients only, to see that every path runs (no targets).
 """
@@ -132,22 +135,14 @@ def big_reply() -> bytes:
 
 
 def start_server(
-    base: Path, batching: bool = False, rest: bool = False
+    base: Path, batching: bool = False, rest: bool = False, config: list[str] | None = None
 ) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    """``tfship serve`` in its own process; returns it and the ports it announced."""
-    args = [
-        sys.executable,
-        "-m",
-        "tfship",
-        "serve",
-        "--model-base-path",
-        str(base),
-        "--model-name",
-        "bench",
-        "--port",
-        "0",
-        "--json",
-    ]
+    """``tfship serve`` in its own process; returns it and the ports it announced.
+
+    ``config`` replaces the model flags (a ``--model-config`` file and what goes with it).
+    """
+    models = config or ["--model-base-path", str(base), "--model-name", "bench"]
+    args = [sys.executable, "-m", "tfship", "serve", *models, "--port", "0", "--json"]
     if batching:
         args += ["--enable-batching", "--max-batch-size", "32", "--batch-timeout-ms", "1"]
     if rest:
@@ -390,6 +385,104 @@ def big_request() -> Any:
     return request
 
 
+# request logging ---------------------------------------------------------------------------
+LOG_CLIENTS = (1, 8)
+
+
+def logging_config_files(base: Path, where: Path) -> tuple[list[str], list[str]]:
+    """``tfship serve`` arguments for one model config without request logging and one that
+    logs every request (sampling 1.0, TFRecord); both with Prometheus metrics on REST."""
+    monitoring = where / "monitoring.config"
+    monitoring.write_text('prometheus_config { enable: true path: "/metrics" }')
+    entry = f'name: "bench" base_path: "{base}" model_platform: "tensorflow"'
+    logging = (
+        f'logging_config {{ log_collector_config {{ type: "" filename_prefix: "{where}/requests" }} '
+        "sampling_config { sampling_rate: 1.0 } }"
+    )
+    arguments = []
+    for name, extra in (("plain", ""), ("logged", logging)):
+        path = where / f"{name}.config"
+        path.write_text(f"model_config_list {{ config {{ {entry} {extra} }} }}")
+        arguments.append(
+            ["--model-config", str(path), "--monitoring-config-file", str(monitoring), "--rest-port", "0"]
+        )
+    return arguments[0], arguments[1]
+
+
+def logging_rates(
+    base: Path, seconds: float, clients: tuple[int, ...], rounds: int
+) -> tuple[dict[int, float], dict[int, float], dict[int, float], dict[str, float]]:
+    """Requests/s without and with request logging, and the ratio of each round's pair: the
+    two are measured back to back, in alternating order, ``rounds`` times, each figure the
+    median (short turns, many of them, give both sides the same share of a shared machine's
+    load). Also the logged server's ``request_log_count`` by status at the end."""
+    import urllib.request
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plain_args, logged_args = logging_config_files(base, Path(tmp))
+        servers = [start_server(base, config=plain_args), start_server(base, config=logged_args)]
+        closers: list[Callable[[], None]] = []
+
+        def make_call(address: str) -> Callable[[], Callable[[], None]]:
+            def make() -> Callable[[], None]:
+                call, close = grpc_call(address)
+                closers.append(close)
+                return call
+
+            return make
+
+        try:
+            measured: list[dict[int, list[float]]] = [{}, {}]
+            for turn in range(rounds):
+                for n in clients:
+                    for side in (0, 1) if turn % 2 == 0 else (1, 0):
+                        address = servers[side][1]["grpc"]
+                        measured[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
+            with urllib.request.urlopen(servers[1][1]["rest"] + "/metrics", timeout=30) as page:
+                counts = _log_counts(page.read().decode())
+        finally:
+            for close in closers:
+                close()
+            for process, _ in servers:
+                process.terminate()
+                process.wait(timeout=60)
+    plain, logged = ({n: float(np.median(v)) for n, v in side.items()} for side in measured)
+    paired = {n: float(np.median(np.divide(measured[1][n], measured[0][n]))) for n in clients}
+    return plain, logged, paired, counts
+
+
+def _log_counts(page: str) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        sample.labels["status_code"]: sample.value
+        for family in text_string_to_metric_families(page)
+        for sample in family.samples
+        if sample.name == ":tensorflow:serving:request_log_count"
+    }
+
+
+def print_logging_cost(
+    plain: dict[int, float],
+    logged: dict[int, float],
+    paired: dict[int, float],
+    counts: dict[str, float],
+    judged: bool,
+) -> None:
+    """Request logging at sampling 1.0 against none: the claim of its row."""
+    print("Predict, batch 1, gRPC; requests/s without request logging and with logging_config at")
+    print("sampling 1.0 (every request and answer written as a PredictionLog TFRecord), measured")
+    print("in alternating turns; the ratio is the median of each turn's pair")
+    for n in plain:
+        print(f"{n:>7} clients | no logging {plain[n]:>8.0f} | logging {logged[n]:>8.0f} | {paired[n]:.2f}x")
+    ratios = ", ".join(f"{n} clients {paired[n]:.2f}x" for n in plain)
+    print(f"request logging / none, requests/s: {ratios} (target >= 0.95x at 1 and 8 clients)")
+    written, dropped = int(counts.get("OK", 0)), int(counts.get("RESOURCE_EXHAUSTED", 0))
+    print(f"records logged: {written:,} written, {dropped:,} dropped at a full queue")
+    if not judged:
+        print("targets: not judged (--short)")
+
+
 # REST ----------------------------------------------------------------------------------------
 REST_BODY = json.dumps({"instances": [[1.0] * 16]}).encode()
 
@@ -526,6 +619,9 @@ def main() -> None:
             base, seconds, clients, rounds=1 if args.short else 3
         )
         batched, _ = server_rates(base, True, seconds, clients)
+        log_clients = SHORT_CLIENTS if args.short else LOG_CLIENTS
+        # a quarter of --seconds per turn, four times as many turns: the same time, finer turns
+        log_cost = logging_rates(base, seconds / 4, log_clients, rounds=2 if args.short else 12)
     print("Predict with a 1024x1024 float32 output (4 MiB of float_val), median of 20 calls")
     print(f"  {'LocalModel.run (in process)':<56} {local_big * 1e3:7.2f} ms")
     for label, key in (("official stub, reply parsed", "stub"), ("reply bytes only", "bytes")):
@@ -552,6 +648,8 @@ def main() -> None:
     print_floor_ratios(plain, floor_rates, plain_big, floor, (model_floor, model_big), judged=not args.short)
     print()
     print_rest(rest)
+    print()
+    print_logging_cost(*log_cost, judged=not args.short)
 
 
 def print_floor_ratios(

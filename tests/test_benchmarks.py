@@ -154,6 +154,9 @@ ROWS: dict[str, list[str]] = {
         rf"tfship serve / floor running the model: {NUMBER}x$",
         r"^targets: not judged \(--short\)$",
         rf"^ServingClient REST / plain http\.client REST, requests/s: 8 clients {NUMBER}x$",
+        rf"^ +8 clients \| no logging +{NUMBER} \| logging +{NUMBER} \| {NUMBER}x$",
+        rf"^request logging / none, requests/s: 8 clients {NUMBER}x \(target >= 0\.95x at 1 and 8 clients\)$",
+        r"^records logged: [\d,]+ written, [\d,]+ dropped at a full queue$",
     ],
     "serving_client.py": [
         *(

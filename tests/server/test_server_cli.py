@@ -25,6 +25,7 @@ def test_server_names_are_exported() -> None:
         "LocalServerError",
         "ModelConfig",
         "ModelServer",
+        "RequestLogOptions",
         "ServerConfigError",
         "ServerOptions",
         "StateEvent",

@@ -278,6 +278,26 @@ class _ServeCommand(click.Command):
     is_flag=True,
     help="Serve gRPC's health service (grpc.health.v1.Health): SERVING once every model is loaded.",
 )
+@click.option(
+    "--request-log-max-file-bytes",
+    default=64 << 20,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Rotate a logging_config request log file before it passes this size.",
+)
+@click.option(
+    "--request-log-queue-size",
+    default=1024,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Request log records waiting to be written at most; more are dropped and counted.",
+)
+@click.option("--request-log-dc", default="", help="This server's dc for per_task_sampling_configs.")
+@click.option(
+    "--request-log-task-index",
+    type=click.IntRange(0),
+    help="This server's task_index for per_task_sampling_configs.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
@@ -308,6 +328,10 @@ def serve(
     ssl_config_file: Path | None,
     grpc_socket_path: Path | None,
     enable_grpc_healthcheck_service: bool,
+    request_log_max_file_bytes: int,
+    request_log_queue_size: int,
+    request_log_dc: str,
+    request_log_task_index: int | None,
     as_json: bool,
 ) -> None:
     """Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.
@@ -325,6 +349,7 @@ def serve(
         read_ssl_config,
     )
     from tfship.server._metrics import read_monitoring_config
+    from tfship.server._request_log import RequestLogOptions
     from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 
     models = _models(model_base_path, model_name, model_config, version_policy)
@@ -357,6 +382,9 @@ def serve(
         prometheus_path=None if metrics is None else metrics.path,
         grpc_health=enable_grpc_healthcheck_service,
         tensor_content=enable_serialization_as_tensor_content,
+        request_log=RequestLogOptions(
+            request_log_max_file_bytes, request_log_queue_size, request_log_dc, request_log_task_index
+        ),
     )
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")

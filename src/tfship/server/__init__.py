@@ -28,6 +28,7 @@ _require_extra(__name__)  # one line naming the run extra, before a submodule fa
 
 from tfship.server._config import ModelConfig, SslConfig, VersionPolicy, read_config_file
 from tfship.server._manager import StateEvent
+from tfship.server._request_log import RequestLogOptions
 from tfship.server._server import BatchingOptions, ModelServer, ServerOptions
 from tfship.server._status import LocalServerError, ServerConfigError
 
@@ -36,6 +37,7 @@ __all__ = [
     "LocalServerError",
     "ModelConfig",
     "ModelServer",
+    "RequestLogOptions",
     "ServerConfigError",
     "ServerOptions",
     "SslConfig",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._wire import descriptor_pool, message_class, protos
+from tfship.server._request_log import LoggingSettings, logging_settings
 from tfship.server._status import ServerConfigError
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
@@ -94,6 +95,13 @@ class ModelConfig:
     base_path: str
     policy: VersionPolicy = field(default_factory=VersionPolicy)
     labels: Mapping[str, int] = field(default_factory=dict)
+    #: the model's ``logging_config`` (its request log), checked; None: not logged
+    logging: LoggingSettings | None = None
+
+
+def logging_by_model(models: Iterable[ModelConfig]) -> dict[str, LoggingSettings]:
+    """The request log settings of the models that have one, by model name."""
+    return {m.name: m.logging for m in models if m.logging is not None}
 
 
 def single_model(name: str, base_path: str | os.PathLike[str], policy: str) -> ModelConfig:
@@ -142,9 +150,16 @@ def from_config_list(proto: Any, *, where: str = "model config") -> list[ModelCo
                 entry.base_path,
                 VersionPolicy.from_proto(entry.model_version_policy),
                 dict(entry.version_labels),
+                _logging_of(entry, where),
             )
         )
     return models
+
+
+def _logging_of(entry: Any, where: str) -> LoggingSettings | None:
+    if not entry.HasField("logging_config"):
+        return None
+    return logging_settings(entry.logging_config, where=f"{where}: model {entry.name}")
 
 
 def read_config_file(path: str | os.PathLike[str]) -> list[ModelConfig]:

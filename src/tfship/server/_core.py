@@ -33,6 +33,13 @@ from tfship._wire import (
 from tfship._wire import tf_dtype_name as dtype_name
 from tfship.server._manager import ModelManager, Servable
 from tfship.server._metrics import Metrics
+from tfship.server._request_log import (
+    CLASSIFY_LOG,
+    MULTI_INFERENCE_LOG,
+    PREDICT_LOG,
+    REGRESS_LOG,
+    RequestLog,
+)
 from tfship.server._status import RpcError, from_exception, invalid, status_fields
 
 
@@ -88,10 +95,13 @@ class ServingCore:
         method_name_check: bool = False,
         metrics: Metrics | None = None,
         tensor_content: bool = False,
+        request_log: RequestLog | None = None,
     ) -> None:
         self.manager = manager
         # --enable_serialization_as_tensor_content (TF Serving 2.19+): Predict's outputs as bytes
         self.tensor_content = tensor_content
+        # the models' logging_config: each answered Predict, Classify, Regress, MultiInference
+        self.request_log = request_log
         # the Prometheus page of --monitoring_config_file (a Metrics), served on the REST port
         self.metrics = metrics
         # --enable_signature_method_name_check (off by default in TF Serving 2.15.1)
@@ -109,9 +119,14 @@ class ServingCore:
             raise invalid("Missing ModelSpec")
         servable = self.manager.acquire(request.model_spec)
         try:
-            return self.predict_bytes_on(servable, request)
+            answer = self.predict_bytes_on(servable, request)
         finally:
             servable.release()
+        if self.request_log is not None:
+            spec = request.model_spec
+            key = spec.signature_name or DEFAULT_SIGNATURE
+            self.request_log.log(PREDICT_LOG, request, answer, spec.name, key, servable.version)
+        return answer
 
     def predict_on(self, servable: Servable, request: Any) -> Any:
         """Predict against one loaded version (also used by warmup)."""
@@ -185,7 +200,7 @@ class ServingCore:
     # Classify / Regress ----------------------------------------------------------------------
     def classify(self, request: Any) -> Any:
         """PredictionService.Classify."""
-        return self._on_servable(request, self.classify_on)
+        return self._logged(CLASSIFY_LOG, request, self._on_servable(request, self.classify_on))
 
     def classify_on(self, servable: Servable, request: Any) -> Any:
         """Classify against one loaded version."""
@@ -197,7 +212,14 @@ class ServingCore:
 
     def regress(self, request: Any) -> Any:
         """PredictionService.Regress."""
-        return self._on_servable(request, self.regress_on)
+        return self._logged(REGRESS_LOG, request, self._on_servable(request, self.regress_on))
+
+    def _logged(self, kind: int, request: Any, response: Any) -> Any:
+        # the answer's model spec names the version and signature that answered
+        if self.request_log is not None:
+            spec = response.model_spec
+            self.request_log.log(kind, request, response, spec.name, spec.signature_name, spec.version.value)
+        return response
 
     def regress_on(self, servable: Servable, request: Any) -> Any:
         """Regress against one loaded version."""
@@ -245,7 +267,10 @@ class ServingCore:
         apis = protos()
         spec = request.tasks[0].model_spec if request.tasks else apis.model_pb2.ModelSpec()
         with self.manager.servable(spec) as servable:
-            return self.multi_inference_on(servable, request)
+            response = self.multi_inference_on(servable, request)
+        if self.request_log is not None:  # its tasks name their signatures
+            self.request_log.log(MULTI_INFERENCE_LOG, request, response, spec.name, "", servable.version)
+        return response
 
     def multi_inference_on(self, servable: Servable, request: Any) -> Any:
         """MultiInference against one loaded version: one run for every task.
@@ -348,7 +373,7 @@ class ServingCore:
 
     def reload_config(self, request: Any) -> tuple[Any, RpcError | None]:
         """ModelService.HandleReloadConfigRequest; the response's status mirrors the RPC's."""
-        from tfship.server._config import from_config_list
+        from tfship.server._config import from_config_list, logging_by_model
         from tfship.server._status import ServerConfigError
 
         response = protos().model_management_pb2.ReloadConfigResponse()
@@ -362,6 +387,8 @@ class ServingCore:
             try:
                 models = from_config_list(request.config.model_config_list, where="config")
                 self.manager.apply_config(models)
+                if self.request_log is not None:
+                    self.request_log.configure(logging_by_model(models))
             except ServerConfigError as exc:
                 error = invalid(str(exc).removeprefix("config: "))
             except RpcError as exc:

@@ -19,6 +19,11 @@ Two counters are tfship's own, for faults TF Serving only logs:
   path (out of file descriptors, a failed network mount); each kept the served versions;
 - ``tfship_rest_connections_refused_total``: REST connections answered 503 and closed because
   the connection limit was reached.
+
+With request logging (a model's ``logging_config``), TF Serving's
+``:tensorflow:serving:request_log_count{model_name, status_code}`` counts its records: ``OK``
+written, ``RESOURCE_EXHAUSTED`` dropped because the log's queue was full, ``INTERNAL`` lost to
+a failed write.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ class Metrics:
         self._latency: dict[tuple[str, str, str], tuple[list[int], float]] = {}
         self._poll_errors: dict[str, int] = {}
         self._refused = 0
+        #: the request log's counts per (model, status code), read when the page is made
+        self.request_log_counts: Callable[[], dict[tuple[str, str], int]] | None = None
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_Collector(self))  # type: ignore[arg-type]
 
@@ -134,6 +141,21 @@ class _Collector:
             histogram.add_metric(list(key), cumulative, sum_value=total)
         yield histogram
         yield from _fault_counters(*self._metrics.faults())
+        if self._metrics.request_log_counts is not None:
+            yield _request_log_counter(self._metrics.request_log_counts())
+
+
+def _request_log_counter(counts: dict[tuple[str, str], int]) -> Any:
+    from prometheus_client.core import Metric
+
+    name = ":tensorflow:serving:request_log_count"
+    text = (
+        "The total number of requests logged from the model server sliced down by model_name and status code."
+    )
+    counter = Metric(name, text, "unknown")  # untyped, to keep TF Serving's sample name
+    for (model, code), count in sorted(counts.items()):
+        counter.add_sample(name, {"model_name": model, "status_code": code}, count)
+    return counter
 
 
 def _fault_counters(poll_errors: dict[str, int], refused: int) -> Iterator[Any]:

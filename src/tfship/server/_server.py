@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfship.server._config import ModelConfig, SslConfig, single_model
 from tfship.server._manager import ModelManager, Servable, StateEvent, version_paths
+from tfship.server._request_log import RequestLog, RequestLogOptions
 from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ class ServerOptions:
         tensor_content: gRPC Predict answers carry each output's values as
             ``tensor_content`` bytes (TF Serving 2.19+'s
             ``--enable_serialization_as_tensor_content``), not typed fields.
+        request_log: how the models' ``logging_config`` request logs are written (file
+            size, queue, this task's data centre and index).
 
     Example:
         >>> ServerOptions(port=0, rest_port=0).rest_timeout_s
@@ -128,6 +131,7 @@ class ServerOptions:
     tensor_content: bool = False
     should_retry_load: Callable[[grpc.StatusCode, str], bool] | None = None
     load_wait_timeout_s: float | None = None
+    request_log: RequestLogOptions = RequestLogOptions()
 
 
 class ModelServer:
@@ -164,6 +168,7 @@ class ModelServer:
         socket = options.grpc_socket_path
         self.grpc_socket_path = None if socket is None else str(socket)
         self.metrics: Metrics | None = None
+        self.request_log: RequestLog | None = None
         self._watcher: threading.Thread | None = None
         self._grpc: Any = None
         self._grpc_pool: CallPool | None = None
@@ -226,6 +231,7 @@ class ModelServer:
             from tfship.server._metrics import Metrics
 
             self.metrics = Metrics(options.prometheus_path)
+        self.request_log = self._start_request_log()
         self._manager = ModelManager(
             self.models,
             poll_seconds=options.poll_seconds,
@@ -242,6 +248,7 @@ class ModelServer:
             method_name_check=options.method_name_check,
             metrics=self.metrics,
             tensor_content=options.tensor_content,
+            request_log=self.request_log,
         )
         try:
             self._load_first_versions(self._manager, options.load_wait_timeout_s)
@@ -340,6 +347,17 @@ class ModelServer:
             except (ServerConfigError, LocalServerError) as exc:
                 logger.error("model config %s not applied: %s", path, exc)
 
+    def _start_request_log(self) -> RequestLog:
+        """The loggers of the models' ``logging_config``; a prefix that cannot be written is
+        a ``ServerConfigError`` before anything loads."""
+        from tfship.server._config import logging_by_model
+
+        request_log = RequestLog(self.options.request_log)
+        request_log.configure(logging_by_model(self.models))
+        if self.metrics is not None:
+            self.metrics.request_log_counts = request_log.counts
+        return request_log
+
     def _run_warmup(self, servable: Servable) -> None:
         from tfship.server._warmup import run_warmup
 
@@ -374,6 +392,8 @@ class ModelServer:
             self._grpc.stop(grace).wait()
         if self._grpc_pool is not None:
             self._grpc_pool.shutdown(wait=False)
+        if self.request_log is not None:  # after the last answer: its record is written
+            self.request_log.close()
         if self._manager is not None:
             self._manager.stop()
         logger.info("server stopped")
@@ -469,6 +489,10 @@ class ModelServer:
         except RpcError as exc:
             raise LocalServerError(exc.message) from exc
         self.models = list(models)
+        if self.request_log is not None:  # as TF Serving, after the models: a bad prefix fails the reload
+            from tfship.server._config import logging_by_model
+
+            self.request_log.configure(logging_by_model(models))
 
     def describe(self) -> dict[str, Any]:
         """Ports and models, as ``tfship serve --json`` prints them."""
