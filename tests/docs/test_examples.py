@@ -25,6 +25,8 @@ RUN_BY = {
     "docs/errors.md": "tests/docs/test_examples.py",
     "docs/guides/client.md": "tests/serve_client/test_client_guide.py",
     "docs/guides/records.md": "tests/records/test_records_guide.py",
+    "docs/guides/train.md": "tests/docs/test_guides.py",
+    "docs/guides/serve.md": "tests/docs/test_guides.py",
 }
 
 
