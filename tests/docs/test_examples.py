@@ -38,7 +38,10 @@ def _rel(page: Path) -> str:
 def test_each_block_runs_in_a_test_or_says_why_not(page: Path) -> None:
     rel = _rel(page)
     silent = [b for b in blocks(page) if b.why_not_run is None and rel not in RUN_BY]
-    assert not silent, f"{rel}:{silent[0].line}: a block no test runs and no comment explains"
+    assert not silent, (
+        f"{rel}:{silent[0].line}: a block no test runs and no comment explains: run it in a test and "
+        "list the page in RUN_BY, or say why it cannot run in <!-- illustrative: why --> above it"
+    )
     for block in blocks(page):
         if block.why_not_run is not None:
             assert len(block.why_not_run.split()) >= 3, f"{rel}:{block.line}: say why it is not run"
