@@ -27,6 +27,7 @@ RUN_BY = {
     "docs/guides/records.md": "tests/records/test_records_guide.py",
     "docs/guides/train.md": "tests/docs/test_guides.py",
     "docs/guides/serve.md": "tests/docs/test_guides.py",
+    "docs/guides/predict.md": "tests/docs/test_predict_guide.py",
 }
 
 
@@ -121,3 +122,14 @@ def test_a_block_that_prints_otherwise_fails(tmp_path: Path) -> None:
     failing = Block("page.md", 1, "console", "$ tfship schema check missing.json\n...\n", None)
     with pytest.raises(AssertionError, match="exit 2"):
         run_console(failing, tmp_path)
+
+
+def test_where_numbers_vary_only_numbers_may_differ(tmp_path: Path) -> None:
+    script = "$ echo 'rows in: 68 (0.25 s)'; echo 'done 1,619' >&2\nrows in: 2,070 (3.5 s)\ndone 7\n"
+    run_console(Block("page.md", 1, "console", script, None, numbers_vary=True), tmp_path)
+    worded = "$ echo 'rows out: 68 (0.25 s)'\nrows in: 68 (0.25 s)\n"
+    with pytest.raises(AssertionError, match="rows out"):
+        run_console(Block("page.md", 1, "console", worded, None, numbers_vary=True), tmp_path)
+    reordered = "$ echo 'a 1'; echo 'b 2'\nb 2\na 1\n"
+    with pytest.raises(AssertionError, match="shown"):
+        run_console(Block("page.md", 1, "console", reordered, None, numbers_vary=True), tmp_path)
