@@ -1,4 +1,4 @@
-"""The `tfship.records` guide's example (docs/guides/records.md) runs as written, on the penguins and their schema."""
+"""The `tfship.records` guide's example (docs/guides/records.md) runs as written, on the penguins."""
 
 from __future__ import annotations
 
