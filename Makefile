@@ -50,8 +50,9 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# tests/promote renders the promotion report in a real headless Chromium, from Debian's packages
+# the tests open pages in a real headless Chromium (the promotion report, the docs site), from Debian's packages
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
@@ -127,4 +128,4 @@ opdefs: $(VENV)/.installed-run $(RUN_VENV)/.installed-dev
 	$(RUN_PY) -m tfship.inspect._opdefs_gen $(OPDEFS_DIR)
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build src/*.egg-info
+	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build site src/*.egg-info

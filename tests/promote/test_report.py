@@ -2,46 +2,16 @@
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from browser import chromium, console_errors
 from tfship.promote import CHECKS, PromoteOptions, promote, write_report
 
 from .conftest import base_with
 
 pytestmark = pytest.mark.slow
-
-_CONSOLE = re.compile(r"CONSOLE|Uncaught|Failed to load resource|net::ERR_")
-
-
-def _chromium(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert browser, "Chromium is not installed (make test installs Debian's chromium)"
-    return subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1300,1400",
-            *flags,
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _console_errors(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if _CONSOLE.search(line)]
 
 
 @pytest.fixture(scope="module")
@@ -70,30 +40,30 @@ def test_the_report_is_one_page_that_loads_nothing(report: Path) -> None:
 
 
 def test_chromium_renders_every_check_and_logs_no_console_error(report: Path) -> None:
-    dom = _chromium(report, "--dump-dom")
+    dom = chromium(report, "--dump-dom")
     assert dom.returncode == 0, dom.stderr
     for name in CHECKS:
         assert f'data-check="{name}"' in dom.stdout, name
     assert 'id="plot-latency"' in dom.stdout and 'id="plot-scores"' in dom.stdout
     assert 'id="plot-agreement"' in dom.stdout
-    assert _console_errors(dom.stderr) == []
+    assert console_errors(dom.stderr) == []
 
 
 def test_the_screenshot_shows_the_page(report: Path, tmp_path: Path) -> None:
     import matplotlib.image
 
     shot = tmp_path / "report.png"
-    result = _chromium(report, f"--screenshot={shot}")
+    result = chromium(report, f"--screenshot={shot}")
     assert result.returncode == 0 and shot.is_file(), result.stderr
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[0] == 1400 and pixels.shape[1] == 1300
     # not a blank page: the table's borders, the text and the plots' colours are there
     assert pixels[..., :3].std() > 0.05
     assert len({tuple(p) for p in pixels[::20, ::20, :3].reshape(-1, 3).round(2)}) > 20
-    assert _console_errors(result.stderr) == []
+    assert console_errors(result.stderr) == []
 
 
 def test_the_console_probe_sees_an_error(tmp_path: Path) -> None:
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><html><body><script>console.error('broken')</script></body></html>")
-    assert _console_errors(_chromium(page, "--dump-dom").stderr)
+    assert console_errors(chromium(page, "--dump-dom").stderr)

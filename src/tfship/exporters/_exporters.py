@@ -247,7 +247,9 @@ class LatestExporter(_TfshipExporter):
         assets_extra: destination under ``assets.extra/`` -> source file to copy.
         as_text: write ``saved_model.pbtxt`` instead of ``saved_model.pb``.
         exports_to_keep: how many of its newest versions to keep (``None``: all).
-        warmup, verify, version_by: see ``export_model``.
+        warmup: warmup records, as ``export_model`` takes them.
+        verify: check each export before publishing it, as ``export_model`` does.
+        version_by: how versions are numbered, as in ``export_model``.
 
     Example:
         >>> import tensorflow as tf
@@ -413,7 +415,9 @@ class BestExporter(_TfshipExporter):
         metric: the evaluation metric to rank by (e.g. ``"auc"``, ``"loss"``).
         mode: ``"min"``, ``"max"`` or ``"auto"`` (max for auc/accuracy/precision/recall-like).
         min_delta: how much the metric must improve to count as better.
-        warmup, verify, version_by: see ``export_model``.
+        warmup: warmup records, as ``export_model`` takes them.
+        verify: check each export before publishing it, as ``export_model`` does.
+        version_by: how versions are numbered, as in ``export_model``.
 
     Example:
         >>> import tensorflow as tf
@@ -896,7 +900,9 @@ def standard_exporters(
         source: a Schema, parse spec, feature columns, TensorSpecs, or a ``Receiver``.
         kinds: which of ``best``, ``latest``, ``final`` to make, in that order.
         receiver: ``parsing``, ``raw`` or ``both`` (ignored when ``source`` is a ``Receiver``).
-        metric, mode, keep_best: the ``BestExporter``'s ranking and how many it keeps.
+        metric: the metric the ``BestExporter`` ranks by.
+        mode: how it ranks (``min``, ``max`` or ``auto``).
+        keep_best: how many versions the ``BestExporter`` keeps.
         keep_latest: how many versions the ``LatestExporter`` keeps.
         options: passed to every exporter (``assets_extra``, ``as_text``, ``warmup``, ``verify``,
             ``version_by``).

@@ -174,8 +174,9 @@ class ServingClient(BaseClient):
         Raises:
             InvalidInputError: names, dtypes or shapes do not fit the signature (checked before
                 sending when ``validate``), or the server rejects the inputs.
-            ModelNotFoundError, VersionNotFoundError, ServingSignatureNotFoundError,
-            DeadlineExceededError, UnavailableError: as the server answers.
+            ServingCallError: as the server answers (``ModelNotFoundError``,
+                ``VersionNotFoundError``, ``ServingSignatureNotFoundError``,
+                ``DeadlineExceededError``, ``UnavailableError``).
 
         Example:
             >>> client.predict("iris", {"x": [[5.1, 3.5, 1.4, 0.2]]}).outputs  # doctest: +SKIP
@@ -391,7 +392,8 @@ class RestServingClient(ServingClient):
         tls: ``True`` or a :class:`TlsConfig` (CA and client certificate as PEM files or bytes).
         headers: HTTP headers sent with every call.
         max_connections: connections kept open at most (one per concurrent call).
-        Other options as :class:`ServingClient`.
+
+    The other options are :class:`ServingClient`'s.
 
     Example:
         >>> with RestServingClient("http://127.0.0.1:8501") as rest:  # doctest: +SKIP

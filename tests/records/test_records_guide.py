@@ -1,4 +1,4 @@
-"""The README's `tfship.records` example runs as written, on the penguins and their schema."""
+"""The `tfship.records` guide's example (docs/guides/records.md) runs as written, on the penguins."""
 
 from __future__ import annotations
 
@@ -10,17 +10,15 @@ from pathlib import Path
 
 from tfship.data import infer_schema, penguins_split
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "records.md"
 
 
 def _example() -> str:
-    text = README.read_text()
-    start = text.index("### `tfship.records`")
-    (block,) = re.findall(r"```python\n(.*?)```", text[start : text.index("\n### ", start + 1)], re.S)
+    (block,) = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
     return block
 
 
-def test_the_readme_example_reads_and_types_the_rows(tmp_path: Path) -> None:
+def test_the_guide_example_reads_and_types_the_rows(tmp_path: Path) -> None:
     _, eval_csv = penguins_split(tmp_path / "data")
     infer_schema(eval_csv, label="species").save(tmp_path / "schema.json")
     with open(eval_csv, newline="") as source, open(tmp_path / "new_rows.csv", "w", newline="") as out:
@@ -36,7 +34,7 @@ def test_the_readme_example_reads_and_types_the_rows(tmp_path: Path) -> None:
     assert 'bytes_list {\n  value: "Biscoe"\n}' in second
 
 
-def test_the_readme_example_names_a_bad_cell(tmp_path: Path) -> None:
+def test_the_guide_example_names_a_bad_cell(tmp_path: Path) -> None:
     _, eval_csv = penguins_split(tmp_path / "data")
     infer_schema(eval_csv, label="species").save(tmp_path / "schema.json")
     lines = eval_csv.read_text().splitlines()

@@ -1,6 +1,6 @@
-"""Every example of the README's client section runs against the demo's model, as written.
+"""Every example of the client guide (docs/guides/client.md) runs against the demo's model, as written.
 
-The section's commands (``$ tfship client ...``) run through the CLI and end as the README
+The guide's commands (``$ tfship client ...``) run through the CLI and end as the guide
 shows (0, or the error it prints); its Python blocks run as they are. Only the server address
 and the files they read are put in place.
 """
@@ -21,13 +21,11 @@ from tfship.cli import cli
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "client.md"
 
 
 def client_section() -> str:
-    text = README.read_text()
-    start = text.index("### `tfship client`")
-    return text[start : text.index("\n### ", start + 1)]
+    return GUIDE.read_text()
 
 
 def blocks(kind: str) -> list[str]:
@@ -36,7 +34,7 @@ def blocks(kind: str) -> list[str]:
 
 @pytest.fixture()
 def files(tiny_model: Any, tmp_path: Path) -> dict[str, str]:
-    """The files the README's commands read: two records of the eval set and the schema."""
+    """The files the guide's commands read: two records of the eval set and the schema."""
     with open(tiny_model.eval_csv, newline="") as handle:
         rows = [row for row, _ in zip(csv.DictReader(handle), range(2))]
     for row in rows:
@@ -78,13 +76,13 @@ def commands() -> list[tuple[list[str], str | None]]:
     return found
 
 
-def test_the_readme_has_client_examples() -> None:
+def test_the_guide_has_client_examples() -> None:
     assert len(commands()) >= 5
     assert blocks("python")
 
 
 @pytest.mark.parametrize("args, error", commands(), ids=lambda a: " ".join(a) if isinstance(a, list) else "")
-def test_each_readme_command_runs_as_shown(
+def test_each_guide_command_runs_as_shown(
     penguins: Any, files: dict[str, str], args: list[str], error: str | None
 ) -> None:
     args = [files.get(arg, arg) for arg in args]
@@ -97,8 +95,8 @@ def test_each_readme_command_runs_as_shown(
     assert result.stderr.startswith(head), result.stderr
 
 
-def test_each_readme_python_block_runs_as_written(penguins: Any) -> None:
+def test_each_guide_python_block_runs_as_written(penguins: Any) -> None:
     for block in blocks("python"):
         code = block.replace("127.0.0.1:8500", penguins.address)
         code = code.replace("http://127.0.0.1:8501", penguins.rest_url)
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/guides/client.md", "exec"), {})
