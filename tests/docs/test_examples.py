@@ -15,8 +15,6 @@ import pytest
 
 from .examples import DOCS, ROOT, Block, blocks, pages, run_console, runnable
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 # page -> the test that runs each of its blocks not marked illustrative
 RUN_BY = {
     "README.md": "tests/docs/test_readme.py",

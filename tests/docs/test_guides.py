@@ -13,8 +13,6 @@ import pytest
 
 from .examples import DOCS, environment, run_console, runnable
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 @pytest.mark.estimator
 def test_the_train_guide_runs_as_shown(tmp_path: Path) -> None:

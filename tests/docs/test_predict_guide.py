@@ -14,7 +14,7 @@ import pytest
 
 from .examples import DOCS, run_console, runnable
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.slow]
 
 BAD_ROW = "Dream,abc,17.1,190,3700,female,2008,Adelie"
 

@@ -14,7 +14,7 @@ import pytest
 
 from .examples import ROOT, Block, environment, run_console, runnable
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.slow]
 
 README = ROOT / "README.md"
 

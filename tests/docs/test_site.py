@@ -23,7 +23,7 @@ from browser import DevTools
 
 from .examples import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.slow]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -41,7 +41,6 @@ from tfship.server import (
     read_config_file,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 METRICS = "/monitoring/prometheus/metrics"
 
 

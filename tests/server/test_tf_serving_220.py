@@ -30,7 +30,7 @@ from tfship.server import LocalServerError, ModelConfig, ModelServer, ServerOpti
 
 from .conftest import export_module, serve_process
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.slow]
 X = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
 Y = X @ np.array([[1.0], [2.0]], np.float32) + 1.0
 MODES = ["fields", "content"]
