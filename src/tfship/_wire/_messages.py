@@ -209,6 +209,7 @@ _MODULES = {
     "prediction_log_pb2": "tensorflow.serving",
     "regression_pb2": "tensorflow.serving",
     "model_server_config_pb2": "tensorflow.serving",
+    "grpc_service_pb2": "inference",  # the Open Inference Protocol's (KServe V2)
 }
 
 

@@ -266,6 +266,11 @@ class _ServeCommand(click.Command):
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also serve gRPC on this unix socket.",
 )
+@click.option(
+    "--no-open-inference",
+    is_flag=True,
+    help="Do not serve the Open Inference Protocol (KServe V2) beside TF Serving's API.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
@@ -294,6 +299,7 @@ def serve(
     enable_signature_method_name_check: bool,
     ssl_config_file: Path | None,
     grpc_socket_path: Path | None,
+    no_open_inference: bool,
     as_json: bool,
 ) -> None:
     """Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.
@@ -341,6 +347,7 @@ def serve(
         rest_max_connections=rest_max_connections,
         rest_max_inflated_bytes=rest_max_inflated_bytes,
         prometheus_path=None if metrics is None else metrics.path,
+        open_inference=not no_open_inference,
     )
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")

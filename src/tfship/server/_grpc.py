@@ -180,6 +180,7 @@ def start_grpc(
     socket_path: str | None = None,
     metrics: Metrics | None = None,
     arguments: Sequence[tuple[str, Any]] = (),
+    open_inference: bool = False,
 ) -> tuple[Any, int, CallPool]:
     """Start a gRPC server with both services; returns it, the bound port (port 0 picks one)
     and the pool of its threads, to shut down after the server stops.
@@ -188,7 +189,8 @@ def start_grpc(
     processor), grown up to ``workers`` while calls wait on threads that are all stuck in
     long calls. ``tls`` serves TLS (mutual when it asks for client certificates);
     ``socket_path`` also listens on that unix socket (TF Serving's ``--grpc_socket_path``);
-    ``metrics`` counts Predict, Classify and Regress calls as TF Serving's monitoring does.
+    ``metrics`` counts Predict, Classify and Regress calls as TF Serving's monitoring does;
+    ``open_inference`` also serves the Open Inference Protocol's ``inference.GRPCInferenceService``.
 
     Raises:
         LocalServerError: when the address cannot be bound.
@@ -204,6 +206,11 @@ def start_grpc(
     pool = CallPool(busy=busy, most=workers, name="tfship-grpc")
     server = grpc.server(pool, options=options)
     server.add_generic_rpc_handlers((_prediction_handler(core, metrics), _model_handler(core)))
+    if open_inference:
+        from tfship.server._v2 import V2Core
+        from tfship.server._v2_grpc import v2_handler
+
+        server.add_generic_rpc_handlers((v2_handler(V2Core(core)),))
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = _bind(server, target, tls)
     if socket_path is not None:

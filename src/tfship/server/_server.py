@@ -76,6 +76,8 @@ class ServerOptions:
             and loading need.
         rest_max_inflated_bytes: the size a gzip REST body may inflate to (TF Serving's
             100 MiB); past it the request is answered 400.
+        open_inference: also serve the Open Inference Protocol (KServe V2): ``/v2`` on the
+            REST port and ``inference.GRPCInferenceService`` on the gRPC port.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
 
@@ -106,6 +108,7 @@ class ServerOptions:
     rest_max_connections: int | None = None
     rest_max_inflated_bytes: int = 100 << 20
     prometheus_path: str | None = None
+    open_inference: bool = True
 
 
 class ModelServer:
@@ -238,6 +241,7 @@ class ModelServer:
                 socket_path=self.grpc_socket_path,
                 metrics=self.metrics,
                 arguments=options.grpc_arguments,
+                open_inference=options.open_inference,
             )
             if options.rest_port is not None:
                 from tfship.server._rest import start_rest
@@ -249,6 +253,7 @@ class ModelServer:
                     timeout_s=options.rest_timeout_s,
                     max_connections=options.rest_max_connections,
                     max_inflated=options.rest_max_inflated_bytes,
+                    open_inference=options.open_inference,
                 )
         except BaseException:
             self.stop()
