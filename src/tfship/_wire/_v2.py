@@ -247,6 +247,11 @@ def array_from_json(data: Any, datatype: str, shape: Sequence[int], name: str) -
     if count == 0:
         return np.zeros(shape, dtype=dtype)
     kind = _JSON_KINDS.get(flat.dtype.kind)
+    if flat.dtype.kind in "fO" and dtype.kind in "iu":
+        # numpy reads integers past int64 mixed with others as floats (losing digits) or as
+        # Python ints: read each one as it was written
+        values = np.array(data, dtype=object).reshape(-1).tolist()
+        return _big_integers(values, dtype, datatype, name).reshape(shape)
     if datatype == "BYTES":
         if kind != "BYTES":
             raise V2TensorError(f"tensor '{name}': BYTES data must be strings")
@@ -263,6 +268,16 @@ def array_from_json(data: Any, datatype: str, shape: Sequence[int], name: str) -
     if dtype.kind in "iu":
         _check_range(flat, dtype, name)
     return flat.astype(dtype).reshape(shape)
+
+
+def _big_integers(values: list[Any], dtype: np.dtype[Any], datatype: str, name: str) -> NDArray[Any]:
+    if not all(type(v) is int for v in values):
+        raise V2TensorError(f"tensor '{name}': {datatype} data must be integers")
+    info = np.iinfo(dtype)
+    for value in values:
+        if not info.min <= value <= info.max:
+            raise V2TensorError(f"tensor '{name}': value {value} is out of the range of {dtype.name}")
+    return np.array(values, dtype=dtype)
 
 
 def json_data(array: NDArray[Any], datatype: str, name: str) -> list[Any]:
