@@ -154,6 +154,11 @@ ROWS: dict[str, list[str]] = {
         rf"tfship serve / floor running the model: {NUMBER}x$",
         r"^targets: not judged \(--short\)$",
         rf"^ServingClient REST / plain http\.client REST, requests/s: 8 clients {NUMBER}x$",
+        rf"^ +8 \| +{NUMBER} \| +{NUMBER} \| +{NUMBER}x \| +{NUMBER} \| +{NUMBER} \| +{NUMBER}x$",
+        rf"^p50 latency, batch 1, one connection: V2 gRPC raw {NUMBER} ms, Predict gRPC {NUMBER} ms "
+        rf"\({NUMBER}x\); V2 REST binary {NUMBER} ms, Predict REST {NUMBER} ms \({NUMBER}x\)$",
+        rf"^1024x1024 float32 answer, median of 20 calls: V2 gRPC raw {NUMBER} ms, Predict {NUMBER} ms "
+        rf"\({NUMBER}x, target <= 1\.10x\)$",
     ],
     "serving_client.py": [
         *(

@@ -344,6 +344,7 @@ def test_the_protocol_can_be_turned_off(module_base: Path) -> None:
     with ModelServer([ModelConfig("module", str(module_base))], options) as server:
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(f"{server.rest_url}/v2/health/live", timeout=30)
+        info.value.close()  # the error holds the open response
         assert info.value.code == 404
         with grpc.insecure_channel(server.address) as channel:
             live = channel.unary_unary("/inference.GRPCInferenceService/ServerLive")

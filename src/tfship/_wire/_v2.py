@@ -85,11 +85,18 @@ def v2_datatype(enum: int) -> str | None:
 
 
 def _dtype(datatype: str, name: str) -> np.dtype[Any]:
+    dtype = _DTYPES.get(datatype)
+    if dtype is not None:
+        return dtype
     enum = V2_DATATYPES.get(datatype)
     if enum is None:
         known = ", ".join(V2_DATATYPES)
         raise V2TensorError(f"tensor '{name}': datatype '{datatype}' is not one of {known}")
-    return numpy_dtype(enum)
+    dtype = _DTYPES[datatype] = numpy_dtype(enum)
+    return dtype
+
+
+_DTYPES: dict[str, np.dtype[Any]] = {}
 
 
 def element_count(shape: Sequence[int], name: str) -> int:

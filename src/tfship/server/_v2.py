@@ -13,6 +13,7 @@ maps to its own (an HTTP status, a gRPC status).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from tfship._wire import DEFAULT_SIGNATURE, decode_tensor, enum_of_array, protos
 from tfship._wire._v2 import V2TensorError, v2_datatype
 from tfship.server._core import ServingCore, _run
 from tfship.server._manager import Servable
-from tfship.server._status import RpcError, invalid
+from tfship.server._status import RpcError, from_exception, invalid
 
 # The request parameter that names the signature to run (V2 has no field for it).
 SIGNATURE_PARAMETER = "signature_name"
@@ -79,6 +80,10 @@ class V2Core:
 
     def __init__(self, core: ServingCore) -> None:
         self.core = core
+        # what each loaded version's signatures need of a request, read once per version
+        self._plans: weakref.WeakKeyDictionary[Servable, dict[str | None, _Plan]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # health and metadata ------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -156,14 +161,29 @@ class V2Core:
             raise invalid(f"parameter '{SIGNATURE_PARAMETER}' must be a string")
         servable = self._acquire(name, version)
         try:
-            key, signature = _signature(servable, requested)
-            feeds = _feeds(key, signature, inputs)
-            aliases = _outputs(key, signature, outputs)
-            values = _run(servable, feeds, key, aliases)
-            answers = [_output(alias, values[alias], signature.outputs[alias]) for alias in aliases]
-            return V2Answer(name, str(servable.version), key, answers)
+            plan = self._plan(servable, requested)
+            feeds = plan.feeds(inputs)
+            aliases = plan.outputs if not outputs else _outputs(plan.key, plan.signature, outputs)
+            if aliases is plan.outputs and plan.runner is not None and servable.batcher is None:
+                values = dict(zip(aliases, _run_bound(servable, plan.runner, feeds)))
+            else:
+                values = _run(servable, feeds, plan.key, aliases)
+            answers = [_output(alias, values[alias], plan.signature.outputs[alias]) for alias in aliases]
+            return V2Answer(name, str(servable.version), plan.key, answers)
         finally:
             servable.release()
+
+    def _plan(self, servable: Servable, requested: str | None) -> _Plan:
+        plans = self._plans.get(servable)
+        if plans is None:
+            plans = self._plans.setdefault(servable, {})
+        plan = plans.get(requested)
+        if plan is None:
+            key, signature = _signature(servable, requested)
+            plan = _Plan(key, signature, servable)
+            if len(plans) < 64:  # names a client made up are not kept
+                plans[requested] = plan
+        return plan
 
     def _acquire(self, name: str, version: str) -> Servable:
         spec = protos().model_pb2.ModelSpec(name=name)
@@ -226,40 +246,68 @@ def _signature_shape(info: Any) -> list[int] | None:
     return [int(d.size) if d.size >= 0 else -1 for d in shape.dim]
 
 
-def _feeds(key: str, signature: Any, inputs: Sequence[V2Input]) -> dict[str, NDArray[Any]]:
-    """The inputs checked against the signature: names, datatypes and shapes."""
-    takes = ", ".join(sorted(signature.inputs))
-    feeds: dict[str, NDArray[Any]] = {}
-    for tensor in inputs:
-        info = signature.inputs.get(tensor.name)
-        if info is None:
-            raise invalid(f"unexpected input '{tensor.name}': signature '{key}' takes {takes}")
-        if tensor.name in feeds:
-            raise invalid(f"input '{tensor.name}' is given twice")
-        want = v2_datatype(int(info.dtype))
-        if tensor.datatype != want:
-            raise invalid(
-                f"input '{tensor.name}' has datatype {tensor.datatype}, but signature '{key}' takes "
-                f"{want or protos().types_pb2.DataType.Name(int(info.dtype))}"
-            )
-        dims = _signature_shape(info)
-        shape = tensor.value.shape
-        if dims is not None and (
-            len(dims) != len(shape) or any(d not in (-1, s) for d, s in zip(dims, shape))
-        ):
-            raise invalid(
-                f"input '{tensor.name}' has shape {list(shape)}, but signature '{key}' takes "
-                f"{shape_text([None if d < 0 else d for d in dims])}"
-            )
-        feeds[tensor.name] = tensor.value
-    for alias in sorted(signature.inputs):
-        if alias in feeds:
-            continue
-        default = signature.defaults.get(alias) if hasattr(signature, "defaults") else None
-        if default is None:
-            raise invalid(f"input '{alias}' is missing: signature '{key}' takes {takes}")
-        feeds[alias] = decode_tensor(default)
-    return feeds
+class _Plan:
+    """What one signature of one loaded version needs of a request, read from it once."""
+
+    def __init__(self, key: str, signature: Any, servable: Servable) -> None:
+        self.key = key
+        self.signature = signature
+        self.takes = ", ".join(sorted(signature.inputs))
+        # alias -> (V2 datatype or None, the datatype named in errors, dimensions or None)
+        self.inputs: dict[str, tuple[str | None, str, list[int] | None]] = {}
+        for alias, info in signature.inputs.items():
+            want = v2_datatype(int(info.dtype))
+            shown = want or protos().types_pb2.DataType.Name(int(info.dtype))
+            self.inputs[alias] = (want, shown, _signature_shape(info))
+        self.order = sorted(signature.inputs)
+        self.outputs = sorted(signature.outputs)
+        self.defaults = dict(getattr(signature, "defaults", {}).items())
+        #: the version's bound run of every input to every output (None: run it otherwise)
+        self.runner = servable.runner(key, self.outputs)
+
+    def feeds(self, inputs: Sequence[V2Input]) -> dict[str, NDArray[Any]]:
+        """The inputs checked against the signature: names, datatypes and shapes."""
+        key = self.key
+        feeds: dict[str, NDArray[Any]] = {}
+        for tensor in inputs:
+            found = self.inputs.get(tensor.name)
+            if found is None:
+                raise invalid(f"unexpected input '{tensor.name}': signature '{key}' takes {self.takes}")
+            want, shown, dims = found
+            if tensor.name in feeds:
+                raise invalid(f"input '{tensor.name}' is given twice")
+            if tensor.datatype != want:
+                raise invalid(
+                    f"input '{tensor.name}' has datatype {tensor.datatype}, "
+                    f"but signature '{key}' takes {shown}"
+                )
+            shape = tensor.value.shape
+            if dims is not None and (
+                len(dims) != len(shape) or any(d != s and d != -1 for d, s in zip(dims, shape))
+            ):
+                raise invalid(
+                    f"input '{tensor.name}' has shape {list(shape)}, but signature '{key}' takes "
+                    f"{shape_text([None if d < 0 else d for d in dims])}"
+                )
+            feeds[tensor.name] = tensor.value
+        if len(feeds) < len(self.order):
+            for alias in self.order:
+                if alias in feeds:
+                    continue
+                default = self.defaults.get(alias)
+                if default is None:
+                    raise invalid(f"input '{alias}' is missing: signature '{key}' takes {self.takes}")
+                feeds[alias] = decode_tensor(default)
+        return feeds
+
+
+def _run_bound(servable: Servable, runner: Any, feeds: Mapping[str, Any]) -> list[Any]:
+    try:
+        values: list[Any] = runner(feeds)
+    except Exception as exc:  # as the serving core turns a failed run into a status
+        explained = servable.explain(exc)
+        raise (explained if isinstance(explained, RpcError) else from_exception(explained)) from exc
+    return values
 
 
 def _outputs(key: str, signature: Any, outputs: Sequence[str] | None) -> list[str]:
