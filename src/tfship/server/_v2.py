@@ -23,8 +23,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 import tfship
-from tfship._wire import DEFAULT_SIGNATURE, decode_tensor, enum_of_array, protos, shape_text
-from tfship._wire._v2 import V2TensorError, v2_datatype
+from tfship._wire import (
+    DEFAULT_SIGNATURE,
+    V2TensorError,
+    decode_tensor,
+    enum_of_array,
+    protos,
+    shape_text,
+    v2_datatype,
+)
 from tfship.server._core import ServingCore, _run
 from tfship.server._manager import Servable
 from tfship.server._status import RpcError, from_exception, invalid

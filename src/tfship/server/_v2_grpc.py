@@ -13,8 +13,7 @@ from typing import Any
 
 import grpc
 
-from tfship._wire import protos
-from tfship._wire._v2 import V2TensorError, array_from_contents, array_from_raw, raw_bytes
+from tfship._wire import V2TensorError, array_from_contents, array_from_raw, protos, raw_bytes
 from tfship.server._grpc import _answer, _serialize
 from tfship.server._status import invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error

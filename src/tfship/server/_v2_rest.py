@@ -18,8 +18,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from tfship._wire import error_json, http_status
-from tfship._wire._v2 import V2TensorError, array_from_json, array_from_raw, json_data, raw_bytes
+from tfship._wire import (
+    V2TensorError,
+    array_from_json,
+    array_from_raw,
+    error_json,
+    http_status,
+    json_data,
+    raw_bytes,
+)
 from tfship.server._status import RpcError, invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
 
