@@ -110,12 +110,14 @@ def core_venv(protobuf: str) -> Path:
 
 
 # The Open Inference Protocol's clients: tritonclient needs protobuf 6.30 or later, which TF 2.15's
-# stack cannot hold, so they live in a venv of their own and the tests run them as a process.
-V2_CLIENTS = ["tritonclient[http,grpc]==2.73.0", "aiohttp", "ml_dtypes"]
+# stack cannot hold, and kserve's SDK brings a server's dependencies (fastapi, uvicorn), so they
+# live in a venv of their own and the tests run them as a process.
+V2_CLIENTS = ["tritonclient[http,grpc]==2.73.0", "kserve==0.21.0", "aiohttp", "ml_dtypes"]
 
 
 def v2_clients_venv() -> Path:
-    """A venv holding tritonclient's HTTP and gRPC clients (blocking and asyncio), built once."""
+    """A venv holding tritonclient's HTTP and gRPC clients (blocking and asyncio) and the kserve
+    SDK's inference clients, built once."""
     command, env = PYTHONS[NEWEST]
     venv = ROOT / ".venv-v2-clients"
     python = venv / "bin" / "python"

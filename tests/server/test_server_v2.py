@@ -1,5 +1,6 @@
 """``tfship serve`` over the Open Inference Protocol (KServe V2), called by clients nobody here
-wrote: tritonclient's HTTP and gRPC clients, blocking and asyncio, run in a venv of their own
+wrote: tritonclient's HTTP and gRPC clients, blocking and asyncio, and the kserve SDK's REST and
+gRPC inference clients (typed gRPC contents among them), run in a venv of their own
 (``tests/venvs.py``) against ``tfship serve`` started from this lane's Python. Every answer is
 compared with TF Serving's Predict on the same server, inputs and version."""
 
@@ -29,7 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 HERE = Path(__file__).resolve().parent
 DESCRIPTORS = Path(tfship.__file__).parent / "_wire" / "proto" / "descriptors.pb"
 METRICS = "/monitoring/prometheus/metrics"
-CLIENTS = ("http", "grpc", "http_aio", "grpc_aio")
+CLIENTS = ("http", "grpc", "http_aio", "grpc_aio")  # tritonclient's
+KSERVE = ("kserve_rest", "kserve_grpc")  # the kserve SDK's (asyncio)
 
 # V2 datatype: (TensorFlow dtype name, a [2, 2] value of it)
 DATATYPES: dict[str, tuple[str, Any]] = {
@@ -107,11 +109,24 @@ CALLS: list[dict[str, Any]] = [
         "outputs": [f"{n.lower()}_out" for n in DATATYPES if n != "BF16"],
         "binary": False,
     },
-    {"name": "raw_default", "model": "module", "inputs": [tensor("x", "FP32", "x")]},
-    {"name": "raw_json", "model": "module", "inputs": [tensor("x", "FP32", "x")], "binary": False},
-    {"name": "version_1", "model": "module", "version": "1", "inputs": [tensor("x", "FP32", "x")]},
+    {"name": "raw_default", "kserve": True, "model": "module", "inputs": [tensor("x", "FP32", "x")]},
+    {
+        "name": "raw_json",
+        "kserve": True,
+        "model": "module",
+        "inputs": [tensor("x", "FP32", "x")],
+        "binary": False,
+    },
+    {
+        "name": "version_1",
+        "kserve": True,
+        "model": "module",
+        "version": "1",
+        "inputs": [tensor("x", "FP32", "x")],
+    },
     {
         "name": "signature_strings",
+        "kserve": True,
         "model": "module",
         "inputs": [tensor("text", "BYTES", "text")],
         "parameters": {"signature_name": "strings"},
@@ -119,20 +134,28 @@ CALLS: list[dict[str, Any]] = [
     },
     {
         "name": "signature_pair",
+        "kserve": True,
         "model": "module",
         "inputs": [tensor("a", "FP32", "a"), tensor("b", "INT64", "b")],
         "outputs": ["sum"],
         "parameters": {"signature_name": "pair"},
     },
-    {"name": "examples_default", "model": "linear", "inputs": [tensor("inputs", "BYTES", "examples")]},
+    {
+        "name": "examples_default",
+        "kserve": True,
+        "model": "linear",
+        "inputs": [tensor("inputs", "BYTES", "examples")],
+    },
     {
         "name": "examples_predict",
+        "kserve": True,
         "model": "linear",
         "inputs": [tensor("examples", "BYTES", "examples")],
         "parameters": {"signature_name": "predict"},
     },
     {
         "name": "examples_regress",
+        "kserve": True,
         "model": "linear",
         "inputs": [tensor("inputs", "BYTES", "examples")],
         "parameters": {"signature_name": "regression"},
@@ -215,7 +238,7 @@ def v2_run(module_base: Path, estimator_base: Path, tmp_path_factory: pytest.Tem
     monitoring = work / "monitoring.config"
     monitoring.write_text(f'prometheus_config {{ enable: true path: "{METRICS}" }}')
     np.savez(work / "inputs.npz", **ARRAYS)
-    calls = CALLS + [dict(call, name=name) for name, (call, _) in ERRORS.items()]
+    calls = CALLS + [dict(call, name=name, kserve=True) for name, (call, _) in ERRORS.items()]
     args = ["--model-config", str(config), "--port", "0", "--rest-port", "0"]
     with serve_process(*args, "--monitoring-config-file", str(monitoring)) as server:
         rest = server.info["rest"].removeprefix("http://")
@@ -227,25 +250,32 @@ def v2_run(module_base: Path, estimator_base: Path, tmp_path_factory: pytest.Tem
             "calls": calls,
         }
         (work / "plan.json").write_text(json.dumps(plan))
-        done = subprocess.run(
-            [
-                str(venv / "bin" / "python"),
-                str(HERE / "v2_clients.py"),
-                str(work / "plan.json"),
-                str(work / "inputs.npz"),
-                str(work),
-            ],
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stderr
+        for family in ("triton", "kserve"):
+            done = subprocess.run(
+                [
+                    str(venv / "bin" / "python"),
+                    str(HERE / "v2_clients.py"),
+                    str(work / "plan.json"),
+                    str(work / "inputs.npz"),
+                    str(work),
+                    family,
+                ],
+                env=clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert done.returncode == 0, done.stderr
         expected = _expected(server.info["grpc"])
         with urllib.request.urlopen(f"http://{rest}{METRICS}", timeout=30) as page:
             metrics = page.read().decode()
-    results = json.loads((work / "results.json").read_text())
-    return Run(results, np.load(work / "outputs.npz", allow_pickle=True), expected, metrics)
+    results: dict[str, Any] = {}
+    outputs: dict[str, np.ndarray] = {}
+    for family in ("triton", "kserve"):
+        results.update(json.loads((work / f"results-{family}.json").read_text()))
+        with np.load(work / f"outputs-{family}.npz", allow_pickle=True) as saved:
+            outputs.update({key: saved[key] for key in saved.files})
+    return Run(results, outputs, expected, metrics)
 
 
 def test_our_messages_are_the_protocols(v2_run: Run) -> None:
@@ -289,8 +319,17 @@ def test_asyncio_clients_see_a_live_ready_server(v2_run: Run, client: str) -> No
     assert v2_run.results[client]["health"] == {"live": True, "ready": True}
 
 
-@pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.parametrize("call", [call["name"] for call in CALLS])
+@pytest.mark.parametrize("client", KSERVE)
+def test_kserve_clients_see_a_live_ready_server(v2_run: Run, client: str) -> None:
+    assert v2_run.results[client]["health"] == {"live": True, "ready": True, "model_ready": True}
+
+
+def _infer_cases() -> list[tuple[str, str]]:
+    cases = [(client, call["name"]) for call in CALLS for client in CLIENTS]
+    return cases + [(client, call["name"]) for call in CALLS if call.get("kserve") for client in KSERVE]
+
+
+@pytest.mark.parametrize(("client", "call"), _infer_cases())
 def test_infer_answers_as_predict_does(v2_run: Run, client: str, call: str) -> None:
     got = v2_run.results[client]["calls"][call]
     assert "error" not in got, got.get("error")
@@ -309,11 +348,11 @@ def test_infer_answers_as_predict_does(v2_run: Run, client: str, call: str) -> N
         else:
             assert value.dtype == want.dtype, name
             np.testing.assert_array_equal(value, want, err_msg=name)
-    if spec.get("version"):
-        assert got["version"] == spec["version"]
+    if spec.get("version") and client != "kserve_rest":  # its REST answers drop model_version;
+        assert got["version"] == spec["version"]  # the values above tell the version anyway
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", CLIENTS + KSERVE)
 @pytest.mark.parametrize("call", list(ERRORS))
 def test_errors_say_what_is_wrong(v2_run: Run, client: str, call: str) -> None:
     got = v2_run.results[client]["calls"][call]

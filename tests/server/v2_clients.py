@@ -1,9 +1,11 @@
 """Run a plan of Open Inference Protocol calls with tritonclient's four clients (HTTP and gRPC,
-blocking and asyncio), in a venv of its own where tritonclient's pins hold.
+blocking and asyncio) and the kserve SDK's two (REST and gRPC, asyncio; for the calls marked
+``kserve``), in a venv of their own where their pins hold.
 
-Usage: ``python v2_clients.py PLAN.json INPUTS.npz OUT_DIR``. The plan names the REST and gRPC
+Usage: ``python v2_clients.py PLAN.json INPUTS.npz OUT_DIR triton|kserve``. The plan names the REST and gRPC
 addresses and the calls; each input array is an entry of INPUTS.npz. Every answer is written to
-``OUT_DIR/outputs.npz`` (arrays, keyed ``<call>/<client>/<output>``) and ``OUT_DIR/results.json``
+``OUT_DIR/outputs-<family>.npz`` (arrays, keyed ``<call>/<client>/<output>``) and
+``OUT_DIR/results-<family>.json``
 (per call and client: the output keys, the echoed id, or the error's text), for the test to
 compare with TF Serving's Predict on the same server. Nothing of tfship is imported here.
 """
@@ -18,15 +20,15 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import tritonclient.grpc as grpcclient
-import tritonclient.grpc.aio as grpcaio
-import tritonclient.http as httpclient
-import tritonclient.http.aio as httpaio
 
 CLIENTS = ("http", "grpc", "http_aio", "grpc_aio")
 
 
 def _module(client: str) -> Any:
+    """tritonclient's module for a client (imported here: kserve cannot share its process)."""
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+
     return {"http": httpclient, "grpc": grpcclient, "http_aio": httpclient, "grpc_aio": grpcclient}[client]
 
 
@@ -152,8 +154,12 @@ async def run_async(
     client_name: str, plan: dict[str, Any], arrays: Any, saved: dict[str, Any]
 ) -> dict[str, Any]:
     if client_name == "http_aio":
+        import tritonclient.http.aio as httpaio
+
         client: Any = httpaio.InferenceServerClient(plan["rest"])
     else:
+        import tritonclient.grpc.aio as grpcaio
+
         client = grpcaio.InferenceServerClient(plan["grpc"])
     results: dict[str, Any] = {
         "health": {"live": await client.is_server_live(), "ready": await client.is_server_ready()},
@@ -219,20 +225,106 @@ def wire_differences(descriptors: Path) -> list[str]:
     return differences
 
 
+def _kserve_request(call: dict[str, Any], arrays: Any) -> Any:
+    from kserve.protocol.infer_type import InferInput, InferRequest, RequestedOutput
+
+    inputs = []
+    for spec in call["inputs"]:
+        value = arrays[spec["array"]]
+        tensor = InferInput(spec["name"], list(value.shape), spec["datatype"])
+        if spec.get("binary", call.get("binary", True)):
+            tensor.set_data_from_numpy(value, binary_data=True)
+        else:  # JSON over REST, typed contents over gRPC
+            flat = value.reshape(-1).tolist()
+            tensor.data = [v.decode() if isinstance(v, bytes) else v for v in flat]
+        inputs.append(tensor)
+    outputs = [RequestedOutput(name) for name in call["outputs"]] if call.get("outputs") else None
+    return InferRequest(
+        model_name=call["model"],
+        infer_inputs=inputs,
+        request_id=call["name"],
+        parameters=call.get("parameters"),
+        request_outputs=outputs,
+        model_version=call.get("version") or None,
+    )
+
+
+async def run_kserve(
+    client_name: str, plan: dict[str, Any], arrays: Any, saved: dict[str, Any]
+) -> dict[str, Any]:
+    """The kserve SDK's asyncio clients: InferenceRESTClient (V2) and InferenceGRPCClient."""
+    from kserve import InferenceGRPCClient, InferenceRESTClient, RESTConfig
+
+    rest = client_name == "kserve_rest"
+    base = f"http://{plan['rest']}"
+    client: Any = (
+        InferenceRESTClient(RESTConfig(protocol="v2")) if rest else InferenceGRPCClient(plan["grpc"])
+    )
+    if rest:
+        health = {
+            "live": await client.is_server_live(base),
+            "ready": await client.is_server_ready(base),
+            "model_ready": await client.is_model_ready(base, "module"),
+        }
+    else:
+        health = {
+            "live": await client.is_server_live(),
+            "ready": await client.is_server_ready(),
+            "model_ready": await client.is_model_ready("module"),
+        }
+    results: dict[str, Any] = {"health": health, "calls": {}}
+    for call in plan["calls"]:
+        if not call.get("kserve"):
+            continue
+        out: dict[str, Any] = {}
+        try:
+            request = _kserve_request(call, arrays)
+            if rest:
+                # the REST client has no version argument: the model's path names it
+                model = call["model"] + (f"/versions/{call['version']}" if call.get("version") else "")
+                response = await client.infer(base, request, model_name=model)
+            else:
+                response = await client.infer(request)
+            keys = {}
+            for output in response.outputs:
+                key = f"{call['name']}/{client_name}/{output.name}"
+                value = output.as_numpy()
+                if value.dtype.kind in "OU":
+                    value = np.array(
+                        [v.encode() if isinstance(v, str) else v for v in value.reshape(-1)], object
+                    ).reshape(value.shape)
+                saved[key] = value
+                keys[output.name] = key
+            out.update(id=response.id, outputs=keys, version=response.model_version)
+        except Exception as exc:  # httpx's HTTPStatusError or grpc's RpcError: its text is compared
+            out["error"] = str(exc)
+        results["calls"][call["name"]] = out
+    await client.close()
+    return results
+
+
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text())
     arrays = np.load(sys.argv[2], allow_pickle=True)
-    out_dir = Path(sys.argv[3])
+    out_dir, family = Path(sys.argv[3]), sys.argv[4]
     saved: dict[str, Any] = {}
-    results = {
-        "http": run_blocking("http", plan, arrays, saved),
-        "grpc": run_blocking("grpc", plan, arrays, saved),
-        "http_aio": asyncio.run(run_async("http_aio", plan, arrays, saved)),
-        "grpc_aio": asyncio.run(run_async("grpc_aio", plan, arrays, saved)),
-    }
-    results["wire"] = wire_differences(Path(plan["descriptors"]))
-    np.savez(out_dir / "outputs.npz", **saved)
-    (out_dir / "results.json").write_text(json.dumps(results, default=str))
+    # tritonclient and kserve both register the inference.* messages in protobuf's default
+    # pool, so each family runs in a process of its own
+    if family == "triton":
+        results = {
+            "http": run_blocking("http", plan, arrays, saved),
+            "grpc": run_blocking("grpc", plan, arrays, saved),
+            "http_aio": asyncio.run(run_async("http_aio", plan, arrays, saved)),
+            "grpc_aio": asyncio.run(run_async("grpc_aio", plan, arrays, saved)),
+            "wire": wire_differences(Path(plan["descriptors"])),
+        }
+    else:
+        results = {
+            "kserve_rest": asyncio.run(run_kserve("kserve_rest", plan, arrays, saved)),
+            "kserve_grpc": asyncio.run(run_kserve("kserve_grpc", plan, arrays, saved)),
+        }
+    np.savez(out_dir / f"outputs-{family}.npz", **saved)
+    (out_dir / f"results-{family}.json").write_text(json.dumps(results, default=str))
 
 
 if __name__ == "__main__":

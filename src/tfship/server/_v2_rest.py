@@ -66,9 +66,10 @@ class V2Rest:
             if path == "/v2":
                 return _json(self.core.server_metadata())
             if path == "/v2/health/live":
-                return 200, JSON_TYPE, b"", []
+                return _health({"live": True}, "")
             if path == "/v2/health/ready":
-                return _health(self.core.ready(), "the server is not ready: a model has no version loaded")
+                ready = self.core.ready()
+                return _health({"ready": ready}, "the server is not ready: a model has no version loaded")
         match = _MODEL.fullmatch(path)
         if match is None:
             return 404, JSON_TYPE, error_json(f"Not found: {method} {path}"), []
@@ -80,7 +81,8 @@ class V2Rest:
         if method not in ("GET", "HEAD"):
             return 405, JSON_TYPE, error_json(f"{path} takes GET"), []
         if verb == "ready":
-            return _health(self.core.model_ready(name, version), f"model '{name}' is not ready")
+            ready = self.core.model_ready(name, version)
+            return _health({"name": name, "ready": ready}, f"model '{name}' is not ready")
         signature = parse_qs(query).get(SIGNATURE_PARAMETER, [None])[-1]
         return _json(self.core.model_metadata(name, version, signature))
 
@@ -101,10 +103,11 @@ class V2Rest:
         return _answer(answer, request.get("id"), binary_outputs)
 
 
-def _health(ok: bool, why: str) -> Reply:
-    if ok:
-        return 200, JSON_TYPE, b"", []
-    return 400, JSON_TYPE, error_json(why), []
+def _health(state: dict[str, Any], why: str) -> Reply:
+    """The status says it (200 or 400), and the body too, as KServe's servers write it."""
+    if state.get("live", state.get("ready")):
+        return _json(state)
+    return 400, JSON_TYPE, json.dumps({**state, "error": why}).encode("utf-8"), []
 
 
 def _json(value: Any) -> Reply:
