@@ -17,6 +17,7 @@ from tfship._wire._v2 import (
     fill_contents,
     json_data,
     raw_bytes,
+    raw_contents_field,
     v2_datatype,
 )
 
@@ -126,3 +127,13 @@ def test_json_answers_bytes_as_text_only() -> None:
     with pytest.raises(V2TensorError, match="output 'o' holds bytes that are not UTF-8 text"):
         json_data(np.array([b"\xff"], object), "BYTES", "o")
     assert json_data(np.array([0.5], np.float16), "FP16", "o") == [0.5]
+
+
+@pytest.mark.parametrize("datatype", list(V2_DATATYPES))
+def test_raw_contents_field_adds_entries_to_a_serialized_answer(datatype: str) -> None:
+    answer = protos().grpc_service_pb2.ModelInferResponse
+    value = sample(datatype)
+    head = answer(model_name="m").SerializeToString()
+    parsed = answer.FromString(raw_contents_field(6, [value, value[:1]], head))
+    assert parsed.model_name == "m"
+    assert list(parsed.raw_output_contents) == [raw_bytes(value), raw_bytes(value[:1])]

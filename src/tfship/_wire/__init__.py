@@ -101,6 +101,7 @@ from tfship._wire._v2 import (
     fill_contents,
     json_data,
     raw_bytes,
+    raw_contents_field,
     v2_datatype,
 )
 
@@ -171,6 +172,7 @@ __all__ = [
     "predict_json",
     "protos",
     "raw_bytes",
+    "raw_contents_field",
     "read_tfrecord_file",
     "read_tfrecords",
     "regression_json",

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tfship._wire._formats import DT_STRING, numpy_dtype
+from tfship._wire._tensor import _key, _varint_bytes
 
 __all__ = [
     "V2_DATATYPES",
@@ -29,6 +30,7 @@ __all__ = [
     "fill_contents",
     "json_data",
     "raw_bytes",
+    "raw_contents_field",
     "v2_datatype",
 ]
 
@@ -180,6 +182,28 @@ def raw_bytes(array: NDArray[Any]) -> bytes:
     if array.dtype.byteorder == ">":
         array = array.astype(array.dtype.newbyteorder("<"))
     return np.ascontiguousarray(array).tobytes()
+
+
+def raw_contents_field(number: int, arrays: Sequence[NDArray[Any]], head: bytes = b"") -> bytes:
+    """``head`` (a serialized message), then a repeated ``bytes`` field ``number`` holding each
+    array's raw bytes: appended to a message's bytes, the field adds those entries
+    (``raw_output_contents`` is field 6 of ``ModelInferResponse``). A numeric array's buffer is
+    joined in place, copied once.
+
+    Example:
+        >>> raw_contents_field(6, [np.array([1], np.int32)])
+        b'2\x04\x01\x00\x00\x00'
+    """
+    parts: list[Any] = [head]
+    for array in arrays:
+        if array.dtype.kind in "OSU":
+            data: Any = raw_bytes(array)
+        else:
+            if array.dtype.byteorder == ">":
+                array = array.astype(array.dtype.newbyteorder("<"))
+            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
+        parts += [_key(number, 2), _varint_bytes(len(data)), data]
+    return b"".join(parts)
 
 
 # gRPC typed contents ----------------------------------------------------------------------------

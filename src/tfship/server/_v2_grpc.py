@@ -13,8 +13,8 @@ from typing import Any
 
 import grpc
 
-from tfship._wire import V2TensorError, array_from_contents, array_from_raw, protos, raw_bytes
-from tfship.server._grpc import _answer, _serialize
+from tfship._wire import V2TensorError, array_from_contents, array_from_raw, protos, raw_contents_field
+from tfship.server._grpc import _answer, _identity, _serialize
 from tfship.server._status import invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
 
@@ -53,28 +53,35 @@ def inputs_of(request: Any) -> list[V2Input]:
     return inputs
 
 
-def response_of(answer: V2Answer, request_id: str) -> Any:
-    """The ``ModelInferResponse`` of an answer, its outputs in ``raw_output_contents``."""
+def response_of(answer: V2Answer, request_id: str) -> bytes:
+    """The serialized ``ModelInferResponse`` of an answer, its outputs in
+    ``raw_output_contents`` (written after the rest, each output's buffer copied once)."""
     response = protos().grpc_service_pb2.ModelInferResponse(
         model_name=answer.model, model_version=answer.version, id=request_id
     )
     response.parameters[SIGNATURE_PARAMETER].string_param = answer.signature
     for output in answer.outputs:
         response.outputs.add(name=output.name, datatype=output.datatype, shape=output.value.shape)
-        response.raw_output_contents.append(raw_bytes(output.value))
-    return response
+    values = [output.value for output in answer.outputs]
+    data: bytes = raw_contents_field(_RAW_OUTPUT_CONTENTS, values, response.SerializeToString())
+    return data
+
+
+_RAW_OUTPUT_CONTENTS = 6  # ModelInferResponse.raw_output_contents
 
 
 def v2_handler(core: V2Core) -> Any:
     """The service's six calls as one generic handler."""
     pb = protos().grpc_service_pb2
 
-    def unary(call: Callable[[Any], Any], request_cls: Any) -> Any:
+    def unary(
+        call: Callable[[Any], Any], request_cls: Any, serializer: Callable[[Any], bytes] = _serialize
+    ) -> Any:
         def handle(request: Any, context: Any) -> Any:
             return _answer(context, lambda: call(request))
 
         return grpc.unary_unary_rpc_method_handler(
-            handle, request_deserializer=request_cls.FromString, response_serializer=_serialize
+            handle, request_deserializer=request_cls.FromString, response_serializer=serializer
         )
 
     def infer(request: Any) -> Any:
@@ -117,6 +124,7 @@ def v2_handler(core: V2Core) -> Any:
         ),
         "ServerMetadata": unary(server_metadata, pb.ServerMetadataRequest),
         "ModelMetadata": unary(metadata, pb.ModelMetadataRequest),
-        "ModelInfer": unary(infer, pb.ModelInferRequest),
+        # the answer is already its wire bytes: serializing is the identity
+        "ModelInfer": unary(infer, pb.ModelInferRequest, _identity),
     }
     return grpc.method_handlers_generic_handler(SERVICE, handlers)
