@@ -390,3 +390,38 @@ def test_the_protocol_can_be_turned_off(module_base: Path) -> None:
             with pytest.raises(grpc.RpcError) as failed:
                 live(b"", timeout=30)
             assert failed.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def _infer_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        result: dict[str, Any] = json.loads(answer.read())
+    return result
+
+
+def test_batching_and_a_new_version_serve_the_protocol_too(
+    module_base: Path, module_version3: Path, tmp_path: Path
+) -> None:
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tfship.server import BatchingOptions
+
+    base = tmp_path / "module"
+    shutil.copytree(module_base, base)
+    options = ServerOptions(port=0, rest_port=0, poll_seconds=0.2, batching=BatchingOptions(8, 0.005))
+    with ModelServer([ModelConfig("module", str(base))], options) as server:
+        url = f"{server.rest_url}/v2/models/module/infer"
+
+        def infer(row: int) -> dict[str, Any]:
+            x = {"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [row, 1]}
+            return _infer_json(url, {"inputs": [x], "outputs": [{"name": "y"}]})
+
+        with ThreadPoolExecutor(8) as pool:  # concurrent calls, merged by the batcher
+            answers = list(pool.map(infer, range(16)))
+        assert [a["outputs"][0]["data"] for a in answers] == [[row + 2.0 + 2.0] for row in range(16)]
+        assert {a["model_version"] for a in answers} == {"2"}
+        shutil.copytree(module_version3, base / "3")  # hot reload: the newest version answers
+        server.wait_until_available("module", 3)
+        answer = infer(1)
+        assert answer["model_version"] == "3" and answer["outputs"][0]["data"] == [1.0 + 2.0 + 3.0]
