@@ -425,3 +425,48 @@ def test_batching_and_a_new_version_serve_the_protocol_too(
         server.wait_until_available("module", 3)
         answer = infer(1)
         assert answer["model_version"] == "3" and answer["outputs"][0]["data"] == [1.0 + 2.0 + 3.0]
+
+
+def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, body, headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.loads(exc.read())
+
+
+def test_hostile_rest_bodies_get_one_clear_error(module_base: Path) -> None:
+    options = ServerOptions(port=0, rest_port=0)
+    with ModelServer([ModelConfig("module", str(module_base))], options) as server:
+        url = f"{server.rest_url}/v2/models/module/infer"
+        x = {"name": "x", "shape": [1, 2], "datatype": "FP32", "parameters": {"binary_data_size": 8}}
+        head = json.dumps({"inputs": [x]}).encode()
+        cases = [
+            (b"[" * 100_000 + b"]" * 100_000, {}, "nested too deeply"),
+            (b"{not json", {}, "the request is not JSON"),
+            (head + b"\x00" * 8, {"Inference-Header-Content-Length": "99999"}, "is not a length within"),
+            (
+                head + b"\x00" * 4,
+                {"Inference-Header-Content-Length": str(len(head))},
+                "runs past the binary data",
+            ),
+            (
+                head + b"\x00" * 12,
+                {"Inference-Header-Content-Length": str(len(head))},
+                "4 bytes of binary data follow",
+            ),
+            (
+                json.dumps({"inputs": [dict(x, shape=[2**40, 2**40], data=[], parameters={})]}).encode(),
+                {},
+                "got 0",
+            ),
+        ]
+        for body, headers, message in cases:
+            status, answer = _post(url, body, headers)
+            assert status == 400 and message in answer["error"], (message, status, answer)
+        status, answer = _post(
+            url, head + np.ones(2, np.float32).tobytes(), {"Inference-Header-Content-Length": str(len(head))}
+        )
+        assert status == 200 and answer["outputs"][1]["data"] == [5.0]  # the model still answers

@@ -13,6 +13,7 @@ Errors are ``{"error": "..."}`` with the HTTP status of their gRPC code.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,6 +30,8 @@ from tfship._wire import (
 )
 from tfship.server._status import RpcError, invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
+
+logger = logging.getLogger(__name__)
 
 _MODEL = re.compile(r"/v2/models/([^/]+)(?:/versions/([^/]+))?(?:/(ready|infer))?")
 HEADER_LENGTH = "Inference-Header-Content-Length"
@@ -59,6 +62,13 @@ class V2Rest:
             return http_status(exc.code.name), JSON_TYPE, error_json(exc.message), []
         except V2TensorError as exc:
             return 400, JSON_TYPE, error_json(str(exc)), []
+        except RecursionError:
+            return 400, JSON_TYPE, error_json("the request's JSON is nested too deeply"), []
+        except MemoryError:
+            return 429, JSON_TYPE, error_json("out of memory serving this request"), []
+        except Exception as exc:  # a bug is a 500 with a message, never a dropped connection
+            logger.exception("unexpected error while serving %s %s", method, target)
+            return 500, JSON_TYPE, error_json(f"{type(exc).__name__}: {exc}"), []
 
     def _dispatch(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         path, _, query = target.partition("?")
