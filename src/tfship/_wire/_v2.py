@@ -192,7 +192,7 @@ def raw_contents_field(number: int, arrays: Sequence[NDArray[Any]], head: bytes 
 
     Example:
         >>> raw_contents_field(6, [np.array([1], np.int32)])
-        b'2\x04\x01\x00\x00\x00'
+        b'2\\x04\\x01\\x00\\x00\\x00'
     """
     parts: list[Any] = [head]
     for array in arrays:
