@@ -128,4 +128,4 @@ opdefs: $(VENV)/.installed-run $(RUN_VENV)/.installed-dev
 	$(RUN_PY) -m tfship.inspect._opdefs_gen $(OPDEFS_DIR)
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* demo-workdir build site src/*.egg-info
+	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* .venv-v2-clients demo-workdir build site src/*.egg-info

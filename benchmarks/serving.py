@@ -20,9 +20,14 @@ run costs any server on this stack, so what is left is tfship's own work; then t
 ``ServingClient`` on REST against a plain kept-alive ``http.client`` posting the same JSON;
 and the cost of request logging: requests/s at 1 and 8 clients of a server whose model config
 logs every request (``logging_config``, sampling 1.0, TFRecord) against the same config
-without it, measured in turns (target: at least 0.95x), with the records written and dropped.
-Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only] [--short]``; ``--short`` measures
-0.2 s each with 8 clients only, to see that every path runs (no targets).
+without it, measured in turns (target: at least 0.95x), with the records written and dropped;
+and the Open Inference Protocol (KServe V2) on the same kind of server: ModelInfer over gRPC
+with raw contents against the official Predict stub at batch 1 from 1 and 8 clients, ModelInfer
+over REST with binary tensors against REST Predict, and the 4 MiB answer over both (targets:
+at least 0.9x Predict's requests/s, at most 1.1x its time for the 4 MiB answer).
+
+Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only] [--v2-only] [--short]``;
+``--short`` measures 0.2 s each with 8 clients only, to see that every path runs (no targets).
 """
 
 from __future__ import annotations
@@ -588,6 +593,140 @@ def print_rest(result: dict[str, Any]) -> None:
     print(f"ServingClient REST / plain http.client REST, requests/s: {ratios}")
 
 
+# The Open Inference Protocol (KServe V2) ---------------------------------------------------------
+V2_CLIENTS = (1, 8)
+
+
+def v2_infer_call(
+    address: str, signature: str | None = None
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One channel calling ModelInfer with raw contents, the reply parsed; (call, close)."""
+    import grpc
+
+    from tfship._wire import protos
+
+    pb = protos().grpc_service_pb2
+    request = pb.ModelInferRequest(model_name="bench")
+    request.inputs.add(name="x", datatype="FP32", shape=[1, 16])
+    request.raw_input_contents.append(np.ones([1, 16], np.float32).tobytes())
+    if signature is not None:
+        request.parameters["signature_name"].string_param = signature
+    options = [("grpc.max_receive_message_length", 2**31 - 1)]
+    channel = grpc.insecure_channel(address, options=options)
+    infer = channel.unary_unary(
+        "/inference.GRPCInferenceService/ModelInfer",
+        request_serializer=lambda message: message.SerializeToString(),
+        response_deserializer=pb.ModelInferResponse.FromString,
+    )
+    return (lambda: infer(request, timeout=60)), channel.close
+
+
+def v2_rest_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One kept-alive ``http.client`` connection posting a batch-1 ModelInfer with binary
+    tensors both ways (as tritonclient sends numpy arrays); (call, close)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    head = json.dumps(
+        {
+            "inputs": [
+                {"name": "x", "shape": [1, 16], "datatype": "FP32", "parameters": {"binary_data_size": 64}}
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
+    body = head + np.ones([1, 16], np.float32).tobytes()
+    headers = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(len(head))}
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+
+    def call() -> None:
+        connection.request("POST", "/v2/models/bench/infer", body, headers)
+        response = connection.getresponse()
+        answer = response.read()
+        if response.status != 200:
+            raise SystemExit(f"V2 REST infer failed: {response.status} {answer[:200]!r}")
+
+    return call, connection.close
+
+
+def v2_rates(base: Path, seconds: float, clients: tuple[int, ...], rounds: int) -> dict[str, Any]:
+    """V2 against TF Serving's API on one server: requests/s over gRPC and REST per client
+    count, and the median time of the 4 MiB answer over gRPC."""
+    process, info = start_server(base, rest=True)
+    address, url = info["grpc"], info["rest"]
+    closers: list[Callable[[], None]] = []
+
+    def maker(open_call: Callable[[], tuple[Callable[[], None], Callable[[], None]]]) -> Any:
+        def make_call() -> Callable[[], None]:
+            call, close = open_call()
+            closers.append(close)
+            return call
+
+        return make_call
+
+    try:
+        openers = (
+            ("predict_grpc", lambda: grpc_call(address)),
+            ("v2_grpc", lambda: v2_infer_call(address)),
+            ("predict_rest", lambda: rest_call(url)),
+            ("v2_rest", lambda: v2_rest_call(url)),
+        )
+        # measured in turns, each kind once a round, the median of the rounds: a busy machine
+        # slows every kind alike
+        runs: dict[str, dict[int, list[float]]] = {kind: {n: [] for n in clients} for kind, _ in openers}
+        for _ in range(rounds):
+            for n in clients:
+                for kind, opener in openers:
+                    runs[kind][n].append(rate(n, seconds, maker(opener)))
+        rates = {kind: {n: float(np.median(v)) for n, v in per.items()} for kind, per in runs.items()}
+        # the median latency of sequential calls over one connection: steadier than a rate on
+        # a shared machine
+        latency = {kind: p50_ms(maker(opener)(), 200) for kind, opener in openers}
+        big = {
+            "predict": big_call_times(address, big_request())["stub"],
+            "v2": median_seconds(maker(lambda: v2_infer_call(address, "big"))(), 20),
+        }
+        return {"rates": rates, "big": big, "p50": latency}
+    finally:
+        for close in closers:
+            close()
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def print_v2(result: dict[str, Any]) -> None:
+    rates, big = result["rates"], result["big"]
+    print("Open Inference Protocol (V2) against TF Serving's API on one server, batch 1, requests/s;")
+    print("gRPC: official Predict stub against ModelInfer with raw contents, replies parsed;")
+    print("REST: http.client kept alive, Predict JSON against ModelInfer with binary tensors;")
+    print("each kind measured in turns, the median of 3 rounds (1 with --short)")
+    print(
+        f"{'clients':>7} | {'Predict gRPC':>12} | {'V2 gRPC raw':>11} | {'V2/Predict':>10} | "
+        f"{'Predict REST':>12} | {'V2 REST binary':>14} | {'V2/Predict':>10}"
+    )
+    for n in rates["v2_grpc"]:
+        grpc_ratio = rates["v2_grpc"][n] / rates["predict_grpc"][n]
+        rest_ratio = rates["v2_rest"][n] / rates["predict_rest"][n]
+        print(
+            f"{n:>7} | {rates['predict_grpc'][n]:>12.0f} | {rates['v2_grpc'][n]:>11.0f} | "
+            f"{grpc_ratio:>9.2f}x | {rates['predict_rest'][n]:>12.0f} | {rates['v2_rest'][n]:>14.0f} | "
+            f"{rest_ratio:>9.2f}x"
+        )
+    p50 = result["p50"]
+    print(
+        f"p50 latency, batch 1, one connection: V2 gRPC raw {p50['v2_grpc']:.2f} ms, Predict gRPC "
+        f"{p50['predict_grpc']:.2f} ms ({p50['v2_grpc'] / p50['predict_grpc']:.2f}x); V2 REST binary "
+        f"{p50['v2_rest']:.2f} ms, Predict REST {p50['predict_rest']:.2f} ms "
+        f"({p50['v2_rest'] / p50['predict_rest']:.2f}x)"
+    )
+    print(
+        f"1024x1024 float32 answer, median of 20 calls: V2 gRPC raw {big['v2'] * 1e3:.2f} ms, "
+        f"Predict {big['predict'] * 1e3:.2f} ms ({big['v2'] / big['predict']:.2f}x, target <= 1.10x)"
+    )
+    print("V2 / TF Serving's API targets: requests/s >= 0.90x over gRPC (1 and 8 clients) and REST")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -597,6 +736,7 @@ def main() -> None:
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--request", help=argparse.SUPPRESS)
     parser.add_argument("--rest-only", action="store_true", help="only the REST rows")
+    parser.add_argument("--v2-only", action="store_true", help="only the Open Inference Protocol rows")
     parser.add_argument(
         "--short", action="store_true", help="0.2 s per measurement, 8 clients only: every path, no targets"
     )
@@ -610,6 +750,10 @@ def main() -> None:
         base = Path(tmp) / "bench"
         base.mkdir()
         version_dir = export_model(base)
+        v2 = v2_rates(base, seconds, SHORT_CLIENTS if args.short else V2_CLIENTS, 1 if args.short else 3)
+        if args.v2_only:
+            print_v2(v2)
+            return
         rest = rest_rates(base, seconds, clients)
         if args.rest_only:
             print_rest(rest)
@@ -650,6 +794,8 @@ def main() -> None:
     print_rest(rest)
     print()
     print_logging_cost(*log_cost, judged=not args.short)
+    print()
+    print_v2(v2)
 
 
 def print_floor_ratios(

@@ -157,6 +157,11 @@ ROWS: dict[str, list[str]] = {
         rf"^ +8 clients \| no logging +{NUMBER} \| logging +{NUMBER} \| {NUMBER}x$",
         rf"^request logging / none, requests/s: 8 clients {NUMBER}x \(target >= 0\.95x at 1 and 8 clients\)$",
         r"^records logged: [\d,]+ written, [\d,]+ dropped at a full queue$",
+        rf"^ +8 \| +{NUMBER} \| +{NUMBER} \| +{NUMBER}x \| +{NUMBER} \| +{NUMBER} \| +{NUMBER}x$",
+        rf"^p50 latency, batch 1, one connection: V2 gRPC raw {NUMBER} ms, Predict gRPC {NUMBER} ms "
+        rf"\({NUMBER}x\); V2 REST binary {NUMBER} ms, Predict REST {NUMBER} ms \({NUMBER}x\)$",
+        rf"^1024x1024 float32 answer, median of 20 calls: V2 gRPC raw {NUMBER} ms, Predict {NUMBER} ms "
+        rf"\({NUMBER}x, target <= 1\.10x\)$",
     ],
     "serving_client.py": [
         *(

@@ -107,3 +107,28 @@ def core_venv(protobuf: str) -> Path:
             assert done.returncode == 0, done.stderr
     stamp.write_text(wanted)
     return venv
+
+
+# The Open Inference Protocol's clients: tritonclient needs protobuf 6.30 or later, which TF 2.15's
+# stack cannot hold, and kserve's SDK brings a server's dependencies (fastapi, uvicorn), so they
+# live in a venv of their own and the tests run them as a process.
+V2_CLIENTS = ["tritonclient[http,grpc]==2.73.0", "kserve==0.21.0", "aiohttp", "ml_dtypes"]
+
+
+def v2_clients_venv() -> Path:
+    """A venv holding tritonclient's HTTP and gRPC clients (blocking and asyncio) and the kserve
+    SDK's inference clients, built once."""
+    command, env = PYTHONS[NEWEST]
+    venv = ROOT / ".venv-v2-clients"
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    wanted = " ".join(V2_CLIENTS)
+    if stamp.is_file() and stamp.read_text() == wanted:
+        return venv
+    if not python.is_file():
+        subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *V2_CLIENTS]
+    done = subprocess.run(pip, env=clean_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    stamp.write_text(wanted)
+    return venv

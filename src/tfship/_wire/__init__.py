@@ -10,6 +10,8 @@
   and errors written as its rapidjson writer writes them (numbers, indents, escapes), numeric
   tensors without a Python loop per value.
 - ``_tfrecord``: TFRecord files (warmup requests) read and written without TensorFlow.
+- ``_v2``: the Open Inference Protocol's (KServe V2) tensors: datatypes, raw bytes, gRPC typed
+  contents and JSON data to and from numpy.
 
 Importing this package imports numpy and protobuf, never TensorFlow.
 """
@@ -126,6 +128,18 @@ from tfship._wire._tfrecord import (
     write_tfrecord_file,
     write_tfrecords,
 )
+from tfship._wire._v2 import (
+    V2_DATATYPES,
+    V2TensorError,
+    array_from_contents,
+    array_from_json,
+    array_from_raw,
+    fill_contents,
+    json_data,
+    raw_bytes,
+    raw_contents_field,
+    v2_datatype,
+)
 
 __all__ = [
     "unset_fields_printed",
@@ -175,9 +189,14 @@ __all__ = [
     "TensorInfoProto",
     "TensorProto",
     "TensorShapeProto",
+    "V2TensorError",
+    "V2_DATATYPES",
     "WARMUP_FILE",
     "WARMUP_NAME",
     "answer_from_json",
+    "array_from_contents",
+    "array_from_json",
+    "array_from_raw",
     "b64_decode",
     "b64_json",
     "cast_array",
@@ -198,11 +217,13 @@ __all__ = [
     "error_json",
     "error_json_text",
     "example_to_json",
+    "fill_contents",
     "format_decimal",
     "graph_name",
     "http_status",
     "is_b64",
     "is_message",
+    "json_data",
     "json_string",
     "json_type",
     "lossless_float32",
@@ -214,6 +235,8 @@ __all__ = [
     "predict_inputs_from_json",
     "predict_json",
     "protos",
+    "raw_bytes",
+    "raw_contents_field",
     "read_tfrecord_file",
     "read_tfrecords",
     "regression_json",
@@ -224,6 +247,7 @@ __all__ = [
     "tensor_to_json",
     "text_or_b64",
     "tf_dtype_name",
+    "v2_datatype",
     "version_dirs",
     "version_number",
     "version_numbers",

@@ -210,6 +210,7 @@ _MODULES = {
     "regression_pb2": "tensorflow.serving",
     "model_server_config_pb2": "tensorflow.serving",
     "health_pb2": "grpc.health.v1",
+    "grpc_service_pb2": "inference",  # the Open Inference Protocol's (KServe V2)
 }
 
 

@@ -298,6 +298,11 @@ class _ServeCommand(click.Command):
     type=click.IntRange(0),
     help="This server's task_index for per_task_sampling_configs.",
 )
+@click.option(
+    "--no-open-inference",
+    is_flag=True,
+    help="Do not serve the Open Inference Protocol (KServe V2) beside TF Serving's API.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
@@ -332,6 +337,7 @@ def serve(
     request_log_queue_size: int,
     request_log_dc: str,
     request_log_task_index: int | None,
+    no_open_inference: bool,
     as_json: bool,
 ) -> None:
     """Serve SavedModels over TensorFlow Serving's gRPC (and REST) API until stopped.
@@ -385,6 +391,7 @@ def serve(
         request_log=RequestLogOptions(
             request_log_max_file_bytes, request_log_queue_size, request_log_dc, request_log_task_index
         ),
+        open_inference=not no_open_inference,
     )
     if rest_port is not None and rest_port == port and port != 0:
         raise ServerConfigError(f"--rest-port {rest_port}: must differ from the gRPC port --port")

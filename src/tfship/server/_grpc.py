@@ -182,6 +182,7 @@ def start_grpc(
     metrics: Metrics | None = None,
     arguments: Sequence[tuple[str, Any]] = (),
     health: Health | None = None,
+    open_inference: bool = False,
 ) -> tuple[Any, int, CallPool]:
     """Start a gRPC server with both services; returns it, the bound port (port 0 picks one)
     and the pool of its threads, to shut down after the server stops.
@@ -192,6 +193,7 @@ def start_grpc(
     ``socket_path`` also listens on that unix socket (TF Serving's ``--grpc_socket_path``);
     ``metrics`` counts Predict, Classify and Regress calls as TF Serving's monitoring does;
     ``health`` serves gRPC's health service too (``--enable_grpc_healthcheck_service``).
+    ``open_inference`` also serves the Open Inference Protocol's ``inference.GRPCInferenceService``.
 
     Raises:
         LocalServerError: when the address cannot be bound.
@@ -209,6 +211,11 @@ def start_grpc(
     server.add_generic_rpc_handlers((_prediction_handler(core, metrics), _model_handler(core)))
     if health is not None:
         server.add_generic_rpc_handlers((health.grpc_handler(),))
+    if open_inference:
+        from tfship.server._v2 import V2Core
+        from tfship.server._v2_grpc import v2_handler
+
+        server.add_generic_rpc_handlers((v2_handler(V2Core(core)),))
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = _bind(server, target, tls)
     if socket_path is not None:

@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
@@ -181,6 +181,7 @@ class RestApi:
         self.core = core
         self.health = health  # the readiness, liveness and model list URLs
         self.timeout_s = timeout_s
+        self.v2: Any = None  # the Open Inference Protocol's routes (a V2Rest), when served
         self._pool = (
             None
             if timeout_s is None
@@ -455,19 +456,25 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "GET" and metrics is not None and metrics.serves(self.path):
             self._reply(200, metrics.content_type, metrics.page())
             return
+        v2 = self.api.v2
+        if v2 is not None and v2.serves(self.path):
+            status, content_type, payload, extra = v2.handle(method, self.path, self.headers, body)
+            self._reply(status, content_type, payload, extra)
+            return
         if not self.path.lower().startswith("/v1/"):
             self._reply(404, "text/html", b"<h1>404 Not Found</h1>")
             return
         status, payload = handle_counted(self.api.handle, metrics, method, self.path, body)
         self._reply(status, "application/json", payload)
 
-    def _reply(self, status: int, content_type: str, payload: bytes) -> None:
-        """Status line, headers and body in one write."""
+    def _reply(self, status: int, content_type: str, payload: bytes, extra: Sequence[str] = ()) -> None:
+        """Status line, headers (``extra`` header lines too) and body in one write."""
         lines = [
             f"HTTP/1.1 {status} {_REASONS.get(status, '')}",
             f"Content-Type: {content_type}",
             f"Date: {_date()}",
             f"Content-Length: {len(payload)}",
+            *extra,
         ]
         if self.close_connection:
             lines.append("Connection: close")
@@ -706,17 +713,24 @@ def start_rest(
     max_connections: int | None = None,
     max_inflated: int = DEFAULT_MAX_INFLATED,
     health: Health | None = None,
+    open_inference: bool = False,
 ) -> tuple[Any, int]:
     """Start the REST API in a background thread; returns the server and its bound port.
 
     ``max_connections`` bounds the connections open at once (:func:`connection_limit`);
     ``max_inflated`` the size a gzip request body may inflate to (past it: 400); ``health``
-    answers the readiness, liveness and model list URLs.
+    answers the readiness, liveness and model list URLs; ``open_inference`` also serves the
+    Open Inference Protocol's ``/v2`` routes.
 
     Raises:
         LocalServerError: when the address cannot be bound.
     """
     api = RestApi(core, timeout_s, health)
+    if open_inference:
+        from tfship.server._v2 import V2Core
+        from tfship.server._v2_rest import V2Rest
+
+        api.v2 = V2Rest(V2Core(core), api._timed)
     handler = type("Handler", (_Handler,), {"api": api})
     try:
         server = _Server((host, port), handler, connection_limit(max_connections))

@@ -80,6 +80,8 @@ class ServerOptions:
             and loading need.
         rest_max_inflated_bytes: the size a gzip REST body may inflate to (TF Serving's
             100 MiB); past it the request is answered 400.
+        open_inference: also serve the Open Inference Protocol (KServe V2): ``/v2`` on the
+            REST port and ``inference.GRPCInferenceService`` on the gRPC port.
         prometheus_path: serve Prometheus metrics on the REST port at this path (from a
             ``--monitoring_config_file``), or None.
         grpc_health: serve gRPC's health service, ``grpc.health.v1.Health``
@@ -132,6 +134,7 @@ class ServerOptions:
     should_retry_load: Callable[[grpc.StatusCode, str], bool] | None = None
     load_wait_timeout_s: float | None = None
     request_log: RequestLogOptions = RequestLogOptions()
+    open_inference: bool = True
 
 
 class ModelServer:
@@ -275,6 +278,7 @@ class ModelServer:
                 metrics=self.metrics,
                 arguments=options.grpc_arguments,
                 health=self._health if options.grpc_health else None,
+                open_inference=options.open_inference,
             )
             if options.rest_port is not None:
                 from tfship.server._rest import start_rest
@@ -287,6 +291,7 @@ class ModelServer:
                     max_connections=options.rest_max_connections,
                     max_inflated=options.rest_max_inflated_bytes,
                     health=self._health,
+                    open_inference=options.open_inference,
                 )
         except BaseException:
             self.stop()

@@ -1,0 +1,130 @@
+"""The Open Inference Protocol (KServe V2) over gRPC: ``inference.GRPCInferenceService`` as a
+generic handler on tfship's message classes, on the same port as TF Serving's services.
+
+``ModelInfer`` takes tensors as typed ``contents`` or as ``raw_input_contents`` and answers
+with ``raw_output_contents``, as Triton does (every V2 client reads them); the signature is the
+default one unless the request's ``signature_name`` parameter names another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from tfship._wire import V2TensorError, array_from_contents, array_from_raw, protos, raw_contents_field
+from tfship.server._grpc import _answer, _identity, _serialize
+from tfship.server._status import invalid
+from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
+
+SERVICE = "inference.GRPCInferenceService"
+
+
+def parameters_of(message_map: Any) -> dict[str, Any]:
+    """An ``InferParameter`` map as plain values."""
+    values: dict[str, Any] = {}
+    for key, parameter in message_map.items():
+        which = parameter.WhichOneof("parameter_choice")
+        values[key] = None if which is None else getattr(parameter, which)
+    return values
+
+
+def inputs_of(request: Any) -> list[V2Input]:
+    """A ``ModelInferRequest``'s input tensors, decoded."""
+    raw = request.raw_input_contents
+    if raw and len(raw) != len(request.inputs):
+        raise invalid(
+            f"raw_input_contents has {len(raw)} entries for {len(request.inputs)} inputs: one each, in order"
+        )
+    inputs: list[V2Input] = []
+    try:
+        for index, tensor in enumerate(request.inputs):
+            shape = list(tensor.shape)
+            if raw:
+                if tensor.HasField("contents"):
+                    raise invalid(f"input '{tensor.name}' has contents beside raw_input_contents")
+                value = array_from_raw(raw[index], tensor.datatype, shape, tensor.name)
+            else:
+                value = array_from_contents(tensor.contents, tensor.datatype, shape, tensor.name)
+            inputs.append(V2Input(tensor.name, tensor.datatype, value))
+    except V2TensorError as exc:
+        raise tensor_error(exc) from None
+    return inputs
+
+
+def response_of(answer: V2Answer, request_id: str) -> bytes:
+    """The serialized ``ModelInferResponse`` of an answer, its outputs in
+    ``raw_output_contents`` (written after the rest, each output's buffer copied once)."""
+    response = protos().grpc_service_pb2.ModelInferResponse(
+        model_name=answer.model, model_version=answer.version, id=request_id
+    )
+    response.parameters[SIGNATURE_PARAMETER].string_param = answer.signature
+    for output in answer.outputs:
+        response.outputs.add(name=output.name, datatype=output.datatype, shape=output.value.shape)
+    values = [output.value for output in answer.outputs]
+    data: bytes = raw_contents_field(_RAW_OUTPUT_CONTENTS, values, response.SerializeToString())
+    return data
+
+
+_RAW_OUTPUT_CONTENTS = 6  # ModelInferResponse.raw_output_contents
+
+
+def v2_handler(core: V2Core) -> Any:
+    """The service's six calls as one generic handler."""
+    pb = protos().grpc_service_pb2
+
+    def unary(
+        call: Callable[[Any], Any], request_cls: Any, serializer: Callable[[Any], bytes] = _serialize
+    ) -> Any:
+        def handle(request: Any, context: Any) -> Any:
+            return _answer(context, lambda: call(request))
+
+        return grpc.unary_unary_rpc_method_handler(
+            handle, request_deserializer=request_cls.FromString, response_serializer=serializer
+        )
+
+    def infer(request: Any) -> Any:
+        answer = core.infer(
+            request.model_name,
+            request.model_version,
+            inputs_of(request),
+            [output.name for output in request.outputs] or None,
+            parameters_of(request.parameters),
+            entrypoint="GRPC",
+        )
+        return response_of(answer, request.id)
+
+    def metadata(request: Any) -> Any:
+        found = core.model_metadata(request.name, request.version)
+        response = pb.ModelMetadataResponse(
+            name=found["name"], versions=found["versions"], platform=found["platform"]
+        )
+        for kind in ("inputs", "outputs"):
+            for tensor in found[kind]:
+                getattr(response, kind).add(
+                    name=tensor["name"], datatype=tensor["datatype"], shape=tensor["shape"]
+                )
+        return response
+
+    def server_metadata(request: Any) -> Any:
+        found = core.server_metadata()
+        return pb.ServerMetadataResponse(
+            name=found["name"], version=found["version"], extensions=found["extensions"]
+        )
+
+    handlers = {
+        "ServerLive": unary(lambda request: pb.ServerLiveResponse(live=True), pb.ServerLiveRequest),
+        "ServerReady": unary(
+            lambda request: pb.ServerReadyResponse(ready=core.ready()), pb.ServerReadyRequest
+        ),
+        "ModelReady": unary(
+            lambda request: pb.ModelReadyResponse(ready=core.model_ready(request.name, request.version)),
+            pb.ModelReadyRequest,
+        ),
+        "ServerMetadata": unary(server_metadata, pb.ServerMetadataRequest),
+        "ModelMetadata": unary(metadata, pb.ModelMetadataRequest),
+        # the answer is already its wire bytes: serializing is the identity
+        "ModelInfer": unary(infer, pb.ModelInferRequest, _identity),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, handlers)
