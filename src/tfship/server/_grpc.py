@@ -14,40 +14,19 @@ import grpc
 from tfship._wire import protos
 from tfship.server._config import SslConfig
 from tfship.server._core import ServingCore
+from tfship.server._grpc_calls import answer as _answer
+from tfship.server._grpc_calls import identity as _identity
+from tfship.server._grpc_calls import serialize as _serialize
+from tfship.server._grpc_calls import status_of as _status
 from tfship.server._health import Health
 from tfship.server._metrics import Metrics
 from tfship.server._pool import CallPool, processors
-from tfship.server._status import LocalServerError, RpcError
+from tfship.server._status import LocalServerError
 
 logger = logging.getLogger(__name__)
 
 # TF Serving calls SetMaxMessageSize(INT32_MAX) in both directions.
 MAX_MESSAGE_BYTES = 2**31 - 1
-
-
-def _answer(context: Any, call: Callable[[], Any], done: Callable[[str], None] | None = None) -> Any:
-    """Run one call; errors become TF Serving's statuses; ``done`` hears the code's name."""
-    code = "OK"
-    try:
-        return call()
-    except Exception as exc:
-        status, message = _status(exc)
-        code = status.name
-        context.abort(status, message)
-    finally:
-        if done is not None:
-            done(code)
-
-
-def _status(exc: Exception) -> tuple[grpc.StatusCode, str]:
-    """The status a call that raised ``exc`` ends with: TF Serving's for an ``RpcError``."""
-    if isinstance(exc, RpcError):
-        return exc.code, exc.wire_message()
-    if isinstance(exc, MemoryError):
-        return grpc.StatusCode.RESOURCE_EXHAUSTED, "out of memory serving this request"
-    # a bug must become INTERNAL, never a dropped connection
-    logger.error("unexpected error while serving a request", exc_info=exc)
-    return grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"[:1024]
 
 
 def _answer_counted(
@@ -62,10 +41,6 @@ def _answer_counted(
         metrics.record(model, api, "GRPC", code, (time.perf_counter() - start) * 1e6)
 
     return _answer(context, call, done)
-
-
-def _identity(data: bytes) -> bytes:
-    return data
 
 
 def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
@@ -134,11 +109,6 @@ def _predict_handler(core: ServingCore, metrics: Metrics | None) -> Any:
 def _model_name(request: Any) -> str:
     name: str = request.model_spec.name
     return name
-
-
-def _serialize(message: Any) -> bytes:
-    data: bytes = message.SerializeToString()
-    return data
 
 
 def _model_handler(core: ServingCore) -> Any:

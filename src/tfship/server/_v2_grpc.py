@@ -14,7 +14,9 @@ from typing import Any
 import grpc
 
 from tfship._wire import V2TensorError, array_from_contents, array_from_raw, protos, raw_contents_field
-from tfship.server._grpc import _answer, _identity, _serialize
+from tfship.server._grpc_calls import answer as _answer
+from tfship.server._grpc_calls import identity as _identity
+from tfship.server._grpc_calls import serialize as _serialize
 from tfship.server._status import invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
 
