@@ -429,3 +429,27 @@ def test_tfship_serve_takes_the_request_log_flags_and_writes_what_is_queued_on_s
     assert len(files) >= 2 and all(f.stat().st_size <= 500 for f in files), files
     logs = read_logs(files)
     assert [tf.make_ndarray(log.predict_log.request.inputs["x"])[0, 0] for log in logs] == [0, 1, 2, 3, 4]
+
+
+def test_an_open_inference_request_is_logged_as_the_predict_it_amounts_to(base: Path, tmp_path: Path) -> None:
+    prefix = tmp_path / "logs" / "v2"
+    infer = {
+        "inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2], "data": [1.0, 2.0, 3.0, 4.0]}],
+        "parameters": {"signature_name": "serving_default"},
+    }
+    with logged_server(tmp_path, config_text(base, prefix)) as server:
+        answer = post(server, "/v2/models/m/infer", infer)
+        assert answer["outputs"][0]["data"] == [4.0, 8.0]
+    logs = read_logs(log_files(prefix))
+    assert [log.WhichOneof("log_type") for log in logs] == ["predict_log"]
+    log = logs[0].predict_log
+    assert (log.request.model_spec.name, log.request.model_spec.signature_name) == ("m", "serving_default")
+    assert tf.make_ndarray(log.request.inputs["x"]).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert tf.make_ndarray(log.response.outputs["y"]).tolist() == [[4.0], [8.0]]
+    assert logs[0].log_metadata.model_spec.version.value == 1
+    # and a replay of the log through TF Serving's Predict gives the logged answer
+    with logged_server(tmp_path, config_text(base, tmp_path / "logs" / "replay")) as server:
+        with grpc.insecure_channel(server.address) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            replayed = stub.Predict(log.request, timeout=30).outputs["y"]
+            assert tf.make_ndarray(replayed).tolist() == tf.make_ndarray(log.response.outputs["y"]).tolist()

@@ -27,6 +27,7 @@ from tfship._wire import (
     DEFAULT_SIGNATURE,
     V2TensorError,
     decode_tensor,
+    encode_tensor,
     enum_of_array,
     protos,
     shape_text,
@@ -34,6 +35,7 @@ from tfship._wire import (
 )
 from tfship.server._core import ServingCore, _run
 from tfship.server._manager import Servable
+from tfship.server._request_log import PREDICT_LOG
 from tfship.server._status import RpcError, from_exception, invalid
 
 # The request parameter that names the signature to run (V2 has no field for it).
@@ -176,9 +178,31 @@ class V2Core:
             else:
                 values = _run(servable, feeds, plan.key, aliases)
             answers = [_output(alias, values[alias], plan.signature.outputs[alias]) for alias in aliases]
+            if self.core.request_log is not None:
+                self._log(name, servable.version, plan.key, feeds, answers)
             return V2Answer(name, str(servable.version), plan.key, answers)
         finally:
             servable.release()
+
+    def _log(
+        self, name: str, version: int, key: str, feeds: Mapping[str, Any], answers: Sequence[V2Output]
+    ) -> None:
+        """Log an inference as the Predict it amounts to: a model's ``logging_config`` covers
+        both protocols, and a PredictionLog is what replay, warmup and promote read."""
+        request_log = self.core.request_log
+        assert request_log is not None
+        messages = protos().predict_pb2
+        request = messages.PredictRequest()
+        request.model_spec.name = name
+        request.model_spec.version.value = version
+        request.model_spec.signature_name = key
+        for alias, value in feeds.items():
+            request.inputs[alias].CopyFrom(encode_tensor(value))
+        response = messages.PredictResponse()
+        response.model_spec.CopyFrom(request.model_spec)
+        for answer in answers:
+            response.outputs[answer.name].CopyFrom(encode_tensor(answer.value))
+        request_log.log(PREDICT_LOG, request, response, name, key, version)
 
     def _plan(self, servable: Servable, requested: str | None) -> _Plan:
         plans = self._plans.get(servable)
