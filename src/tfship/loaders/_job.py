@@ -566,7 +566,7 @@ def run_job(
 
     def prepared_chunks() -> Iterator[Prepared]:
         for path in files:
-            for chunk in read_chunks(path, chunk_rows, preparer.wanted):
+            for chunk in read_chunks(path, chunk_rows, preparer.wanted, adapter.fields):
                 note_blank_lines(chunk.source, chunk.blank_lines)
                 yield preparer.prepare(chunk)
 
