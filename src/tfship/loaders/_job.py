@@ -8,6 +8,7 @@ reason; the summary shows that predicted + rejected = rows in.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -692,11 +693,31 @@ def _request_inputs(adapter: SignatureAdapter, prepared: Prepared, good: Array) 
     return {k: c[good] for k, c in prepared.columns.items() if isinstance(c, np.ndarray)}
 
 
+def _is_the_command() -> bool:
+    """Whether this process is the ``tfship`` command itself, not a program that runs the
+    command inside its own process (a test's runner, a script calling the CLI)."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return program == "tfship" or (program == "__main__.py" and "tfship" in sys.argv[0])
+
+
+def leave_when_done() -> None:
+    """End the ``tfship`` command's process now that its files are closed and in place: flush
+    the streams and the logs, and exit without tearing TensorFlow down (its threads, its
+    thousands of modules), which takes about a third of the time importing it took. A program
+    that runs the command inside its own process goes on."""
+    if not _is_the_command():
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
+
+
 def process_seconds() -> float | None:
     """Seconds since this process started when it is the ``tfship`` command (Linux: from
     ``/proc``), or None: unknown, or a program that runs the command inside its own process."""
-    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    if program != "tfship" and not (program == "__main__.py" and "tfship" in sys.argv[0]):
+    if not _is_the_command():
         return None
     try:
         with open("/proc/self/stat", "rb") as f:
