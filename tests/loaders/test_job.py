@@ -189,6 +189,13 @@ def test_tfrecord_output_is_prediction_logs(
     assert first.model_spec.signature_name == "predict"
     example = tf.train.Example.FromString(tf.make_ndarray(first.inputs["examples"])[0])
     assert example.features.feature["color"].bytes_list.value[0].decode() == rows["color"][0]
+    # every row's example, as TensorFlow's own classes read it, holds that row's features
+    for log, record in zip(logs, records_of(rows)):
+        example = tf.train.Example.FromString(tf.make_ndarray(log.predict_log.request.inputs["examples"])[0])
+        feature = example.features.feature
+        assert feature["x"].float_list.value == pytest.approx([record["x"]], rel=1e-6)
+        assert feature["v2"].float_list.value == pytest.approx(list(record["v2"]), rel=1e-6)
+        assert [v.decode() for v in feature["tags"].bytes_list.value] == list(record["tags"])
 
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl", "tfrecord"])
