@@ -103,23 +103,33 @@ ROWS: dict[str, list[str]] = {
         rf"\(newest / 2\.15 {NUMBER}x the time\)$",
     ],
     "loaders.py": [
-        rf"^tfship predict \(CSV->CSV\) +3,000 +{NUMBER} +{NUMBER} +1\.00 *$",
+        rf"^CSV -> CSV +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +1\.00x \(1\.00-1\.00\)$",
+        *(
+            rf"^{path} +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}x \({NUMBER}-{NUMBER}\)"
+            for path in (
+                "model alone, serialized batches",
+                "model alone, parsed features",
+                "Parquet -> CSV",
+                "TFRecord -> CSV",
+                "JSONL -> CSV",
+            )
+        ),
+        rf"^  CSV -> CSV / model alone, serialized batches: {NUMBER}x \({NUMBER}-{NUMBER}\)  target >=0\.9$",
+        *(
+            rf"^CSV -> {fmt} \({outputs}\) +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}x"
+            for fmt in ("csv", "jsonl", "parquet")
+            for outputs in ("default outputs", "all outputs")
+        ),
+        rf"^tfship predict as a command on 3,000 rows: wall {NUMBER} s, job {NUMBER} s, wall - job {NUMBER} s"
+        rf".* bare import tensorflow \+ load {NUMBER} s .*peak RSS {NUMBER} MB$",
+        rf"^tfship predict as a command on 4,000 rows: {NUMBER} s wall, job {NUMBER} s, peak RSS {NUMBER} MB",
         *(
             rf"^{path} +3,000 +{NUMBER} +{NUMBER} +{NUMBER} +>={target}$"
             for path, target in (
                 (r"estimator\.predict \(tf\.data CSV\)", "2"),
                 (r"user loop \(pandas \+ Example \+ TF2 signature\)", "5"),
-                (r"model alone \(serialized batches in memory\)", "0.5"),
             )
         ),
-        rf"^tfship predict as a command on 3,000 rows: {NUMBER} s wall .*peak RSS {NUMBER} MB$",
-        rf"^the same command writing JSONL: {NUMBER} s wall, peak RSS {NUMBER} MB$",
-        *(
-            rf"^{fmt} \({outputs}\) +3,000 +{NUMBER} +{NUMBER} +{NUMBER}"
-            for fmt in ("csv", "jsonl", "parquet")
-            for outputs in ("default outputs", "all outputs")
-        ),
-        rf"^tfship predict as a command on 4,000 rows: {NUMBER} s wall, peak RSS {NUMBER} MB$",
     ],
     "readers.py": [
         *(

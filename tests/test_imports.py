@@ -90,3 +90,16 @@ def test_messages_of_every_kind_load_neither_tensorflow_nor_tf_serving(tmp_path:
 
 def test_the_loaded_probe_can_see_tf_serving() -> None:
     assert _loaded("import tensorflow_serving.apis.predict_pb2") == "['tensorflow', 'tensorflow_serving']"
+
+
+def test_tensorflow_import_leaves_pyplot_unrun_until_its_first_use() -> None:
+    # Keras 3 imports pyplot when TensorFlow imports it; tf() defers running it to its first use
+    pytest.importorskip("matplotlib")
+    code = (
+        "import sys\nfrom tfship._tf import tf\ntf()\n"
+        "plt = sys.modules.get('matplotlib.pyplot')\n"
+        "print(plt is None or type(plt).__name__ == '_LazyModule')\n"
+        "import matplotlib.pyplot\nprint(callable(matplotlib.pyplot.figure))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"], out.stdout

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import json
@@ -77,7 +79,7 @@ def tf() -> Any:
     if not _verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
-        with _quiet_stderr(not _verbose):
+        with _quiet_stderr(not _verbose), _deferred(_DEFERRED_MODULES):
             import tensorflow
     except ImportError as exc:
         if exc.name == "tensorflow":
@@ -91,6 +93,41 @@ def tf() -> Any:
         _quiet_absl()
     _tensorflow = tensorflow
     return tensorflow
+
+
+#: Modules TensorFlow's import brings in that nothing run at import time uses: Keras 3 (which
+#: TensorFlow imports eagerly) imports pyplot for its image gallery, about a third of a second.
+_DEFERRED_MODULES = ("matplotlib.pyplot",)
+
+
+class _DeferringFinder(importlib.abc.MetaPathFinder):
+    """Finds ``names`` as the other finders do, with a loader that runs each module only when
+    one of its attributes is first used (``importlib.util.LazyLoader``)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in self.names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        return spec
+
+
+@contextlib.contextmanager
+def _deferred(names: tuple[str, ...]) -> Iterator[None]:
+    """Within the block, importing one of ``names`` (not yet imported) defers running it to
+    its first use: a program that uses it later finds it whole."""
+    finder = _DeferringFinder(tuple(n for n in names if n not in sys.modules))
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
 
 
 @contextlib.contextmanager

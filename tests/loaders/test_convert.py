@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfship.loaders import JobSpec, LocalModel, load, run_job
+from tfship.schema import MissingColumnError
 
 pytestmark = pytest.mark.slow
 
@@ -104,3 +105,59 @@ def test_reasons_name_the_field_and_what_was_found(echo: LocalModel, tmp_path: P
     assert reasons[2].startswith("field 'i': expected int64, found '3.5'")
     assert reasons[3] == "field 'i': missing, and the feature has no default"
     assert [json.loads(line)["i"] for line in predictions.splitlines()] == [4]
+
+
+#: One valid JSON value per feature; an example replaces one feature's value with drawn ones.
+JSON_VALID: dict[str, Any] = {
+    "f": 1,
+    "f_default": 1.5,
+    "i": 1,
+    "s": "x",
+    "pair": [1, 2],
+    "tags": ["a"],
+    "ids": [1],
+}
+_ABSENT = object()
+_json_atoms = st.one_of(
+    st.sampled_from(
+        [None, True, 0, 3, -2, 3.0, 3.5, 1e3, 2**31, 2**53 + 1, 2**63, "", "3", "x", [1, 2], [], {}]
+    ),
+    st.just(_ABSENT),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.text("0123456789.-x\u00e9 ", max_size=4),
+)
+json_values = st.lists(_json_atoms, min_size=1, max_size=12)
+
+
+def _json_lines(name: str, values: list[Any]) -> list[str]:
+    lines = []
+    for value in values:
+        record = {n: value if n == name else JSON_VALID[n] for n in NAMES}
+        if value is _ABSENT:
+            del record[name]
+        lines.append(json.dumps(record))
+    return lines
+
+
+def _run_json(model: LocalModel, folder: Path, lines: list[str]) -> tuple[str, str]:
+    source, out, rejects = folder / "in.jsonl", folder / "out.jsonl", folder / "rejects.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    try:
+        run_job(model, JobSpec([str(source)], out, batch_size=4, rejects=rejects))
+    except MissingColumnError as exc:  # no row has the feature
+        return str(exc), ""
+    return out.read_text(), rejects.read_text()
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=json_values, name=st.sampled_from(NAMES))
+def test_json_lines_read_by_arrow_and_line_by_line_agree(
+    echo: LocalModel, values: list[Any], name: str
+) -> None:
+    # JSON Lines of plain objects are read by Arrow; a blank line sends the file line by line.
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        fast = _run_json(echo, folder, _json_lines(name, values))
+        slow = _run_json(echo, folder, [*_json_lines(name, values), ""])
+    assert fast == slow

@@ -8,6 +8,7 @@ CI and as a user on a laptop. A read-only place is ``read_only.read_only_dir``.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -134,3 +135,27 @@ def test_a_killed_predict_leaves_temporaries_the_next_run_removes(adder: Path, t
     result = CliRunner().invoke(cli, ["predict", *args])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["preds.csv", "rejects.jsonl", "rows.csv"]
+
+
+def test_the_command_leaves_with_every_row_written_and_its_times_from_its_start(
+    adder: Path, tmp_path: Path
+) -> None:
+    # the process ends without tearing TensorFlow down: what it wrote must all be there
+    rows = tmp_path / "rows.csv"
+    rows.write_text("a,b\n" + "1,2\n" * 5000)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "tfship", "predict", str(adder), str(rows), "-o", "-", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ['{"y":3.0}'] * 5000
+    summary = json.loads(done.stderr.strip().splitlines()[-1])
+    assert summary["predicted"] == 5000
+    assert summary["startup_seconds"] + summary["seconds"] == pytest.approx(
+        summary["total_seconds"], abs=1e-3
+    )
+    assert 0 < summary["total_seconds"] <= wall

@@ -189,6 +189,13 @@ def test_tfrecord_output_is_prediction_logs(
     assert first.model_spec.signature_name == "predict"
     example = tf.train.Example.FromString(tf.make_ndarray(first.inputs["examples"])[0])
     assert example.features.feature["color"].bytes_list.value[0].decode() == rows["color"][0]
+    # every row's example, as TensorFlow's own classes read it, holds that row's features
+    for log, record in zip(logs, records_of(rows)):
+        example = tf.train.Example.FromString(tf.make_ndarray(log.predict_log.request.inputs["examples"])[0])
+        feature = example.features.feature
+        assert feature["x"].float_list.value == pytest.approx([record["x"]], rel=1e-6)
+        assert feature["v2"].float_list.value == pytest.approx(list(record["v2"]), rel=1e-6)
+        assert [v.decode() for v in feature["tags"].bytes_list.value] == list(record["tags"])
 
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl", "tfrecord"])
@@ -280,14 +287,19 @@ def test_the_summary_names_its_times_predict_load_and_total(
     line = predict(*args).stdout.strip()
     times = re.fullmatch(
         rf"rows in: {N}, predicted: {N}, rejected: 0 \([\d,]+ rows/s, "
-        r"predict (\d+\.\d\d) s, load (\d+\.\d\d) s, total (\d+\.\d\d) s\) -> .*out\.csv",
+        r"predict (\d+\.\d\d) s, load (\d+\.\d\d) s, start-up (\d+\.\d\d) s, total (\d+\.\d\d) s\) "
+        r"-> .*out\.csv",
         line,
     )
     assert times is not None, line
-    job, load, total = map(float, times.groups())
+    job, load, startup, total = map(float, times.groups())
     assert load > 0 and total >= job + load  # the total holds the load the job's time leaves out
+    assert startup >= load and abs(startup + job - total) <= 0.011
     summary = json.loads(predict(*args, "--json").stdout)
     assert summary["total_seconds"] >= summary["seconds"] + summary["load_seconds"] > 0
+    assert summary["startup_seconds"] == pytest.approx(
+        summary["total_seconds"] - summary["seconds"], abs=1e-3
+    )
 
 
 def test_globs_and_several_files_keep_their_order(

@@ -298,3 +298,32 @@ def test_json_lines_read_and_convert_within_a_few_times_csv(tmp_path: Path) -> N
             assert columns["n"] == table["n"] and columns["s"] == table["s"]
             assert columns["x"] == np.asarray(table["x"], np.float32).tolist()
     assert min(times[jsonl_path]) < 8 * min(times[csv_path]), times
+
+
+def test_plain_json_lines_are_read_by_arrow_when_the_fields_are_known(tmp_path: Path) -> None:
+    import numpy as np
+
+    fields = {"x": Field("x", "float32", ()), "n": Field("n", "int64", ()), "s": Field("s", "string", ())}
+    path = tmp_path / "rows.jsonl"
+    rows = [
+        {"x": 1, "n": 2, "s": "a", "other": [1]},
+        {"x": 2.5, "s": None},
+        {"x": None, "n": 7, "s": "\u00e9"},
+    ]
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\r\n" for r in rows).encode())
+    (chunk,) = list(read_chunks(path, chunk_rows=10, wanted=set(fields), fields=fields))
+    assert all(hasattr(c, "to_pylist") for c in chunk.columns.values())  # Arrow arrays
+    assert {k: c.to_pylist() for k, c in chunk.columns.items()} == {
+        "n": [2, None, 7],
+        "s": ["a", None, "\u00e9"],
+        "x": [1.0, 2.5, None],
+    }
+    assert chunk.names == ["n", "other", "s", "x"] and chunk.lines.tolist() == [1, 2, 3]
+    assert list(chunk.texts)[2] == json.dumps(rows[2])
+    # an integer where a field takes strings: line by line, as Python values (from there on)
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {"s": 3}, {"s": "b"}]))
+    chunks = list(read_chunks(path, chunk_rows=2, wanted=set(fields), fields=fields))
+    assert [c.lines.tolist() for c in chunks] == [[1, 2], [3, 4], [5]]
+    assert hasattr(chunks[0].columns["s"], "to_pylist")
+    assert chunks[1].columns["s"] == ["\u00e9", 3] and chunks[2].columns["s"] == ["b"]
+    assert isinstance(chunks[1].lines, np.ndarray)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tfship._output import echo_json, json_text
-from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError
+from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, leave_when_done, process_seconds
 from tfship.loaders._writers import is_stdout
 from tfship.records import Reject
 from tfship.schema import MissingColumnError
@@ -186,7 +186,8 @@ def predict(
             return run_job(loaded, spec, echo_reject=_echo_reject)
 
     to_stdout = is_stdout(output)
-    started = time.perf_counter()  # the total: importing TensorFlow and loading the model too
+    # the total: from the process's start (starting Python, importing TensorFlow, loading the model)
+    started = time.perf_counter() - (process_seconds() or 0.0)
     try:
         summary = job()
     except MissingColumnError as exc:
@@ -197,6 +198,8 @@ def predict(
         raise
     summary.total_seconds = time.perf_counter() - started
     _print_summary(summary, as_json, to_stdout)
+    if runner == "local":
+        leave_when_done()
 
 
 def _echo_reject(reject: Reject) -> None:

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -158,9 +158,19 @@ def columns_of(path: Path) -> list[str] | None:
     return None
 
 
-def read_chunks(path: Path, chunk_rows: int, wanted: set[str] | None = None) -> Iterator[Chunk]:
-    """Chunks of one file; ``wanted`` restricts the columns kept (None keeps all)."""
-    readers = {"csv": _csv, "jsonl": _jsonl, "parquet": _parquet, "tfrecord": _tfrecord}
+def read_chunks(
+    path: Path, chunk_rows: int, wanted: set[str] | None = None, fields: Mapping[str, Field] | None = None
+) -> Iterator[Chunk]:
+    """Chunks of one file; ``wanted`` restricts the columns kept (None keeps all).
+
+    ``fields`` are the fields the columns will be converted to, when the caller knows them:
+    JSON Lines are then read by Arrow's columnar reader wherever the values it makes are the
+    ones ``json`` reads (see :func:`_arrow_json`), as Arrow arrays; without them, and for every
+    other line, as Python lists. The converted columns are the same either way.
+    """
+    if format_of(path) == "jsonl":
+        return _jsonl(path, chunk_rows, wanted, fields)
+    readers = {"csv": _csv, "parquet": _parquet, "tfrecord": _tfrecord}
     return readers[format_of(path)](path, chunk_rows, wanted)
 
 
@@ -507,7 +517,9 @@ def _csv_slow(
 # -- JSONL -------------------------------------------------------------------------------------
 
 
-def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
+def _jsonl(
+    path: Path, chunk_rows: int, wanted: set[str] | None, fields: Mapping[str, Field] | None = None
+) -> Iterator[Chunk]:
     source = str(path)
     if _plain(path).suffix.lower() == ".json":
         with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig") as f:
@@ -517,7 +529,23 @@ def _jsonl(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chu
                     yield _json_chunk(source, [_json_part(source, batch)], wanted)
                 return
     with _open_binary(path) as f:
-        lines = _TextLines(f)
+        stream: Any = f
+        before = 0
+        if fields is not None:
+            # Whole blocks of plain lines go to Arrow; from the first block that is not plain
+            # on, the file is read line by line below (the chunks as ever from there).
+            blocks = _JsonBlocks(f, chunk_rows)
+            for block in blocks:
+                chunk = _arrow_json(source, block, blocks.before, wanted, fields)
+                if chunk is None:
+                    stream = chain(iter(io.BytesIO(block + blocks.rest())), f)
+                    break
+                blocks.before += chunk.rows
+                yield chunk
+            else:
+                return
+            before = blocks.before
+        lines = _TextLines(stream, before)
         while True:
             # a chunk holds chunk_rows lines that are not blank (rows and rejects), as ever
             parts: list[_JsonPart] = []
@@ -541,9 +569,9 @@ class _TextLines:
     """The lines of a binary stream as text mode reads them: a lone CR ends a line too
     (universal newlines), and a byte-order mark at the start is not part of the first line."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, before: int = 0) -> None:
         self.stream = stream
-        self.number = 0  # lines taken so far
+        self.number = before  # lines taken so far
         self.carry: list[bytes] = []
 
     def take(self, count: int) -> list[bytes]:
@@ -559,6 +587,128 @@ class _TextLines:
             lines, self.carry = lines[:count], lines[count:]
         self.number += len(lines)
         return lines
+
+
+#: bytes of JSON Lines read at once for Arrow: about ten thousand rows of a few fields.
+JSON_BLOCK_BYTES = 1 << 21
+
+
+class _JsonBlocks:
+    """Blocks of whole lines of a binary stream, at most ``chunk_rows`` lines each, the first
+    without its byte-order mark; ``before`` counts the lines before the next block, and
+    ``rest`` hands back what was read but not yet yielded."""
+
+    def __init__(self, stream: Any, chunk_rows: int) -> None:
+        self.stream = stream
+        self.chunk_rows = chunk_rows
+        self.before = 0
+        self.pending = b""  # read, past the block last yielded
+
+    def __iter__(self) -> Iterator[bytes]:
+        start = True
+        while True:
+            data = self.stream.read(JSON_BLOCK_BYTES)
+            if start and data.startswith(_BOM):
+                data = data[len(_BOM) :]
+            start = False
+            data, self.pending = self.pending + data, b""
+            if not data:
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                line_end = self.stream.readline()
+                if line_end:
+                    self.pending = data + line_end
+                    continue
+                data, cut = data + b"\n", len(data) + 1  # the last line, without its end
+            ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=cut) == 0x0A)
+            edges = [0, *(ends[self.chunk_rows - 1 :: self.chunk_rows] + 1).tolist()]
+            if edges[-1] != cut:
+                edges.append(cut)
+            for low, high in zip(edges, edges[1:]):
+                self.pending = data[high:]
+                yield data[low:high]
+
+    def rest(self) -> bytes:
+        """What was read past the block last yielded, to the end of its line."""
+        rest = self.pending
+        if rest and not rest.endswith(b"\n"):
+            rest += self.stream.readline()
+        return rest
+
+
+def _plain_json_lines(block: bytes) -> int | None:
+    """How many lines ``block`` holds when every one is a JSON object with nothing around it
+    that Arrow reads as ``json`` does: no blank line, no lone carriage return, no integer of
+    19 digits or more, no ``NaN`` or infinity (which only ``json`` reads); else None."""
+    if b"NaN" in block or b"Infinity" in block:
+        return None
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(data == 0x0A)
+    if not ends.size or data[0] != 0x7B or ends[-1] != data.size - 1:
+        return None
+    before = data[ends - 1]
+    crlf = before == 0x0D
+    last = np.where(crlf, data[np.maximum(ends - 2, 0)], before)
+    if not (last == 0x7D).all() or not (data[ends[:-1] + 1] == 0x7B).all():
+        return None
+    if b"\r" in block and int(np.count_nonzero(data == 0x0D)) != int(np.count_nonzero(crlf)):
+        return None  # a lone carriage return ends a line for json's reader
+    if _long_digits(block):
+        return None
+    return int(ends.size)
+
+
+#: the Arrow types (by name) of a JSON column whose values are those ``json`` reads, by the
+#: kind of the field that takes it (a JSON integer in a column of floats becomes a float, which
+#: only a float field takes as it is); a kept column takes the types it is written back as.
+_ARROW_JSON_TYPES = {
+    "float": {"double", "int64", "null"},
+    "int": {"int64", "null"},
+    "string": {"string", "null"},
+    "kept": {"string", "int64", "bool", "null"},
+}
+
+
+def _arrow_json(
+    source: str, block: bytes, before: int, wanted: set[str] | None, fields: Mapping[str, Field]
+) -> Chunk | None:
+    """The rows of a block of JSON lines read by Arrow's JSON reader (in C++, without the GIL),
+    or None when the block is not plain (see :func:`_plain_json_lines`), Arrow refuses it, or
+    a wanted column's type is not one whose values are those ``json`` reads."""
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    count = _plain_json_lines(block)
+    if count is None:
+        return None
+    try:
+        table = pajson.read_json(
+            pa.py_buffer(block),
+            read_options=pajson.ReadOptions(use_threads=False, block_size=len(block) + 1),
+        )
+    except Exception:  # noqa: BLE001 - any refusal (bad JSON, not UTF-8, a duplicate key): line by line
+        return None
+    if table.num_rows != count:
+        return None
+    names = table.column_names
+    keep = [n for n in names if wanted is None or n in wanted]
+    for name in keep:
+        fld = fields.get(name)
+        kind = "kept" if fld is None else _json_kind(fld)
+        if kind is None or str(table.schema.field(name).type) not in _ARROW_JSON_TYPES[kind]:
+            return None
+    lines = np.arange(before + 1, before + 1 + count, dtype=np.int64)
+    columns = {n: table.column(n).combine_chunks() for n in sorted(keep)}
+    return Chunk(source, lines, columns, texts=LazyLines(block), names=sorted(names))
+
+
+def _json_kind(fld: Field) -> str | None:
+    if fld.sparse or fld.shape != ():
+        return None
+    if fld.dtype == "string":
+        return "string"
+    return "int" if fld.dtype.startswith("int") else "float" if fld.dtype.startswith("float") else None
 
 
 #: 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float; found
