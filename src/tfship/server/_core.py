@@ -8,31 +8,39 @@ response message or raises ``RpcError``. The rules follow ``predict_util.cc``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import grpc
-import numpy as np
 from numpy.typing import NDArray
 
 from tfship._wire import (
     CLASSIFY_METHOD,
     DEFAULT_SIGNATURE,
-    DT_FLOAT,
-    DT_STRING,
     PREDICT_METHOD,
     REGRESS_METHOD,
-    TensorDecodeError,
-    decode_tensor,
-    dtype_enum_name,
     encode_predict_response,
-    enum_of_array,
     protos,
-    tensor_numpy_dtype,
 )
-from tfship._wire import tf_dtype_name as dtype_name
+from tfship.server._examples import (
+    _check_example_method,
+    classification_outputs,
+    fill_classifications,
+    fill_regressions,
+    regression_outputs,
+    serialized_examples,
+)
 from tfship.server._manager import ModelManager, Servable
 from tfship.server._metrics import Metrics
+from tfship.server._predict import (
+    PredictPlan,
+    _output_aliases,
+    _output_enum,
+    _run,
+    _run_tensors,
+    check_feed_dtypes,
+    predict_feeds,
+)
 from tfship.server._request_log import (
     CLASSIFY_LOG,
     MULTI_INFERENCE_LOG,
@@ -58,20 +66,11 @@ def _require_model_spec(request: Any) -> None:
         raise invalid("Missing ModelSpec")
 
 
-def _debug_shape_text(shape: Sequence[int]) -> str:
-    # TensorShape::DebugString of a value's shape, "[2,3]": TF Serving's texts print it so;
-    # tfship._wire.shape_text prints a signature's shape, "[?, 3]", in tfship's own messages.
-    return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-def _keys(mapping: Any) -> str:
-    return ",".join(sorted(mapping))
-
-
 class ServingCore:
     """Implements every RPC on top of a ``ModelManager``.
 
     Example:
+        >>> import numpy as np
         >>> import tensorflow as tf
         >>> m = tf.Module()
         >>> m.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")], autograph=False)
@@ -397,330 +396,3 @@ class ServingCore:
         response.status.error_code = fields["error_code"]
         response.status.error_message = fields["error_message"]
         return response, error
-
-
-# Predict helpers -----------------------------------------------------------------------------
-class PredictPlan:
-    """What a Predict request on one signature needs of it, read once per loaded version.
-
-    ``feeds`` takes the common request (every input given, each of its signature's dtype, no
-    output filter) in one pass; any other request goes through ``predict_feeds`` and the
-    checks after it, which say what is wrong in TF Serving's words and order.
-    """
-
-    def __init__(
-        self,
-        inputs: list[tuple[str, int]],
-        outputs: list[str],
-        output_enums: list[int] | None = None,
-        runner: Callable[[Mapping[str, NDArray[Any]]], list[Any]] | None = None,
-    ) -> None:
-        self.inputs = inputs  # (alias, DataType number), sorted by alias
-        self.outputs = outputs  # every output alias, sorted
-        # each output's signature dtype, written for a value whose numpy type has no TF twin
-        self.output_enums = output_enums or [0] * len(outputs)
-        #: the version's run of the signature's inputs to ``outputs`` (None: run it otherwise)
-        self.runner = runner
-        # (alias, DataType, numpy dtype, its little-endian twin) of inputs read from
-        # tensor_content without decode_tensor; None for the other dtypes (strings, ...)
-        self._content: list[tuple[str, int, Any, Any] | None] = [
-            _content_reader(alias, want) for alias, want in inputs
-        ]
-
-    @classmethod
-    def of(
-        cls,
-        signature: Any,
-        runner: Callable[[Mapping[str, NDArray[Any]]], list[Any]] | None = None,
-    ) -> PredictPlan:
-        """The plan of ``signature``; ``runner`` runs its inputs to all its outputs (sorted)."""
-        inputs = [(alias, int(signature.inputs[alias].dtype)) for alias in sorted(signature.inputs)]
-        outputs = sorted(signature.outputs)
-        enums = [int(signature.outputs[alias].dtype) for alias in outputs]
-        return cls(inputs, outputs, enums, runner)
-
-    def feeds(self, request: Any) -> dict[str, NDArray[Any]] | None:
-        """The decoded feeds of a request that passes every check, else None.
-
-        A dense tensor in ``tensor_content`` whose size fits its shape is read in place; any
-        other tensor goes through ``decode_tensor``, and any doubt returns None, so that the
-        full checks say what is wrong.
-        """
-        inputs = request.inputs
-        if request.output_filter or len(inputs) != len(self.inputs):
-            return None
-        feeds: dict[str, NDArray[Any]] = {}
-        for (alias, want), reader in zip(self.inputs, self._content):
-            proto = inputs.get(alias)
-            if proto is None or (want and proto.dtype != want):
-                return None
-            content = proto.tensor_content if reader is not None else b""
-            if content and reader is not None:
-                value = _read_content(content, proto.tensor_shape.dim, reader)
-                if value is None:
-                    return None
-                feeds[alias] = value
-                continue
-            try:
-                feeds[alias] = decode_tensor(proto)
-            except TensorDecodeError:
-                return None
-        return feeds
-
-    def answer(self, values: Sequence[Any]) -> list[tuple[str, NDArray[Any], int]]:
-        """The outputs' values (in the order of ``outputs``) as the answer's entries."""
-        entries = []
-        for alias, value, fallback in zip(self.outputs, values, self.output_enums):
-            value = np.asarray(value)
-            try:
-                enum = enum_of_array(value)
-            except TypeError:  # a numpy type without a TF twin takes the signature's
-                enum = fallback
-            entries.append((alias, value, enum))
-        return entries
-
-
-def _content_reader(alias: str, want: int) -> tuple[str, int, Any, Any] | None:
-    if not want or want == DT_STRING:
-        return None
-    try:
-        dtype = tensor_numpy_dtype(want)
-        return alias, want, dtype, dtype.newbyteorder("<")
-    except (TensorDecodeError, TypeError, ValueError):
-        return None
-
-
-def _read_content(content: bytes, dims: Any, reader: tuple[str, int, Any, Any]) -> NDArray[Any] | None:
-    """``decode_tensor``'s reading of a non-empty ``tensor_content`` for the shape ``dims``,
-    or None where decode_tensor would refuse it or read it otherwise (an empty shape)."""
-    shape = [d.size for d in dims]
-    if len(shape) > 254:
-        return None
-    count = 1
-    for size in shape:
-        if size < 0:
-            return None
-        count *= size
-    dtype = reader[2]
-    if count == 0 or count * dtype.itemsize != len(content):
-        return None
-    # one copy, as decode_tensor makes: aligned, writable, independent of the message
-    value: NDArray[Any] = np.frombuffer(content, dtype=reader[3]).astype(dtype).reshape(shape)
-    return value
-
-
-def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
-    """Check the request inputs against the signature and decode them (TF's GetInputValues)."""
-    sig_inputs, defaults = signature.inputs, signature.defaults
-    if len(inputs) > len(sig_inputs) or (len(inputs) < len(sig_inputs) and not defaults):
-        extra = sorted(set(inputs) - set(sig_inputs))
-        missing = sorted(set(sig_inputs) - set(inputs))
-        raise invalid(
-            f"input size does not match signature: {len(inputs)}!={len(sig_inputs)} "
-            f"len({{{_keys(inputs)}}}) != len({{{_keys(sig_inputs)}}}). "
-            f"Sent extra: {{{','.join(extra)}}}. Missing but required: {{{','.join(missing)}}}."
-        )
-    feeds: dict[str, NDArray[Any]] = {}
-    used: list[str] = []
-    for alias in sorted(sig_inputs):
-        info = sig_inputs[alias]
-        if alias in inputs:
-            proto = inputs[alias]
-            used.append(alias)
-        elif alias in defaults:
-            proto = defaults[alias]
-        else:
-            raise invalid(
-                f"Signature input alias: {alias}(feed name: {info.name}) not found in request "
-                f"and no default value provided. Inputs expected to be in the request "
-                f"{{{_keys(inputs)}}}, or default input alias set: {_keys(defaults)}"
-            )
-        try:
-            feeds[alias] = decode_tensor(proto)
-        except TensorDecodeError as exc:
-            raise invalid(f"tensor parsing error: {alias}") from exc
-    if inputs and len(used) != len(inputs):
-        raise invalid(
-            f"Inputs contains invalid name. Used request inputs: {','.join(sorted(used))}, "
-            f"request input: {_keys(inputs)}"
-        )
-    return feeds
-
-
-def check_feed_dtypes(signature: Any, inputs: Mapping[str, Any]) -> None:
-    """The session's call-frame check: each fed tensor has its signature input's dtype."""
-    for index, alias in enumerate(sorted(signature.inputs)):
-        proto = inputs.get(alias, signature.defaults.get(alias))
-        want = int(signature.inputs[alias].dtype)
-        if proto is not None and want and int(proto.dtype) != want:
-            raise invalid(
-                f"Expects arg[{index}] to be {dtype_name(want)} but "
-                f"{dtype_name(int(proto.dtype))} is provided"
-            )
-
-
-def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    for alias in output_filter:
-        if alias not in signature.outputs:
-            raise invalid(
-                f"output tensor alias not found in signature: {alias} Outputs expected to be "
-                f"in the set {{{_keys(signature.outputs)}}}."
-            )
-        if alias in seen:
-            raise invalid(f"duplicate output tensor alias: {alias}")
-        seen.add(alias)
-    return list(output_filter) if output_filter else sorted(signature.outputs)
-
-
-def _output_enum(signature: Any, alias: str, value: NDArray[Any]) -> int:
-    # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
-    # take the signature's.
-    try:
-        return enum_of_array(value)
-    except TypeError:
-        return int(signature.outputs[alias].dtype)
-
-
-def _run(
-    servable: Servable, feeds: Mapping[str, Any], key: str, outputs: Sequence[str]
-) -> dict[str, NDArray[Any]]:
-    from tfship.server._status import from_exception
-
-    try:
-        result = servable.run(feeds, key, outputs)
-    except RpcError:
-        raise
-    except Exception as exc:  # the engine's failures become statuses, never tracebacks
-        raise from_exception(exc) from exc
-    return {alias: np.asarray(result[alias]) for alias in outputs}
-
-
-def _run_tensors(
-    servable: Servable, feeds: Mapping[str, Any], fetches: Mapping[str, tuple[str, str]]
-) -> dict[str, NDArray[Any]]:
-    from tfship.server._status import from_exception
-
-    try:
-        result = servable.run_tensors(feeds, fetches)
-    except RpcError:
-        raise
-    except Exception as exc:  # the engine's failures become statuses, never tracebacks
-        raise from_exception(exc) from exc
-    return {name: np.asarray(value) for name, value in result.items()}
-
-
-# Classify / Regress helpers ------------------------------------------------------------------
-def serialized_examples(input_proto: Any) -> NDArray[Any]:
-    """The request's Examples as a 1-D string tensor; context bytes are prepended (merge)."""
-    kind = input_proto.WhichOneof("kind")
-    if kind == "example_list":
-        blobs = [e.SerializeToString() for e in input_proto.example_list.examples]
-    elif kind == "example_list_with_context":
-        with_context = input_proto.example_list_with_context
-        context = with_context.context.SerializeToString()
-        blobs = [context + e.SerializeToString() for e in with_context.examples]
-    else:
-        blobs = []
-    if not blobs:
-        raise invalid("Input is empty.")
-    out = np.empty(len(blobs), dtype=object)
-    out[:] = blobs
-    return out
-
-
-def _check_example_method(signature: Any, method: str) -> None:
-    # --enable_signature_method_name_check for Classify and Regress (and their MultiInference).
-    if signature.method_name != method:
-        kind = "classification" if method == CLASSIFY_METHOD else "regression"
-        raise invalid(f"Expected {kind} signature method_name to be {method}. Was: " + signature.method_name)
-
-
-def classification_outputs(signature: Any, method_check: bool) -> list[str]:
-    """TF Serving's PreProcessClassification: the output aliases to fetch, or the error."""
-    if method_check:
-        _check_example_method(signature, CLASSIFY_METHOD)
-    if len(signature.inputs) != 1:
-        raise invalid("Expected one input Tensor.")
-    if len(signature.outputs) not in (1, 2):
-        raise invalid(f"Expected one or two output Tensors, found {len(signature.outputs)}")
-    if "inputs" not in signature.inputs:
-        raise invalid(f"No classification inputs found in SignatureDef: {signature}")
-    outputs = [k for k in ("classes", "scores") if k in signature.outputs]
-    if not outputs:
-        raise invalid(
-            'Expected classification signature outputs to contain at least one of "classes" or '
-            f'"scores". Signature was: {signature}'
-        )
-    return outputs
-
-
-def regression_outputs(signature: Any, method_check: bool) -> list[str]:
-    """TF Serving's PreProcessRegression: ``["outputs"]`` or the error."""
-    if method_check:
-        _check_example_method(signature, REGRESS_METHOD)
-    if len(signature.inputs) != 1:
-        raise invalid("Expected one input Tensor.")
-    if len(signature.outputs) != 1:
-        raise invalid("Expected one output Tensor.")
-    if "inputs" not in signature.inputs:
-        raise invalid(f"No regression inputs found in SignatureDef: {signature}")
-    if "outputs" not in signature.outputs:
-        raise invalid(f"No regression outputs found in SignatureDef: {signature}")
-    return ["outputs"]
-
-
-def _check_class_tensor(name: str, value: NDArray[Any], want: int, num_examples: int) -> None:
-    if value.ndim != 2:
-        raise invalid(
-            f"Expected Tensor shape: [batch_size num_classes] but got {_debug_shape_text(value.shape)}"
-        )
-    enum = enum_of_array(value)
-    if enum != want:
-        kind = "DT_STRING" if want == DT_STRING else "DT_FLOAT"
-        raise invalid(f"Expected {name} Tensor of {kind}. Got: {dtype_enum_name(enum)}")
-    if value.shape[0] != num_examples:
-        raise invalid(f"Expected {name} output batch size of {num_examples}. Got: {value.shape[0]}")
-
-
-def fill_classifications(result: Any, values: Mapping[str, NDArray[Any]], num_examples: int) -> None:
-    """TF Serving's PostProcessClassificationResult into a ``ClassificationResult``."""
-    classes, scores = values.get("classes"), values.get("scores")
-    if classes is not None:
-        _check_class_tensor("classes", classes, DT_STRING, num_examples)
-    if scores is not None:
-        _check_class_tensor("scores", scores, DT_FLOAT, num_examples)
-    if classes is not None and scores is not None and classes.shape[1] != scores.shape[1]:
-        raise invalid(
-            "Tensors class and score should match in dim_size(1). Got "
-            f"{classes.shape[1]} vs. {scores.shape[1]}"
-        )
-    width = (classes if classes is not None else scores).shape[1]  # type: ignore[union-attr]
-    for row in range(num_examples):
-        entry = result.classifications.add()
-        for column in range(width):
-            cls = entry.classes.add()
-            if classes is not None:
-                label = classes[row, column]
-                text = label if isinstance(label, bytes) else str(label).encode()
-                cls.label = text.decode("utf-8", errors="replace")
-            if scores is not None:
-                cls.score = float(scores[row, column])
-
-
-def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> None:
-    """TF Serving's PostProcessRegressionResult into a ``RegressionResult``."""
-    if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == 1)):
-        raise invalid(
-            "Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got "
-            + _debug_shape_text(value.shape)
-        )
-    if value.shape[0] != num_examples:
-        raise invalid(
-            f"Input batch size did not match output batch size: {num_examples} vs. {value.shape[0]}"
-        )
-    enum = enum_of_array(value)
-    if enum != DT_FLOAT:
-        raise invalid(f"Expected output Tensor of DT_FLOAT.  Got: {dtype_enum_name(enum)}")
-    for number in value.reshape(-1).tolist():
-        result.regressions.add(value=number)

@@ -33,8 +33,9 @@ from tfship._wire import (
     shape_text,
     v2_datatype,
 )
-from tfship.server._core import ServingCore, _run
+from tfship.server._core import ServingCore
 from tfship.server._manager import Servable
+from tfship.server._predict import _run
 from tfship.server._request_log import PREDICT_LOG
 from tfship.server._status import RpcError, from_exception, invalid
 
