@@ -274,4 +274,7 @@ def test_the_open_inference_protocol_page_runs_as_shown(tmp_path: Path) -> None:
     # each of its two clients (HTTP, then gRPC) prints what the comments beside the prints show
     shown = re.findall(r"^ *print\(.*\) +# (.*)$", triton.code, re.M)
     assert len(shown) == 2, triton.code
-    assert (ran.returncode, ran.stdout) == (0, "".join(f"{line}\n" for line in shown) * 2), ran.stderr
+    want = "".join(f"{line}\n" for line in shown) * 2
+    assert (ran.returncode, ran.stdout) == (0, want), (
+        f"--- shown\n{want}--- printed\n{ran.stdout}{ran.stderr}"
+    )
