@@ -52,9 +52,11 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# the tests open pages in a real headless Chromium (the promotion report, the docs site), from Debian's packages
+# the tests open pages in a real headless Chromium (the promotion report, the docs site) and call
+# servers with curl and jq (the Serving pages' examples), all from Debian's packages
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v curl >/dev/null 2>&1 && command -v jq >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq >/dev/null; }
 
 # Both lanes, one after the other: the whole suite on TensorFlow 2.15 (.venv), then every test
 # not marked `estimator` on the newest TensorFlow (.venv-run), whose Estimator fixtures are

@@ -26,6 +26,8 @@ RUN_BY = {
     "docs/guides/train.md": "tests/docs/test_guides.py",
     "docs/guides/serve.md": "tests/docs/test_guides.py",
     "docs/guides/predict.md": "tests/docs/test_predict_guide.py",
+    "docs/guides/predict-pipeline.md": "tests/docs/test_predict_guide.py",
+    "docs/serving/open-inference-protocol.md": "tests/docs/test_serving_guides.py",
     "docs/serving/health-and-model-list.md": "tests/docs/test_serving_guides.py",
     "docs/serving/request-logging.md": "tests/docs/test_serving_guides.py",
     "docs/serving/tf-serving-2.20.md": "tests/docs/test_serving_guides.py",

@@ -1,8 +1,9 @@
 """The Serving pages' examples run as shown against a real ``tfship serve`` on free ports: the
-health page's commands, curl calls and gRPC health client, the request logging page's configs,
-jq line and Python, and the TF Serving 2.20 page's Python. Where a page names a fixed port
-(8500, 8501) or a fixed path (``/var/log/tfship/``), the test puts a free port or a directory of
-its own in its place and nothing else."""
+Open Inference Protocol page's model, curl calls and tritonclient clients, the health page's
+commands, curl calls and gRPC health client, the request logging page's configs, jq line and
+Python, and the TF Serving 2.20 page's Python. Where a page names a fixed port (8500, 8501) or a
+fixed path (``/var/log/tfship/``), the test puts a free port or a directory of its own in its
+place and nothing else."""
 
 from __future__ import annotations
 
@@ -243,3 +244,37 @@ def test_the_tf_serving_220_page_flag_answers_with_tensor_content(tmp_path: Path
                 answer = stub.Predict(request, timeout=30).outputs["y"]
         assert answer.tensor_content and not answer.float_val, command
         assert tf.make_ndarray(answer).tolist() == [[2.0, 4.0, 6.0]], command
+
+
+def test_the_open_inference_protocol_page_runs_as_shown(tmp_path: Path) -> None:
+    from venvs import clean_env, v2_clients_venv
+
+    blocks = runnable(SERVING / "open-inference-protocol.md")
+    assert [b.kind for b in blocks] == ["python", "console", "console", "python"]
+    save, serve, calls, triton = blocks
+    venv = v2_clients_venv()  # first: a download the server need not wait for
+    done = _python(save.code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    grpc, rest = _free_port(), _free_port()
+    swaps = {"8500": str(grpc), "8501": str(rest)}
+    [command] = commands(serve)
+    assert not command.shown
+    with _serving(_swap(command.line, swaps), tmp_path):
+        run_console(_part(calls, list(range(len(commands(calls)))), swaps), tmp_path)
+        # tritonclient, in the venv where its pins hold (without tfship's PYTHONPATH)
+        ran = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", _swap(triton.code, swaps)],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    # each of its two clients (HTTP, then gRPC) prints what the comments beside the prints show
+    shown = re.findall(r"^ *print\(.*\) +# (.*)$", triton.code, re.M)
+    assert len(shown) == 2, triton.code
+    want = "".join(f"{line}\n" for line in shown) * 2
+    assert (ran.returncode, ran.stdout) == (0, want), (
+        f"--- shown\n{want}--- printed\n{ran.stdout}{ran.stderr}"
+    )
