@@ -46,10 +46,17 @@ $(RUN_VENV)/.installed-dev: pyproject.toml | $(RUN_PY)
 demo: $(VENV)/.installed-run
 	$(VENV)/bin/tfship demo --workdir $(or $(WORKDIR),demo-workdir)
 
+# tests/ and benchmarks/ are checked with relaxed rules (tests/mypy.ini), one run per import root
+MYPY_TESTS = $(VENV)/bin/mypy --config-file tests/mypy.ini
+
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
+	MYPYPATH=tests $(MYPY_TESTS) tests --exclude '^tests/(exporters|inspect)/'
+	MYPYPATH=tests/exporters:tests $(MYPY_TESTS) tests/exporters
+	MYPYPATH=tests/inspect:tests $(MYPY_TESTS) tests/inspect
+	MYPYPATH=benchmarks:tests:tests/inspect $(MYPY_TESTS) benchmarks
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # the tests open pages in a real headless Chromium (the promotion report, the docs site) and call

@@ -87,7 +87,7 @@ def main() -> None:
                 "error: --short measures the venv running it as the full install; run it "
                 "with the python of a venv that has tfship[estimator] (.venv/bin/python)"
             )
-        rows = [
+        rows: list[tuple[str, int, float | None]] = [
             (f"core (Python {newest})", site_packages_bytes(core_venv), None),
             ("full (this venv)", site_packages_bytes(full_venv), None),
         ]

@@ -110,10 +110,10 @@ def main() -> None:
             f"{f'{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})':>34}"
             f"{f'{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x)':>24}"
         )
-    used = {fmt: statistics.median(cpu[fmt]) for fmt in FORMATS}
+    cpu_s = {fmt: statistics.median(cpu[fmt]) for fmt in FORMATS}
     print(
-        f"CPU seconds, median: {', '.join(f'{fmt} {used[fmt]:.3f}' for fmt in FORMATS)}; "
-        f"JSON Lines / CSV {used['jsonl'] / used['csv']:.2f}x (on a busy machine the wall ratio drifts)"
+        f"CPU seconds, median: {', '.join(f'{fmt} {cpu_s[fmt]:.3f}' for fmt in FORMATS)}; "
+        f"JSON Lines / CSV {cpu_s['jsonl'] / cpu_s['csv']:.2f}x (on a busy machine the wall ratio drifts)"
     )
     print(f"the same converted columns from every format: {agree}")
     jsonl = statistics.median(c / s for c, s in zip(seconds["csv"], seconds["jsonl"]))

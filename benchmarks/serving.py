@@ -57,7 +57,7 @@ def export_model(base: Path) -> Path:
     tf_ = tf()
     rng = np.random.default_rng(0)
 
-    class Mlp(tf_.Module):
+    class Mlp(tf_.Module):  # type: ignore[misc,name-defined]  # tf is a module imported when called
         def __init__(self) -> None:
             super().__init__()
             self.w1 = tf_.Variable(rng.normal(size=(16, 64)).astype(np.float32))
@@ -90,7 +90,7 @@ def median_seconds(call: Callable[[], Any], repeats: int) -> float:
     return float(np.median(times))
 
 
-def rate(clients: int, seconds: float, make_call: Callable[[], Callable[[], None]]) -> float:
+def rate(clients: int, seconds: float, make_call: Callable[[], Callable[[], object]]) -> float:
     """Requests/s of ``clients`` threads each calling its own ``make_call()`` for ``seconds``."""
     counts = [0] * clients
     start = threading.Barrier(clients + 1)
@@ -526,7 +526,7 @@ def grpc_call(address: str) -> tuple[Callable[[], None], Callable[[], None]]:
     return (lambda: stub.Predict(request, timeout=30)), channel.close
 
 
-def client_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
+def client_call(url: str) -> tuple[Callable[[], object], Callable[[], None]]:
     """tfship's own ``ServingClient`` on the REST transport (pooled httpx); (call, close)."""
     from tfship.serve_client import ServingClient
 
@@ -535,7 +535,7 @@ def client_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
     return (lambda: client.predict("bench", inputs)), client.close
 
 
-def p50_ms(call: Callable[[], None], count: int) -> float:
+def p50_ms(call: Callable[[], object], count: int) -> float:
     """Median latency in ms of ``count`` sequential calls (after one warm-up call)."""
     return median_seconds(call, count) * 1000.0
 
@@ -546,8 +546,8 @@ def rest_rates(base: Path, seconds: float, clients: tuple[int, ...]) -> dict[str
     address, url = info["grpc"], info["rest"]
     closers: list[Callable[[], None]] = []
 
-    def maker(open_call: Callable[[], tuple[Callable[[], None], Callable[[], None]]]) -> Any:
-        def make_call() -> Callable[[], None]:
+    def maker(open_call: Callable[[], tuple[Callable[[], object], Callable[[], None]]]) -> Any:
+        def make_call() -> Callable[[], object]:
             call, close = open_call()
             closers.append(close)
             return call

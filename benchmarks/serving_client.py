@@ -27,6 +27,7 @@ only; --short: every row, two repeats of each measurement, to see that each path
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -104,8 +105,8 @@ def bench_encode(tf: Any) -> list[tuple[str, float, float]]:
             == tf.make_ndarray(tf.make_tensor_proto(value)).tolist()
         )
         # More repeats than elsewhere: each call is short, and a loaded machine adds noise.
-        official = best_ms(lambda v=value: tf.make_tensor_proto(v), 40)
-        fast = best_ms(lambda v=value: encode_tensor(v), 40)
+        official = best_ms(functools.partial(tf.make_tensor_proto, value), 40)
+        fast = best_ms(functools.partial(encode_tensor, value), 40)
         rows.append((label, official, fast))
     return rows
 

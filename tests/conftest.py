@@ -84,9 +84,11 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
     TensorFlow 2.15 on either lane (``estimator_builds.tiny_model``)."""
     workdir = tmp_path_factory.mktemp("tiny_model")
     built = build("estimator_builds:tiny_model", workdir)
-    paths = [Path(built[key]) for key in ("schema_path", "train_csv", "eval_csv", "model_dir")]
+    schema_path, train_csv, eval_csv, model_dir = (
+        Path(built[key]) for key in ("schema_path", "train_csv", "eval_csv", "model_dir")
+    )
     result = TrainResult(built["exports"], built["global_step"], built["metrics"])
-    return TinyModel(workdir, *paths, result)
+    return TinyModel(workdir, schema_path, train_csv, eval_csv, model_dir, result)
 
 
 @pytest.fixture(scope="module")

@@ -191,7 +191,7 @@ def test_demo_runs_the_life_of_a_model(tmp_path: Path) -> None:
 
 
 def _all_subclasses(cls: type) -> set[type]:
-    found = set(cls.__subclasses__())
+    found: set[type] = set(cls.__subclasses__())
     for sub in list(found):
         found |= _all_subclasses(sub)
     return found

@@ -89,6 +89,7 @@ def test_synthesize_follows_the_schema(tmp_path: Path) -> None:
     out = synthesize(schema, 2500, tmp_path / "synth.csv", seed=3)
     rows = _rows(out)
     assert len(rows) == 2500
+    assert schema.label.vocabulary is not None
     for i, row in enumerate(rows[:200]):
         schema.convert_record(row, where=f"synth.csv:{i + 2}", csv=CsvMissing())
         assert schema.convert_label(row, csv=CsvMissing()) in schema.label.vocabulary

@@ -63,6 +63,7 @@ def test_a_repeated_header_in_a_clean_block_is_still_refused(tmp_path: Path) -> 
 def test_schema_infer_leaves_a_repeated_header_out_of_the_label(tmp_path: Path) -> None:
     dirty, _ = _dirty(tmp_path)
     schema, reasons = explain_schema(dirty, "species")
+    assert schema.label.vocabulary is not None
     assert list(schema.label.vocabulary) == ["Adelie", "Chinstrap", "Gentoo"]
     assert reasons[0].startswith(
         f"skipped 2 bad row(s): {dirty}:{HEADER_LINE}: {HEADER_REPEATED}; {dirty}:{CP1252_LINE}: {NOT_UTF8}"

@@ -122,6 +122,7 @@ def test_every_example_in_the_source_is_found() -> None:
     found: dict[str, int] = {}
     for name in MODULES:
         for test in _examples(name):
+            assert test.filename is not None
             found[test.filename] = found.get(test.filename, 0) + len(test.examples)
     root = Path(tfship.__file__).parent
     written = {}

@@ -147,11 +147,12 @@ def test_old_spellings_still_import_and_warn(name: str) -> None:
     # a name that left the surface, or was renamed, keeps working for now and says what to write
     module = importlib.import_module(name)
     old = getattr(module, "_OLD", None)
-    for spelling in sorted({**old.renamed, **old.withdrawn}) if old else ():
+    renamed, withdrawn = (old.renamed, old.withdrawn) if old else ({}, {})
+    for spelling in sorted({**renamed, **withdrawn}):
         assert spelling not in module.__all__ and spelling not in vars(module)
         with pytest.warns(DeprecationWarning, match=rf"^{re.escape(name)}\.{spelling} is deprecated: "):
             value = getattr(module, spelling)
-        where = old.renamed.get(spelling) or old.withdrawn[spelling]
+        where = renamed.get(spelling) or withdrawn[spelling]
         home, _, attribute = where.rpartition(".")
         assert value is getattr(importlib.import_module(home), attribute)
 

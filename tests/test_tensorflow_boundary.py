@@ -34,7 +34,9 @@ def tensorflow_imports(source: str, filename: str) -> list[str]:
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if called in ("import_module", "__import__") and isinstance(node.args[0].value, str):
                 names = [node.args[0].value]
-        found += [(node.lineno, name) for name in names if _named(name)]
+        if names:
+            assert isinstance(node, ast.stmt | ast.expr)  # an import statement or a call
+            found += [(node.lineno, name) for name in names if _named(name)]
     return [f"{line}: {name}" for line, name in sorted(found)]
 
 

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from export_helpers import input_fn, make_classifier, numeric_dirs, parse_spec
@@ -22,7 +22,17 @@ from tfship.exporters import (
 )
 from tfship.exporters._shared import resolve_mode
 
-FAST = {"verify": False}
+
+class _Fast(TypedDict):
+    verify: bool
+
+
+FAST: _Fast = {"verify": False}
+
+
+def _exported(path: str | None) -> Path:
+    assert path is not None, "the exporter exported nothing"
+    return Path(path)
 
 
 def _receiver() -> Any:
@@ -97,9 +107,9 @@ def test_latest_keeps_n_newest_and_never_touches_foreign_dirs(
     ]
     assert all(isinstance(p, str) for p in paths)
     ours = [n for n in numeric_dirs(tmp_path) if n not in foreign]
-    assert ours == [Path(p).name for p in paths[-2:]]
+    assert ours == [_exported(p).name for p in paths[-2:]]
     assert all((tmp_path / name).exists() for name in foreign)
-    assert [d.line for d in latest.decisions][0] == f"exported {Path(paths[0]).name} at step 10"
+    assert [d.line for d in latest.decisions][0] == f"exported {_exported(paths[0]).name} at step 10"
     assert sum("removed" in line for line in export_logs()) == 3
 
 
@@ -108,7 +118,7 @@ def test_export_uses_the_evaluated_checkpoint_not_the_latest(
 ) -> None:
     latest = LatestExporter("latest", _receiver(), **FAST)
     path = latest.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False)
-    meta = json.loads((Path(path) / "assets.extra" / "tfship.json").read_text())
+    meta = json.loads((_exported(path) / "assets.extra" / "tfship.json").read_text())
     assert meta["global_step"] == 5 and meta["checkpoint"] == checkpoints[5]
 
 
@@ -119,7 +129,7 @@ def test_final_exports_only_on_the_final_evaluation(
     assert final.export(classifier, str(tmp_path), checkpoints[5], {"global_step": 5}, False) is None
     assert numeric_dirs(tmp_path) == []
     path = final.export(classifier, str(tmp_path), checkpoints[10], {"global_step": 10}, True)
-    assert numeric_dirs(tmp_path) == [Path(path).name]
+    assert numeric_dirs(tmp_path) == [_exported(path).name]
     assert final.decisions[0].line == "skipped: step 5 is not the final evaluation"
 
 
@@ -203,7 +213,7 @@ def test_a_compare_fn_decision_is_logged_and_recorded_as_the_compare_fn_s(
         for i, e in enumerate(evals)
     ]
     assert [p is not None for p in paths] == [True, False, True]
-    v1, v3 = Path(paths[0]).name, Path(paths[2]).name
+    v1, v3 = _exported(paths[0]).name, _exported(paths[2]).name
     assert [d.line for d in best.decisions] == [
         f"exported {v1}: first best for compare_fn auc_bigger at step 10",
         f"skipped: compare_fn auc_bigger rejects auc 0.78 over best {v1} with auc 0.8 at step 11",
@@ -215,7 +225,7 @@ def test_a_compare_fn_decision_is_logged_and_recorded_as_the_compare_fn_s(
     assert record["compared"] == ["auc"]
     assert record["metrics"] == {"loss": 0.5, "auc": 0.9, "global_step": 12}
     assert record["version"] == int(v3)
-    meta = json.loads((Path(paths[2]) / "assets.extra" / "tfship.json").read_text())
+    meta = json.loads((_exported(paths[2]) / "assets.extra" / "tfship.json").read_text())
     assert meta["exporter"]["compare_fn"] == "auc_bigger" and "metric" not in meta["exporter"]
     assert meta["exporter"]["compared"] == ["auc"]
     previous = {"version": int(v1), "metrics": {"auc": 0.8, "loss": 0.44, "global_step": 10}}

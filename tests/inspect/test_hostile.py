@@ -214,7 +214,7 @@ def test_a_graph_cycle_on_the_way_to_a_constant_is_refused(
     other = parsing_export(tmp_path, Parsing(), version="2")
     served = parsing_export(tmp_path / "serving", Parsing()).parent
     node = "default" if edit is _self_loop else "dense_keys"
-    commands = (
+    commands: tuple[list[str | pathlib.Path], ...] = (
         ["inspect", "request", path],
         ["inspect", "show", path, "--json"],
         ["inspect", "diff", other, path],
@@ -234,7 +234,12 @@ def test_a_default_declaring_twenty_million_values_is_refused(tmp_path: pathlib.
     path = parsing_export(tmp_path, spec)
     assert (path / "saved_model.pb").stat().st_size < 1000
     other = parsing_export(tmp_path, Parsing(), version="2")
-    for args in (["show", path, "--json"], ["request", path], ["diff", other, path]):
+    argsets: list[list[str | pathlib.Path]] = [
+        ["show", path, "--json"],
+        ["request", path],
+        ["diff", other, path],
+    ]
+    for args in argsets:
         refused(
             tfship("inspect", *args),
             f"{path / 'saved_model.pb'}: constant 'default' declares shape [20000000], 20000000 values",

@@ -110,7 +110,7 @@ def test_tfship_serve_gives_the_answers_tensorflow_2_15_gave(
                             labels = [[c.decode() for c in row] for row in want["classes"].tolist()]
                             assert got.as_numpy("classes").tolist() == labels, where
                     else:
-                        got = client.regress(export, list(examples), signature=key)
-                        _assert_same(got.as_numpy(), want["outputs"].reshape(-1), f"{where} outputs")
+                        regressed = client.regress(export, list(examples), signature=key)
+                        _assert_same(regressed.as_numpy(), want["outputs"].reshape(-1), f"{where} outputs")
                 compared += 1
     assert compared == sum(len(answers[e]["signatures"]) for e in EXPORTS)

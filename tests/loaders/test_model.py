@@ -172,7 +172,9 @@ def test_run_refuses_inputs_in_the_serving_clients_words(keras_export: KerasExpo
         model.run(feeds)
     options = ServerOptions(port=0)
     with ModelServer.from_base_path(keras_export.path.parent, "m", options=options) as server:
-        with ServingClient(transport=InProcessTransport(server), timeout=20) as client:
+        # ModelServer.core is Optional (None until started), which the transport's protocol does not allow for
+        transport = InProcessTransport(server)  # type: ignore[arg-type]
+        with ServingClient(transport=transport, timeout=20) as client:
             with pytest.raises(InvalidInputError) as remote:
                 client.predict("m", feeds)
     assert str(local.value) in str(remote.value)

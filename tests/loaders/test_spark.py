@@ -252,18 +252,21 @@ def test_a_raw_signature_export_through_the_cluster(
 ) -> None:
     source = write_csv(tmp_path / "in.csv", make_rows(40, seed=41), extra=BAD_LINES)
     tfrecord = write_input("tfrecord", tmp_path, make_rows(12, seed=42))
-    spec = dict(keep_columns=["id"])
+    keep = ["id"]
     local_out, spark_out = tmp_path / "local.jsonl", tmp_path / "spark.jsonl"
     with load(estimator_exports.raw) as model:
         from tfship.loaders import run_job as run_local
 
         local = run_local(
-            model, JobSpec([str(source), str(tfrecord)], local_out, rejects=tmp_path / "local.rej", **spec)
-        )  # type: ignore[arg-type]
+            model,
+            JobSpec(
+                [str(source), str(tfrecord)], local_out, rejects=tmp_path / "local.rej", keep_columns=keep
+            ),
+        )
     summary = run_job(
         estimator_exports.raw,
-        JobSpec([str(source), str(tfrecord)], spark_out, rejects=tmp_path / "spark.rej", **spec),
-    )  # type: ignore[arg-type]
+        JobSpec([str(source), str(tfrecord)], spark_out, rejects=tmp_path / "spark.rej", keep_columns=keep),
+    )
     assert (
         (summary.rows_in, summary.predicted, summary.rejected)
         == (local.rows_in, local.predicted, local.rejected)

@@ -174,7 +174,8 @@ def test_tfrecord_files_are_read_without_tensorflow(tmp_path: Path) -> None:
     assert out.stdout.splitlines() == [json.dumps([[[1], [1]], [[2], [[2, 3]]]]), "False"]
     records = read_records(path)
     assert len(records) == 2 and all(isinstance(r, bytes) for r in records)
-    columns = example_columns(records, ["n", "s"])
+    # a list of records, as read_records returns; the annotation names only arrays
+    columns = example_columns(records, ["n", "s"])  # type: ignore[arg-type]
     assert columns["n"] == [1, [2, 3]] and columns["s"][0] == "a" and columns["s"][1] is MISSING
 
 
@@ -188,7 +189,7 @@ def test_a_damaged_tfrecord_is_named(tmp_path: Path) -> None:
 
 def test_examples_are_checked_against_the_schema(tmp_path: Path) -> None:
     schema = Schema.from_dict(SCHEMA)
-    rows = [{"x": [1.0, 2.0], "s": ["a"]}, {"x": ["1", "2"], "s": ["a"]}]
+    rows: list[dict[str, list[object]]] = [{"x": [1.0, 2.0], "s": ["a"]}, {"x": ["1", "2"], "s": ["a"]}]
     path = _examples(tmp_path / "rows.tfrecord", rows)
     wrong = r"rows\.tfrecord:2: field 'x': expected float32 values \(float_list\), found a bytes_list"
     with pytest.raises(DataError, match=wrong):
@@ -229,6 +230,7 @@ def test_json_lines_read_as_the_json_module_reads_them(tmp_path: Path) -> None:
         (6, "unparseable JSON", '{"n": 5, '),
         (7, "expected a JSON object, found list", "[6]"),
     ]
+    assert chunk.texts is not None
     assert list(chunk.texts)[0] == '{"n": 18446744073709551616, "x": 1}'
 
 
@@ -319,6 +321,7 @@ def test_plain_json_lines_are_read_by_arrow_when_the_fields_are_known(tmp_path: 
         "x": [1.0, 2.5, None],
     }
     assert chunk.names == ["n", "other", "s", "x"] and chunk.lines.tolist() == [1, 2, 3]
+    assert chunk.texts is not None
     assert list(chunk.texts)[2] == json.dumps(rows[2])
     # an integer where a field takes strings: line by line, as Python values (from there on)
     path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {"s": 3}, {"s": "b"}]))

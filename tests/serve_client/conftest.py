@@ -165,6 +165,7 @@ class ScriptedServer:
         handler = self.handlers.get(method)
         if handler is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} is not scripted")
+        assert handler is not None  # context.abort raised above
         return handler(request, context)
 
 

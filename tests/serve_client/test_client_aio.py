@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tfship.serve_client as errors
-from tfship.serve_client import AsyncServingClient, RetryPolicy
+from tfship.serve_client import AsyncServingClient, RegressResult, RetryPolicy
 
 from .conftest import ScriptedServer, echo_predict
 
@@ -27,6 +27,7 @@ def test_every_method_against_the_server(server: Any) -> None:
             regressed = await client.regress("m", [{"x": [1.0, 1.0]}], signature="regress")
             assert np.allclose(regressed.values, [4.0])
             multi = await client.multi_inference("m", [{"x": [1.0, 1.0]}], [("regress", "regress")])
+            assert isinstance(multi.results[0], RegressResult)
             assert np.allclose(multi.results[0].as_numpy(), [4.0])
             assert (await client.metadata("m")).signature().inputs["x"].dtype == "float32"
             assert [s.version for s in await client.status("m")] == [2, 1]

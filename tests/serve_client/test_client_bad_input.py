@@ -25,7 +25,8 @@ from tfship.serve_client import (
 
 @pytest.fixture(scope="module")
 def rest(server: Any) -> Iterator[RestServingClient]:
-    with RestServingClient(server.rest_url, timeout=20) as c:
+    c = RestServingClient(server.rest_url, timeout=20)
+    with c:
         yield c
 
 

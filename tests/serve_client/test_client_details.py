@@ -12,12 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
-from tfship.serve_client import AsyncServingClient, RestServingClient, ServingClient
+from tfship.serve_client import AsyncServingClient, GrpcTransport, RestServingClient, ServingClient
 
 
 @pytest.fixture(scope="module")
 def rest(server: Any) -> Iterator[RestServingClient]:
-    with RestServingClient(server.rest_url, timeout=20) as c:
+    c = RestServingClient(server.rest_url, timeout=20)
+    with c:
         yield c
 
 
@@ -62,6 +63,7 @@ def test_status_shows_the_labels_asked_about(client: ServingClient, rest: RestSe
         found = {s.version: s.labels for s in each.status("m", labels=["stable", "canary"])}
         assert found == {2: ("canary",), 1: ("stable",)}
         assert all(s.labels == () for s in each.status("m"))
+    assert isinstance(client.transport, GrpcTransport)
     args = ["client", "status", "-s", client.transport.target, "-m", "m", "-l", "stable"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tfship.serve_client as errors
-from tfship.serve_client import ServingClient, VersionStatus
+from tfship.serve_client import RegressResult, ServingClient, VersionStatus
 
 X = [[1.0, 2.0], [3.0, 4.0]]
 
@@ -101,7 +101,9 @@ def test_missing_signature(server: Any, validate: bool) -> None:
         ({"model": "m", "label": "beta"}, errors.VersionNotFoundError, "label: beta"),
     ],
 )
-def test_not_found_errors(server: Any, kwargs: dict[str, Any], error: type, match: str) -> None:
+def test_not_found_errors(
+    server: Any, kwargs: dict[str, Any], error: type[errors.ServingCallError], match: str
+) -> None:
     with ServingClient(server.address, validate=False) as c:
         with pytest.raises(error, match=match) as info:
             c.predict(inputs={"x": X}, **kwargs)
@@ -137,12 +139,14 @@ def test_multi_inference(client: ServingClient) -> None:
     result = client.multi_inference("m", [{"x": [1.0, 1.0]}], [("regress", "regress")], version=1)
     (regressed,) = result.results
     assert regressed.model_spec.signature_name == "regress"
+    assert isinstance(regressed, RegressResult)
     assert np.allclose(regressed.as_numpy(), [3.0])
     # TF2 signatures each have their own input tensor; each gets the examples (TF Serving 2.4+).
     both = client.multi_inference(
         "m", [{"x": [1.0, 1.0]}], [("classify", "classify"), ("regress", "regress")], version=1
     )
     assert [r.model_spec.signature_name for r in both.results] == ["classify", "regress"]
+    assert isinstance(both.results[1], RegressResult)
     assert np.allclose(both.results[1].as_numpy(), [3.0])
 
 

@@ -285,7 +285,7 @@ def test_a_forked_child_is_told_to_make_its_own_client(scripted: ScriptedServer)
             os._exit(0)
         os.close(write)
         with os.fdopen(read, "rb") as pipe:
-            message = pipe.read().decode()
+            said = pipe.read().decode()
         os.waitpid(pid, 0)
-        assert "gRPC channels do not survive fork()" in message
+        assert "gRPC channels do not survive fork()" in said
         assert client.predict("m", X).as_numpy("x").shape == (1, 2)  # the parent is unaffected

@@ -144,7 +144,11 @@ def _https_status_server(tmp_path: Any, cert: bytes, key: bytes, client_ca: byte
 
     (tmp_path / "cert.pem").write_bytes(cert)
     (tmp_path / "key.pem").write_bytes(key)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Status)
+
+    class Recording(ThreadingHTTPServer):
+        peers: list[Any]
+
+    httpd = Recording(("127.0.0.1", 0), Status)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(tmp_path / "cert.pem"), str(tmp_path / "key.pem"))
     if client_ca is not None:

@@ -255,7 +255,9 @@ def test_in_process_answers_as_grpc_does(local: ServingClient, client: ServingCl
         ({"model": "m", "signature": "nope"}, errors.ServingSignatureNotFoundError),
     ],
 )
-def test_in_process_errors_are_the_grpc_classes(server: Any, kwargs: dict[str, Any], error: type) -> None:
+def test_in_process_errors_are_the_grpc_classes(
+    server: Any, kwargs: dict[str, Any], error: type[errors.ServingCallError]
+) -> None:
     with ServingClient(transport=InProcessTransport(server), validate=False) as raw:
         with pytest.raises(error) as info:
             raw.predict(inputs={"x": X}, **kwargs)
@@ -279,7 +281,7 @@ def test_async_in_process(server: Any) -> None:
 
 def test_in_process_needs_a_server() -> None:
     with pytest.raises(TypeError, match="ModelServer"):
-        InProcessTransport(object())
+        InProcessTransport(object())  # type: ignore[arg-type]  # the wrong argument is the point
 
 
 def test_in_process_reload_reports_the_core_status(local: ServingClient) -> None:

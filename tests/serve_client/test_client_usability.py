@@ -22,12 +22,12 @@ def test_a_wrong_keyword_names_the_right_one() -> None:
         match=r"'signature_name' \(did you mean 'signature'\?\); it takes: "
         r"model, inputs, signature, version",
     ):
-        client.predict("m", {"x": [[1.0, 2.0]]}, signature_name="serving_default")
+        client.predict("m", {"x": [[1.0, 2.0]]}, signature_name="serving_default")  # type: ignore[call-arg]  # the wrong keyword is the point
     client.close()
 
     async def call() -> None:
         async with AsyncServingClient("127.0.0.1:1") as aclient:
-            await aclient.classify("m", [{}], sig="classify")
+            await aclient.classify("m", [{}], sig="classify")  # type: ignore[call-arg]  # the wrong keyword is the point
 
     with pytest.raises(TypeError, match=r"'sig' \(did you mean 'signature'\?\)"):
         asyncio.run(call())

@@ -80,6 +80,7 @@ def test_batching_merges_concurrent_requests(module_base: Path) -> None:
         assert sum(len(r) for r in results) == THREADS * 10
         manager = server._require_started()
         with manager.servable(request().model_spec) as servable:
+            assert servable.batcher is not None
             batches = servable.batcher.batches_run
         # 160 requests in fewer runs: some were merged
         assert 0 < batches < THREADS * 10

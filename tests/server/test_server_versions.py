@@ -266,6 +266,7 @@ def load_error(serve: Any, base: Path) -> Any:
     with pytest.raises(LocalServerError) as info:
         server.start()  # like TF Serving, a model whose first load fails stops the start
     event = server.history("m")[-1]
+    assert event.error is not None
     assert str(info.value) == (
         f"1 servable(s) did not become available: {{{{{{name: m version: 1}} due to error: "
         f"{event.error.code.name}: {event.error.message}}}, }}"

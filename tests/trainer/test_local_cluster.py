@@ -153,9 +153,12 @@ class _Launcher:
         self.seen: list[str] = []
         assert self.process.stderr is not None
         stream = self.process.stderr
-        threading.Thread(
-            target=lambda: [self.lines.put(line.rstrip("\n")) for line in stream], daemon=True
-        ).start()
+
+        def pump() -> None:
+            for line in stream:
+                self.lines.put(line.rstrip("\n"))
+
+        threading.Thread(target=pump, daemon=True).start()
 
     def wait_for(self, pattern: str, timeout: float = 120) -> re.Match[str]:
         deadline = time.monotonic() + timeout

@@ -301,7 +301,7 @@ def test_outputs_json_cannot_carry_are_refused_as_tf_serving_does() -> None:
     empty = predict_json({"h": (np.ones((1, 0), np.float16), HALF)}, "row")
     assert empty == '{\n    "predictions": [[]\n    ]\n}'
     with pytest.raises(JsonError, match="Tensor name: s has no shape information "):
-        predict_json({"s": (np.float32(1.0), FLOAT)}, "row")
+        predict_json({"s": (np.float32(1.0), FLOAT)}, "row")  # type: ignore[dict-item]  # a scalar is the point
 
 
 def test_results_layouts() -> None:
