@@ -3,12 +3,15 @@
 - ``_formats``: the ``DataType`` table (number, TensorFlow name, numpy dtype, proto field),
   signature method names and ``serving_default``, the warmup file and its record limit, the
   gRPC code -> HTTP status table of the REST API, and which directories are versions.
-- ``_tensor``: ``TensorProto`` <-> numpy with TensorFlow's rules, on a fast packed path, and
-  the generated protobuf classes loaded without importing TensorFlow.
-- ``_json``: the REST API's JSON: request bodies to tensors with ``json_tensor.cc``'s rules
-  and messages, the JSON pieces its Example rule (``tfship.records.ByJson``) quotes, answers
-  and errors written as its rapidjson writer writes them (numbers, indents, escapes), numeric
-  tensors without a Python loop per value.
+- ``_tensor_*``: ``TensorProto`` <-> numpy with TensorFlow's rules, on a fast packed path
+  (``_tensor_encode``, ``_tensor_decode``, ``_tensor_wire`` for answers written straight to
+  the wire, over ``_tensor_dtypes``, ``_varints`` and ``_wire_scan``), and the generated
+  protobuf classes loaded without importing TensorFlow.
+- ``_json_*``: the REST API's JSON: request bodies parsed (``_json_parse``) and turned into
+  tensors with ``json_tensor.cc``'s rules and messages (``_json_values``), the JSON pieces its
+  Example rule (``tfship.records.ByJson``) quotes, answers and errors written as its rapidjson
+  writer writes them (numbers, indents, escapes), numeric tensors without a Python loop per
+  value (``_json_text``), and the client's side (``_json_client``).
 - ``_tfrecord``: TFRecord files (warmup requests) read and written without TensorFlow.
 - ``_v2``: the Open Inference Protocol's (KServe V2) tensors: datatypes, raw bytes, gRPC typed
   contents and JSON data to and from numpy.
@@ -49,29 +52,20 @@ from tfship._wire._formats import (
     version_numbers,
 )
 from tfship._wire._inputs import InputCheckError, cast_array, check_inputs, shape_text
-from tfship._wire._json import (
+from tfship._wire._json_client import answer_from_json, b64_json, example_to_json, tensor_to_json, text_or_b64
+from tfship._wire._json_parse import (
     JsonError,
-    answer_from_json,
     b64_decode,
-    b64_json,
-    classification_json,
     error_json,
     error_json_text,
-    example_to_json,
-    format_decimal,
     is_b64,
     json_string,
     json_type,
-    lossless_float32,
     parse_json,
-    predict_inputs_from_json,
-    predict_json,
-    regression_json,
     signature_name_of,
-    tensor_from_json,
-    tensor_to_json,
-    text_or_b64,
 )
+from tfship._wire._json_text import classification_json, format_decimal, predict_json, regression_json
+from tfship._wire._json_values import lossless_float32, predict_inputs_from_json, tensor_from_json
 from tfship._wire._message_types import (
     ClassificationRequest,
     ClassificationResponse,
@@ -109,16 +103,14 @@ from tfship._wire._messages import (
     protos,
     unset_fields_printed,
 )
-from tfship._wire._tensor import (
+from tfship._wire._tensor_decode import decode_tensor
+from tfship._wire._tensor_dtypes import TensorDecodeError, enum_of_array, tensor_numpy_dtype
+from tfship._wire._tensor_encode import encode_tensor
+from tfship._wire._tensor_wire import (
     DecodedPredict,
-    TensorDecodeError,
     decode_predict_response,
-    decode_tensor,
     encode_predict_response,
-    encode_tensor,
     encode_tensor_field,
-    enum_of_array,
-    tensor_numpy_dtype,
 )
 from tfship._wire._tfrecord import (
     crc32c,

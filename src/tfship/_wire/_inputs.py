@@ -207,7 +207,7 @@ def _from_python(where: str, key: str, value: Any, want: str) -> Array:
     if want == "string":
         return _strings(where, key, value)
     if want == "float32" and isinstance(value, list):
-        from tfship._wire._tensor import _float_list  # the packed path for lists of floats
+        from tfship._wire._tensor_encode import _float_list  # the packed path for lists of floats
 
         fast = _float_list(value)
         if fast is not None:

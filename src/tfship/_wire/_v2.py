@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tfship._wire._formats import DT_STRING, numpy_dtype
-from tfship._wire._tensor import _key, _varint_bytes
+from tfship._wire._varints import _key, _varint_bytes
 
 __all__ = [
     "V2_DATATYPES",

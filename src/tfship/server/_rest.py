@@ -2,7 +2,7 @@
 
 Like ``http_rest_api_handler.cc``: a JSON body becomes the same request message a gRPC client
 would send (tensors built from the signature's dtypes, Examples for classify/regress, with the
-rules of :mod:`tfship._wire._json`), runs through the same ``ServingCore``, and the response is
+rules of :mod:`tfship._wire._json_values`), runs through the same ``ServingCore``, and the response is
 written back as TF Serving writes it (``predictions``/``outputs``/``results``). Errors are
 ``{"error": "..."}`` with TF Serving's HTTP status for the code.
 
