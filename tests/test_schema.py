@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pickle
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 
 from tfship.errors import DataError, SchemaError
 from tfship.records import BySchema, to_example
-from tfship.schema import CsvMissing, Schema
+from tfship.schema import CsvLineError, CsvMissing, Feature, Label, MissingColumnError, Schema
 
 BASE: dict[str, Any] = {
     "label": {"name": "y", "kind": "multiclass", "vocabulary": ["a", "b", "c"]},
@@ -234,3 +236,14 @@ def test_a_number_too_big_for_any_float_is_a_bad_value_named_in_one_short_line()
     assert "(401 characters)" in message
     assert "whole number of 401 digits is out of the range of float32" in message
     assert len(message) < 300
+
+
+def test_the_classes_are_named_in_tfship_schema_where_users_import_them() -> None:
+    # reprs, tracebacks and pickles name them there; typing.get_type_hints (which dataclass
+    # tools call) reads their annotations there
+    for cls in (Schema, Label, Feature, CsvLineError, MissingColumnError):
+        assert f"{cls.__module__}.{cls.__qualname__}" == f"tfship.schema.{cls.__name__}"
+        typing.get_type_hints(cls)
+    schema = Schema.from_dict({"label": {"name": "y", "kind": "binary"}, "features": [{"name": "x"}]})
+    pickled = pickle.dumps(schema)
+    assert b"tfship.schema\x94" in pickled and pickle.loads(pickled) == schema

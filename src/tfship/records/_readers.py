@@ -34,12 +34,12 @@ from tfship.schema import (  # importing it also lifts the csv module's cap on a
     CsvLineError,
     CsvMissing,
     Schema,
-    _not_utf8,
     csv_column_dtype,
     csv_line_cells,
     field_values,
     read_csv_header,
 )
+from tfship.schema._shared import not_utf8
 
 Array = npt.NDArray[Any]
 
@@ -777,7 +777,7 @@ def _json_value(line: bytes) -> Any:
     try:
         text = line.rstrip(b"\r\n").decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _Unreadable(_not_utf8(exc))
+        return _Unreadable(not_utf8(exc))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
