@@ -264,7 +264,9 @@ def test_tf_serving_command_line_runs_as_is(bases: dict[str, Path], tmp_path: Pa
     monitoring = tmp_path / "monitoring.config"
     monitoring.write_text(f'prometheus_config {{ enable: true, path: "{METRICS_PATH}" }}')
     batching = tmp_path / "batching.config"
-    batching.write_text("max_batch_size { value: 16 } batch_timeout_micros { value: 500 }")
+    batching.write_text(
+        "max_batch_size { value: 16 } batch_timeout_micros { value: 500 } num_batch_threads { value: 4 }"
+    )
     with serve_process(
         "--port=0",
         "--rest_api_port",
@@ -289,6 +291,8 @@ def test_tf_serving_command_line_runs_as_is(bases: dict[str, Path], tmp_path: Pa
         with urllib.request.urlopen(f"{url}{METRICS_PATH}", timeout=30) as reply:
             assert reply.headers["Content-Type"].startswith("text/plain")
             assert ":tensorflow:serving:request_count" in reply.read().decode()
+    # what tfship's batching cannot honour is named, not dropped silently
+    assert f"{batching}: num_batch_threads: no counterpart in tfship serve's batching" in served.stderr
 
 
 # 7. monitoring ------------------------------------------------------------------------------------

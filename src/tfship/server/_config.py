@@ -6,6 +6,7 @@ or several from a ``model_config_list`` text proto (``--model_config_file``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -235,16 +236,26 @@ class SslConfig:
     client_verify: bool = False
 
 
+# the BatchingParameters fields tfship's batching honours
+_BATCHING_USED = frozenset({"max_batch_size", "batch_timeout_micros"})
+
+
 def read_batching_parameters(path: str | os.PathLike[str], defaults: Any) -> Any:
     """``--batching_parameters_file``: a ``BatchingParameters`` text proto over ``defaults``.
 
-    ``max_batch_size`` and ``batch_timeout_micros`` shape the batching; the thread and queue
-    settings have no counterpart here and are read but not used.
+    ``max_batch_size`` and ``batch_timeout_micros`` shape the batching; the thread, queue and
+    padding settings have no counterpart here: they are read, not used, and a warning names them
+    (they tune TF Serving's batch scheduler and change no answer).
     """
     from dataclasses import replace
 
     message = serving_message_class("BatchingParameters")()
     parse_text_file(path, message)
+    unused = [f.name for f, _ in message.ListFields() if f.name not in _BATCHING_USED]
+    if unused:
+        logging.getLogger(__name__).warning(
+            "%s: %s: no counterpart in tfship serve's batching; read, not used", path, ", ".join(unused)
+        )
     options = defaults
     if message.HasField("max_batch_size"):
         if message.max_batch_size.value < 1:
