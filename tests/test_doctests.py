@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import tfship
+from tfship.cli import NEEDS_ESTIMATOR
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -34,8 +35,13 @@ def _module_names() -> list[str]:
 
 
 MODULES = _module_names()
-# Their examples train or export Estimators: the estimator lane only (tests/estimator_lane.py).
-ESTIMATOR_PACKAGES = ("tfship.trainer", "tfship.exporters")
+# Their examples train or export Estimators, and the verbs that need tf.estimator import them:
+# the estimator lane only (tests/estimator_lane.py).
+ESTIMATOR_PACKAGES = (
+    "tfship.trainer",
+    "tfship.exporters",
+    *(f"tfship.cli.{verb}" for verb in sorted(NEEDS_ESTIMATOR)),
+)
 
 
 def _param(name: str) -> Any:
