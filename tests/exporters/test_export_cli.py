@@ -152,6 +152,7 @@ def _interrupt_export(trained_dir: Path, out: Path, when: Any) -> tuple[int, str
 
 @pytest.mark.parametrize("moment", ["while importing", "while staging"])
 def test_ctrl_c_stops_export_and_publishes_nothing(trained_dir: Path, tmp_path: Path, moment: str) -> None:
+    import signal
     import time
 
     out = tmp_path / "serving"
@@ -163,8 +164,12 @@ def test_ctrl_c_stops_export_and_publishes_nothing(trained_dir: Path, tmp_path: 
         return out.is_dir() and any(p.name.startswith(".") for p in out.iterdir())
 
     code, _, err = _interrupt_export(trained_dir, out, when)
-    # 130 once the command runs; click's own "Aborted!" (exit 1) if it was still parsing
-    assert code == 130 if moment == "while staging" else code in (130, 1), (code, err)
+    # 130 once the command runs; click's own "Aborted!" (exit 1) if it was still parsing. A
+    # Ctrl-C that lands inside TensorFlow's import can, under `python -m`, end the process by
+    # SIGINT itself after "Aborted!" (CPython re-raises the signal at exit when it saw the
+    # KeyboardInterrupt pass a string exec); a shell reports that as 130 too.
+    interrupted = (130, -signal.SIGINT)
+    assert code in interrupted if moment == "while staging" else code in (*interrupted, 1), (code, err)
     assert err.strip().splitlines()[-1] == "Aborted!"
     assert "Traceback" not in err
     assert not out.exists() or list(out.iterdir()) == []
