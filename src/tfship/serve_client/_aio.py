@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfship.serve_client._base import (
     BaseClient,
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from tfship.schema import Schema
 
 __all__ = ["AsyncServingClient"]
+
+# ``Self`` on Python 3.9 without typing_extensions: a subclass's ``async with`` keeps its type
+_Client = TypeVar("_Client", bound="AsyncServingClient")
 
 
 class AsyncServingClient(BaseClient):
@@ -97,7 +100,7 @@ class AsyncServingClient(BaseClient):
         self.in_flight = 0
         self.peak_in_flight = 0
 
-    async def __aenter__(self) -> AsyncServingClient:
+    async def __aenter__(self: _Client) -> _Client:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfship.serve_client._base import (
     BaseClient,
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from tfship.serve_client._batching import MicroBatcher, MicroBatchingOptions
 
 __all__ = ["RestServingClient", "ServingClient"]
+
+# ``Self`` on Python 3.9 without typing_extensions: ``with RestServingClient(...) as c`` types c as one
+_Client = TypeVar("_Client", bound="ServingClient")
 
 
 class ServingClient(BaseClient):
@@ -110,7 +113,7 @@ class ServingClient(BaseClient):
             self._batcher = MicroBatcher(self._predict_now, batching)
 
     # -- lifecycle
-    def __enter__(self) -> ServingClient:
+    def __enter__(self: _Client) -> _Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
