@@ -45,6 +45,7 @@ ClassificationResult = Any
 RegressionRequest = Any
 RegressionResponse = Any
 RegressionResult = Any
+InferenceTask = Any
 MultiInferenceRequest = Any
 MultiInferenceResponse = Any
 GetModelMetadataRequest = Any
