@@ -23,8 +23,16 @@ from tfship.serve_client._base import (
     T,
     run_flow,
 )
+from tfship.serve_client._calls import ReloadConfig
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, Timeout, names_valid_keywords
+from tfship.serve_client._options import (
+    DEFAULT,
+    DEFAULT_RETRIES,
+    RetryPolicy,
+    Timeout,
+    Tls,
+    names_valid_keywords,
+)
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -83,7 +91,7 @@ class ServingClient(BaseClient):
         transport: Transport | None = None,
         timeout: float | None = 30.0,
         retries: int | RetryPolicy | None = DEFAULT_RETRIES,
-        tls: Any = None,
+        tls: Tls = None,
         max_message_bytes: int = 2**31 - 1,
         options: Sequence[tuple[str, Any]] = (),
         headers: Mapping[str, str] | None = None,
@@ -369,7 +377,7 @@ class ServingClient(BaseClient):
         """
         return self._run(self._wait_flow(model, version, timeout, poll))
 
-    def reload_config(self, config: Any, *, timeout: Timeout = DEFAULT) -> None:
+    def reload_config(self, config: ReloadConfig, *, timeout: Timeout = DEFAULT) -> None:
         """Replace the server's model list (``HandleReloadConfigRequest``; not over REST).
 
         Args:
@@ -409,7 +417,7 @@ class RestServingClient(ServingClient):
         *,
         timeout: float | None = 30.0,
         retries: int | RetryPolicy | None = DEFAULT_RETRIES,
-        tls: Any = None,
+        tls: Tls = None,
         headers: Mapping[str, str] | None = None,
         validate: bool = True,
         cast: bool = False,
