@@ -172,8 +172,7 @@ def test_run_refuses_inputs_in_the_serving_clients_words(keras_export: KerasExpo
         model.run(feeds)
     options = ServerOptions(port=0)
     with ModelServer.from_base_path(keras_export.path.parent, "m", options=options) as server:
-        # ModelServer.core is Optional (None until started), which the transport's protocol does not allow for
-        transport = InProcessTransport(server)  # type: ignore[arg-type]
+        transport = InProcessTransport(server)
         with ServingClient(transport=transport, timeout=20) as client:
             with pytest.raises(InvalidInputError) as remote:
                 client.predict("m", feeds)

@@ -21,6 +21,18 @@ TensorInfoProto = Any
 SignatureDef = Any
 MetaGraphDef = Any
 SavedModel = Any
+GraphDef = Any
+NodeDef = Any
+AttrValue = Any
+OpDef = Any
+FunctionDef = Any
+FunctionDefLibrary = Any
+StructuredValue = Any
+SavedObjectGraph = Any
+SavedConcreteFunction = Any
+SavedBareConcreteFunction = Any
+BundleHeaderProto = Any
+BundleEntryProto = Any
 
 # tensorflow.serving
 ModelSpecProto = Any
@@ -33,6 +45,7 @@ ClassificationResult = Any
 RegressionRequest = Any
 RegressionResponse = Any
 RegressionResult = Any
+InferenceTask = Any
 MultiInferenceRequest = Any
 MultiInferenceResponse = Any
 GetModelMetadataRequest = Any
@@ -43,3 +56,14 @@ ReloadConfigRequest = Any
 ReloadConfigResponse = Any
 ModelServerConfig = Any
 PredictionLog = Any
+ModelConfigList = Any
+LoggingConfig = Any
+BatchingParameters = Any
+
+# inference (the Open Inference Protocol)
+ModelInferRequest = Any
+ModelInferResponse = Any
+ModelMetadataRequest = Any
+ModelMetadataResponse = Any
+ServerMetadataRequest = Any
+ServerMetadataResponse = Any

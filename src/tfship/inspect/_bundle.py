@@ -20,9 +20,9 @@ import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from tfship._wire import masked_crc, protos
+from tfship._wire import BundleEntryProto, BundleHeaderProto, TensorShapeProto, masked_crc, protos
 from tfship.inspect._tensorinfo import element_count
 
 INDEX_FILE = "variables.index"
@@ -138,7 +138,9 @@ def read_bundle(index: pathlib.Path) -> tuple[int, list[BundleTensor]]:
     shards: int | None = None
     tensors: list[BundleTensor] = []
     for key, value in read_table(index):
-        proto: Any = pb2.BundleHeaderProto() if key == b"" else pb2.BundleEntryProto()
+        proto: BundleHeaderProto | BundleEntryProto = (
+            pb2.BundleHeaderProto() if key == b"" else pb2.BundleEntryProto()
+        )
         try:
             proto.ParseFromString(value)
         except Exception as exc:  # protobuf's DecodeError
@@ -163,7 +165,7 @@ def read_bundle(index: pathlib.Path) -> tuple[int, list[BundleTensor]]:
     return shards, tensors
 
 
-def _elements(shape: Any) -> int:
+def _elements(shape: TensorShapeProto) -> int:
     return element_count(dim.size for dim in shape.dim)
 
 

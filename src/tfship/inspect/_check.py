@@ -20,6 +20,7 @@ from tfship._wire import (
     PREDICT_METHOD,
     REGRESS_METHOD,
     WARMUP_FILE,
+    PredictionLog,
     dtype_name,
     protos,
     read_tfrecords,
@@ -450,7 +451,7 @@ def _check_stablehlo(report: CheckReport, mg: MetaGraphInfo, table: OpTable) -> 
         )
 
 
-def _warmup_problems(data: Any, mg: MetaGraphInfo, index: int) -> list[str]:
+def _warmup_problems(data: PredictionLog, mg: MetaGraphInfo, index: int) -> list[str]:
     kind = data.WhichOneof("log_type")
     where = f"warmup record {index}"
     if kind not in ("predict_log", "classify_log", "regress_log"):

@@ -17,10 +17,23 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from tfship._wire import MetaGraphDef, TensorShapeProto, dtype_name
+from tfship._wire import (
+    AttrValue,
+    FunctionDef,
+    FunctionDefLibrary,
+    MetaGraphDef,
+    NodeDef,
+    OpDef,
+    SavedBareConcreteFunction,
+    SavedConcreteFunction,
+    SavedObjectGraph,
+    StructuredValue,
+    TensorShapeProto,
+    dtype_name,
+)
 from tfship.errors import ModelError
 
 _WRAPPER_NAME = re.compile(r"^__inference_(.*)_\d+$")
@@ -64,7 +77,7 @@ class _Shape:
             return "TensorShape(None)"
         return f"TensorShape({list(self.dims)!r})"
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[int | None]:
         return iter(self.dims or ())
 
 
@@ -106,7 +119,7 @@ def _shape(proto: TensorShapeProto) -> _Shape:
     return _Shape(tuple(None if d.size < 0 else d.size for d in proto.dim))
 
 
-def decode(value: Any) -> Any:
+def decode(value: StructuredValue) -> Any:
     """Turn a ``StructuredValue`` proto into Python values that print as TensorFlow's do."""
     kind = value.WhichOneof("kind")
     if kind in (None, "none_value"):
@@ -115,7 +128,7 @@ def decode(value: Any) -> Any:
     return handler(value) if handler else getattr(value, kind)
 
 
-def _named_tuple(value: Any) -> Any:
+def _named_tuple(value: StructuredValue) -> tuple[Any, ...]:
     nt = value.named_tuple_value
     keys = [p.key for p in nt.values]
     try:
@@ -125,7 +138,7 @@ def _named_tuple(value: Any) -> Any:
     return cls(*[decode(p.value) for p in nt.values])
 
 
-def _type_spec(value: Any) -> _TypeSpec:
+def _type_spec(value: StructuredValue) -> _TypeSpec:
     spec = value.type_spec_value
     try:
         enum = type(spec).TypeSpecClass.Name(spec.type_spec_class)
@@ -175,7 +188,7 @@ class _OutputCounter:
         self.op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
         self.functions = {f.signature.name: f for f in meta_graph.graph_def.library.function}
 
-    def __call__(self, node: Any) -> int:
+    def __call__(self, node: NodeDef) -> int:
         if node.op in self.functions:
             return sum(self._arg_count(a, node) for a in self.functions[node.op].signature.output_arg)
         op_def = self.op_defs.get(node.op)
@@ -184,7 +197,7 @@ class _OutputCounter:
         return sum(self._arg_count(arg, node, op_def) for arg in op_def.output_arg)
 
     @staticmethod
-    def _arg_count(arg: Any, node: Any, op_def: Any = None) -> int:
+    def _arg_count(arg: Any, node: NodeDef, op_def: OpDef | None = None) -> int:  # arg: an OpDef.ArgDef
         if arg.number_attr:
             return int(_attr(node, arg.number_attr, op_def).i)
         if arg.type_list_attr:
@@ -192,7 +205,7 @@ class _OutputCounter:
         return 1
 
 
-def _attr(node: Any, name: str, op_def: Any) -> Any:
+def _attr(node: NodeDef, name: str, op_def: OpDef | None) -> AttrValue:
     if name in node.attr:
         return node.attr[name]
     for attr in op_def.attr if op_def is not None else ():
@@ -201,13 +214,13 @@ def _attr(node: Any, name: str, op_def: Any) -> Any:
     return node.attr[name]
 
 
-def _gradient_op_type(node: Any) -> bytes | None:
+def _gradient_op_type(node: NodeDef) -> bytes | None:
     if "_gradient_op_type" in node.attr and node.op not in _CALL_OPS:
         return bytes(node.attr["_gradient_op_type"].s)
     return None
 
 
-def _deps(fdef: Any, names: set[str], gradient_names: dict[bytes, str]) -> set[str]:
+def _deps(fdef: FunctionDef, names: set[str], gradient_names: dict[bytes, str]) -> set[str]:
     deps: set[str] = set()
     for node in fdef.node_def:
         grad = _gradient_op_type(node)
@@ -225,7 +238,7 @@ def _deps(fdef: Any, names: set[str], gradient_names: dict[bytes, str]) -> set[s
     return deps
 
 
-def _load_order(library: Any) -> list[Any]:
+def _load_order(library: FunctionDefLibrary) -> list[FunctionDef]:
     """The loader's topological order of the function library (a LIFO of ready functions)."""
     names = {f.signature.name for f in library.function}
     gradient_names = {
@@ -275,7 +288,7 @@ def loaded_names(meta_graph: MetaGraphDef) -> dict[str, str]:
 # --- printing ---------------------------------------------------------------------------------
 
 
-def _quoted(value: Any) -> str:
+def _quoted(value: object) -> str:
     return f"'{value}'" if isinstance(value, str) else str(value)
 
 
@@ -299,7 +312,7 @@ def _print_args(out: list[str], arguments: Iterable[Any], kind: str = "Argument"
             out.append(f"{pad}  DType: {name}\n{pad}  Value: {element}\n")
 
 
-def _type_name(element: Any) -> str:
+def _type_name(element: object) -> str:
     if isinstance(element, _TypeSpec):
         return element.class_name
     if isinstance(element, _DType):
@@ -307,7 +320,9 @@ def _type_name(element: Any) -> str:
     return type(element).__name__
 
 
-def _function_children(object_graph: Any) -> list[tuple[str, list[str], Any]]:
+def _function_children(
+    object_graph: SavedObjectGraph,
+) -> list[tuple[str, list[str], SavedBareConcreteFunction | None]]:
     """(name, concrete function names, bare node or None) per function child of the root."""
     nodes = object_graph.nodes
     children = []
@@ -326,7 +341,7 @@ def _function_children(object_graph: Any) -> list[tuple[str, list[str], Any]]:
     return children
 
 
-def _arguments(saved: Any, function: str) -> tuple[Any, Any]:
+def _arguments(saved: SavedConcreteFunction, function: str) -> tuple[Any, Any]:
     """A concrete function's ``(args, kwargs)`` from its canonicalized input signature."""
     signature = decode(saved.canonicalized_input_signature)
     if not signature:
@@ -382,7 +397,13 @@ def render_concrete_functions(meta_graphs: Iterable[Any], *, file: str | None = 
     return "".join(out)
 
 
-def _render_option(out: list[str], index: int, object_graph: Any, function: str, bare: Any) -> None:
+def _render_option(
+    out: list[str],
+    index: int,
+    object_graph: SavedObjectGraph,
+    function: str,
+    bare: SavedBareConcreteFunction | None,
+) -> None:
     args: Any = None
     kwargs: Any = None
     saved = object_graph.concrete_functions.get(function)
@@ -397,7 +418,7 @@ def _render_option(out: list[str], index: int, object_graph: Any, function: str,
         _print_args(out, kwargs, "Named Argument")
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     if isinstance(value, TensorSpecValue):
         dims = value.shape.dims
         return {

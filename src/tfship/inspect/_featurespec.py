@@ -12,7 +12,15 @@ import collections
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from tfship._wire import DT_STRING, TensorDecodeError, decode_tensor, dtype_name
+from tfship._wire import (
+    DT_STRING,
+    MetaGraphDef,
+    NodeDef,
+    TensorDecodeError,
+    TensorProto,
+    decode_tensor,
+    dtype_name,
+)
 from tfship.errors import ModelError
 from tfship.inspect._tensorinfo import (
     MAX_RANK,
@@ -35,10 +43,10 @@ class _Graph(Protocol):
     it was read from (for messages)."""
 
     @property
-    def proto(self) -> Any: ...
+    def proto(self) -> MetaGraphDef: ...
 
     @property
-    def nodes(self) -> Mapping[str, Any]: ...
+    def nodes(self) -> Mapping[str, NodeDef]: ...
 
     @property
     def path(self) -> str | None: ...
@@ -92,7 +100,7 @@ def _consumers(meta_graph: _Graph) -> dict[str, list[Any]]:
     return table
 
 
-def _find_parse_node(start: str, meta_graph: _Graph) -> Any | None:
+def _find_parse_node(start: str, meta_graph: _Graph) -> NodeDef | None:
     consumers = _consumers(meta_graph)
     frontier, seen = collections.deque([start]), {start}
     while frontier:
@@ -106,7 +114,7 @@ def _find_parse_node(start: str, meta_graph: _Graph) -> Any | None:
     return None
 
 
-def _const(meta_graph: _Graph, tensor_name: str) -> Any:
+def _const(meta_graph: _Graph, tensor_name: str) -> NodeDef:
     """The ``Const`` node a parse node's input reads, through Identity and Reshape nodes."""
     node = meta_graph.nodes[node_name(tensor_name)]
     passed: list[str] = []
@@ -152,7 +160,7 @@ def _const_values(meta_graph: _Graph, tensor_name: str) -> list[Any]:
         ) from None
 
 
-def tensor_values(tensor: Any) -> list[Any]:
+def tensor_values(tensor: TensorProto) -> list[Any]:
     """Flatten a ``TensorProto``'s values into a Python list (strings decoded as UTF-8 when
     possible, else kept as bytes)."""
     try:
@@ -190,7 +198,7 @@ def _default(meta_graph: _Graph, key: str, tensor_name: str, shape: tuple[int, .
     return values
 
 
-def _spec_of(node: Any, meta_graph: _Graph) -> dict[str, FeatureSpecEntry]:
+def _spec_of(node: NodeDef, meta_graph: _Graph) -> dict[str, FeatureSpecEntry]:
     attr = node.attr
     inputs = [i for i in node.input if not i.startswith("^")]
     tdense = list(attr["Tdense"].list.type)

@@ -15,6 +15,8 @@ from typing import Any
 
 from tfship._wire import (
     DEFAULT_SIGNATURE,
+    FunctionDef,
+    GraphDef,
     MetaGraphDef,
     SavedModel,
     SignatureDef,
@@ -163,11 +165,11 @@ class MetaGraphInfo:
         return self.signatures[key]
 
 
-def ops_used(graph_def: Any) -> set[str]:
+def ops_used(graph_def: GraphDef) -> set[str]:
     """Op types used by a GraphDef, walking the functions it calls (as saved_model_cli does)."""
     functions = {f.signature.name: f for f in graph_def.library.function}
     used: set[str] = set()
-    pending: list[Any] = []
+    pending: list[FunctionDef] = []
 
     def mark(op: str) -> None:
         if op not in used and op in functions:

@@ -23,6 +23,11 @@ from tfship._wire import (
     CLASSIFY_METHOD,
     DATATYPES,
     METHOD_KINDS,
+    ClassificationRequest,
+    Example,
+    PredictRequest,
+    RegressionRequest,
+    TensorProto,
     is_message,
     protos,
     read_tfrecord_file,
@@ -56,7 +61,7 @@ class ExampleRequest:
     verb: str
     url_path: str
     rest: dict[str, Any]
-    grpc: Any
+    grpc: PredictRequest | ClassificationRequest | RegressionRequest
 
     @property
     def model_name(self) -> str:
@@ -139,7 +144,7 @@ def _predict_inputs(instances: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {k: [_from_rest(row[k]) for row in instances] for k in keys}
 
 
-def _python_literal(data: Any) -> str:
+def _python_literal(data: object) -> str:
     return pprint.pformat(data, width=96, sort_dicts=False)
 
 
@@ -175,7 +180,7 @@ def _typing(spec: dict[str, FeatureSpecEntry]) -> ByFields:
     return ByFields(entry.field for entry in spec.values())
 
 
-def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Any:
+def _example(spec: dict[str, FeatureSpecEntry], values: Mapping[str, Any]) -> Example:
     return to_example(_record(spec, values), _typing(spec))
 
 
@@ -197,7 +202,7 @@ def _row_value(tensor: TensorInfo, values: Mapping[str, Any]) -> Any:
     return _filled(shape, _zero(tensor.dtype))
 
 
-def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> Any:
+def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> TensorProto:
     proto = protos().tensor_pb2.TensorProto(dtype=tensor.proto.dtype)
     shape = [len(rows), *_dims(rows[0])]
     for d in shape:
@@ -209,11 +214,11 @@ def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> Any:
     return proto
 
 
-def _dims(value: Any) -> list[int]:
+def _dims(value: object) -> list[int]:
     return [len(value), *_dims(value[0])] if isinstance(value, list) and value else []
 
 
-def _flatten(value: Any) -> list[Any]:
+def _flatten(value: object) -> list[Any]:
     if isinstance(value, list):
         return [x for item in value for x in _flatten(item)]
     return [value]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tfship._wire import NodeDef, TensorInfoProto
 from tfship.inspect._reader import MetaGraphInfo
 from tfship.inspect._tensorinfo import node_name
 
@@ -89,13 +90,13 @@ def unrestored_variables(mg: MetaGraphInfo) -> dict[str, list[str]]:
     return found
 
 
-def _tensor_names(tensor: Any) -> list[str]:
+def _tensor_names(tensor: TensorInfoProto) -> list[str]:
     if tensor.name:
         return [tensor.name]
     return [name for name in getattr(tensor, "components", {}).values() if name]
 
 
-def _variable_name(node: Any) -> str:
+def _variable_name(node: NodeDef) -> str:
     shared = node.attr["shared_name"].s.decode() if "shared_name" in node.attr else ""
     return shared or node.name
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tfship.errors import InputError
 
@@ -124,11 +125,11 @@ class OutputComparison:
         return {k: v for k, v in self.__dict__.items()}
 
 
-def _is_float(array: Any) -> bool:
+def _is_float(array: NDArray[Any]) -> bool:
     return bool(np.issubdtype(array.dtype, np.floating))
 
 
-def compare_output(name: str, base: Any, cand: Any) -> OutputComparison:
+def compare_output(name: str, base: NDArray[Any], cand: NDArray[Any]) -> OutputComparison:
     """Class agreement (argmax of a score matrix, or equality of other values), and the max
     absolute and relative difference and the mean shift of float outputs."""
     rows = int(base.shape[0]) if base.ndim else 1
@@ -163,6 +164,8 @@ def compare_classes(base: Mapping[str, Any], cand: Mapping[str, Any]) -> OutputC
     if cand.get("classes") is None or cand.get("scores") is None or cand["scores"].shape != scores.shape:
         return None
     picked_b, picked_c = predicted_classes(base), predicted_classes(cand)
+    if picked_b is None or picked_c is None:  # not so: both carry classes
+        return None
     agreement = float(np.mean(picked_b == picked_c)) if len(picked_b) else 1.0
     return OutputComparison("classes", len(picked_b), agreement, None, None, None)
 
@@ -283,7 +286,7 @@ def eval_metrics(outputs: Mapping[str, Any], labels: Sequence[Any]) -> dict[str,
     )
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, float) and value.is_integer():
@@ -291,7 +294,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def predicted_classes(outputs: Mapping[str, Any]) -> Any:
+def predicted_classes(outputs: Mapping[str, Any]) -> NDArray[np.object_] | None:
     """Each row's class: the ``classes`` entry of the highest score, or the one ``classes``
     column, or the index of the highest score; ``None`` when the outputs name no class."""
     classes = outputs.get("classes")

@@ -10,10 +10,14 @@ import io
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tfship._files import write_atomically
 from tfship.promote._promote import Decision
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -27,7 +31,7 @@ th { background: #f3f3f3; } .notes { color: #555; font-size: 0.9em; }
 """
 
 
-def _svg(figure: Any) -> str:
+def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
     # no metadata block: the page carries the time once, and nothing names other documents
     empty = {"Creator": None, "Date": None, "Format": None, "Type": None}
@@ -36,8 +40,9 @@ def _svg(figure: Any) -> str:
     return text[text.index("<svg") :]  # drop the XML prologue and doctype: it is inline
 
 
-def _latency_plot(plt: Any, latencies: dict[int, dict[str, list[float]]]) -> Any:
+def _latency_plot(plt: ModuleType, latencies: dict[int, dict[str, list[float]]]) -> Figure:
     sizes = sorted(latencies)
+    figure: Figure  # what pyplot.subplots makes; the module, passed in, is untyped
     figure, axes = plt.subplots(figsize=(4.4, 3.6))
     data, labels, positions = [], [], []
     for index, size in enumerate(sizes):
@@ -54,8 +59,9 @@ def _latency_plot(plt: Any, latencies: dict[int, dict[str, list[float]]]) -> Any
     return figure
 
 
-def _scores_plot(plt: Any, decision: Decision) -> Any:
+def _scores_plot(plt: ModuleType, decision: Decision) -> Figure:
     samples = decision.samples
+    figure: Figure  # what pyplot.subplots makes; the module, passed in, is untyped
     figure, axes = plt.subplots(figsize=(4.0, 3.6))
     axes.scatter(samples.baseline_scores, samples.candidate_scores, s=6, alpha=0.5, color="#3182bd")
     low = min([*samples.baseline_scores, *samples.candidate_scores])
@@ -67,7 +73,8 @@ def _scores_plot(plt: Any, decision: Decision) -> Any:
     return figure
 
 
-def _agreement_plot(plt: Any, agreement: dict[str, float]) -> Any:
+def _agreement_plot(plt: ModuleType, agreement: dict[str, float]) -> Figure:
+    figure: Figure  # what pyplot.subplots makes; the module, passed in, is untyped
     figure, axes = plt.subplots(figsize=(4.0, 3.6))
     names = sorted(agreement)
     values = [agreement[n] * 100.0 for n in names]
@@ -86,7 +93,7 @@ def _plots(decision: Decision) -> list[tuple[str, str]]:
 
     samples = decision.samples
     drawn: list[tuple[str, str]] = []
-    makers: list[tuple[str, Callable[[], Any]]] = []
+    makers: list[tuple[str, Callable[[], Figure]]] = []
     if samples.latencies:
         makers.append(("latency", lambda: _latency_plot(plt, samples.latencies)))
     if samples.baseline_scores:

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from tfship._wire import ClassificationRequest, PredictRequest, RegressionRequest, TensorProto
 from tfship.errors import InputError
 from tfship.inspect import SavedModelInfo, example_request, read_warmup
 from tfship.records import Field, read_records
@@ -50,13 +52,15 @@ class RequestSet:
     repeated: bool = False
 
 
-def _dense(value: Any) -> Any:
+def _dense(value: TensorProto) -> NDArray[Any]:
     from tfship.serve_client import decode_tensor
 
     return decode_tensor(value)
 
 
-def request_of(kind: str, proto: Any, info: SavedModelInfo) -> Request:
+def request_of(
+    kind: str, proto: PredictRequest | ClassificationRequest | RegressionRequest, info: SavedModelInfo
+) -> Request:
     """The Predict form of a Predict, Classify or Regress request proto."""
     signature = proto.model_spec.signature_name or "serving_default"
     if kind == "predict":

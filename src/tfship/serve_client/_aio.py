@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfship.serve_client._base import (
     BaseClient,
@@ -23,8 +23,16 @@ from tfship.serve_client._base import (
     T,
 )
 from tfship.serve_client._batching import AsyncMicroBatcher, MicroBatchingOptions
+from tfship.serve_client._calls import ReloadConfig
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, Timeout, names_valid_keywords
+from tfship.serve_client._options import (
+    DEFAULT,
+    DEFAULT_RETRIES,
+    RetryPolicy,
+    Timeout,
+    Tls,
+    names_valid_keywords,
+)
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -39,6 +47,9 @@ if TYPE_CHECKING:
     from tfship.schema import Schema
 
 __all__ = ["AsyncServingClient"]
+
+# ``Self`` on Python 3.9 without typing_extensions: a subclass's ``async with`` keeps its type
+_Client = TypeVar("_Client", bound="AsyncServingClient")
 
 
 class AsyncServingClient(BaseClient):
@@ -65,7 +76,7 @@ class AsyncServingClient(BaseClient):
         transport: AsyncTransport | None = None,
         timeout: float | None = 30.0,
         retries: int | RetryPolicy | None = DEFAULT_RETRIES,
-        tls: Any = None,
+        tls: Tls = None,
         max_message_bytes: int = 2**31 - 1,
         options: Sequence[tuple[str, Any]] = (),
         headers: Mapping[str, str] | None = None,
@@ -97,7 +108,7 @@ class AsyncServingClient(BaseClient):
         self.in_flight = 0
         self.peak_in_flight = 0
 
-    async def __aenter__(self) -> AsyncServingClient:
+    async def __aenter__(self: _Client) -> _Client:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -304,6 +315,6 @@ class AsyncServingClient(BaseClient):
         """Like :meth:`ServingClient.wait_until_available`."""
         return await self._run(self._wait_flow(model, version, timeout, poll))
 
-    async def reload_config(self, config: Any, *, timeout: Timeout = DEFAULT) -> None:
+    async def reload_config(self, config: ReloadConfig, *, timeout: Timeout = DEFAULT) -> None:
         """Like :meth:`ServingClient.reload_config`."""
         await self._run(self._reload_flow(config, timeout))

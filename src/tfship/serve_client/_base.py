@@ -24,6 +24,7 @@ import numpy as np
 from tfship.serve_client._calls import (
     TYPED_BY_VALUE,
     WAIT_ERRORS,
+    ReloadConfig,
     Waiter,
     examples_input,
     examples_request,
@@ -467,7 +468,7 @@ class BaseClient:
                 return ready
             yield Sleep(poll)
 
-    def _reload_flow(self, config: Any, timeout: Timeout) -> Flow[None]:
+    def _reload_flow(self, config: ReloadConfig, timeout: Timeout) -> Flow[None]:
         deadline = self._deadline(timeout)
         response = yield Send(Call("HandleReloadConfigRequest", reload_request(config)), deadline)
         check_reload(response)

@@ -129,7 +129,7 @@ class MicroBatcher:
                 item.done.set()
 
 
-def _rows(inputs: Any) -> int | None:
+def _rows(inputs: object) -> int | None:
     """Rows (dim 0) shared by every input, or None when the call cannot be batched."""
     if not isinstance(inputs, Mapping) or not inputs:
         return None
@@ -149,7 +149,7 @@ def _rows(inputs: Any) -> int | None:
 def _key(call: PredictCall) -> _Key:
     """What calls must share to be one request: everything but the rows of their inputs."""
 
-    def describe(value: Any) -> tuple[Any, ...]:
+    def describe(value: object) -> tuple[object, ...]:
         if isinstance(value, np.ndarray):
             return ("array", value.dtype.str, value.shape[1:])
         return ("list",)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 import numpy as np
 
@@ -21,9 +21,16 @@ from tfship._wire import (
     Example,
     GetModelMetadataRequest,
     GetModelStatusRequest,
+    Input,
     InputCheckError,
+    ModelConfigList,
+    ModelServerConfig,
+    ModelSpecProto,
+    MultiInferenceRequest,
+    PredictRequest,
     RegressionRequest,
     ReloadConfigRequest,
+    TensorProto,
     check_inputs,
     encode_tensor,
     is_message,
@@ -70,6 +77,9 @@ class ExamplesArgs(Protocol):
     def schema(self) -> Schema | None: ...
 
 
+#: A config reload's ``config``: a ``ModelServerConfig``, a ``ModelConfigList`` or its entries as dicts.
+ReloadConfig = Union[ModelServerConfig, ModelConfigList, Iterable[Mapping[str, Any]]]
+
 # Method -> the request message it sends, under ``protos()``.
 _EXAMPLES_REQUESTS = {
     "Classify": ("classification_pb2", "ClassificationRequest"),
@@ -86,7 +96,7 @@ def model_spec_proto(
     version: int | None = None,
     label: str | None = None,
     signature: str | None = None,
-) -> Any:
+) -> ModelSpecProto:
     """Build a ``ModelSpec``; ``version=None`` leaves the version unset (never sends 0).
 
     Raises:
@@ -181,7 +191,7 @@ def encode_inputs(
     return {key: encode_tensor(array) for key, array in arrays.items()}
 
 
-def _passes_as_is(value: Any) -> bool:
+def _passes_as_is(value: object) -> bool:
     """A numeric numpy array (native byte order) that a TensorProto would carry unchanged."""
     return (
         isinstance(value, np.ndarray)
@@ -191,7 +201,7 @@ def _passes_as_is(value: Any) -> bool:
     )
 
 
-def _encoded(model: str, key: str, value: Any) -> Any:
+def _encoded(model: str, key: str, value: Any) -> TensorProto:
     """One input encoded as it is (no signature to check it against); values that form no
     tensor are the caller's bad input."""
     try:
@@ -200,7 +210,7 @@ def _encoded(model: str, key: str, value: Any) -> Any:
         raise InvalidInputError(f"model {model!r} input {key!r}: {exc}", model=model) from None
 
 
-def _is_dataframe(value: Any) -> bool:
+def _is_dataframe(value: object) -> bool:
     return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
 
 
@@ -233,7 +243,7 @@ def predict_request(
     version: int | None,
     label: str | None,
     output_filter: Sequence[str] | None,
-) -> Any:
+) -> PredictRequest:
     request = protos().predict_pb2.PredictRequest()
     request.model_spec.CopyFrom(model_spec_proto(model, version=version, label=label, signature=signature))
     for key, tensor in encoded.items():
@@ -274,7 +284,7 @@ def examples_input(
     context: Any = None,
     schema: Schema | None = None,
     check: DeadlineCheck | None = None,
-) -> Any:
+) -> Input:
     """The ``tensorflow.serving.Input`` for classify/regress/multi_inference; ``check`` (the
     call's deadline) is called every ``CHECK_EVERY`` records."""
     pb = protos()
@@ -315,7 +325,7 @@ TYPED_BY_VALUE = (
 )
 
 
-def is_records(inputs: Any) -> bool:
+def is_records(inputs: object) -> bool:
     """Whether predict inputs are records: a non-empty list or tuple of dicts (or
     ``tf.train.Example`` s), which a parsing signature takes as serialized Examples."""
     return (
@@ -428,7 +438,7 @@ def status_request(model: str, *, version: int | None) -> GetModelStatusRequest:
     return request
 
 
-def reload_request(config: Any) -> ReloadConfigRequest:
+def reload_request(config: ReloadConfig) -> ReloadConfigRequest:
     """A ``ReloadConfigRequest`` from a ``ModelServerConfig``/``ModelConfigList`` or dicts."""
     pb = protos()
     request = pb.model_management_pb2.ReloadConfigRequest()
@@ -448,12 +458,12 @@ def reload_request(config: Any) -> ReloadConfigRequest:
 
 def multi_inference_request(
     model: str,
-    examples_message: Any,
+    examples_message: Input,
     tasks: Sequence[tuple[str, str]],
     *,
     version: int | None,
     label: str | None,
-) -> Any:
+) -> MultiInferenceRequest:
     pb = protos()
     request = pb.inference_pb2.MultiInferenceRequest()
     request.input.CopyFrom(examples_message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfship.serve_client._base import (
     BaseClient,
@@ -23,8 +23,16 @@ from tfship.serve_client._base import (
     T,
     run_flow,
 )
+from tfship.serve_client._calls import ReloadConfig
 from tfship.serve_client._errors import ServingCallError
-from tfship.serve_client._options import DEFAULT, DEFAULT_RETRIES, RetryPolicy, Timeout, names_valid_keywords
+from tfship.serve_client._options import (
+    DEFAULT,
+    DEFAULT_RETRIES,
+    RetryPolicy,
+    Timeout,
+    Tls,
+    names_valid_keywords,
+)
 from tfship.serve_client._results import (
     ClassifyResult,
     ModelMetadata,
@@ -40,6 +48,9 @@ if TYPE_CHECKING:
     from tfship.serve_client._batching import MicroBatcher, MicroBatchingOptions
 
 __all__ = ["RestServingClient", "ServingClient"]
+
+# ``Self`` on Python 3.9 without typing_extensions: ``with RestServingClient(...) as c`` types c as one
+_Client = TypeVar("_Client", bound="ServingClient")
 
 
 class ServingClient(BaseClient):
@@ -80,7 +91,7 @@ class ServingClient(BaseClient):
         transport: Transport | None = None,
         timeout: float | None = 30.0,
         retries: int | RetryPolicy | None = DEFAULT_RETRIES,
-        tls: Any = None,
+        tls: Tls = None,
         max_message_bytes: int = 2**31 - 1,
         options: Sequence[tuple[str, Any]] = (),
         headers: Mapping[str, str] | None = None,
@@ -110,7 +121,7 @@ class ServingClient(BaseClient):
             self._batcher = MicroBatcher(self._predict_now, batching)
 
     # -- lifecycle
-    def __enter__(self) -> ServingClient:
+    def __enter__(self: _Client) -> _Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -366,7 +377,7 @@ class ServingClient(BaseClient):
         """
         return self._run(self._wait_flow(model, version, timeout, poll))
 
-    def reload_config(self, config: Any, *, timeout: Timeout = DEFAULT) -> None:
+    def reload_config(self, config: ReloadConfig, *, timeout: Timeout = DEFAULT) -> None:
         """Replace the server's model list (``HandleReloadConfigRequest``; not over REST).
 
         Args:
@@ -406,7 +417,7 @@ class RestServingClient(ServingClient):
         *,
         timeout: float | None = 30.0,
         retries: int | RetryPolicy | None = DEFAULT_RETRIES,
-        tls: Any = None,
+        tls: Tls = None,
         headers: Mapping[str, str] | None = None,
         validate: bool = True,
         cast: bool = False,

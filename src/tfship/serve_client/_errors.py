@@ -37,9 +37,13 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tfship.errors import ServingError
+
+if TYPE_CHECKING:
+    import grpc
 
 __all__ = [
     "CODE_TO_ERROR",
@@ -360,7 +364,7 @@ def _method_of(text: str) -> str:
     return first if first.isidentifier() and first[:1].isupper() else ""
 
 
-def import_grpc() -> Any:
+def import_grpc() -> ModuleType:
     """The ``grpc`` module, imported with gRPC's own logging quiet unless the user chose a level.
 
     gRPC reads ``GRPC_VERBOSITY`` once, when it is first imported; a failed TLS handshake would
@@ -369,16 +373,17 @@ def import_grpc() -> Any:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     import grpc
 
-    return grpc
+    module: ModuleType = grpc  # the package is untyped
+    return module
 
 
-def status_name(exc: Any) -> str:
+def status_name(exc: grpc.RpcError) -> str:
     """The status code name of a ``grpc.RpcError`` (``UNKNOWN`` when it carries none)."""
     code = exc.code() if callable(getattr(exc, "code", None)) else None
     return getattr(code, "name", None) or "UNKNOWN"
 
 
-def status_details(exc: Any) -> str:
+def status_details(exc: grpc.RpcError) -> str:
     details = exc.details() if callable(getattr(exc, "details", None)) else None
     return str(details or "")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Final, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, Union, cast
 
 from tfship.serve_client._errors import (
     DeadlineExceededError,
@@ -25,6 +25,9 @@ from tfship.serve_client._errors import (
     error_from_status,
     import_grpc,
 )
+
+if TYPE_CHECKING:
+    import grpc
 
 __all__ = [
     "CHECK_EVERY",
@@ -169,7 +172,7 @@ class TlsConfig:
         if (self.client_cert is None) != (self.client_key is None):
             raise ValueError("mutual TLS needs both client_cert and client_key")
 
-    def credentials(self) -> Any:
+    def credentials(self) -> grpc.ChannelCredentials:
         """The ``grpc.ChannelCredentials`` for this configuration."""
         grpc = import_grpc()
         return grpc.ssl_channel_credentials(
@@ -177,6 +180,11 @@ class TlsConfig:
             private_key=pem(self.client_key),
             certificate_chain=pem(self.client_cert),
         )
+
+
+Tls = Union[bool, TlsConfig, "grpc.ChannelCredentials", None]
+"""A client's ``tls=``: ``True`` (system roots), a :class:`TlsConfig`, ``grpc.ChannelCredentials``
+(gRPC only) or ``None``/``False`` (plain text)."""
 
 
 def pem(value: bytes | str | Path | None) -> bytes | None:

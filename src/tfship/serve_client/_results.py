@@ -264,7 +264,7 @@ class PredictOutputs:
     """A Predict answer already decoded by its transport (REST): outputs, who answered, the body."""
 
     outputs: dict[str, np.ndarray[Any, Any]]
-    model_spec: Any
+    model_spec: ModelSpecProto
     raw: Any = field(repr=False)
 
 

@@ -12,11 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfship._wire import descriptor_pool, message_class, protos
+from tfship._wire import ModelConfigList, descriptor_pool, message_class, protos
 from tfship.server._request_log import LoggingSettings, logging_settings
 from tfship.server._status import ServerConfigError
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 _POLICY = re.compile(r"^(latest(?::(\d+))?|all|specific:([0-9][0-9,\s]*))$")
 
@@ -112,7 +115,7 @@ def single_model(name: str, base_path: str | os.PathLike[str], policy: str) -> M
     return ModelConfig(name, str(Path(base_path).resolve()), VersionPolicy.parse(policy))
 
 
-def from_config_list(proto: Any, *, where: str = "model config") -> list[ModelConfig]:
+def from_config_list(proto: ModelConfigList, *, where: str = "model config") -> list[ModelConfig]:
     """Models from a ``ModelConfigList`` message, validated as TF Serving validates them."""
     seen: set[str] = set()
     models: list[ModelConfig] = []
@@ -189,7 +192,7 @@ def read_config_file(path: str | os.PathLike[str]) -> list[ModelConfig]:
     return from_config_list(config.model_config_list, where=str(path))
 
 
-def parse_text_file(path: str | os.PathLike[str], message: Any) -> None:
+def parse_text_file(path: str | os.PathLike[str], message: Message) -> None:
     """Fill ``message`` from a text proto file; errors read as TF Serving's start-up errors.
 
     TF Serving logs protobuf's own text-format error (``Error parsing text-format
@@ -285,10 +288,11 @@ def parse_grpc_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
     return tuple(pairs)
 
 
-def serving_message_class(name: str) -> Any:
+def serving_message_class(name: str) -> type[Message]:
     """A message class of TF Serving's package: ``SSLConfig``, ``MonitoringConfig``,
     ``BatchingParameters`` (tensorflow-serving-api ships none of them)."""
-    return message_class(f"tensorflow.serving.{name}")
+    cls: type[Message] = message_class(f"tensorflow.serving.{name}")
+    return cls
 
 
 def read_ssl_config(path: str | os.PathLike[str]) -> SslConfig:

@@ -8,8 +8,8 @@ response message or raises ``RpcError``. The rules follow ``predict_util.cc``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, Union
 
 import grpc
 from numpy.typing import NDArray
@@ -19,6 +19,23 @@ from tfship._wire import (
     DEFAULT_SIGNATURE,
     PREDICT_METHOD,
     REGRESS_METHOD,
+    ClassificationRequest,
+    ClassificationResponse,
+    GetModelMetadataRequest,
+    GetModelMetadataResponse,
+    GetModelStatusRequest,
+    GetModelStatusResponse,
+    InferenceTask,
+    ModelSpecProto,
+    MultiInferenceRequest,
+    MultiInferenceResponse,
+    PredictRequest,
+    PredictResponse,
+    RegressionRequest,
+    RegressionResponse,
+    ReloadConfigRequest,
+    ReloadConfigResponse,
+    SignatureDef,
     encode_predict_response,
     protos,
 )
@@ -50,8 +67,14 @@ from tfship.server._request_log import (
 )
 from tfship.server._status import RpcError, from_exception, invalid, status_fields
 
+_Answer = TypeVar("_Answer")  # what a Classify or Regress run answers
+# the requests whose model_spec names the servable
+_WithModelSpec = Union[
+    PredictRequest, ClassificationRequest, RegressionRequest, GetModelMetadataRequest, GetModelStatusRequest
+]
 
-def fill_model_spec(out: Any, name: str, signature: str | None, version: int | None) -> None:
+
+def fill_model_spec(out: ModelSpecProto, name: str, signature: str | None, version: int | None) -> None:
     """TF Serving's ``MakeModelSpec``: clear, then name, resolved signature, loaded version."""
     out.Clear()
     out.name = name
@@ -61,7 +84,7 @@ def fill_model_spec(out: Any, name: str, signature: str | None, version: int | N
         out.version.value = version
 
 
-def _require_model_spec(request: Any) -> None:
+def _require_model_spec(request: _WithModelSpec) -> None:
     if not request.HasField("model_spec"):
         raise invalid("Missing ModelSpec")
 
@@ -107,11 +130,11 @@ class ServingCore:
         self.method_name_check = method_name_check
 
     # Predict ---------------------------------------------------------------------------------
-    def predict(self, request: Any) -> Any:
+    def predict(self, request: PredictRequest) -> PredictResponse:
         """PredictionService.Predict, as a ``PredictResponse`` message."""
         return protos().predict_pb2.PredictResponse.FromString(self.predict_bytes(request))
 
-    def predict_bytes(self, request: Any) -> bytes:
+    def predict_bytes(self, request: PredictRequest) -> bytes:
         """PredictionService.Predict, as the serialized ``PredictResponse`` sent on the wire."""
         # _on_servable written out: this is the path of every Predict.
         if not request.HasField("model_spec"):
@@ -127,12 +150,12 @@ class ServingCore:
             self.request_log.log(PREDICT_LOG, request, answer, spec.name, key, servable.version)
         return answer
 
-    def predict_on(self, servable: Servable, request: Any) -> Any:
+    def predict_on(self, servable: Servable, request: PredictRequest) -> PredictResponse:
         """Predict against one loaded version (also used by warmup)."""
         data = self.predict_bytes_on(servable, request)
         return protos().predict_pb2.PredictResponse.FromString(data)
 
-    def predict_bytes_on(self, servable: Servable, request: Any) -> bytes:
+    def predict_bytes_on(self, servable: Servable, request: PredictRequest) -> bytes:
         """Predict against one loaded version; outputs go straight to their wire bytes."""
         spec = request.model_spec
         key = spec.signature_name or DEFAULT_SIGNATURE
@@ -159,7 +182,7 @@ class ServingCore:
         )
 
     def predict_outputs(
-        self, servable: Servable, request: Any
+        self, servable: Servable, request: PredictRequest
     ) -> tuple[str, list[tuple[str, NDArray[Any], int]]]:
         """Predict up to the output arrays: (signature key, [(alias, value, DataType)])."""
         key = request.model_spec.signature_name or DEFAULT_SIGNATURE
@@ -185,7 +208,7 @@ class ServingCore:
             (alias, values[alias], _output_enum(signature, alias, values[alias])) for alias in aliases
         ]
 
-    def _check_method(self, signature: Any) -> None:
+    def _check_method(self, signature: SignatureDef) -> None:
         allowed = (PREDICT_METHOD, CLASSIFY_METHOD, REGRESS_METHOD)
         if self.method_name_check and signature.method_name not in allowed:
             raise RpcError(
@@ -197,11 +220,11 @@ class ServingCore:
             )
 
     # Classify / Regress ----------------------------------------------------------------------
-    def classify(self, request: Any) -> Any:
+    def classify(self, request: ClassificationRequest) -> ClassificationResponse:
         """PredictionService.Classify."""
         return self._logged(CLASSIFY_LOG, request, self._on_servable(request, self.classify_on))
 
-    def classify_on(self, servable: Servable, request: Any) -> Any:
+    def classify_on(self, servable: Servable, request: ClassificationRequest) -> ClassificationResponse:
         """Classify against one loaded version."""
         key, values, rows = self._run_examples(servable, request, CLASSIFY_METHOD, classification_outputs)
         response = protos().classification_pb2.ClassificationResponse()
@@ -209,18 +232,23 @@ class ServingCore:
         fill_classifications(response.result, values, rows)
         return response
 
-    def regress(self, request: Any) -> Any:
+    def regress(self, request: RegressionRequest) -> RegressionResponse:
         """PredictionService.Regress."""
         return self._logged(REGRESS_LOG, request, self._on_servable(request, self.regress_on))
 
-    def _logged(self, kind: int, request: Any, response: Any) -> Any:
+    def _logged(
+        self,
+        kind: int,
+        request: ClassificationRequest | RegressionRequest,
+        response: ClassificationResponse | RegressionResponse,
+    ) -> ClassificationResponse | RegressionResponse:
         # the answer's model spec names the version and signature that answered
         if self.request_log is not None:
             spec = response.model_spec
             self.request_log.log(kind, request, response, spec.name, spec.signature_name, spec.version.value)
         return response
 
-    def regress_on(self, servable: Servable, request: Any) -> Any:
+    def regress_on(self, servable: Servable, request: RegressionRequest) -> RegressionResponse:
         """Regress against one loaded version."""
         key, values, rows = self._run_examples(servable, request, REGRESS_METHOD, regression_outputs)
         response = protos().regression_pb2.RegressionResponse()
@@ -228,7 +256,9 @@ class ServingCore:
         fill_regressions(response.result, values["outputs"], rows)
         return response
 
-    def _on_servable(self, request: Any, run: Callable[[Servable, Any], Any]) -> Any:
+    def _on_servable(
+        self, request: ClassificationRequest | RegressionRequest, run: Callable[[Servable, Any], _Answer]
+    ) -> _Answer:
         # Predict, Classify and Regress: check the spec, then hold the version while it runs.
         _require_model_spec(request)
         servable = self.manager.acquire(request.model_spec)
@@ -240,9 +270,9 @@ class ServingCore:
     def _run_examples(
         self,
         servable: Servable,
-        request: Any,
+        request: ClassificationRequest | RegressionRequest,
         method: str,
-        outputs_of: Callable[[Any, bool], list[str]],
+        outputs_of: Callable[[SignatureDef, bool], list[str]],
     ) -> tuple[str, dict[str, NDArray[Any]], int]:
         """Classify/Regress up to the response: (signature key, output values, example count)."""
         key, signature = self._example_signature(servable, request.model_spec, method)
@@ -251,7 +281,9 @@ class ServingCore:
         values = _run(servable, {"inputs": examples}, key, outputs)
         return key, values, len(examples)
 
-    def _example_signature(self, servable: Servable, spec: Any, method: str) -> tuple[str, Any]:
+    def _example_signature(
+        self, servable: Servable, spec: ModelSpecProto, method: str
+    ) -> tuple[str, SignatureDef]:
         key = spec.signature_name or DEFAULT_SIGNATURE
         signature = servable.signatures.get(key)
         if signature is None:
@@ -261,7 +293,7 @@ class ServingCore:
         return key, signature
 
     # MultiInference --------------------------------------------------------------------------
-    def multi_inference(self, request: Any) -> Any:
+    def multi_inference(self, request: MultiInferenceRequest) -> MultiInferenceResponse:
         """PredictionService.MultiInference."""
         apis = protos()
         spec = request.tasks[0].model_spec if request.tasks else apis.model_pb2.ModelSpec()
@@ -271,7 +303,9 @@ class ServingCore:
             self.request_log.log(MULTI_INFERENCE_LOG, request, response, spec.name, "", servable.version)
         return response
 
-    def multi_inference_on(self, servable: Servable, request: Any) -> Any:
+    def multi_inference_on(
+        self, servable: Servable, request: MultiInferenceRequest
+    ) -> MultiInferenceResponse:
         """MultiInference against one loaded version: one run for every task.
 
         As ``multi_inference.cc`` in TF Serving 2.15.1: the serialized Examples are fed to the
@@ -303,11 +337,13 @@ class ServingCore:
             )
         return response
 
-    def _plan_tasks(self, servable: Servable, tasks: Any) -> list[tuple[str, Any, list[str]]]:
+    def _plan_tasks(
+        self, servable: Servable, tasks: Sequence[InferenceTask]
+    ) -> list[tuple[str, SignatureDef, list[str]]]:
         """Check every task as TF Serving does; (signature key, signature, output aliases) each."""
         model_name = ""
         seen: set[str] = set()
-        plans: list[tuple[str, Any, list[str]]] = []
+        plans: list[tuple[str, SignatureDef, list[str]]] = []
         for task in tasks:
             if not task.model_spec.name:
                 raise invalid("Found ModelSpec with an empty model name.")
@@ -334,7 +370,7 @@ class ServingCore:
         return plans
 
     # GetModelMetadata ------------------------------------------------------------------------
-    def get_model_metadata(self, request: Any) -> Any:
+    def get_model_metadata(self, request: GetModelMetadataRequest) -> GetModelMetadataResponse:
         """PredictionService.GetModelMetadata: every SignatureDef of the serve MetaGraph."""
         apis = protos()
         _require_model_spec(request)
@@ -353,7 +389,7 @@ class ServingCore:
         return response
 
     # ModelService ----------------------------------------------------------------------------
-    def get_model_status(self, request: Any) -> Any:
+    def get_model_status(self, request: GetModelStatusRequest) -> GetModelStatusResponse:
         """ModelService.GetModelStatus: last state of each version, newest first."""
         apis = protos()
         _require_model_spec(request)
@@ -370,7 +406,7 @@ class ServingCore:
             entry.status.error_message = status_fields(event.error)["error_message"]
         return response
 
-    def reload_config(self, request: Any) -> tuple[Any, RpcError | None]:
+    def reload_config(self, request: ReloadConfigRequest) -> tuple[ReloadConfigResponse, RpcError | None]:
         """ModelService.HandleReloadConfigRequest; the response's status mirrors the RPC's."""
         from tfship.server._config import from_config_list, logging_by_model
         from tfship.server._status import ServerConfigError

@@ -20,6 +20,10 @@ from tfship._wire import (
     DT_FLOAT,
     DT_STRING,
     REGRESS_METHOD,
+    ClassificationResult,
+    Input,
+    RegressionResult,
+    SignatureDef,
     dtype_enum_name,
     enum_of_array,
 )
@@ -32,7 +36,7 @@ def _debug_shape_text(shape: Sequence[int]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def serialized_examples(input_proto: Any) -> NDArray[Any]:
+def serialized_examples(input_proto: Input) -> NDArray[Any]:
     """The request's Examples as a 1-D string tensor; context bytes are prepended (merge)."""
     kind = input_proto.WhichOneof("kind")
     if kind == "example_list":
@@ -50,14 +54,14 @@ def serialized_examples(input_proto: Any) -> NDArray[Any]:
     return out
 
 
-def _check_example_method(signature: Any, method: str) -> None:
+def _check_example_method(signature: SignatureDef, method: str) -> None:
     # --enable_signature_method_name_check for Classify and Regress (and their MultiInference).
     if signature.method_name != method:
         kind = "classification" if method == CLASSIFY_METHOD else "regression"
         raise invalid(f"Expected {kind} signature method_name to be {method}. Was: " + signature.method_name)
 
 
-def classification_outputs(signature: Any, method_check: bool) -> list[str]:
+def classification_outputs(signature: SignatureDef, method_check: bool) -> list[str]:
     """TF Serving's PreProcessClassification: the output aliases to fetch, or the error."""
     if method_check:
         _check_example_method(signature, CLASSIFY_METHOD)
@@ -76,7 +80,7 @@ def classification_outputs(signature: Any, method_check: bool) -> list[str]:
     return outputs
 
 
-def regression_outputs(signature: Any, method_check: bool) -> list[str]:
+def regression_outputs(signature: SignatureDef, method_check: bool) -> list[str]:
     """TF Serving's PreProcessRegression: ``["outputs"]`` or the error."""
     if method_check:
         _check_example_method(signature, REGRESS_METHOD)
@@ -104,7 +108,9 @@ def _check_class_tensor(name: str, value: NDArray[Any], want: int, num_examples:
         raise invalid(f"Expected {name} output batch size of {num_examples}. Got: {value.shape[0]}")
 
 
-def fill_classifications(result: Any, values: Mapping[str, NDArray[Any]], num_examples: int) -> None:
+def fill_classifications(
+    result: ClassificationResult, values: Mapping[str, NDArray[Any]], num_examples: int
+) -> None:
     """TF Serving's PostProcessClassificationResult into a ``ClassificationResult``."""
     classes, scores = values.get("classes"), values.get("scores")
     if classes is not None:
@@ -129,7 +135,7 @@ def fill_classifications(result: Any, values: Mapping[str, NDArray[Any]], num_ex
                 cls.score = float(scores[row, column])
 
 
-def fill_regressions(result: Any, value: NDArray[Any], num_examples: int) -> None:
+def fill_regressions(result: RegressionResult, value: NDArray[Any], num_examples: int) -> None:
     """TF Serving's PostProcessRegressionResult into a ``RegressionResult``."""
     if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == 1)):
         raise invalid(

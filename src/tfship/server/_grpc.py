@@ -7,11 +7,19 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from tfship._wire import protos
+from tfship._wire import (
+    ClassificationRequest,
+    GetModelStatusRequest,
+    GetModelStatusResponse,
+    RegressionRequest,
+    ReloadConfigRequest,
+    ReloadConfigResponse,
+    protos,
+)
 from tfship.server._config import SslConfig
 from tfship.server._core import ServingCore
 from tfship.server._grpc_calls import answer as _answer
@@ -23,15 +31,20 @@ from tfship.server._metrics import Metrics
 from tfship.server._pool import CallPool, processors
 from tfship.server._status import LocalServerError
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
 logger = logging.getLogger(__name__)
 
 # TF Serving calls SetMaxMessageSize(INT32_MAX) in both directions.
 MAX_MESSAGE_BYTES = 2**31 - 1
 
+T = TypeVar("T")
+
 
 def _answer_counted(
-    context: Any, call: Callable[[], Any], metrics: Metrics | None, model: str, api: str
-) -> Any:
+    context: grpc.ServicerContext, call: Callable[[], T], metrics: Metrics | None, model: str, api: str
+) -> T:
     """Answer and, when metrics are kept, count the request as TF Serving's gRPC service does."""
     if metrics is None:
         return _answer(context, call)
@@ -43,17 +56,17 @@ def _answer_counted(
     return _answer(context, call, done)
 
 
-def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
+def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> grpc.GenericRpcHandler:
     """PredictionService as a generic handler: Predict answers with bytes encoded by the core."""
     pb = protos()
 
     def unary(
         call: Callable[[Any], Any],
-        request_cls: Any,
+        request_cls: type[Message],
         serializer: Callable[[Any], bytes],
         api: str | None = None,
-    ) -> Any:
-        def handle(request: Any, context: Any) -> Any:
+    ) -> grpc.RpcMethodHandler:
+        def handle(request: Message, context: grpc.ServicerContext) -> Any:
             if api is None:
                 return _answer(context, lambda: call(request))
             name = _model_name(request)
@@ -76,13 +89,13 @@ def _prediction_handler(core: ServingCore, metrics: Metrics | None) -> Any:
     return grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", handlers)
 
 
-def _predict_handler(core: ServingCore, metrics: Metrics | None) -> Any:
+def _predict_handler(core: ServingCore, metrics: Metrics | None) -> grpc.RpcMethodHandler:
     """Predict: without metrics the handler calls the core and nothing between (every
     request takes this path, and each call on it costs as much as a small model's run)."""
     predict_bytes = core.predict_bytes
     parse = protos().predict_pb2.PredictRequest.FromString
 
-    def predict(data: bytes, context: Any) -> bytes:
+    def predict(data: bytes, context: grpc.ServicerContext) -> bytes:
         # The request arrives as bytes and is parsed here, in the worker, as the floor's
         # handler takes bytes: gRPC's one polling thread, which every call passes through,
         # does no parsing. A request that does not parse ends as gRPC ends it itself.
@@ -106,19 +119,19 @@ def _predict_handler(core: ServingCore, metrics: Metrics | None) -> Any:
     )
 
 
-def _model_name(request: Any) -> str:
+def _model_name(request: ClassificationRequest | RegressionRequest) -> str:
     name: str = request.model_spec.name
     return name
 
 
-def _model_handler(core: ServingCore) -> Any:
+def _model_handler(core: ServingCore) -> grpc.GenericRpcHandler:
     """ModelService as a generic handler: model status and config reloads."""
     pb = protos()
 
-    def status(request: Any, context: Any) -> Any:
+    def status(request: GetModelStatusRequest, context: grpc.ServicerContext) -> GetModelStatusResponse:
         return _answer(context, lambda: core.get_model_status(request))
 
-    def reload(request: Any, context: Any) -> Any:
+    def reload(request: ReloadConfigRequest, context: grpc.ServicerContext) -> ReloadConfigResponse:
         response, error = core.reload_config(request)
         if error is not None:
             context.abort(error.code, error.wire_message())
@@ -153,7 +166,7 @@ def start_grpc(
     arguments: Sequence[tuple[str, Any]] = (),
     health: Health | None = None,
     open_inference: bool = False,
-) -> tuple[Any, int, CallPool]:
+) -> tuple[grpc.Server, int, CallPool]:
     """Start a gRPC server with both services; returns it, the bound port (port 0 picks one)
     and the pool of its threads, to shut down after the server stops.
 
@@ -194,7 +207,7 @@ def start_grpc(
     return server, bound, pool
 
 
-def _bind(server: Any, target: str, tls: SslConfig | None) -> int:
+def _bind(server: grpc.Server, target: str, tls: SslConfig | None) -> int:
     try:
         if tls is None:
             bound: int = server.add_insecure_port(target)

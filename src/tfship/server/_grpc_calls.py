@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
 from tfship.server._status import RpcError
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
 logger = logging.getLogger("tfship.server._grpc")
 
+T = TypeVar("T")
 
-def answer(context: Any, call: Callable[[], Any], done: Callable[[str], None] | None = None) -> Any:
+
+def answer(
+    context: grpc.ServicerContext, call: Callable[[], T], done: Callable[[str], None] | None = None
+) -> T:
     """Run one call; errors become TF Serving's statuses; ``done`` hears the code's name."""
     code = "OK"
     try:
@@ -24,6 +31,7 @@ def answer(context: Any, call: Callable[[], Any], done: Callable[[str], None] | 
         status, message = status_of(exc)
         code = status.name
         context.abort(status, message)
+        raise  # not reached: abort raises
     finally:
         if done is not None:
             done(code)
@@ -45,7 +53,7 @@ def identity(data: bytes) -> bytes:
     return data
 
 
-def serialize(message: Any) -> bytes:
+def serialize(message: Message) -> bytes:
     """A message's bytes, typed for the handlers."""
     data: bytes = message.SerializeToString()
     return data

@@ -35,6 +35,8 @@ from tfship._wire import protos
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from google.protobuf.message import Message
+
     from tfship.server._core import ServingCore
 
 READY_PATH = "/v1/health/ready"  # 200 when ready, 503 otherwise (tfship's, not TF Serving's)
@@ -101,17 +103,17 @@ class Health:
         self._manager.wake()
 
     # gRPC ----------------------------------------------------------------------------------
-    def grpc_handler(self) -> Any:
+    def grpc_handler(self) -> grpc.GenericRpcHandler:
         """``grpc.health.v1.Health`` as a generic handler on tfship's message classes."""
         health_pb2 = protos().health_pb2
 
-        def check(request: Any, context: Any) -> Any:
+        def check(request: Any, context: grpc.ServicerContext) -> Any:  # grpc.health.v1's messages
             status = self.status(request.service)
             if status is None:
                 context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {request.service!r}")
             return health_pb2.HealthCheckResponse(status=status)
 
-        def watch(request: Any, context: Any, send: Callable[[Any], None]) -> None:
+        def watch(request: Any, context: grpc.ServicerContext, send: Callable[[Any], None]) -> None:
             self._watch(_Watch(self, request.service, context, send))
 
         watch.experimental_non_blocking = True  # type: ignore[attr-defined]
@@ -213,7 +215,9 @@ class Health:
 class _Watch:
     """One open Watch call: its service, the last status sent, and how to send."""
 
-    def __init__(self, health: Health, service: str, context: Any, send: Callable[[Any], None]) -> None:
+    def __init__(
+        self, health: Health, service: str, context: grpc.ServicerContext, send: Callable[[Any], None]
+    ) -> None:
         self.health, self.service, self.context, self._send = health, service, context, send
         self.last: int | None = None  # the ServingStatus number sent last
         self._lock = threading.Lock()  # one send at a time, each the newest status
@@ -243,7 +247,7 @@ class _Watch:
             self._send(None)
 
 
-def _serialize(message: Any) -> bytes:
+def _serialize(message: Message) -> bytes:
     data: bytes = message.SerializeToString()
     return data
 

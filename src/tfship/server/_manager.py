@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from tfship._wire import DEFAULT_SIGNATURE, version_dirs
+from tfship._wire import DEFAULT_SIGNATURE, MetaGraphDef, ModelSpecProto, SignatureDef, version_dirs
 from tfship.server._config import ModelConfig
 from tfship.server._status import RpcError, from_exception, invalid
 
@@ -63,12 +63,14 @@ class Servable:
         {'y': array([[2., 2., 2.]], dtype=float32)}
     """
 
-    def __init__(self, name: str, version: int, path: str, meta_graph: Any, model: LocalModel) -> None:
+    def __init__(
+        self, name: str, version: int, path: str, meta_graph: MetaGraphDef, model: LocalModel
+    ) -> None:
         self.name = name
         self.version = version
         self.path = path
         self.meta_graph = meta_graph
-        self.signatures: Mapping[str, Any] = meta_graph.signature_def
+        self.signatures: Mapping[str, SignatureDef] = meta_graph.signature_def
         self.model = model
         self._inflight = 0
         self._idle = threading.Condition(threading.Lock())  # never taken twice by one thread
@@ -221,7 +223,7 @@ def read_saved_model_proto(path: str) -> SavedModelInfo:
     return SavedModelInfo(Path(path), Path(file), saved_model)
 
 
-def serve_meta_graph(saved_model: SavedModelInfo) -> Any:
+def serve_meta_graph(saved_model: SavedModelInfo) -> MetaGraphDef:
     """The MetaGraphDef tagged exactly {"serve"}, as TF Serving's error says when there is none."""
     for meta_graph in saved_model.proto.meta_graphs:
         if set(meta_graph.meta_info_def.tags) == {"serve"}:
@@ -561,7 +563,7 @@ class ModelManager:
 
     # queries ---------------------------------------------------------------------------------
     @contextmanager
-    def servable(self, spec: Any) -> Iterator[Servable]:
+    def servable(self, spec: ModelSpecProto) -> Iterator[Servable]:
         """Resolve a ``ModelSpec`` to a loaded version, held for the duration of a request.
 
         Raises:
@@ -574,7 +576,7 @@ class ModelManager:
         finally:
             servable.release()
 
-    def acquire(self, spec: Any) -> Servable:
+    def acquire(self, spec: ModelSpecProto) -> Servable:
         """:meth:`servable` without the context manager: the version is held until its
         ``release()``; the serving core's path, once per request."""
         if not spec.name:

@@ -34,9 +34,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfship._wire import CODE_OF_HTTP
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 # Buckets::Exponential(10, 1.8, 33): upper bounds of all but the last (+Inf) bucket.
 _BOUNDS = [10 * 1.8**i for i in range(33)]
@@ -145,7 +148,7 @@ class _Collector:
             yield _request_log_counter(self._metrics.request_log_counts())
 
 
-def _request_log_counter(counts: dict[tuple[str, str], int]) -> Any:
+def _request_log_counter(counts: dict[tuple[str, str], int]) -> Metric:
     from prometheus_client.core import Metric
 
     name = ":tensorflow:serving:request_log_count"

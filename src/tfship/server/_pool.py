@@ -35,7 +35,13 @@ def processors() -> int:
 class _Call:
     __slots__ = ("future", "fn", "args", "kwargs")
 
-    def __init__(self, future: futures.Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any):
+    def __init__(
+        self,
+        future: futures.Future[Any],
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ):
         self.future, self.fn, self.args, self.kwargs = future, fn, args, kwargs
 
     def run(self) -> None:

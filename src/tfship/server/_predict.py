@@ -9,7 +9,7 @@ Inference Protocol call them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,10 @@ from numpy.typing import NDArray
 
 from tfship._wire import (
     DT_STRING,
+    PredictRequest,
+    SignatureDef,
     TensorDecodeError,
+    TensorProto,
     decode_tensor,
     enum_of_array,
     tensor_numpy_dtype,
@@ -27,7 +30,7 @@ from tfship.server._manager import Servable
 from tfship.server._status import RpcError, invalid
 
 
-def _keys(mapping: Any) -> str:
+def _keys(mapping: Iterable[str]) -> str:
     return ",".join(sorted(mapping))
 
 
@@ -61,7 +64,7 @@ class PredictPlan:
     @classmethod
     def of(
         cls,
-        signature: Any,
+        signature: SignatureDef,
         runner: Callable[[Mapping[str, NDArray[Any]]], list[Any]] | None = None,
     ) -> PredictPlan:
         """The plan of ``signature``; ``runner`` runs its inputs to all its outputs (sorted)."""
@@ -70,7 +73,7 @@ class PredictPlan:
         enums = [int(signature.outputs[alias].dtype) for alias in outputs]
         return cls(inputs, outputs, enums, runner)
 
-    def feeds(self, request: Any) -> dict[str, NDArray[Any]] | None:
+    def feeds(self, request: PredictRequest) -> dict[str, NDArray[Any]] | None:
         """The decoded feeds of a request that passes every check, else None.
 
         A dense tensor in ``tensor_content`` whose size fits its shape is read in place; any
@@ -121,7 +124,9 @@ def _content_reader(alias: str, want: int) -> tuple[str, int, Any, Any] | None:
         return None
 
 
-def _read_content(content: bytes, dims: Any, reader: tuple[str, int, Any, Any]) -> NDArray[Any] | None:
+def _read_content(
+    content: bytes, dims: Iterable[Any], reader: tuple[str, int, Any, Any]
+) -> NDArray[Any] | None:
     """``decode_tensor``'s reading of a non-empty ``tensor_content`` for the shape ``dims``,
     or None where decode_tensor would refuse it or read it otherwise (an empty shape)."""
     shape = [d.size for d in dims]
@@ -140,7 +145,7 @@ def _read_content(content: bytes, dims: Any, reader: tuple[str, int, Any, Any]) 
     return value
 
 
-def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
+def predict_feeds(signature: SignatureDef, inputs: Mapping[str, TensorProto]) -> dict[str, NDArray[Any]]:
     """Check the request inputs against the signature and decode them (TF's GetInputValues)."""
     sig_inputs, defaults = signature.inputs, signature.defaults
     if len(inputs) > len(sig_inputs) or (len(inputs) < len(sig_inputs) and not defaults):
@@ -178,7 +183,7 @@ def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArra
     return feeds
 
 
-def check_feed_dtypes(signature: Any, inputs: Mapping[str, Any]) -> None:
+def check_feed_dtypes(signature: SignatureDef, inputs: Mapping[str, TensorProto]) -> None:
     """The session's call-frame check: each fed tensor has its signature input's dtype."""
     for index, alias in enumerate(sorted(signature.inputs)):
         proto = inputs.get(alias, signature.defaults.get(alias))
@@ -190,7 +195,7 @@ def check_feed_dtypes(signature: Any, inputs: Mapping[str, Any]) -> None:
             )
 
 
-def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
+def _output_aliases(signature: SignatureDef, output_filter: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     for alias in output_filter:
         if alias not in signature.outputs:
@@ -204,7 +209,7 @@ def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
     return list(output_filter) if output_filter else sorted(signature.outputs)
 
 
-def _output_enum(signature: Any, alias: str, value: NDArray[Any]) -> int:
+def _output_enum(signature: SignatureDef, alias: str, value: NDArray[Any]) -> int:
     # Tensor::AsProtoField writes the tensor's own dtype; numpy types without a TF twin
     # take the signature's.
     try:

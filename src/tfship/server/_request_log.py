@@ -36,10 +36,13 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from tfship._wire import protos, write_tfrecords
+from tfship._wire import LoggingConfig, protos, write_tfrecords
 from tfship.server._status import ServerConfigError
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ class LoggingSettings:
         return self.sampling_rate
 
 
-def logging_settings(message: Any, *, where: str) -> LoggingSettings:
+def logging_settings(message: LoggingConfig, *, where: str) -> LoggingSettings:
     """Check a ``LoggingConfig`` message; ``ServerConfigError`` names what cannot be honoured.
 
     Example:
@@ -249,7 +252,9 @@ class RequestLog:
             self._thread.start()
 
     # the request path ------------------------------------------------------------------------
-    def log(self, kind: int, request: Any, response: Any, model: str, signature: str, version: int) -> None:
+    def log(
+        self, kind: int, request: Message, response: Message | bytes, model: str, signature: str, version: int
+    ) -> None:
         """Sample one answered request with each of its model's loggers and queue the records.
 
         ``response`` is a message or, for Predict, its serialized bytes. Never blocks.
@@ -360,7 +365,14 @@ def _check_prefix(prefix: str, model: str) -> None:
 
 
 def _prediction_log(
-    item: _Logger, kind: int, request: Any, response: Any, model: str, signature: str, version: int, now: int
+    item: _Logger,
+    kind: int,
+    request: Message,
+    response: Message | bytes,
+    model: str,
+    signature: str,
+    version: int,
+    now: int,
 ) -> bytes:
     """The serialized ``PredictionLog``: metadata, then the call's log of request and response."""
     metadata = item.metadata(model, signature, version, now)

@@ -38,19 +38,28 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote
 
 import grpc
+from numpy.typing import NDArray
 
 from tfship._wire import (
     DEFAULT_SIGNATURE,
+    ClassificationRequest,
+    ClassificationResult,
     JsonError,
+    ModelSpecProto,
+    PredictRequest,
+    RegressionRequest,
+    RegressionResult,
+    SignatureDef,
+    TensorProto,
     classification_json,
     decode_tensor,
     error_json,
@@ -68,6 +77,13 @@ from tfship.server._core import ServingCore
 from tfship.server._health import Health
 from tfship.server._metrics import handle_counted
 from tfship.server._status import LocalServerError, RpcError, ServerConfigError, invalid
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+    from tfship.server._v2_rest import V2Rest
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +108,13 @@ def error_body(message: str) -> bytes:
     return error_json(message)
 
 
-def _infos(signature: Any) -> dict[str, int]:
+def _infos(signature: SignatureDef) -> dict[str, int]:
     return {name: int(info.dtype) for name, info in signature.inputs.items()}
 
 
-def predict_request_from_json(body: bytes, spec_fill: Any, core: ServingCore) -> tuple[Any, str]:
+def predict_request_from_json(
+    body: bytes, spec_fill: Callable[[ModelSpecProto], None], core: ServingCore
+) -> tuple[PredictRequest, str]:
     """Build a PredictRequest from a REST body; returns it and the format ("row"/"columnar")."""
     request = protos().predict_pb2.PredictRequest()
     spec_fill(request.model_spec)
@@ -120,7 +138,7 @@ def predict_request_from_json(body: bytes, spec_fill: Any, core: ServingCore) ->
     return request, form
 
 
-def _fill_tensor(proto: Any, array: Any, dtype: int) -> None:
+def _fill_tensor(proto: TensorProto, array: NDArray[Any], dtype: int) -> None:
     """A request tensor: numbers as ``tensor_content`` (one copy), strings as ``string_val``."""
     proto.dtype = dtype
     for size in array.shape:
@@ -131,7 +149,7 @@ def _fill_tensor(proto: Any, array: Any, dtype: int) -> None:
         proto.tensor_content = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
-def examples_request_from_json(body: bytes, request: Any) -> None:
+def examples_request_from_json(body: bytes, request: ClassificationRequest | RegressionRequest) -> None:
     """Fill a Classification/RegressionRequest's signature and input from a REST body."""
     doc = parse_json(body)
     name = signature_name_of(doc)
@@ -140,24 +158,24 @@ def examples_request_from_json(body: bytes, request: Any) -> None:
     examples_from_json(doc, request.input)
 
 
-def predict_response_json(outputs: Any, form: str) -> str:
+def predict_response_json(outputs: Mapping[str, TensorProto], form: str) -> str:
     """MakeJsonFromTensors over a PredictResponse's ``outputs`` map."""
     arrays = {name: (decode_tensor(proto), int(proto.dtype)) for name, proto in outputs.items()}
     return predict_json(arrays, form)
 
 
-def classification_response_json(result: Any) -> str:
+def classification_response_json(result: ClassificationResult) -> str:
     """MakeJsonFromClassificationResult over a ClassificationResult."""
     classes = [[(c.label, c.score) for c in item.classes] for item in result.classifications]
     return classification_json(classes)
 
 
-def regression_response_json(result: Any) -> str:
+def regression_response_json(result: RegressionResult) -> str:
     """MakeJsonFromRegressionResult over a RegressionResult."""
     return regression_json([r.value for r in result.regressions])
 
 
-def _proto_json(message: Any) -> str:
+def _proto_json(message: Message) -> str:
     from google.protobuf import json_format
 
     text: str = json_format.MessageToJson(
@@ -181,7 +199,7 @@ class RestApi:
         self.core = core
         self.health = health  # the readiness, liveness and model list URLs
         self.timeout_s = timeout_s
-        self.v2: Any = None  # the Open Inference Protocol's routes (a V2Rest), when served
+        self.v2: V2Rest | None = None  # the Open Inference Protocol's routes, when served
         self._pool = (
             None
             if timeout_s is None
@@ -193,7 +211,7 @@ class RestApi:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _timed(self, call: Callable[[], Any]) -> Any:
+    def _timed(self, call: Callable[[], T]) -> T:
         if self._pool is None:
             return call()
         future = self._pool.submit(call)
@@ -238,7 +256,7 @@ class RestApi:
             return self._status(unquote(name), version)
         raise invalid(f"Malformed request: {method} {path}")
 
-    def _run(self, verb: str, fill: Any, body: bytes) -> str:
+    def _run(self, verb: str, fill: Callable[[ModelSpecProto], None], body: bytes) -> str:
         pb = protos()
         if verb == "predict":
             request, form = predict_request_from_json(body, fill, self.core)
@@ -261,7 +279,7 @@ class RestApi:
             request.model_spec.version.value = _version_number(version)
         return _proto_json(self.core.get_model_status(request))
 
-    def _metadata(self, fill: Any) -> str:
+    def _metadata(self, fill: Callable[[ModelSpecProto], None]) -> str:
         metadata_pb2 = protos().get_model_metadata_pb2
         request = metadata_pb2.GetModelMetadataRequest()
         fill(request.model_spec)
@@ -282,8 +300,8 @@ def _version_number(text: str) -> int:
     return number
 
 
-def _spec_filler(name: str, version: str | None, label: str | None) -> Any:
-    def fill(spec: Any) -> None:
+def _spec_filler(name: str, version: str | None, label: str | None) -> Callable[[ModelSpecProto], None]:
+    def fill(spec: ModelSpecProto) -> None:
         spec.name = unquote(name)
         if version is not None:
             spec.version.value = _version_number(version)
@@ -458,7 +476,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         v2 = self.api.v2
         if v2 is not None and v2.serves(self.path):
-            status, content_type, payload, extra = v2.handle(method, self.path, self.headers, body)
+            headers = cast(_Headers, self.headers)  # what parse_request put there
+            status, content_type, payload, extra = v2.handle(method, self.path, headers, body)
             self._reply(status, content_type, payload, extra)
             return
         if not self.path.lower().startswith("/v1/"):
@@ -714,7 +733,7 @@ def start_rest(
     max_inflated: int = DEFAULT_MAX_INFLATED,
     health: Health | None = None,
     open_inference: bool = False,
-) -> tuple[Any, int]:
+) -> tuple[_Server, int]:
     """Start the REST API in a background thread; returns the server and its bound port.
 
     ``max_connections`` bounds the connections open at once (:func:`connection_limit`);

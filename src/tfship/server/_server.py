@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfship.server._config import ModelConfig, SslConfig, single_model
 from tfship.server._manager import ModelManager, Servable, StateEvent, version_paths
@@ -18,6 +18,8 @@ from tfship.server._request_log import RequestLog, RequestLogOptions
 from tfship.server._status import LocalServerError, ServerConfigError
 
 if TYPE_CHECKING:
+    from http.server import ThreadingHTTPServer
+
     import grpc
 
     from tfship.server._core import ServingCore
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
     from tfship.server._pool import CallPool
 
 logger = logging.getLogger(__name__)
+
+# ``Self`` on Python 3.9 without typing_extensions: a subclass's start() and with keep its type
+_Server = TypeVar("_Server", bound="ModelServer")
 
 
 @dataclass(frozen=True)
@@ -173,9 +178,9 @@ class ModelServer:
         self.metrics: Metrics | None = None
         self.request_log: RequestLog | None = None
         self._watcher: threading.Thread | None = None
-        self._grpc: Any = None
+        self._grpc: grpc.Server | None = None
         self._grpc_pool: CallPool | None = None
-        self._rest: Any = None
+        self._rest: ThreadingHTTPServer | None = None
         self._manager: ModelManager | None = None
         self._core: ServingCore | None = None
         self._health: Health | None = None
@@ -200,7 +205,7 @@ class ModelServer:
         return cls([single_model(model_name, base_path, version_policy)], options)
 
     # lifecycle -------------------------------------------------------------------------------
-    def start(self) -> ModelServer:
+    def start(self: _Server) -> _Server:
         """Load the models' initial versions, then open the ports. Returns ``self``.
 
         Raises:
@@ -407,7 +412,7 @@ class ModelServer:
         """Block until ``stop()`` is called (by a signal handler, say); True once stopped."""
         return self._stopped.wait(timeout)
 
-    def __enter__(self) -> ModelServer:
+    def __enter__(self: _Server) -> _Server:
         return self.start() if self._manager is None else self
 
     def __exit__(

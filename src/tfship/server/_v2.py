@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,8 @@ from numpy.typing import NDArray
 import tfship
 from tfship._wire import (
     DEFAULT_SIGNATURE,
+    SignatureDef,
+    TensorInfoProto,
     V2TensorError,
     decode_tensor,
     encode_tensor,
@@ -265,12 +267,12 @@ def _signature(servable: Servable, requested: str | None) -> tuple[str, Any]:
     return key, signature
 
 
-def _tensor_metadata(alias: str, info: Any) -> dict[str, Any]:
+def _tensor_metadata(alias: str, info: TensorInfoProto) -> dict[str, Any]:
     datatype = v2_datatype(int(info.dtype)) or protos().types_pb2.DataType.Name(int(info.dtype))
     return {"name": alias, "datatype": datatype, "shape": _signature_shape(info) or [-1]}
 
 
-def _signature_shape(info: Any) -> list[int] | None:
+def _signature_shape(info: TensorInfoProto) -> list[int] | None:
     """A signature tensor's dimensions, -1 where unknown; None for an unknown rank."""
     shape = info.tensor_shape
     if shape.unknown_rank:
@@ -281,7 +283,7 @@ def _signature_shape(info: Any) -> list[int] | None:
 class _Plan:
     """What one signature of one loaded version needs of a request, read from it once."""
 
-    def __init__(self, key: str, signature: Any, servable: Servable) -> None:
+    def __init__(self, key: str, signature: SignatureDef, servable: Servable) -> None:
         self.key = key
         self.signature = signature
         self.takes = ", ".join(sorted(signature.inputs))
@@ -333,7 +335,9 @@ class _Plan:
         return feeds
 
 
-def _run_bound(servable: Servable, runner: Any, feeds: Mapping[str, Any]) -> list[Any]:
+def _run_bound(
+    servable: Servable, runner: Callable[[Mapping[str, Any]], list[Any]], feeds: Mapping[str, Any]
+) -> list[Any]:
     try:
         values: list[Any] = runner(feeds)
     except Exception as exc:  # as the serving core turns a failed run into a status
@@ -342,7 +346,7 @@ def _run_bound(servable: Servable, runner: Any, feeds: Mapping[str, Any]) -> lis
     return values
 
 
-def _outputs(key: str, signature: Any, outputs: Sequence[str] | None) -> list[str]:
+def _outputs(key: str, signature: SignatureDef, outputs: Sequence[str] | None) -> list[str]:
     if not outputs:
         return sorted(signature.outputs)
     seen: set[str] = set()
@@ -357,7 +361,7 @@ def _outputs(key: str, signature: Any, outputs: Sequence[str] | None) -> list[st
     return list(outputs)
 
 
-def _output(alias: str, value: NDArray[Any], info: Any) -> V2Output:
+def _output(alias: str, value: NDArray[Any], info: TensorInfoProto) -> V2Output:
     value = np.asarray(value)
     try:
         enum = enum_of_array(value)

@@ -8,22 +8,36 @@ default one unless the request's ``signature_name`` parameter names another.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from tfship._wire import V2TensorError, array_from_contents, array_from_raw, protos, raw_contents_field
+from tfship._wire import (
+    ModelInferRequest,
+    ModelMetadataRequest,
+    ModelMetadataResponse,
+    ServerMetadataRequest,
+    ServerMetadataResponse,
+    V2TensorError,
+    array_from_contents,
+    array_from_raw,
+    protos,
+    raw_contents_field,
+)
 from tfship.server._grpc_calls import answer as _answer
 from tfship.server._grpc_calls import identity as _identity
 from tfship.server._grpc_calls import serialize as _serialize
 from tfship.server._status import invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
 SERVICE = "inference.GRPCInferenceService"
 
 
-def parameters_of(message_map: Any) -> dict[str, Any]:
+def parameters_of(message_map: Mapping[str, Any]) -> dict[str, Any]:  # InferParameter values
     """An ``InferParameter`` map as plain values."""
     values: dict[str, Any] = {}
     for key, parameter in message_map.items():
@@ -32,7 +46,7 @@ def parameters_of(message_map: Any) -> dict[str, Any]:
     return values
 
 
-def inputs_of(request: Any) -> list[V2Input]:
+def inputs_of(request: ModelInferRequest) -> list[V2Input]:
     """A ``ModelInferRequest``'s input tensors, decoded."""
     raw = request.raw_input_contents
     if raw and len(raw) != len(request.inputs):
@@ -72,21 +86,23 @@ def response_of(answer: V2Answer, request_id: str) -> bytes:
 _RAW_OUTPUT_CONTENTS = 6  # ModelInferResponse.raw_output_contents
 
 
-def v2_handler(core: V2Core) -> Any:
+def v2_handler(core: V2Core) -> grpc.GenericRpcHandler:
     """The service's six calls as one generic handler."""
     pb = protos().grpc_service_pb2
 
     def unary(
-        call: Callable[[Any], Any], request_cls: Any, serializer: Callable[[Any], bytes] = _serialize
-    ) -> Any:
-        def handle(request: Any, context: Any) -> Any:
+        call: Callable[[Any], Any],
+        request_cls: type[Message],
+        serializer: Callable[[Any], bytes] = _serialize,
+    ) -> grpc.RpcMethodHandler:
+        def handle(request: Message, context: grpc.ServicerContext) -> Any:
             return _answer(context, lambda: call(request))
 
         return grpc.unary_unary_rpc_method_handler(
             handle, request_deserializer=request_cls.FromString, response_serializer=serializer
         )
 
-    def infer(request: Any) -> Any:
+    def infer(request: ModelInferRequest) -> bytes:
         answer = core.infer(
             request.model_name,
             request.model_version,
@@ -97,7 +113,7 @@ def v2_handler(core: V2Core) -> Any:
         )
         return response_of(answer, request.id)
 
-    def metadata(request: Any) -> Any:
+    def metadata(request: ModelMetadataRequest) -> ModelMetadataResponse:
         found = core.model_metadata(request.name, request.version)
         response = pb.ModelMetadataResponse(
             name=found["name"], versions=found["versions"], platform=found["platform"]
@@ -109,7 +125,7 @@ def v2_handler(core: V2Core) -> Any:
                 )
         return response
 
-    def server_metadata(request: Any) -> Any:
+    def server_metadata(request: ServerMetadataRequest) -> ServerMetadataResponse:
         found = core.server_metadata()
         return pb.ServerMetadataResponse(
             name=found["name"], version=found["version"], extensions=found["extensions"]

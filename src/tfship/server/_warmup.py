@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import grpc
 
-from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE, protos
+from tfship._wire import MAX_WARMUP_RECORDS, WARMUP_FILE, PredictionLog, protos
 from tfship.server._status import RpcError, invalid
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def run_warmup(core: ServingCore, servable: Servable, iterations: int = 1) -> in
     return count
 
 
-def _records(path: str) -> Any:
+def _records(path: str) -> Iterator[bytes]:
     from tfship._tf import tf
 
     tf_ = tf()
@@ -71,7 +72,7 @@ def _records(path: str) -> Any:
         ) from exc
 
 
-def _parse(record: bytes, path: str) -> Any:
+def _parse(record: bytes, path: str) -> PredictionLog:
     from google.protobuf.message import DecodeError
 
     log = protos().prediction_log_pb2.PredictionLog()
@@ -83,7 +84,7 @@ def _parse(record: bytes, path: str) -> Any:
     return log
 
 
-def _replay(core: ServingCore, servable: Servable, log: Any) -> None:
+def _replay(core: ServingCore, servable: Servable, log: PredictionLog) -> None:
     kind = log.WhichOneof("log_type")
     if kind is None:
         return  # TF Serving skips records without a log

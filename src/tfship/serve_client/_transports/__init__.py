@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from tfship.serve_client._options import Tls
 from tfship.serve_client._transports._base import (
     AsyncTransport,
     Call,
@@ -48,7 +49,7 @@ def transport_for(
     target: str | None,
     *,
     asynchronous: Literal[False],
-    tls: Any,
+    tls: Tls,
     headers: Mapping[str, str] | None,
     max_message_bytes: int,
     options: Sequence[tuple[str, Any]],
@@ -62,7 +63,7 @@ def transport_for(
     target: str | None,
     *,
     asynchronous: Literal[True],
-    tls: Any,
+    tls: Tls,
     headers: Mapping[str, str] | None,
     max_message_bytes: int,
     options: Sequence[tuple[str, Any]],
@@ -75,7 +76,7 @@ def transport_for(
     target: str | None,
     *,
     asynchronous: bool,
-    tls: Any,
+    tls: Tls,
     headers: Mapping[str, str] | None,
     max_message_bytes: int,
     options: Sequence[tuple[str, Any]],

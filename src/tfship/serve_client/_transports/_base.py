@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+    from tfship.inspect import SignatureInfo
 
 __all__ = ["AsyncTransport", "Call", "Transport", "check_target", "is_rest_url"]
 
@@ -33,10 +38,10 @@ class Call:
     """
 
     method: str
-    request: Any
+    request: Message
     model: str | None = None
     version: int | str | None = None
-    signature: Any = None  # a tfship.inspect.SignatureInfo, or None
+    signature: SignatureInfo | None = None
     inputs: Mapping[str, Any] | None = None
 
     @property

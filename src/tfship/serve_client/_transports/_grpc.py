@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from tfship._wire import protos
 from tfship.serve_client._errors import import_grpc, rpc_errors
-from tfship.serve_client._options import TlsConfig
+from tfship.serve_client._options import Tls, TlsConfig
 from tfship.serve_client._transports._base import MODEL_METHODS, Call, check_target
+
+if TYPE_CHECKING:
+    import grpc
+    from google.protobuf.message import Message
 
 __all__ = ["AsyncGrpcTransport", "GrpcTransport", "channel_options"]
 
@@ -62,7 +67,7 @@ def channel_options(
     return [opt for opt in options if opt[0] not in names] + list(extra)
 
 
-def tls_credentials(tls: Any) -> tuple[Any, list[tuple[str, Any]]]:
+def tls_credentials(tls: Tls) -> tuple[grpc.ChannelCredentials | None, list[tuple[str, Any]]]:
     """(channel credentials or None, extra options) for ``tls=`` (bool, TlsConfig, credentials)."""
     grpc = import_grpc()
 
@@ -80,7 +85,7 @@ def tls_credentials(tls: Any) -> tuple[Any, list[tuple[str, Any]]]:
     raise TypeError(f"tls must be a bool, TlsConfig or grpc.ChannelCredentials, got {tls!r}")
 
 
-def _serialize(message: Any) -> bytes:
+def _serialize(message: Message) -> bytes:
     data: bytes = message.SerializeToString()
     return data
 
@@ -117,7 +122,7 @@ class _GrpcBase:
         self,
         target: str,
         *,
-        tls: Any = None,
+        tls: Tls = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         options: Sequence[tuple[str, Any]] = (),
         headers: Mapping[str, str] | None = None,
@@ -139,10 +144,10 @@ class _GrpcBase:
         self._pid = os.getpid()
 
     @staticmethod
-    def _grpc_module() -> Any:
+    def _grpc_module() -> ModuleType:
         return import_grpc()
 
-    def _stub(self, method: str) -> Any:
+    def _stub(self, method: str) -> grpc.UnaryUnaryMultiCallable:
         stub = self._stubs.get(method)
         if stub is None:
             stub = self._channel.unary_unary(
@@ -194,11 +199,12 @@ class AsyncGrpcTransport(_GrpcBase):
     """
 
     @staticmethod
-    def _grpc_module() -> Any:
+    def _grpc_module() -> ModuleType:
         import_grpc()
         import grpc.aio
 
-        return grpc.aio
+        module: ModuleType = grpc.aio  # the package is untyped
+        return module
 
     async def send(self, call: Call, timeout: float | None) -> Any:
         """Send one call; gRPC failures leave as ``ServingCallError`` subclasses."""

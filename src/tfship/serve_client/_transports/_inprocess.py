@@ -70,10 +70,11 @@ class InProcessCore(Protocol):
 
 
 class InProcessServer(Protocol):
-    """A started ``tfship.server.ModelServer``, as far as the transport cares: its core."""
+    """A ``tfship.server.ModelServer``, as far as the transport cares: its core, which is
+    ``None`` until the server is started (the transport refuses a server in that state)."""
 
     @property
-    def core(self) -> InProcessCore: ...
+    def core(self) -> InProcessCore | None: ...
 
 
 Served = Union[InProcessServer, InProcessCore]

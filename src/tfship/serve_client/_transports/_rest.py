@@ -19,7 +19,7 @@ import logging
 import ssl
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,7 +29,7 @@ from tfship.serve_client._errors import (
     MalformedResponseError,
     UnimplementedError,
 )
-from tfship.serve_client._options import TlsConfig, deadline_check, late, time_left
+from tfship.serve_client._options import Tls, TlsConfig, deadline_check, late, time_left
 from tfship.serve_client._results import PredictOutputs
 from tfship.serve_client._transports._base import Call, check_target
 from tfship.serve_client._transports._http_pool import ConnectionPool
@@ -42,6 +42,9 @@ from tfship.serve_client._transports._rest_json import (
     rest_request,
 )
 from tfship.serve_client._transports._rest_tls import ssl_context
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["AsyncRestTransport", "RestTransport"]
 
@@ -64,13 +67,13 @@ class _RestBase:
     takes_arrays = True
     _pool: Any
 
-    def __init__(self, url: str, *, tls: Any, headers: Mapping[str, str] | None) -> None:
+    def __init__(self, url: str, *, tls: Tls, headers: Mapping[str, str] | None) -> None:
         scheme = "https" if tls else "http"
         self.url = (url if "://" in url else f"{scheme}://{url}").rstrip("/")
         check_target(self.url)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self._header_list = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
-        self._verify: Any = ssl_context(tls) if tls else True
+        self._verify: ssl.SSLContext | bool = ssl_context(tls) if tls else True
         server_name = tls.server_name if isinstance(tls, TlsConfig) else None
         self._extensions = {"sni_hostname": server_name} if server_name else {}
         self._urls: dict[str, Any] = {}
@@ -90,7 +93,7 @@ class _RestBase:
             ),
         }
 
-    def _url(self, path: str) -> Any:
+    def _url(self, path: str) -> httpx.URL:
         url = self._urls.get(path)
         if url is None:
             import httpx
@@ -119,7 +122,7 @@ class _RestBase:
             raise InvalidInputError(f"{call.method} model {call.model!r}: {exc}", model=call.model) from None
         return verb, path, None if body is None else dumps(body)
 
-    def _prepare(self, call: Call, deadline: float | None) -> Any:
+    def _prepare(self, call: Call, deadline: float | None) -> httpx.Request | PredictOutputs:
         """The ``httpx.Request`` of ``call`` with what is left of its deadline, or the answer
         itself (see :meth:`_encode`)."""
         import httpx
@@ -137,7 +140,13 @@ class _RestBase:
         )
 
     def _finish(
-        self, call: Call, method: str, url: Any, status: int, content: bytes, deadline: float | None
+        self,
+        call: Call,
+        method: str,
+        url: httpx.URL | str,
+        status: int,
+        content: bytes,
+        deadline: float | None,
     ) -> Any:
         """The answer of ``call`` from an HTTP status and body, or its ServingCallError; an
         answer decoded after the deadline is late like any other."""
@@ -182,7 +191,7 @@ class RestTransport(_RestBase):
         self,
         url: str,
         *,
-        tls: Any = None,
+        tls: Tls = None,
         headers: Mapping[str, str] | None = None,
         max_connections: int = 16,
     ) -> None:
@@ -222,7 +231,7 @@ class AsyncRestTransport(_RestBase):
         self,
         url: str,
         *,
-        tls: Any = None,
+        tls: Tls = None,
         headers: Mapping[str, str] | None = None,
         max_connections: int = 64,
     ) -> None:

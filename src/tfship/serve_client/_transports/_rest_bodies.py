@@ -42,7 +42,7 @@ def _dumps_checked(body: dict[str, Any]) -> bytes:
     return json.dumps(body, default=_plain).encode("utf-8")
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> bool:
     if isinstance(value, np.ndarray):
         return value.dtype.kind != "f" or bool(np.isfinite(value).all())
     if isinstance(value, (float, np.floating)):  # a numpy float32 scalar is not a float

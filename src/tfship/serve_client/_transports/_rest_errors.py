@@ -15,7 +15,7 @@ from tfship.serve_client._errors import ServingCallError, error_from_status
 __all__ = ["connection_error", "http_error"]
 
 
-def connection_error(exc: Any, context: Mapping[str, Any]) -> ServingCallError:
+def connection_error(exc: BaseException, context: Mapping[str, Any]) -> ServingCallError:
     if isinstance(exc, TimeoutError) or _is_httpx_timeout(exc):
         return error_from_status("DEADLINE_EXCEEDED", f"no answer in time ({exc})", **context)
     if isinstance(exc, http.client.IncompleteRead):
@@ -30,7 +30,7 @@ def connection_error(exc: Any, context: Mapping[str, Any]) -> ServingCallError:
     return error_from_status("UNAVAILABLE", f"cannot connect: {exc}", **context)
 
 
-def _is_httpx_timeout(exc: Any) -> bool:
+def _is_httpx_timeout(exc: BaseException) -> bool:
     if not type(exc).__module__.startswith("httpx"):
         return False
     import httpx

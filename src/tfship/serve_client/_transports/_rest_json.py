@@ -10,15 +10,22 @@ Predict of zero rows, which JSON cannot shape, is answered without the server
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 import numpy as np
 
 from tfship._wire import (
     DEFAULT_SIGNATURE,
+    ClassificationResponse,
+    Example,
+    GetModelMetadataResponse,
+    GetModelStatusResponse,
+    Input,
     JsonError,
+    ModelSpecProto,
+    RegressionResponse,
     answer_from_json,
     decode_tensor,
     example_to_json,
@@ -30,6 +37,11 @@ from tfship.serve_client._options import CHECK_EVERY, DeadlineCheck
 from tfship.serve_client._results import PredictOutputs
 from tfship.serve_client._transports._base import Call
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+    from tfship.inspect import SignatureInfo, TensorInfo
+
 __all__ = ["EmptyBatch", "asked_spec", "empty_batch_answer", "model_path", "rest_answer", "rest_request"]
 
 _VERBS = {"Predict": ":predict", "Classify": ":classify", "Regress": ":regress"}
@@ -39,7 +51,7 @@ _VERBS = {"Predict": ":predict", "Classify": ":classify", "Regress": ":regress"}
 
 
 def rest_request(
-    method: str, request: Any, inputs: Mapping[str, Any] | None = None, check: DeadlineCheck | None = None
+    method: str, request: Message, inputs: Mapping[str, Any] | None = None, check: DeadlineCheck | None = None
 ) -> tuple[str, str, dict[str, Any] | None]:
     """(HTTP method, path, JSON body) of TF Serving's REST call for a request message (a
     Predict's ``inputs`` as arrays, when the request does not hold them); ``check`` is called
@@ -118,15 +130,16 @@ def empty_batch_answer(call: Call) -> PredictOutputs:
                 "without the server; send at least one row, or call over gRPC",
                 model=call.model,
             )
-        outputs[key] = np.zeros((0, *shape[1:]), dtype=_numpy_dtype(info.dtype))
+        rest = cast("tuple[int, ...]", shape[1:])  # none unknown: checked above
+        outputs[key] = np.zeros((0, *rest), dtype=_numpy_dtype(info.dtype))
     return PredictOutputs(outputs, asked_spec(call.request.model_spec), {"outputs": {}})
 
 
-def _numpy_dtype(name: str) -> Any:
+def _numpy_dtype(name: str) -> type[object] | np.dtype[Any]:
     return object if name == "string" else np.dtype(name)
 
 
-def model_path(spec: Any) -> str:
+def model_path(spec: ModelSpecProto) -> str:
     """``/v1/models/NAME[/versions/N | /labels/LABEL]`` for a ``ModelSpec``."""
     version = spec.version.value if spec.HasField("version") else None
     key = (spec.name, version, spec.version_label)
@@ -145,7 +158,7 @@ def model_path(spec: Any) -> str:
 _PATHS: dict[tuple[str, int | None, str], str] = {}
 
 
-def _examples_body(input_message: Any, check: DeadlineCheck | None = None) -> dict[str, Any]:
+def _examples_body(input_message: Input, check: DeadlineCheck | None = None) -> dict[str, Any]:
     kind = input_message.WhichOneof("kind")
     if kind == "example_list_with_context":
         listed = input_message.example_list_with_context
@@ -156,7 +169,7 @@ def _examples_body(input_message: Any, check: DeadlineCheck | None = None) -> di
     return {"examples": _examples_json(input_message.example_list.examples, check)}
 
 
-def _examples_json(examples: Any, check: DeadlineCheck | None) -> list[Any]:
+def _examples_json(examples: Sequence[Example], check: DeadlineCheck | None) -> list[Any]:
     """Each Example as its JSON object; ``check`` every ``CHECK_EVERY`` examples."""
     if check is None:
         return [example_to_json(e) for e in examples]
@@ -190,7 +203,7 @@ def rest_answer(call: Call, doc: Any, bool_free: bool = False) -> Any:
     return _regress_response(doc, spec)
 
 
-def asked_spec(spec: Any) -> Any:
+def asked_spec(spec: ModelSpecProto) -> ModelSpecProto:
     """The servable asked for, standing in for the ``model_spec`` REST answers lack."""
     answered = protos().model_pb2.ModelSpec()
     answered.CopyFrom(spec)
@@ -198,7 +211,7 @@ def asked_spec(spec: Any) -> Any:
     return answered
 
 
-def _status_response(doc: Any) -> Any:
+def _status_response(doc: Any) -> GetModelStatusResponse:
     from google.protobuf import json_format
 
     response = protos().get_model_status_pb2.GetModelStatusResponse()
@@ -206,7 +219,7 @@ def _status_response(doc: Any) -> Any:
     return response
 
 
-def _metadata_response(doc: Any) -> Any:
+def _metadata_response(doc: Any) -> GetModelMetadataResponse:
     from google.protobuf import json_format
 
     pb = protos()
@@ -220,7 +233,7 @@ def _metadata_response(doc: Any) -> Any:
     return response
 
 
-def _classify_response(doc: Any, spec: Any) -> Any:
+def _classify_response(doc: Any, spec: ModelSpecProto) -> ClassificationResponse:
     response = protos().classification_pb2.ClassificationResponse()
     response.model_spec.CopyFrom(spec)
     for row in doc["results"]:
@@ -230,7 +243,7 @@ def _classify_response(doc: Any, spec: Any) -> Any:
     return response
 
 
-def _regress_response(doc: Any, spec: Any) -> Any:
+def _regress_response(doc: Any, spec: ModelSpecProto) -> RegressionResponse:
     response = protos().regression_pb2.RegressionResponse()
     response.model_spec.CopyFrom(spec)
     for value in np.asarray(doc["results"], dtype=np.float64).reshape(-1):
@@ -238,7 +251,9 @@ def _regress_response(doc: Any, spec: Any) -> Any:
     return response
 
 
-def _outputs_from_json(value: Any, sig: Any, bool_free: bool) -> dict[str, np.ndarray[Any, Any]]:
+def _outputs_from_json(
+    value: Any, sig: SignatureInfo | None, bool_free: bool
+) -> dict[str, np.ndarray[Any, Any]]:
     names = [] if sig is None else list(sig.outputs)
     if not isinstance(value, dict) or (len(names) == 1 and names[0] not in value):
         value = {names[0] if names else "outputs": value}
@@ -246,7 +261,7 @@ def _outputs_from_json(value: Any, sig: Any, bool_free: bool) -> dict[str, np.nd
     return {key: _array(item, table.get(key), bool_free) for key, item in value.items()}
 
 
-def _array(value: Any, info: Any, bool_free: bool) -> np.ndarray[Any, Any]:
+def _array(value: Any, info: TensorInfo | None, bool_free: bool) -> np.ndarray[Any, Any]:
     try:
         return answer_from_json(value, getattr(info, "dtype", None), bool_free)
     except JsonError as exc:

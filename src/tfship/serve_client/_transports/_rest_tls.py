@@ -5,14 +5,13 @@ from __future__ import annotations
 import ssl
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from tfship.serve_client._options import TlsConfig
+from tfship.serve_client._options import Tls, TlsConfig
 
 __all__ = ["ssl_context"]
 
 
-def ssl_context(tls: Any) -> ssl.SSLContext:
+def ssl_context(tls: Tls) -> ssl.SSLContext:
     """System roots for ``True``; a ``TlsConfig``'s CA and client certificate (paths or PEM)."""
     if tls is True:
         return ssl.create_default_context()
