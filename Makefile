@@ -65,21 +65,29 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@command -v curl >/dev/null 2>&1 && command -v jq >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq >/dev/null; }
 
-# Both lanes, one after the other: the whole suite on TensorFlow 2.15 (.venv), then every test
-# not marked `estimator` on the newest TensorFlow (.venv-run), whose Estimator fixtures are
-# built by .venv's Python (TFSHIP_ESTIMATOR_PYTHON). No test is skipped in either lane. The two
-# venvs and Chromium are installed side by side first: mostly downloads and unpacking.
-test: prepare lint test-estimator test-run
+# Both lanes: the whole suite on TensorFlow 2.15 (.venv) and every test not marked `estimator`
+# on the newest TensorFlow (.venv-run), whose Estimator fixtures are built by .venv's Python
+# (TFSHIP_ESTIMATOR_PYTHON). No test is skipped in either lane. The lanes run side by side, each
+# printing its report when it ends; then the tests marked `timing`, which measure wall time
+# against a bound and so must not share the CPU with a whole other lane, run in both lanes alone.
+# The venvs, Chromium and protoc are installed side by side first: mostly downloads.
+test: prepare lint
+	$(MAKE) -j2 --output-sync=target test-estimator test-run MARKS='not timing'
+	$(MAKE) test-estimator test-run MARKS=timing
 
 prepare:
-	$(MAKE) -j3 $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev browser
+	$(MAKE) -j4 $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev browser $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS)
+
+# MARKS narrows a lane to the tests matching a pytest marker expression (all when empty)
+MARKS ?=
+PYTEST := pytest -q -p no:cacheprovider --durations=20
 
 # benchmarks/lanes.py (run by the benchmarks' test) measures both lanes from this one
 test-estimator: $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev
-	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=20
+	$(VENV)/bin/$(PYTEST) $(if $(MARKS),-m '$(MARKS)')
 
 test-run: $(RUN_VENV)/.installed-dev $(VENV)/.installed-dev
-	TFSHIP_ESTIMATOR_PYTHON=$(abspath $(PY)) $(RUN_VENV)/bin/pytest -q -p no:cacheprovider -m 'not estimator' --durations=20
+	TFSHIP_ESTIMATOR_PYTHON=$(abspath $(PY)) $(RUN_VENV)/bin/$(PYTEST) -m 'not estimator$(if $(MARKS), and ($(MARKS)))'
 
 # The inner loop: the tests not marked slow, on the TensorFlow 2.15 lane. Never instead of `make test`.
 test-fast: $(VENV)/.installed-dev
@@ -137,4 +145,4 @@ opdefs: $(VENV)/.installed-run $(RUN_VENV)/.installed-dev
 	$(RUN_PY) -m tfship.inspect._opdefs_gen $(OPDEFS_DIR)
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* .venv-v2-clients demo-workdir build site src/*.egg-info
+	rm -rf $(VENV) $(RUN_VENV) $(NEWTF_VENV) $(PROTOC_VENV) .venv-core-* .venv-v2-clients .venv-*.lock demo-workdir build site src/*.egg-info

@@ -5,6 +5,7 @@ clean``) so that only their first run downloads packages.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -12,6 +13,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +82,18 @@ PYTHONS = interpreters(("3.12", "3.13"))
 NEWEST = next(minor for minor in ("3.13", "3.12", THIS) if minor in PYTHONS)
 
 
+@contextmanager
+def building(venv: Path) -> Iterator[None]:
+    """Held while ``venv`` is checked and built: the two lanes of ``make test`` run side by side
+    and may both ask for the same venv; the second waits and then finds it built."""
+    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _source_stamp(requirements: list[str]) -> str:
     """What the venv holds: the requirements and a hash of the package's sources."""
     digest = hashlib.sha256()
@@ -95,17 +110,23 @@ def core_venv(protobuf: str) -> Path:
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
     wanted = _source_stamp([PROTOBUFS[protobuf]])
-    if stamp.is_file() and stamp.read_text() == wanted:
-        return venv
-    if not python.is_file():
-        subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    with tempfile.TemporaryDirectory() as tmp:
-        checkout = package_copy(Path(tmp))
-        for args in ([str(checkout), PROTOBUFS[protobuf]], ["--force-reinstall", "--no-deps", str(checkout)]):
-            done = subprocess.run(pip + args, env=clean_env(), capture_output=True, text=True, timeout=900)
-            assert done.returncode == 0, done.stderr
-    stamp.write_text(wanted)
+    with building(venv):
+        if stamp.is_file() and stamp.read_text() == wanted:
+            return venv
+        if not python.is_file():
+            subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        with tempfile.TemporaryDirectory() as tmp:
+            checkout = package_copy(Path(tmp))
+            for args in (
+                [str(checkout), PROTOBUFS[protobuf]],
+                ["--force-reinstall", "--no-deps", str(checkout)],
+            ):
+                done = subprocess.run(
+                    pip + args, env=clean_env(), capture_output=True, text=True, timeout=900
+                )
+                assert done.returncode == 0, done.stderr
+        stamp.write_text(wanted)
     return venv
 
 
@@ -123,12 +144,13 @@ def v2_clients_venv() -> Path:
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
     wanted = " ".join(V2_CLIENTS)
-    if stamp.is_file() and stamp.read_text() == wanted:
-        return venv
-    if not python.is_file():
-        subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *V2_CLIENTS]
-    done = subprocess.run(pip, env=clean_env(), capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    stamp.write_text(wanted)
+    with building(venv):
+        if stamp.is_file() and stamp.read_text() == wanted:
+            return venv
+        if not python.is_file():
+            subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *V2_CLIENTS]
+        done = subprocess.run(pip, env=clean_env(), capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr
+        stamp.write_text(wanted)
     return venv

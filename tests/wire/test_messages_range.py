@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tfship._wire import protos
-from venvs import ROOT, THIS, interpreters
+from venvs import ROOT, THIS, building, interpreters
 
 # the case -> (what pip installs, the version it must report)
 PROTOBUFS = {
@@ -104,16 +104,17 @@ def _venv(python: str, protobuf: str) -> Path:
     venv = ROOT / f".venv-core-py{python}-protobuf{protobuf}"
     stamp = venv / ".installed"
     wanted = " ".join([PROTOBUFS[protobuf][0], *WIRE_DEPS])
-    if not stamp.is_file() or stamp.read_text() != wanted:
-        if not (venv / "bin" / "python").is_file():
-            subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
-        subprocess.run(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *wanted.split(" ")],
-            check=True,
-            timeout=600,
-            capture_output=True,
-        )
-        stamp.write_text(wanted)
+    with building(venv):
+        if not stamp.is_file() or stamp.read_text() != wanted:
+            if not (venv / "bin" / "python").is_file():
+                subprocess.run(command + ["-m", "venv", str(venv)], env=env, check=True, timeout=300)
+            subprocess.run(
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *wanted.split(" ")],
+                check=True,
+                timeout=600,
+                capture_output=True,
+            )
+            stamp.write_text(wanted)
     return venv / "bin" / "python"
 
 
