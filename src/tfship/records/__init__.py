@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfship._deprecated import OldNames
+from tfship.records._chunks import Chunk, Reject
 from tfship.records._examples import (
     ByFields,
     ByJson,
@@ -21,7 +22,7 @@ from tfship.records._examples import (
     to_example,
 )
 from tfship.records._fields import Field
-from tfship.records._readers import Chunk, Reject, read_chunks, read_records
+from tfship.records._read import read_chunks, read_records
 
 __all__ = [
     "ByFields",
