@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy.typing as npt
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 Array = npt.NDArray[Any]
+
+#: a column of a chunk as its reader hands it on: Arrow's (CSV, Parquet, JSON Lines read by
+#: Arrow) or a Python list (JSON values, ``MISSING`` where a row lacks the name; CSV cell text).
+RawColumn: TypeAlias = "pa.Array | pa.ChunkedArray | list[Any]"
 
 
 @dataclass
@@ -25,7 +32,7 @@ class Reject:
     reason: str
     record: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | int | None]:
         return {"file": self.source, "line": self.line, "reason": self.reason, "record": self.record}
 
 
@@ -42,7 +49,7 @@ class Chunk:
 
     source: str
     lines: Array
-    columns: dict[str, Any]
+    columns: dict[str, Any]  # RawColumns; Any, so that code that knows a column's kind need not narrow it
     rejects: list[Reject] = field(default_factory=list)
     texts: Sequence[str] | None = None
     serialized: Array | None = None
@@ -71,7 +78,13 @@ class LazyLines(Sequence[str]):
     def __len__(self) -> int:
         return len(self._split())
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         return self._split()[index].rstrip(b"\r").decode("utf-8", "replace")

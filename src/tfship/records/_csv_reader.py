@@ -10,12 +10,12 @@ import io
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tfship.errors import DataError, value_text
-from tfship.records._chunks import Array, Chunk, LazyLines, Reject
+from tfship.records._chunks import Array, Chunk, LazyLines, RawColumn, Reject
 from tfship.records._fields import Field
 from tfship.records._formats import open_binary
 from tfship.schema import (  # importing it also lifts the csv module's cap on a cell
@@ -26,6 +26,12 @@ from tfship.schema import (  # importing it also lifts the csv module's cap on a
     field_values,
     read_csv_header,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: the value of a typed CSV cell (a multi-valued field's cell gives a list of them)
+CellValue = str | int | float
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +82,7 @@ def _csv_block(source: str, names: list[str], block: bytes, first: int, wanted: 
     return _csv_slow(source, names, block.split(b"\n")[:-1], numbers, wanted)
 
 
-def _holds_header(table: Any, names: list[str]) -> bool:
+def _holds_header(table: pa.Table, names: list[str]) -> bool:
     """Whether a row may repeat the header: its first cell is the first name (checked whole on
     the line-by-line path)."""
     import pyarrow.compute as pc
@@ -84,7 +90,7 @@ def _holds_header(table: Any, names: list[str]) -> bool:
     return bool(pc.any(pc.equal(table.column(0), names[0])).as_py())
 
 
-def _arrow_csv(data: bytes, names: list[str]) -> Any:
+def _arrow_csv(data: bytes, names: list[str]) -> pa.Table:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -123,7 +129,7 @@ def _csv_slow(
         good_rows.append(cells)
         good_lines.append(number)
         good_texts.append(line.rstrip(b"\r").decode("utf-8"))
-    columns: dict[str, Any] = {}
+    columns: dict[str, RawColumn] = {}
     for i, name in enumerate(names):
         if wanted is None or name in wanted:
             columns[name] = [row[i] for row in good_rows]
@@ -184,7 +190,7 @@ def type_csv_records(
 
 
 def _note_text_in_numbers(
-    name: str, cells: Sequence[Any], rule: CsvMissing, places: Sequence[str] | None
+    name: str, cells: Sequence[str | None], rule: CsvMissing, places: Sequence[str] | None
 ) -> None:
     """Say so when a column of numbers is read as text because of a few cells that are not."""
     present = [(i, c) for i, c in enumerate(cells) if isinstance(c, str) and not rule.cell(c, "float32")]
@@ -204,7 +210,7 @@ def _note_text_in_numbers(
     )
 
 
-def _typed_cell(fld: Field, text: str, rule: CsvMissing) -> Any:
+def _typed_cell(fld: Field, text: str, rule: CsvMissing) -> CellValue | list[CellValue]:
     shape = None if fld.sparse else fld.shape
     values = field_values(fld.name, fld.dtype, shape, None, text, rule)
     return values[0] if shape == () else values

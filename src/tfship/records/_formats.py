@@ -10,7 +10,7 @@ import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO, cast
 
 from tfship.errors import InputError
 from tfship.schema import read_csv_header
@@ -64,14 +64,17 @@ def _gzipped(path: Path) -> bool:
 
 
 def plain_path(path: Path) -> Path:
+    """The path without its ``.gz``, whose suffix names the format."""
     return path.with_suffix("") if _gzipped(path) else path
 
 
-def open_binary(path: Path) -> Any:
+def open_binary(path: Path) -> BinaryIO:
+    """The file opened for reading bytes, uncompressed as it is read when it is a ``.gz``."""
     if _gzipped(path):
         import gzip
 
-        return gzip.open(path, "rb")
+        # a GzipFile reads as any binary file does (typeshed declares it apart from BinaryIO)
+        return cast(BinaryIO, gzip.open(path, "rb"))
     return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def jsonl_chunks(
                     yield _json_chunk(source, [_json_part(source, batch)], wanted)
                 return
     with open_binary(path) as f:
-        stream: Any = f
+        stream: Iterator[bytes] = f
         before = 0
         if fields is not None:
             # Whole blocks of plain lines go to Arrow; from the first block that is not plain
@@ -80,7 +80,7 @@ class _TextLines:
     """The lines of a binary stream as text mode reads them: a lone CR ends a line too
     (universal newlines), and a byte-order mark at the start is not part of the first line."""
 
-    def __init__(self, stream: Any, before: int = 0) -> None:
+    def __init__(self, stream: Iterator[bytes], before: int = 0) -> None:
         self.stream = stream
         self.number = before  # lines taken so far
         self.carry: list[bytes] = []
@@ -109,7 +109,7 @@ class _JsonBlocks:
     without its byte-order mark; ``before`` counts the lines before the next block, and
     ``rest`` hands back what was read but not yet yielded."""
 
-    def __init__(self, stream: Any, chunk_rows: int) -> None:
+    def __init__(self, stream: BinaryIO, chunk_rows: int) -> None:
         self.stream = stream
         self.chunk_rows = chunk_rows
         self.before = 0
@@ -276,7 +276,7 @@ def _json_lines(source: str, lines: list[bytes], before: int) -> _JsonPart:
     return _json_part(source, batch)
 
 
-def _json_value(line: bytes) -> Any:
+def _json_value(line: bytes) -> object:
     """The value of one line as the standard ``json`` module reads it, or why it is none."""
     import orjson
 

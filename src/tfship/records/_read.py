@@ -17,7 +17,7 @@ from typing import Any, Literal, overload
 
 from tfship._values import MISSING as _MISSING
 from tfship.errors import InputError
-from tfship.records._chunks import Chunk
+from tfship.records._chunks import Chunk, RawColumn
 from tfship.records._csv_reader import csv_chunks, type_csv_records
 from tfship.records._fields import Field, schema_fields
 from tfship.records._formats import format_of
@@ -138,5 +138,5 @@ def read_records(
     return list(zip(where, records)) if places else records
 
 
-def _python_list(column: Any) -> list[Any]:
+def _python_list(column: RawColumn) -> list[Any]:
     return list(column.to_pylist() if hasattr(column, "to_pylist") else column)

@@ -7,7 +7,7 @@ so nothing here needs TensorFlow.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from tfship._values import MISSING as _MISSING
+from tfship._wire import Example
 from tfship.errors import DataError, InputError
-from tfship.records._chunks import Array, Chunk
+from tfship.records._chunks import Chunk
 from tfship.records._formats import open_binary
 from tfship.schema import Schema
 
@@ -45,8 +46,11 @@ def tfrecord_chunks(path: Path, chunk_rows: int, wanted: set[str] | None) -> Ite
             yield Chunk(str(path), lines, {}, serialized=serialized)
 
 
-def example_columns(serialized: Array, names: Sequence[str]) -> dict[str, list[Any]]:
-    """Features ``names`` of serialized examples as Python values (one list per name)."""
+def example_columns(serialized: Iterable[bytes], names: Sequence[str]) -> dict[str, list[Any]]:
+    """Features ``names`` of serialized examples as Python values (one list per name).
+
+    ``serialized`` is any run of them: a chunk's ``serialized`` array, or a list of bytes.
+    """
     from tfship._wire import protos
 
     parse = protos().example_pb2.Example.FromString
@@ -69,7 +73,7 @@ def example_columns(serialized: Array, names: Sequence[str]) -> dict[str, list[A
 _EXAMPLE_KINDS = {"string": "bytes_list", "float32": "float_list", "int64": "int64_list"}
 
 
-def _parse_example(data: bytes) -> Any:
+def _parse_example(data: bytes) -> Example:
     from tfship._wire import protos
 
     return protos().example_pb2.Example.FromString(data)
