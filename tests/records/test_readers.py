@@ -174,8 +174,8 @@ def test_tfrecord_files_are_read_without_tensorflow(tmp_path: Path) -> None:
     assert out.stdout.splitlines() == [json.dumps([[[1], [1]], [[2], [[2, 3]]]]), "False"]
     records = read_records(path)
     assert len(records) == 2 and all(isinstance(r, bytes) for r in records)
-    # a list of records, as read_records returns; the annotation names only arrays
-    columns = example_columns(records, ["n", "s"])  # type: ignore[arg-type]
+    # a list of records, as read_records returns, as well as a chunk's array
+    columns = example_columns(records, ["n", "s"])
     assert columns["n"] == [1, [2, 3]] and columns["s"][0] == "a" and columns["s"][1] is MISSING
 
 

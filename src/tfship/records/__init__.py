@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from tfship._deprecated import OldNames
+from tfship.records import _shared
+from tfship.records._chunks import Chunk, Reject
 from tfship.records._examples import (
     ByFields,
     ByJson,
@@ -21,7 +23,7 @@ from tfship.records._examples import (
     to_example,
 )
 from tfship.records._fields import Field
-from tfship.records._readers import Chunk, Reject, read_chunks, read_records
+from tfship.records._read import read_chunks, read_records
 
 __all__ = [
     "ByFields",
@@ -38,35 +40,8 @@ __all__ = [
     "to_example",
 ]
 
-# Public before; now what other tfship packages import from ``tfship.records._shared``.
-_OLD = OldNames(
-    __name__,
-    withdrawn={
-        name: f"tfship.records._shared.{name}"
-        for name in (
-            "Column",
-            "MISSING",
-            "SparseColumn",
-            "check_columns",
-            "check_example",
-            "columns_of",
-            "convert_chunk",
-            "convert_value",
-            "coo_from_lengths",
-            "empty_sparse",
-            "example_columns",
-            "examples_from_json",
-            "expand_inputs",
-            "fill_example",
-            "format_of",
-            "parse_spec_fields",
-            "schema_fields",
-            "select_rows",
-            "slice_rows",
-            "type_csv_records",
-        )
-    },
-)
+# Every name of the door was public here before: the door's list is the one list of them.
+_OLD = OldNames(__name__, withdrawn={name: f"{_shared.__name__}.{name}" for name in _shared.__all__})
 
 
 def __getattr__(name: str) -> Any:

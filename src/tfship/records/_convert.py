@@ -18,7 +18,7 @@ import logging
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,9 @@ from tfship._values import CSV_LIST_SEPARATOR, CsvMissing, field_values, overflo
 from tfship._values import MISSING as _MISSING
 from tfship.records._fields import Column, Field, SparseColumn, coo_from_lengths, empty_sparse
 from tfship.schema import MissingColumnError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +138,7 @@ def _absent(fld: Field, rows: int, out: Converted) -> Column:
     return np.broadcast_to(fld.default, (rows, *fld.default.shape)).copy()
 
 
-def _np_dtype(name: str) -> Any:
+def _np_dtype(name: str) -> npt.DTypeLike:
     return object if name == "string" else np.dtype(name)
 
 
@@ -171,7 +174,7 @@ def slice_rows(column: Column, start: int, stop: int) -> Column:
 # -- python values (JSON records, Examples, fallbacks) ---------------------------------------------
 
 
-def convert_value(fld: Field, value: Any, csv: CsvMissing | None = None) -> list[Any]:
+def convert_value(fld: Field, value: object, csv: CsvMissing | None = None) -> list[Any]:
     """The values of one field of one record, by ``tfship.schema``'s one rule (``field_values``);
     ValueError with the reason when it is bad.
 
@@ -264,7 +267,9 @@ def _sparse(fld: Field, lengths: Array, flat: Array) -> SparseColumn:
 # -- arrow columns (CSV cells, Parquet columns) --------------------------------------------------
 
 
-def _from_arrow(fld: Field, column: Any, out: Converted, csv: CsvMissing | None) -> Column:
+def _from_arrow(
+    fld: Field, column: pa.Array | pa.ChunkedArray, out: Converted, csv: CsvMissing | None
+) -> Column:
     import pyarrow as pa
 
     if isinstance(column, pa.ChunkedArray):
@@ -287,7 +292,7 @@ def _from_arrow(fld: Field, column: Any, out: Converted, csv: CsvMissing | None)
         return _from_python(fld, column.to_pylist(), out, csv)
 
 
-def _typed_arrow(fld: Field, column: Any) -> Array | None:
+def _typed_arrow(fld: Field, column: pa.Array) -> Array | None:
     """A numeric Parquet column that needs no conversion at all, else None."""
     import pyarrow as pa
 
@@ -307,7 +312,7 @@ def _typed_arrow(fld: Field, column: Any) -> Array | None:
     return None
 
 
-def _missing_mask(cells: Any, dtype: str, csv: CsvMissing) -> Any:
+def _missing_mask(cells: pa.Array, dtype: str, csv: CsvMissing) -> pa.BooleanArray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -315,7 +320,7 @@ def _missing_mask(cells: Any, dtype: str, csv: CsvMissing) -> Any:
     return pc.or_kleene(pc.is_null(cells), pc.is_in(cells, value_set=tokens)).fill_null(True)
 
 
-def _cast(values: Any, dtype: str) -> Array:
+def _cast(values: pa.Array, dtype: str) -> Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -347,7 +352,7 @@ def _cast(values: Any, dtype: str) -> Array:
     return result
 
 
-def _text_arrow(fld: Field, column: Any, out: Converted, csv: CsvMissing) -> Column:
+def _text_arrow(fld: Field, column: pa.Array, out: Converted, csv: CsvMissing) -> Column:
     import pyarrow as pa
     import pyarrow.compute as pc
 

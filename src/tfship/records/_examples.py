@@ -66,7 +66,7 @@ FeatureValues = tuple[str, str | None, list[Any]]
 class Typing(Protocol):
     """A typing rule: what each feature of a record becomes in a ``tf.train.Example``."""
 
-    def features(self, record: Any, where: str) -> Iterable[FeatureValues]:
+    def features(self, record: Mapping[str, Any], where: str) -> Iterable[FeatureValues]:
         """The record's features as ``(name, list, values)``, values ready for that list.
 
         Raises the caller's error for a record it cannot type, naming ``where`` (the record)
@@ -76,7 +76,9 @@ class Typing(Protocol):
 
 
 # ---- the builder -------------------------------------------------------------------------------
-def to_example(record: Any, typing: Typing | None = None, *, where: str = "") -> Example:
+def to_example(
+    record: Mapping[str, Any] | Example | bytes, typing: Typing | None = None, *, where: str = ""
+) -> Example:
     """A ``tf.train.Example`` from a record, its values typed by ``typing`` (``ByValue()``).
 
     A record that already is an Example (tfship's class or TensorFlow's) comes back as
@@ -108,7 +110,9 @@ def to_example(record: Any, typing: Typing | None = None, *, where: str = "") ->
     return fill_example(example_cls(), record, typing, where=where)
 
 
-def fill_example(example: Example, record: Any, typing: Typing | None = None, *, where: str = "") -> Example:
+def fill_example(
+    example: Example, record: Mapping[str, Any], typing: Typing | None = None, *, where: str = ""
+) -> Example:
     """Fill an empty ``tf.train.Example`` (one in a request, say) from a record; returns it.
 
     Example:
@@ -135,7 +139,7 @@ def _at(where: str) -> str:
     return f"{where}: " if where else ""
 
 
-def _mapping(record: Any, where: str) -> Mapping[Any, Any]:
+def _mapping(record: object, where: str) -> Mapping[Any, Any]:
     if isinstance(record, Mapping):
         return record
     if hasattr(record, "SerializeToString"):  # another message would parse as an Example silently
@@ -165,7 +169,7 @@ class ByValue:
         ([1], [b'\\x01'])
     """
 
-    def features(self, record: Any, where: str) -> Iterator[FeatureValues]:
+    def features(self, record: object, where: str) -> Iterator[FeatureValues]:
         for key, value in _mapping(record, where).items():
             name = str(key)
             values = _flat(value)
@@ -182,7 +186,7 @@ class ByValue:
 _BY_VALUE = ByValue()
 
 
-def _flat(value: Any) -> list[Any]:
+def _flat(value: object) -> list[Any]:
     if isinstance(value, np.ndarray):
         return list(value.ravel().tolist())
     if isinstance(value, (list, tuple)):
@@ -192,7 +196,7 @@ def _flat(value: Any) -> list[Any]:
     return [value]
 
 
-def _kind_of(name: str, value: Any, where: str) -> str:
+def _kind_of(name: str, value: object, where: str) -> str:
     if isinstance(value, (str, bytes, bytearray, np.str_, np.bytes_)):
         return BYTES
     if isinstance(value, (bool, int, np.integer, np.bool_)):
@@ -251,17 +255,17 @@ class ByFields:
     def __repr__(self) -> str:
         return f"ByFields({list(self.fields.values())!r}, csv={self.csv!r})"
 
-    def values(self, record: Any, where: str = "") -> dict[str, list[Any]]:
+    def values(self, record: object, where: str = "") -> dict[str, list[Any]]:
         """Each field's values for ``record``, as the field's Python type (str, float, int)."""
         row = _mapping(record, where)
         return {name: self._field_values(f, row.get(name), where) for name, f in self.fields.items()}
 
-    def features(self, record: Any, where: str) -> Iterator[FeatureValues]:
+    def features(self, record: object, where: str) -> Iterator[FeatureValues]:
         for name, values in self.values(record, where).items():
             kind = _list_of(self.fields[name].dtype)
             yield name, kind, _strings(values) if kind == BYTES else values
 
-    def _field_values(self, f: Field, value: Any, where: str) -> list[Any]:
+    def _field_values(self, f: Field, value: object, where: str) -> list[Any]:
         shape = None if f.sparse or f.shape is None else f.shape
         try:
             return field_values(f.name, f.dtype, shape, self._defaults[f.name], value, self.csv)
@@ -329,7 +333,7 @@ class BySchema:
     label: bool = False
     csv: CsvMissing | None = None
 
-    def features(self, record: Any, where: str) -> Iterator[FeatureValues]:
+    def features(self, record: object, where: str) -> Iterator[FeatureValues]:
         row = _mapping(record, where)
         values = self.schema.convert_record(row, where=where, csv=self.csv)
         dtypes = {f.name: f.dtype for f in self.schema.features}
@@ -360,7 +364,7 @@ class ByJson:
         ([1], [b'\\xff'])
     """
 
-    def features(self, record: Any, where: str) -> Iterator[FeatureValues]:
+    def features(self, record: object, where: str) -> Iterator[FeatureValues]:
         if not isinstance(record, dict):
             raise JsonError(f"Example must be JSON object but got JSON {json_type(record)}")
         for name, content in record.items():
@@ -377,7 +381,7 @@ class ByJson:
             yield name, kind, values
 
 
-def _json_kind(value: Any, name: str) -> str:
+def _json_kind(value: object, name: str) -> str:
     # The checks run in TF Serving's order: the JSON type, the list kind, then the value.
     if value is None or isinstance(value, list) or (isinstance(value, dict) and not is_b64(value)):
         raise JsonError(f"Feature: {name} has element with unexpected JSON type: {json_type(value)}")
@@ -386,9 +390,12 @@ def _json_kind(value: Any, name: str) -> str:
     return FLOAT if isinstance(value, float) else INT64
 
 
-def _json_value(value: Any, kind: str, name: str) -> Any:
-    if kind == BYTES:
-        return b64_decode(value) if isinstance(value, dict) else value.encode("utf-8")
+def _json_value(value: str | float | dict[str, Any], kind: str, name: str) -> bytes | int | float:
+    # ``kind`` is _json_kind's: a string or a b64 object is bytes, a float a float, else int64
+    if isinstance(value, dict):
+        return b64_decode(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
     if kind == FLOAT:
         if not lossless_float32(value):
             raise JsonError(

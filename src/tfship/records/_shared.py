@@ -10,16 +10,11 @@ from __future__ import annotations
 
 from tfship._values import MISSING
 from tfship.records._convert import check_columns, convert_chunk, convert_value, select_rows, slice_rows
+from tfship.records._csv_reader import type_csv_records
 from tfship.records._examples import examples_from_json, fill_example, parse_spec_fields
 from tfship.records._fields import Column, SparseColumn, coo_from_lengths, empty_sparse, schema_fields
-from tfship.records._readers import (
-    check_example,
-    columns_of,
-    example_columns,
-    expand_inputs,
-    format_of,
-    type_csv_records,
-)
+from tfship.records._formats import columns_of, expand_inputs, format_of
+from tfship.records._tfrecord_reader import check_example, example_columns
 
 __all__ = [
     "Column",
