@@ -113,6 +113,7 @@ def test_different_answers_are_refused_and_loosening_lets_them_through(modules, 
     assert _versions(base) == ["1"]
 
 
+@pytest.mark.timing
 def test_a_slower_candidate_is_refused_on_latency(modules, tmp_path: Path) -> None:
     base = base_with(tmp_path, modules["baseline"])
     decision = promote(modules["slower"], base, PromoteOptions(batches=(1,), latency_calls=10))

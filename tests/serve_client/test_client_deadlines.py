@@ -23,6 +23,9 @@ import pytest
 
 from tfship.serve_client import AsyncServingClient, DeadlineExceededError, RestServingClient, ServingClient
 
+# every test here holds a call to a wall-time bound
+pytestmark = pytest.mark.timing
+
 _TENSOR = {"dtype": "DT_FLOAT", "tensor_shape": {"dim": [{"size": "-1"}, {"size": "2"}]}}
 _METADATA = {
     "model_spec": {"name": "m", "version": "1"},

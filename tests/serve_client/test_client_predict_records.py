@@ -96,6 +96,7 @@ def test_records_for_a_string_input_not_known_as_examples_are_refused(client: Se
         assert "\n" not in str(info.value)
 
 
+@pytest.mark.timing
 def test_building_many_records_stops_at_the_deadline(custom_server: Any) -> None:
     with ServingClient(custom_server.address, timeout=30) as client:
         client.metadata("custom")

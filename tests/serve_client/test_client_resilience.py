@@ -51,6 +51,7 @@ def test_retries_stop_after_the_attempt_budget(scripted: ScriptedServer) -> None
     assert len(scripted.calls) == 4
 
 
+@pytest.mark.timing
 def test_retries_stay_within_the_overall_deadline(scripted: ScriptedServer) -> None:
     scripted.failures = [(grpc.StatusCode.UNAVAILABLE, "busy")] * 1000
     policy = RetryPolicy(attempts=1000, initial_backoff=0.05, max_backoff=0.1)
@@ -63,6 +64,7 @@ def test_retries_stay_within_the_overall_deadline(scripted: ScriptedServer) -> N
     assert 3 <= len(scripted.calls) < 30
 
 
+@pytest.mark.timing
 def test_deadline_exceeded(scripted: ScriptedServer) -> None:
     scripted.delay = 0.5
     with ServingClient(scripted.address, validate=False, timeout=0.1) as client:

@@ -237,6 +237,7 @@ def test_rest_non_json_answer_is_malformed() -> None:
         httpd.server_close()
 
 
+@pytest.mark.timing
 def test_rest_deadline() -> None:
     import time
 

@@ -203,6 +203,7 @@ def test_the_client_says_an_answer_was_cut_short(server: Server) -> None:
             client.status("broken")
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("path", ["/trickle", "/silent"])
 def test_a_slow_answer_is_stopped_at_the_deadline(server: Server, pool: ConnectionPool, path: str) -> None:
     started = time.monotonic()

@@ -131,6 +131,7 @@ def test_serve_raises_the_open_file_limit_to_the_hard_limit(module_base: Path) -
     assert line.split()[3:5] == ["4096", "4096"]
 
 
+@pytest.mark.timing
 def test_connections_past_the_limit_are_answered_503_at_once(tmp_path: Path, module_base: Path) -> None:
     options = ServerOptions(port=0, rest_port=0, rest_max_connections=3, prometheus_path=METRICS)
     with ModelServer([ModelConfig("module", str(module_base))], options).start() as server:

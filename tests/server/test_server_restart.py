@@ -59,6 +59,7 @@ def _start(base: Path, grpc_port: int, rest_port: int) -> tuple[subprocess.Popen
     return process, json.loads(line)
 
 
+@pytest.mark.timing
 def test_sigterm_stops_an_idle_server_within_a_second_with_one_line(module_base: Path) -> None:
     process, _ = _start(module_base, 0, 0)
     try:
