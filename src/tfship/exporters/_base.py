@@ -140,13 +140,29 @@ class TfshipExporter(estimator().Exporter):  # type: ignore[misc]
             sweep_staging(base)
             self._swept.add(base)
 
-    def _check_trained(self, estimator: Any, step: int | None) -> None:
+    def _begin(
+        self,
+        estimator: Any,
+        export_path: str,
+        checkpoint_path: str | None,
+        eval_result: Mapping[str, Any] | None,
+    ) -> tuple[Path, int | None]:
+        """Start an evaluation's export: sweep ``export_path``, then read and check the step."""
+        base = Path(os.fsdecode(export_path))
+        self._start(base)
+        return base, self._trained_step(estimator, checkpoint_path, eval_result)
+
+    def _trained_step(
+        self, estimator: Any, checkpoint_path: str | None, eval_result: Mapping[str, Any] | None
+    ) -> int | None:
+        """The evaluation's global step, which must show that training moved the step."""
+        step = evaluation_step(eval_result, checkpoint_path)
         # In a local train_and_evaluate the first checkpoint is never evaluated, so an
         # evaluation at step 0 comes after a training loop that never moved the global step.
         # (A cluster's evaluator does evaluate the chief's first checkpoint, at step 0.)
         config = getattr(estimator, "config", None)
         if step != 0 or config is None or config.task_type == "evaluator" or config.cluster_spec:
-            return
+            return step
         raise TrainError(
             f"{self.public_name()} {self._name!r}: the evaluation after training is of global "
             f"step 0, so training never advanced the global step and the model is untrained; "

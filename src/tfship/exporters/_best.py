@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship.errors import value_text
-from tfship.exporters._base import TfshipExporter, check_keep, evaluation_step, show
+from tfship.exporters._base import TfshipExporter, check_keep, show
 from tfship.exporters._errors import MetricNotFoundError
 from tfship.exporters._events import fmt, resolve_mode
 from tfship.exporters._export import ExportResult, ReceiverFn
@@ -151,11 +151,8 @@ class BestExporter(TfshipExporter):
         is_the_final_export: bool,
     ) -> str | None:
         """Export if the evaluation beats the best record; returns the path or ``None``."""
-        base = Path(os.fsdecode(export_path))
-        self._start(base)
+        base, step = self._begin(estimator, export_path, checkpoint_path, eval_result)
         metrics = dict(eval_result or {})
-        step = evaluation_step(metrics, checkpoint_path)
-        self._check_trained(estimator, step)
         value = self._value(metrics, base)
         record = self.best_record(base)
         if record is None and self._event_file_pattern is not None:

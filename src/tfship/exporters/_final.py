@@ -43,8 +43,7 @@ class FinalExporter(TfshipExporter):
         is_the_final_export: bool,
     ) -> str | None:
         """Export only when ``is_the_final_export``; returns the version path or ``None``."""
-        step = evaluation_step(eval_result, checkpoint_path)
-        self._check_trained(estimator, step)
+        step = self._trained_step(estimator, checkpoint_path, eval_result)
         if not is_the_final_export:
             self._decide("skipped", None, step, f"skipped: step {step} is not the final evaluation")
             return None

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from tfship.exporters._base import TfshipExporter, check_keep, evaluation_step
+from tfship.exporters._base import TfshipExporter, check_keep
 from tfship.exporters._export import ReceiverFn
 
 
@@ -73,10 +72,7 @@ class LatestExporter(TfshipExporter):
         is_the_final_export: bool,
     ) -> str | None:
         """Export ``checkpoint_path`` as a new version; returns its path (``None`` if skipped)."""
-        base = Path(os.fsdecode(export_path))
-        self._start(base)
-        step = evaluation_step(eval_result, checkpoint_path)
-        self._check_trained(estimator, step)
+        base, step = self._begin(estimator, export_path, checkpoint_path, eval_result)
         if self._version_by == "step" and step is not None and (base / str(step)).exists():
             # The same step evaluated again (e.g. a resumed run): its version already exists.
             self._decide("skipped", step, step, f"skipped: version {step} already exists")
