@@ -31,7 +31,7 @@ _UNTIED_STEP_HINT = (
 )
 
 
-def show(message: str, *args: Any) -> None:
+def show(message: str, *args: object) -> None:
     """Log one exporter line at INFO where a user of ``train_and_evaluate`` sees it.
 
     Through the ``tfship.exporters`` logger when the program configured logging (a handler on

@@ -11,7 +11,7 @@ from typing import Any
 from tfship.errors import value_text
 from tfship.exporters._base import TfshipExporter, check_keep, show
 from tfship.exporters._errors import MetricNotFoundError
-from tfship.exporters._events import fmt, resolve_mode
+from tfship.exporters._events import EvalRecord, fmt, resolve_mode
 from tfship.exporters._export import ExportResult, ReceiverFn
 from tfship.exporters._publish import Version, write_json_atomic
 from tfship.exporters._verdict import (
@@ -343,7 +343,7 @@ class BestExporter(TfshipExporter):
         )
         return {**seeded, "source": self._event_file_pattern, "metrics": dict(best.metrics)}
 
-    def _best_of(self, evaluations: list[Any]) -> Any:
+    def _best_of(self, evaluations: list[EvalRecord]) -> EvalRecord | None:
         if self._compare_fn is not None:
             # tf.estimator folds the evaluations, oldest first, through compare_fn
             best = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tfship.exporters._base import TfshipExporter
 from tfship.exporters._best import BestExporter
 from tfship.exporters._final import FinalExporter
 from tfship.exporters._latest import LatestExporter
@@ -22,7 +23,7 @@ def standard_exporters(
     keep_best: int | None = 1,
     keep_latest: int | None = 5,
     **options: Any,
-) -> list[Any]:
+) -> list[TfshipExporter]:
     """Exporters named ``best``, ``latest`` and ``final`` (those in ``kinds``) sharing a receiver.
 
     Args:
@@ -51,7 +52,7 @@ def standard_exporters(
     if unknown:
         raise ValueError(f"unknown export kinds {unknown}; choose from {', '.join(EXPORT_KINDS)}")
     rec = build_receiver(source, receiver)
-    made: list[Any] = []
+    made: list[TfshipExporter] = []
     if "best" in wanted:
         made.append(BestExporter("best", rec, exports_to_keep=keep_best, metric=metric, mode=mode, **options))
     if "latest" in wanted:
@@ -61,7 +62,7 @@ def standard_exporters(
     return made
 
 
-def run_final_exports(estimator: Any, exporters: Iterable[Any]) -> list[str]:
+def run_final_exports(estimator: Any, exporters: Iterable[object]) -> list[str]:
     """Call ``export_final`` on every ``FinalExporter`` among ``exporters``; call after training.
 
     A run without ``max_steps`` never has a final evaluation, so ``train_and_evaluate`` never

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tfship.exporters._events import fmt
+
+if TYPE_CHECKING:  # what dict's views are called in the type stubs
+    from _collections_abc import dict_items, dict_values
 
 
 def metrics_text(metrics: Mapping[str, Any], names: Iterable[str]) -> str:
@@ -46,11 +49,11 @@ class Watched(dict[str, Any]):
         self._read.update(super().keys())
         return super().__iter__()
 
-    def values(self) -> Any:
+    def values(self) -> dict_values[str, Any]:
         self._read.update(super().keys())
         return super().values()
 
-    def items(self) -> Any:
+    def items(self) -> dict_items[str, Any]:
         self._read.update(super().keys())
         return super().items()
 
