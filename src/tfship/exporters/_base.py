@@ -31,7 +31,7 @@ _UNTIED_STEP_HINT = (
 )
 
 
-def show(message: str, *args: object) -> None:
+def log_exporter_line(message: str, *args: object) -> None:
     """Log one exporter line at INFO where a user of ``train_and_evaluate`` sees it.
 
     Through the ``tfship.exporters`` logger when the program configured logging (a handler on
@@ -195,7 +195,7 @@ class TfshipExporter(estimator().Exporter):  # type: ignore[misc]
 
     def _decide(self, action: str, version: int | None, step: int | None, line: str) -> None:
         self.decisions.append(ExportDecision(action, version, step, line))
-        show("%s: %s", self._name, line)
+        log_exporter_line("%s: %s", self._name, line)
 
     def _decide_exported(self, result: ExportResult, line: str) -> None:
         self._decide("exported", result.version, result.global_step, line)
@@ -207,7 +207,7 @@ class TfshipExporter(estimator().Exporter):  # type: ignore[misc]
             if version.number in protect:
                 continue
             shutil.rmtree(version.path, ignore_errors=True)
-            show("%s: removed %d (%s keeps %d)", self._name, version.number, self.kind, keep)
+            log_exporter_line("%s: removed %d (%s keeps %d)", self._name, version.number, self.kind, keep)
 
     def _ours(self, base: Path) -> list[Version]:
         # Only versions whose metadata names this exporter: foreign directories are never touched.

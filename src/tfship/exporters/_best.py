@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship.errors import value_text
-from tfship.exporters._base import TfshipExporter, check_keep, show
+from tfship.exporters._base import TfshipExporter, check_keep, log_exporter_line
 from tfship.exporters._errors import MetricNotFoundError
 from tfship.exporters._events import EvalRecord, fmt, resolve_mode
 from tfship.exporters._export import ExportResult, ReceiverFn
@@ -262,7 +262,7 @@ class BestExporter(TfshipExporter):
             try:
                 record = json.loads(path.read_text())
             except ValueError:
-                show("%s: ignoring unreadable best record %s", self._name, path)
+                log_exporter_line("%s: ignoring unreadable best record %s", self._name, path)
         if record is not None and not self._matches(record):
             record = None
         # A crash between publishing a version and rewriting the record leaves the record
@@ -271,7 +271,7 @@ class BestExporter(TfshipExporter):
         if record is None:
             return None
         if self._fn_name is not None:
-            show(
+            log_exporter_line(
                 "%s: best so far for compare_fn %s: version %s, step %s",
                 self._name,
                 self._fn_name,
@@ -279,7 +279,7 @@ class BestExporter(TfshipExporter):
                 record.get("global_step"),
             )
             return record
-        show(
+        log_exporter_line(
             "%s: best so far %s %s (version %s, step %s)",
             self._name,
             self._metric,
@@ -334,7 +334,7 @@ class BestExporter(TfshipExporter):
             chosen = f"{self._metric} {fmt(value)}"
         else:
             chosen = f"for compare_fn {self._fn_name}"
-        show(
+        log_exporter_line(
             "%s: best so far from the evaluations in %s: %s at step %d",
             self._name,
             self._event_file_pattern,
@@ -364,7 +364,7 @@ class BestExporter(TfshipExporter):
         ours = self._ranking()
         theirs = {k: record.get(k) for k in ("compare_fn", "metric", "mode") if record.get(k) is not None}
         if theirs != ours:
-            show(
+            log_exporter_line(
                 "%s: best record was chosen by %s, this exporter chooses by %s: starting afresh",
                 self._name,
                 ranking_text(theirs),
