@@ -29,6 +29,7 @@ from tfship._tf import require_extra as _require_extra
 
 _require_extra(__name__)  # one line naming the run extra, before a submodule fails to import TensorFlow
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from tfship._deprecated import OldNames
@@ -39,16 +40,21 @@ from tfship.exporters._publish import Version, published_versions
 from tfship.exporters._receivers import Receiver, both_receiver, parsing_receiver, raw_receiver
 from tfship.exporters._signatures import SignatureReport
 
-if TYPE_CHECKING:  # their module derives from tf.estimator.Exporter, so it imports TensorFlow
-    from tfship.exporters._exporters import (
-        BestExporter,
-        ExportDecision,
-        FinalExporter,
-        LatestExporter,
-        run_final_exports,
-    )
+if TYPE_CHECKING:  # their modules derive from tf.estimator.Exporter, so they import TensorFlow
+    from tfship.exporters._base import ExportDecision
+    from tfship.exporters._best import BestExporter
+    from tfship.exporters._final import FinalExporter
+    from tfship.exporters._latest import LatestExporter
+    from tfship.exporters._standard import run_final_exports
 
-_NEEDS_TENSORFLOW = ("BestExporter", "ExportDecision", "FinalExporter", "LatestExporter", "run_final_exports")
+# The names whose modules import TensorFlow, each with its module: loaded on first use.
+_NEEDS_TENSORFLOW = {
+    "BestExporter": "_best",
+    "ExportDecision": "_base",
+    "FinalExporter": "_final",
+    "LatestExporter": "_latest",
+    "run_final_exports": "_standard",
+}
 
 # Earlier spellings: renamed, or public before and now what other tfship packages import from
 # ``tfship.exporters._shared``.
@@ -95,9 +101,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _NEEDS_TENSORFLOW:
-        from tfship.exporters import _exporters
-
-        return getattr(_exporters, name)
+        module = importlib.import_module(f"{__name__}.{_NEEDS_TENSORFLOW[name]}")
+        return getattr(module, name)
     return _OLD.resolve(name)
 
 

@@ -21,7 +21,14 @@ from typing import Any
 
 from tfship._tf import estimator as _estimator_module
 from tfship._tf import tf, tf_error_cause
-from tfship._wire import ASSETS_EXTRA, DEFAULT_SIGNATURE, METADATA_FILE, WARMUP_FILE
+from tfship._wire import (
+    ASSETS_EXTRA,
+    DEFAULT_SIGNATURE,
+    METADATA_FILE,
+    WARMUP_FILE,
+    MetaGraphDef,
+    SignatureDef,
+)
 from tfship.errors import ExportError, TfshipError
 from tfship.exporters._errors import CheckpointNotFoundError, VerificationError
 from tfship.exporters._publish import (
@@ -329,7 +336,7 @@ def verify_export(path: Path, expected: set[str] | None = None, n_warmup: int = 
             raise VerificationError(str(exc)) from exc
 
 
-def run_example_requests(session: Any, meta_graph: Any, path: Path) -> dict[str, str]:
+def run_example_requests(session: Any, meta_graph: MetaGraphDef, path: Path) -> dict[str, str]:
     """Run ``example_logs(path)`` in a loaded session; signature -> TensorFlow's cause, per failure."""
     failures: dict[str, str] = {}
     for key, log in example_logs(path).items():
@@ -366,7 +373,7 @@ def check_runs(path: str | os.PathLike[str]) -> dict[str, str | None]:
     return {key: failures.get(key) for key in keys}
 
 
-def _check_tensors(graph: Any, key: str, sig: Any) -> None:
+def _check_tensors(graph: Any, key: str, sig: SignatureDef) -> None:
     for io, infos in (("input", sig.inputs), ("output", sig.outputs)):
         for name, info in infos.items():
             names = [info.name] if info.name else []

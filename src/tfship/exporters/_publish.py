@@ -101,7 +101,7 @@ def publish(staging: Path, final: Path) -> None:
         os.rename(staging, final)
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Write JSON to a temporary sibling, then rename it over ``path``."""
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 

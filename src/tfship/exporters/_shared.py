@@ -2,7 +2,7 @@
 
 The exporters the trainer attaches, and the checkpoint and receiver lookups of ``tfship
 export``. A module of another package imports these here, never
-from the modules that define them; none of them is public API. The exporters' module imports
+from the modules that define them; none of them is public API. The exporters' modules import
 TensorFlow, so ``standard_exporters`` loads on first use, as the package's own do.
 """
 
@@ -15,7 +15,7 @@ from tfship.exporters._export import checkpoint_step, resolve_checkpoint
 from tfship.exporters._receivers import build_receiver
 
 if TYPE_CHECKING:
-    from tfship.exporters._exporters import standard_exporters
+    from tfship.exporters._standard import standard_exporters
 
 __all__ = [
     "build_receiver",
@@ -28,7 +28,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "standard_exporters":
-        from tfship.exporters import _exporters
+        from tfship.exporters import _standard
 
-        return getattr(_exporters, name)
+        return _standard.standard_exporters
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfship._tf import estimator, tf
-from tfship._wire import DEFAULT_SIGNATURE, METHOD_KINDS
+from tfship._wire import DEFAULT_SIGNATURE, METHOD_KINDS, SignatureDef
 from tfship.errors import ExportError
 
 logger = logging.getLogger("tfship.exporters")
@@ -58,7 +58,7 @@ class SignatureReport:
 
 def build_signatures(
     receiver: Any, export_outputs: Mapping[str, Any]
-) -> tuple[dict[str, Any], SignatureReport]:
+) -> tuple[dict[str, SignatureDef], SignatureReport]:
     """Build the SignatureDef map for ``receiver`` (a ServingInputReceiver) and the outputs.
 
     Raises:
@@ -155,7 +155,7 @@ def _reason(exc: ValueError, tensors: Mapping[str, Any]) -> str:
     return f"{text}; got {len(tensors)} input(s): {', '.join(sorted(tensors))}"
 
 
-def _summary(sig: Any, origin: str | None) -> dict[str, Any]:
+def _summary(sig: SignatureDef, origin: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "method": METHOD_KINDS.get(sig.method_name, sig.method_name),
         "inputs": sorted(sig.inputs),

@@ -16,7 +16,20 @@ from typing import Any
 import numpy as np
 
 from tfship._tf import tf, tf_error_cause, tf_message
-from tfship._wire import MAX_WARMUP_RECORDS, Example, PredictionLog, is_message, ours, protos
+from tfship._wire import (
+    MAX_WARMUP_RECORDS,
+    ClassificationRequest,
+    Example,
+    MetaGraphDef,
+    PredictionLog,
+    PredictRequest,
+    RegressionRequest,
+    SignatureDef,
+    TensorInfoProto,
+    is_message,
+    ours,
+    protos,
+)
 from tfship.errors import DataError, ExportError, ModelInputError
 from tfship.exporters._receivers import DEFAULT_RECEIVER_KEY, Receiver
 from tfship.records import ByFields, BySchema, Typing, to_example
@@ -24,14 +37,17 @@ from tfship.records._shared import parse_spec_fields
 
 logger = logging.getLogger("tfship.exporters")
 
+#: One warmup request's example: a ``tf.train.Example``, its serialized bytes, or a dict of values.
+WarmupRecord = Example | bytes | Mapping[str, Any]
+
 
 def build_warmup_logs(
-    records: Iterable[Any],
-    signature: Any,
+    records: Iterable[WarmupRecord],
+    signature: SignatureDef,
     receiver: Callable[[], Any] | None,
     *,
     signature_key: str,
-) -> list[Any]:
+) -> list[PredictionLog]:
     """Turn records (``tf.train.Example``, serialized bytes or dicts) into ``PredictionLog``s.
 
     Args:
@@ -60,7 +76,7 @@ def build_warmup_logs(
     return [_predict_log(signature_key, signature, r, known) for r in items]
 
 
-def replay(session: Any, meta_graph: Any, logs: Sequence[PredictionLog]) -> int:
+def replay(session: Any, meta_graph: MetaGraphDef, logs: Sequence[PredictionLog]) -> int:
     """Run every warmup request against its signature in a loaded session.
 
     Raises:
@@ -112,7 +128,9 @@ def example_logs(path: Path, tags: str = "serve") -> dict[str, Any]:
     return logs
 
 
-def _feeds(i: int, kind: str, request: Any, sig: Any) -> dict[str, Any]:
+def _feeds(
+    i: int, kind: str, request: PredictRequest | ClassificationRequest | RegressionRequest, sig: SignatureDef
+) -> dict[str, Any]:
     if kind in ("classify_log", "regress_log"):
         (info,) = sig.inputs.values()
         examples = [e.SerializeToString() for e in request.input.example_list.examples]
@@ -141,7 +159,9 @@ def _example_log(method: str, key: str, example: Example) -> PredictionLog:
     return log_pb2.PredictionLog(regress_log=log_pb2.RegressLog(request=rreq))
 
 
-def _predict_log(key: str, sig: Any, record: Any, receiver: Receiver | None) -> PredictionLog:
+def _predict_log(
+    key: str, sig: SignatureDef, record: WarmupRecord, receiver: Receiver | None
+) -> PredictionLog:
     pb = protos()
     t = tf()
     req = pb.predict_pb2.PredictRequest(model_spec=pb.model_pb2.ModelSpec(signature_name=key))
@@ -163,12 +183,14 @@ def _predict_log(key: str, sig: Any, record: Any, receiver: Receiver | None) -> 
     return pb.prediction_log_pb2.PredictionLog(predict_log=pb.prediction_log_pb2.PredictLog(request=req))
 
 
-def _is_example_input(sig: Any, receiver: Receiver | None) -> bool:
+def _is_example_input(sig: SignatureDef, receiver: Receiver | None) -> bool:
     key = DEFAULT_RECEIVER_KEY if receiver is None else receiver.receiver_key
     return key in sig.inputs or "inputs" in sig.inputs
 
 
-def _dense_value(name: str, info: Any, values: Mapping[str, Any], receiver: Receiver | None) -> Any:
+def _dense_value(
+    name: str, info: TensorInfoProto, values: Mapping[str, Any], receiver: Receiver | None
+) -> np.ndarray[Any, Any]:
     t = tf()
     dtype = t.dtypes.as_dtype(info.dtype)
     if name in values:
@@ -206,7 +228,7 @@ def _parse_spec(receiver: Receiver | None) -> Mapping[str, Any]:
     return {} if receiver is None or receiver.parse_spec is None else receiver.parse_spec
 
 
-def _to_example(record: Any, receiver: Receiver | None) -> Example:
+def _to_example(record: WarmupRecord, receiver: Receiver | None) -> Example:
     if not isinstance(record, (Mapping, bytes)) and not is_message(record, "tensorflow.Example"):
         raise TypeError(
             f"a warmup record must be a tf.train.Example, bytes or dict, not {type(record).__name__}"
@@ -220,7 +242,7 @@ def _to_example(record: Any, receiver: Receiver | None) -> Example:
     return to_example(record, typing, where="warmup record")
 
 
-def _to_dict(record: Any, receiver: Receiver | None) -> dict[str, Any]:
+def _to_dict(record: WarmupRecord, receiver: Receiver | None) -> dict[str, Any]:
     t = tf()
     if isinstance(record, bytes):
         record = t.train.Example.FromString(record)

@@ -172,8 +172,8 @@ def _jobs(cluster: Mapping[str, Any]) -> dict[str, list[str]]:
     return jobs
 
 
-def _task(jobs: dict[str, list[str]], task_type: Any, index: Any, has_evaluator: bool) -> ClusterTask:
-    if task_type not in TASK_TYPES:
+def _task(jobs: dict[str, list[str]], task_type: object, index: object, has_evaluator: bool) -> ClusterTask:
+    if not isinstance(task_type, str) or task_type not in TASK_TYPES:
         raise ClusterConfigError(f"TF_CONFIG task type {task_type!r} is not one of {list(TASK_TYPES)}")
     if not isinstance(index, int) or index < 0:
         raise ClusterConfigError(f"TF_CONFIG task index must be a non-negative integer, found {index!r}")
@@ -191,7 +191,7 @@ def _task(jobs: dict[str, list[str]], task_type: Any, index: Any, has_evaluator:
     return ClusterTask(jobs, task_type, index, has_evaluator)
 
 
-def _has_evaluator(config: Mapping[str, Any], task_type: Any) -> bool:
+def _has_evaluator(config: Mapping[str, Any], task_type: object) -> bool:
     ours = config.get("tfship") or {}
     return bool(ours.get("evaluator")) if isinstance(ours, dict) else False
 

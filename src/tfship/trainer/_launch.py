@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from tfship.trainer._cluster import PORT_TAKEN, ClusterError, make_tf_config
@@ -372,7 +373,7 @@ class _StopOnSignal:
     """While active, SIGTERM raises KeyboardInterrupt here, so the tasks are stopped in order."""
 
     def __enter__(self) -> _StopOnSignal:
-        self._previous: Any = None
+        self._previous: signal.Handlers | int | Callable[[int, FrameType | None], object] | None = None
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGTERM, self._raise)
         return self
@@ -382,7 +383,7 @@ class _StopOnSignal:
             signal.signal(signal.SIGTERM, self._previous)
 
     @staticmethod
-    def _raise(signum: int, frame: Any) -> None:
+    def _raise(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
 

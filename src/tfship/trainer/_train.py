@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tfship._files import write_atomically
 from tfship._tf import estimator, tf, tf_error_cause
@@ -589,7 +589,7 @@ def check_model_dir(model_dir: Path, schema: Schema, config: ModelOptions) -> No
 _FIRST = {"schema": 0, "label": 0, "features": 1, "model": 3}
 
 
-def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
+def _first_difference(old: object, new: object, where: str = "") -> str | None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new), key=lambda k: (_FIRST.get(str(k), 2), str(k))):
             if key not in old or key not in new:
@@ -619,6 +619,6 @@ def _first_difference(old: Any, new: Any, where: str = "") -> str | None:
     return None
 
 
-def _named(value: Any) -> bool:
+def _named(value: object) -> TypeGuard[list[dict[str, Any]]]:
     """A list of named entries (features), compared by name."""
     return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
