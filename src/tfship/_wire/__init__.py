@@ -131,6 +131,7 @@ from tfship._wire._v2 import (
     raw_bytes,
     raw_contents_field,
     v2_datatype,
+    v2_datatype_text,
 )
 
 __all__ = [
@@ -240,6 +241,7 @@ __all__ = [
     "text_or_b64",
     "tf_dtype_name",
     "v2_datatype",
+    "v2_datatype_text",
     "version_dirs",
     "version_number",
     "version_numbers",
