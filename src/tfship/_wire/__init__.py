@@ -104,7 +104,12 @@ from tfship._wire._messages import (
     unset_fields_printed,
 )
 from tfship._wire._tensor_decode import decode_tensor
-from tfship._wire._tensor_dtypes import TensorDecodeError, enum_of_array, tensor_numpy_dtype
+from tfship._wire._tensor_dtypes import (
+    TensorDecodeError,
+    UncarriedDtypeError,
+    enum_of_array,
+    tensor_numpy_dtype,
+)
 from tfship._wire._tensor_encode import encode_tensor
 from tfship._wire._tensor_wire import (
     DecodedPredict,
@@ -179,6 +184,7 @@ __all__ = [
     "SavedModel",
     "SignatureDef",
     "TensorDecodeError",
+    "UncarriedDtypeError",
     "TensorInfoProto",
     "TensorProto",
     "TensorShapeProto",

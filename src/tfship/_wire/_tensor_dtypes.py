@@ -21,6 +21,7 @@ from tfship._wire._formats import (
 
 __all__ = [
     "TensorDecodeError",
+    "UncarriedDtypeError",
     "enum_of_array",
     "tensor_numpy_dtype",
 ]
@@ -28,6 +29,11 @@ __all__ = [
 
 class TensorDecodeError(ValueError):
     """Raised when a ``TensorProto`` cannot be turned into an array (TF's FromProto fails)."""
+
+
+class UncarriedDtypeError(TensorDecodeError):
+    """Raised for a tensor of a TensorFlow type tfship's codec does not carry (float8, int4, ...),
+    which TensorFlow itself would read: the message names the type."""
 
 
 def _bfloat16() -> np.dtype[Any]:
@@ -50,9 +56,8 @@ def tensor_numpy_dtype(enum: int) -> np.dtype[Any]:
     if entry is None:
         name = dtype_name(enum)
         why = f"{name}, {_NOT_CARRIED}" if name in UNCARRIED_NUMERIC else name
-        raise TensorDecodeError(
-            f"tensor dtype enum {enum} is not supported ({why}); expected one of {sorted(DATATYPES)}"
-        )
+        error = UncarriedDtypeError if name in UNCARRIED_NUMERIC else TensorDecodeError
+        raise error(f"tensor dtype enum {enum} is not supported ({why}); expected one of {sorted(DATATYPES)}")
     return _bfloat16() if entry.numpy == "bfloat16" else np.dtype(entry.numpy)
 
 

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from tfship._wire import (
     DT_STRING,
     TensorDecodeError,
+    UncarriedDtypeError,
     decode_tensor,
     enum_of_array,
     tensor_numpy_dtype,
@@ -168,6 +169,8 @@ def predict_feeds(signature: Any, inputs: Mapping[str, Any]) -> dict[str, NDArra
             )
         try:
             feeds[alias] = decode_tensor(proto)
+        except UncarriedDtypeError as exc:  # TensorFlow would read it: say why tfship does not
+            raise invalid(f"tensor parsing error: {alias}: {exc}") from exc
         except TensorDecodeError as exc:
             raise invalid(f"tensor parsing error: {alias}") from exc
     if inputs and len(used) != len(inputs):
