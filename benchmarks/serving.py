@@ -33,6 +33,8 @@ Usage: ``python benchmarks/serving.py [--seconds 2] [--rest-only] [--v2-only] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +163,68 @@ def start_server(
         raise SystemExit("the server did not start")
     info: dict[str, Any] = json.loads(line)
     return process, info
+
+
+# Opens one connection: its call, and what closes it.
+Opener = Callable[[], tuple[Callable[[], object], Callable[[], None]]]
+
+
+class Connections:
+    """The connections a measurement opens, each closed when it ends."""
+
+    def __init__(self) -> None:
+        self.closers: list[Callable[[], None]] = []
+
+    def maker(self, opener: Opener) -> Callable[[], Callable[[], object]]:
+        """``make_call`` for :func:`rate`: each call opens a connection of its own."""
+
+        def make_call() -> Callable[[], object]:
+            call, close = opener()
+            self.closers.append(close)
+            return call
+
+        return make_call
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+
+
+@contextlib.contextmanager
+def served(base: Path, **options: Any) -> Iterator[tuple[dict[str, Any], Connections]]:
+    """A ``tfship serve`` process (``start_server``'s options) while the block runs: the ports
+    it announced and the connections to it, all closed and the server stopped at the end."""
+    process, info = start_server(base, **options)
+    connections = Connections()
+    try:
+        yield info, connections
+    finally:
+        connections.close()
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def rates_in_turns(
+    openers: Sequence[tuple[str, Opener]],
+    clients: tuple[int, ...],
+    seconds: float,
+    rounds: int,
+    connections: Connections,
+) -> tuple[dict[str, dict[int, float]], dict[str, float]]:
+    """Requests/s of each kind of call per client count, and each kind's p50 latency in ms.
+
+    Measured in turns, each kind once a round, each figure the median of the rounds: a busy
+    machine slows every kind alike. The latency is that of sequential calls over one
+    connection, steadier than a rate on a shared machine.
+    """
+    runs: dict[str, dict[int, list[float]]] = {kind: {n: [] for n in clients} for kind, _ in openers}
+    for _ in range(rounds):
+        for n in clients:
+            for kind, opener in openers:
+                runs[kind][n].append(rate(n, seconds, connections.maker(opener)))
+    rates = {kind: {n: float(np.median(v)) for n, v in per.items()} for kind, per in runs.items()}
+    latency = {kind: p50_ms(connections.maker(opener)(), 200) for kind, opener in openers}
+    return rates, latency
 
 
 def big_call_times(address: str, request: Any) -> dict[str, float]:
@@ -423,34 +487,18 @@ def logging_rates(
     load). Also the logged server's ``request_log_count`` by status at the end."""
     import urllib.request
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         plain_args, logged_args = logging_config_files(base, Path(tmp))
-        servers = [start_server(base, config=plain_args), start_server(base, config=logged_args)]
-        closers: list[Callable[[], None]] = []
-
-        def make_call(address: str) -> Callable[[], Callable[[], None]]:
-            def make() -> Callable[[], None]:
-                call, close = grpc_call(address)
-                closers.append(close)
-                return call
-
-            return make
-
-        try:
-            measured: list[dict[int, list[float]]] = [{}, {}]
-            for turn in range(rounds):
-                for n in clients:
-                    for side in (0, 1) if turn % 2 == 0 else (1, 0):
-                        address = servers[side][1]["grpc"]
-                        measured[side].setdefault(n, []).append(rate(n, seconds, make_call(address)))
-            with urllib.request.urlopen(servers[1][1]["rest"] + "/metrics", timeout=30) as page:
-                counts = _log_counts(page.read().decode())
-        finally:
-            for close in closers:
-                close()
-            for process, _ in servers:
-                process.terminate()
-                process.wait(timeout=60)
+        servers = [stack.enter_context(served(base, config=args)) for args in (plain_args, logged_args)]
+        measured: list[dict[int, list[float]]] = [{}, {}]
+        for turn in range(rounds):
+            for n in clients:
+                for side in (0, 1) if turn % 2 == 0 else (1, 0):
+                    info, connections = servers[side]
+                    make_call = connections.maker(functools.partial(grpc_call, info["grpc"]))
+                    measured[side].setdefault(n, []).append(rate(n, seconds, make_call))
+        with urllib.request.urlopen(servers[1][0]["rest"] + "/metrics", timeout=30) as page:
+            counts = _log_counts(page.read().decode())
     plain, logged = ({n: float(np.median(v)) for n, v in side.items()} for side in measured)
     paired = {n: float(np.median(np.divide(measured[1][n], measured[0][n]))) for n in clients}
     return plain, logged, paired, counts
@@ -542,32 +590,15 @@ def p50_ms(call: Callable[[], object], count: int) -> float:
 
 def rest_rates(base: Path, seconds: float, clients: tuple[int, ...]) -> dict[str, Any]:
     """gRPC and keep-alive REST against one server: requests/s per client count, p50 latency."""
-    process, info = start_server(base, rest=True)
-    address, url = info["grpc"], info["rest"]
-    closers: list[Callable[[], None]] = []
-
-    def maker(open_call: Callable[[], tuple[Callable[[], object], Callable[[], None]]]) -> Any:
-        def make_call() -> Callable[[], object]:
-            call, close = open_call()
-            closers.append(close)
-            return call
-
-        return make_call
-
-    try:
-        openers = (
+    with served(base, rest=True) as (info, connections):
+        address, url = info["grpc"], info["rest"]
+        openers: tuple[tuple[str, Opener], ...] = (
             ("grpc", lambda: grpc_call(address)),
             ("rest", lambda: rest_call(url)),
             ("client", lambda: client_call(url)),
         )
-        rates = {kind: {n: rate(n, seconds, maker(opener)) for n in clients} for kind, opener in openers}
-        latency = {kind: p50_ms(maker(opener)(), 200) for kind, opener in openers}
+        rates, latency = rates_in_turns(openers, clients, seconds, 1, connections)
         return {"rates": rates, "p50": latency}
-    finally:
-        for close in closers:
-            close()
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def print_rest(result: dict[str, Any]) -> None:
@@ -653,46 +684,20 @@ def v2_rest_call(url: str) -> tuple[Callable[[], None], Callable[[], None]]:
 def v2_rates(base: Path, seconds: float, clients: tuple[int, ...], rounds: int) -> dict[str, Any]:
     """V2 against TF Serving's API on one server: requests/s over gRPC and REST per client
     count, and the median time of the 4 MiB answer over gRPC."""
-    process, info = start_server(base, rest=True)
-    address, url = info["grpc"], info["rest"]
-    closers: list[Callable[[], None]] = []
-
-    def maker(open_call: Callable[[], tuple[Callable[[], None], Callable[[], None]]]) -> Any:
-        def make_call() -> Callable[[], None]:
-            call, close = open_call()
-            closers.append(close)
-            return call
-
-        return make_call
-
-    try:
-        openers = (
+    with served(base, rest=True) as (info, connections):
+        address, url = info["grpc"], info["rest"]
+        openers: tuple[tuple[str, Opener], ...] = (
             ("predict_grpc", lambda: grpc_call(address)),
             ("v2_grpc", lambda: v2_infer_call(address)),
             ("predict_rest", lambda: rest_call(url)),
             ("v2_rest", lambda: v2_rest_call(url)),
         )
-        # measured in turns, each kind once a round, the median of the rounds: a busy machine
-        # slows every kind alike
-        runs: dict[str, dict[int, list[float]]] = {kind: {n: [] for n in clients} for kind, _ in openers}
-        for _ in range(rounds):
-            for n in clients:
-                for kind, opener in openers:
-                    runs[kind][n].append(rate(n, seconds, maker(opener)))
-        rates = {kind: {n: float(np.median(v)) for n, v in per.items()} for kind, per in runs.items()}
-        # the median latency of sequential calls over one connection: steadier than a rate on
-        # a shared machine
-        latency = {kind: p50_ms(maker(opener)(), 200) for kind, opener in openers}
+        rates, latency = rates_in_turns(openers, clients, seconds, rounds, connections)
         big = {
             "predict": big_call_times(address, big_request())["stub"],
-            "v2": median_seconds(maker(lambda: v2_infer_call(address, "big"))(), 20),
+            "v2": median_seconds(connections.maker(lambda: v2_infer_call(address, "big"))(), 20),
         }
         return {"rates": rates, "big": big, "p50": latency}
-    finally:
-        for close in closers:
-            close()
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def print_v2(result: dict[str, Any]) -> None:

@@ -126,7 +126,12 @@ from tfship._wire._messages import (
     unset_fields_printed,
 )
 from tfship._wire._tensor_decode import decode_tensor
-from tfship._wire._tensor_dtypes import TensorDecodeError, enum_of_array, tensor_numpy_dtype
+from tfship._wire._tensor_dtypes import (
+    TensorDecodeError,
+    UncarriedDtypeError,
+    enum_of_array,
+    tensor_numpy_dtype,
+)
 from tfship._wire._tensor_encode import encode_tensor
 from tfship._wire._tensor_wire import (
     DecodedPredict,
@@ -153,6 +158,7 @@ from tfship._wire._v2 import (
     raw_bytes,
     raw_contents_field,
     v2_datatype,
+    v2_datatype_text,
 )
 
 __all__ = [
@@ -222,6 +228,7 @@ __all__ = [
     "SignatureDef",
     "StructuredValue",
     "TensorDecodeError",
+    "UncarriedDtypeError",
     "TensorInfoProto",
     "TensorProto",
     "TensorShapeProto",
@@ -284,6 +291,7 @@ __all__ = [
     "text_or_b64",
     "tf_dtype_name",
     "v2_datatype",
+    "v2_datatype_text",
     "version_dirs",
     "version_number",
     "version_numbers",

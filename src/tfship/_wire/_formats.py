@@ -99,15 +99,28 @@ DATATYPES: dict[int, DataType] = {
         DataType(23, "uint64", "uint64", "uint64_val"),
     )
 }
-# Types with no values to carry: named, never encoded.
+# Types tfship's tensor codec does not carry: named (as TensorFlow names them), never encoded.
+# The float8, float4, int4 and int2 types are ml_dtypes' types of the same names; TensorFlow stores each
+# value in a byte of its own (tensor_content holds one byte per element, nothing is packed).
 _OTHER_NAMES = {
     0: "invalid",
     20: "resource",
     21: "variant",
     24: "float8_e5m2",
     25: "float8_e4m3fn",
+    26: "float8_e4m3fnuz",
+    27: "float8_e4m3b11fnuz",
+    28: "float8_e5m2fnuz",
     29: "int4",
     30: "uint4",
+    31: "int2",
+    32: "uint2",
+    33: "float4_e2m1fn",
+}
+# The types above that hold numbers (ml_dtypes' numpy dtypes): name -> DataType number, so that
+# an array of one is refused as a type tfship does not carry rather than one TensorFlow lacks.
+UNCARRIED_NUMERIC: dict[str, int] = {
+    name: enum for enum, name in _OTHER_NAMES.items() if name not in ("invalid", "resource", "variant")
 }
 # A reference type (a TF1 graph's variables) is its value type's number plus this.
 _REF_OFFSET = 100

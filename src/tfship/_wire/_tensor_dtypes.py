@@ -10,10 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from tfship._wire._formats import DATATYPES, DT_STRING, ENUM_OF_NUMPY, dtype_name
+from tfship._wire._formats import (
+    DATATYPES,
+    DT_STRING,
+    ENUM_OF_NUMPY,
+    UNCARRIED_NUMERIC,
+    dtype_enum_name,
+    dtype_name,
+)
 
 __all__ = [
     "TensorDecodeError",
+    "UncarriedDtypeError",
     "enum_of_array",
     "tensor_numpy_dtype",
 ]
@@ -21,6 +29,11 @@ __all__ = [
 
 class TensorDecodeError(ValueError):
     """Raised when a ``TensorProto`` cannot be turned into an array (TF's FromProto fails)."""
+
+
+class UncarriedDtypeError(TensorDecodeError):
+    """Raised for a tensor of a TensorFlow type tfship's codec does not carry (float8, int4, ...),
+    which TensorFlow itself would read: the message names the type."""
 
 
 def _bfloat16() -> np.dtype[Any]:
@@ -41,11 +54,25 @@ def tensor_numpy_dtype(enum: int) -> np.dtype[Any]:
     """
     entry = DATATYPES.get(enum)
     if entry is None:
-        raise TensorDecodeError(
-            f"tensor dtype enum {enum} is not supported ({dtype_name(enum)}); "
-            f"expected one of {sorted(DATATYPES)}"
-        )
+        name = dtype_name(enum)
+        why = f"{name}, {_NOT_CARRIED}" if name in UNCARRIED_NUMERIC else name
+        error = UncarriedDtypeError if name in UNCARRIED_NUMERIC else TensorDecodeError
+        raise error(f"tensor dtype enum {enum} is not supported ({why}); expected one of {sorted(DATATYPES)}")
     return _bfloat16() if entry.numpy == "bfloat16" else np.dtype(entry.numpy)
+
+
+# TensorFlow has these types (ml_dtypes' numpy dtypes); TF Serving's clients rarely send them and
+# tfship's codec carries none, so an array of one is refused by name instead of guessed at.
+_NOT_CARRIED = (
+    "one of TensorFlow's float8, float4, int4 and int2 types, which tfship does not encode or decode"
+)
+
+
+def _refuse_uncarried(name: str) -> None:
+    """Raise ``TypeError`` when ``name`` is a TensorFlow type tfship's codec does not carry."""
+    enum = UNCARRIED_NUMERIC.get(name)
+    if enum is not None:
+        raise TypeError(f"dtype {name} ({dtype_enum_name(enum)}) cannot be sent: it is {_NOT_CARRIED}")
 
 
 def _enum_of(dtype: Any) -> int:
@@ -54,8 +81,11 @@ def _enum_of(dtype: Any) -> int:
         return ENUM_OF_NUMPY[dtype.name]  # every array's case, without name parsing
     if dtype in ("string", "str", "bytes", str, bytes):
         return DT_STRING
+    if isinstance(dtype, str):
+        _refuse_uncarried(dtype)  # before numpy, which knows the name only once ml_dtypes is imported
     dtype = getattr(dtype, "as_numpy_dtype", dtype)
     name = "bfloat16" if str(dtype) == "bfloat16" else np.dtype(dtype).name
+    _refuse_uncarried(name)
     if name.startswith(("str", "bytes")):
         return DT_STRING
     enum = ENUM_OF_NUMPY.get(name)
@@ -85,6 +115,7 @@ def enum_of_array(array: np.ndarray[Any, Any]) -> int:
         return DT_STRING
     enum = ENUM_OF_NUMPY.get("bfloat16" if str(dtype) == "bfloat16" else dtype.name)
     if enum is None:
+        _refuse_uncarried(dtype.name)
         raise TypeError(f"numpy dtype {dtype} has no TensorFlow DataType")
     if dtype.isnative:  # a dtype's name costs more than the rest of a small answer's encoding
         _ENUM_OF_DTYPE[dtype] = enum

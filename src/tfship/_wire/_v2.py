@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tfship._wire._formats import DT_STRING, numpy_dtype
+from tfship._wire._formats import DT_STRING, dtype_enum_name, numpy_dtype
 from tfship._wire._varints import _key, _varint_bytes
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "raw_bytes",
     "raw_contents_field",
     "v2_datatype",
+    "v2_datatype_text",
 ]
 
 # Every V2 datatype TensorFlow has, and its DataType number.
@@ -84,6 +85,21 @@ def v2_datatype(enum: int) -> str | None:
         ('FP32', 'BYTES', None)
     """
     return _OF_ENUM.get(int(enum))
+
+
+def v2_datatype_text(enum: int) -> str:
+    """The V2 datatype name of a ``DataType`` number, or TensorFlow's name and that V2 has none.
+
+    TensorFlow's complex, quantized, float8, float4, int4 and int2 types (and resources,
+    variants) have no Open Inference Protocol datatype: what a request is told a signature
+    takes when it sends such an input.
+
+    Example:
+        >>> v2_datatype_text(1), v2_datatype_text(25)
+        ('FP32', 'DT_FLOAT8_E4M3FN (no Open Inference Protocol datatype)')
+    """
+    name = v2_datatype(enum)
+    return name if name is not None else f"{dtype_enum_name(enum)} (no Open Inference Protocol datatype)"
 
 
 def _dtype(datatype: str, name: str) -> np.dtype[Any]:

@@ -8,15 +8,15 @@ from pathlib import Path
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import flag, valued
 
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--signature", "-s", default=None, help="Signature key (default: serving_default).")
-@click.option(
+@valued(
     "--batch-sizes",
     default="1,64,1024",
-    show_default=True,
     help="Comma-separated batch sizes to time.",
 )
 @click.option(
@@ -26,8 +26,8 @@ from tfship._output import echo_json
     default=None,
     help="Rows to time with (CSV, JSONL, Parquet, TFRecord); default: synthetic rows.",
 )
-@click.option("--seconds", default=2.0, show_default=True, help="Time spent per batch size.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@valued("--seconds", default=2.0, help="Time spent per batch size.")
+@flag("--json", "as_json", help="Print the results as JSON.")
 def bench(
     model: Path,
     signature: str | None,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import flag
 from tfship.errors import InputError
 
 if TYPE_CHECKING:
@@ -205,9 +206,8 @@ def _metadata_shape_text(shape: list[int | None] | None) -> str:
     help="Schema JSON: read records as training did: serialized tf.Examples for a parsing "
     "signature; for a raw one the label column is left out and gaps take the defaults.",
 )
-@click.option(
+@flag(
     "--ignore-unknown",
-    is_flag=True,
     help="Leave out input columns the signature does not take (a label column, ids).",
 )
 def predict_command(

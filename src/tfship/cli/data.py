@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from tfship.cli._options import valued
 from tfship.data import penguins_split, synthesis_notes, synthesize
 from tfship.schema import Schema
 
@@ -27,7 +28,7 @@ def penguins(out: Path) -> None:
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--rows", required=True, type=click.IntRange(min=0))
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--seed", default=0, show_default=True, type=int)
+@valued("--seed", default=0, type=int)
 def synth(schema_path: Path, rows: int, out: Path, seed: int) -> None:
     """Write ROWS synthetic CSV rows that follow a schema.
 

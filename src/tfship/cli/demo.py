@@ -25,6 +25,7 @@ from pathlib import Path
 import click
 
 from tfship._wire import version_dirs
+from tfship.cli._options import valued
 from tfship.errors import TfshipError
 
 Echo = Callable[[str], None]
@@ -239,14 +240,13 @@ def run_demo(workdir: Path, *, max_steps: int = 400, echo: Echo = click.echo) ->
 
 
 @click.command()
-@click.option(
+@valued(
     "--workdir",
     default="tfship-demo",
-    show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Emptied, then filled by the demo.",
 )
-@click.option("--max-steps", default=400, show_default=True, type=click.IntRange(min=1))
+@valued("--max-steps", default=400, type=click.IntRange(min=1))
 def demo(workdir: Path, max_steps: int) -> None:
     """Run the whole life of a model on the bundled penguins, command by command."""
     logging.getLogger("tfship").setLevel(logging.WARNING)

@@ -15,6 +15,7 @@ import click
 
 from tfship._interrupt import finishing_once_live, late_interrupt
 from tfship._output import echo_json
+from tfship.cli._options import directory_option, file_option, flag, valued
 from tfship.errors import InputError
 
 if TYPE_CHECKING:
@@ -40,10 +41,9 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 @click.command()
 @click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
+@file_option(
     "--schema",
     "schema_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Schema JSON. Default: the one training recorded in the model dir.",
 )
 @click.option(
@@ -54,12 +54,11 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     help="Serialized tf.Examples, raw tensors, or both (parsing default, raw alternative). "
     "Default: the one training recorded in the model dir, else parsing.",
 )
-@click.option(
+@directory_option(
     "--out",
     "-o",
     "out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
     help="Base directory of the versions (TF Serving's base path).",
 )
 @click.option("--checkpoint", default=None, help="Checkpoint to export. Default: the newest.")
@@ -71,11 +70,10 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     help="Export the best evaluated checkpoint, e.g. auc:max or loss:min.",
 )
 @click.option("--eval-name", default=None, help="Evaluation to rank by (eval_<name>); with --best-by.")
-@click.option(
+@file_option(
     "--warmup",
     "warmup_path",
     default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
     help="JSONL, CSV or TFRecord of examples to write as warmup requests.",
 )
 @click.option(
@@ -85,9 +83,9 @@ def _best_by(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     type=click.IntRange(min=0),
     help="Explicit version number. Default: max(now, newest + 1).",
 )
-@click.option("--version-by", type=click.Choice(["time", "step"]), default="time", show_default=True)
-@click.option("--no-verify", is_flag=True, help="Publish without loading the export back first.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@valued("--version-by", type=click.Choice(["time", "step"]), default="time")
+@flag("--no-verify", help="Publish without loading the export back first.")
+@flag("--json", "as_json", help="Print the result as JSON.")
 def export(
     model_dir: Path,
     schema_path: Path | None,

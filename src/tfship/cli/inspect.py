@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import flag, valued
 
 if TYPE_CHECKING:
     from tfship.inspect import SavedModelInfo
@@ -74,15 +75,14 @@ def inspect() -> None:
     metavar="KEY",
     help="saved_model_cli's spelling of --signature: as there, it needs --tag_set.",
 )
-@click.option("--all", "all_", is_flag=True, help="Show every MetaGraph, signature and function.")
-@click.option(
+@flag("--all", "all_", help="Show every MetaGraph, signature and function.")
+@flag(
     "--list-ops",
     "--list_ops",
     "list_ops",
-    is_flag=True,
     help="List the ops of the MetaGraph (needs --tag-set or --all).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the schema-versioned JSON description instead.")
+@flag("--json", "as_json", help="Print the schema-versioned JSON description instead.")
 def show(
     path: str | None,
     dir_: str | None,
@@ -161,7 +161,7 @@ def _filtered_description(info: SavedModelInfo, tag_set: str | None, signature: 
 
 @inspect.command("versions", context_settings=_CONTEXT)
 @click.argument("base_path")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@flag("--json", "as_json", help="Print JSON instead of a table.")
 def versions(base_path: str, as_json: bool) -> None:
     """List the numeric versions under a model base path and the one TF Serving would serve.
 
@@ -181,7 +181,7 @@ def versions(base_path: str, as_json: bool) -> None:
 @inspect.command("diff", context_settings=_CONTEXT)
 @click.argument("a")
 @click.argument("b")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@flag("--json", "as_json", help="Print JSON instead of text.")
 def diff(a: str, b: str, as_json: bool) -> None:
     """Compare two exports (A old, B new); exit 3 when a change breaks existing clients.
 
@@ -210,12 +210,11 @@ def diff(a: str, b: str, as_json: bool) -> None:
 
 @inspect.command("check", context_settings=_CONTEXT)
 @click.argument("path")
-@click.option(
+@valued(
     "--tag-set",
     "--tag_set",
     "tag_set",
     default="serve",
-    show_default=True,
     help="The tag-set TF Serving will load.",
 )
 @click.option(
@@ -224,10 +223,9 @@ def diff(a: str, b: str, as_json: bool) -> None:
     metavar="OPS",
     help="Comma-separated denylisted ops (default: ReadFile,WriteFile,PrintV2).",
 )
-@click.option("--strict", is_flag=True, help="Fail (exit 3) on warnings too.")
-@click.option(
+@flag("--strict", help="Fail (exit 3) on warnings too.")
+@flag(
     "--run",
-    is_flag=True,
     help="Also load the export as TF Serving does and run one request per signature.",
 )
 @click.option(
@@ -245,7 +243,7 @@ def diff(a: str, b: str, as_json: bool) -> None:
     help="Judge the ops against this TensorFlow, the one that will serve the export (e.g. 2.15 "
     "or 2.21.0; default: the installed one, else the newest tfship has a table for).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@flag("--json", "as_json", help="Print JSON instead of text.")
 def check(
     path: str,
     tag_set: str,
@@ -349,7 +347,7 @@ def _served_version(path: str, doing: str) -> str:
     metavar="OPS",
     help="Comma-separated ops (default: ReadFile,WriteFile,PrintV2; '' for none).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@flag("--json", "as_json", help="Print JSON instead of text.")
 def scan(
     path: str | None, dir_: str | None, tag_set: str | None, denylist: str | None, as_json: bool
 ) -> None:
@@ -392,13 +390,12 @@ def scan(
     metavar="KEY",
     help="Signature key (default: serving_default).",
 )
-@click.option("--tag-set", "--tag_set", "tag_set", default="serve", show_default=True)
-@click.option(
+@valued("--tag-set", "--tag_set", "tag_set", default="serve")
+@valued(
     "--format",
     "fmt",
     type=click.Choice(["rest", "grpc", "warmup", "curl", "python"]),
     default="rest",
-    show_default=True,
     help="REST JSON body, gRPC request (text proto), warmup file, a curl command line, or a "
     "Python snippet using tfship.serve_client.ServingClient.",
 )
@@ -409,11 +406,10 @@ def scan(
     help="Where curl and python send the request: a REST URL or a gRPC host:port "
     "(default: http://localhost:8501 for curl, localhost:8500 for python).",
 )
-@click.option(
+@valued(
     "--batch",
     type=click.IntRange(min=1, max=1000),
     default=1,
-    show_default=True,
     help="Rows (examples) in the request.",
 )
 @click.option(

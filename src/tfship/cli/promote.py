@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import DIRECTORY, directory_option, file_option, flag, options, valued
 
 if TYPE_CHECKING:
     from tfship.promote import Check, Decision, Threshold
@@ -45,118 +46,121 @@ def _batches(ctx: click.Context, param: click.Parameter, value: str) -> tuple[in
     return sizes
 
 
+# The options, in groups, in the order --help lists them.
+_WHERE = options(
+    click.option(
+        "--to",
+        "base_path",
+        type=click.Path(path_type=Path),
+        help="The base path TF Serving watches; the candidate is published there.",
+    ),
+    click.option(
+        "--rollback",
+        "rollback_path",
+        type=click.Path(path_type=Path),
+        help="Republish the version before the newest of this base path as the newest.",
+    ),
+    directory_option(
+        "--baseline", help="Compare with this SavedModel instead of the newest version of --to."
+    ),
+)
+_REQUESTS = options(
+    click.option(
+        "--requests",
+        type=_EXISTING_FILE,
+        help="Requests to replay: records (.jsonl/.json/.csv) or a TFRecord of PredictionLog.",
+    ),
+    valued(
+        "-n",
+        "--count",
+        default=100,
+        type=click.IntRange(1),
+        help="How many requests to replay: the first of --requests, else of --eval's rows, "
+        "else the defaults' one request, repeated.",
+    ),
+    click.option("--signature", help="Signature the records are sent to (default serving_default)."),
+)
+_QUALITY = options(
+    click.option(
+        "--eval", "eval_file", type=_EXISTING_FILE, help="Labelled records both models are evaluated on."
+    ),
+    click.option("--label", help="The label field of --eval records (default: the export's schema)."),
+    valued(
+        "--min-agreement",
+        default=0.99,
+        type=click.FloatRange(0, 1),
+        help="Least share of rows whose class both models agree on.",
+    ),
+    valued(
+        "--max-diff",
+        default=0.05,
+        type=click.FloatRange(0),
+        help="Largest absolute difference of a score allowed.",
+    ),
+    click.option(
+        "--threshold",
+        "thresholds",
+        multiple=True,
+        callback=_thresholds,
+        help="A value threshold on the candidate, e.g. accuracy>=0.9 (repeatable).",
+    ),
+    click.option(
+        "--change",
+        "changes",
+        multiple=True,
+        callback=_thresholds,
+        help="A change threshold against the baseline, e.g. accuracy>=-0.01 (repeatable).",
+    ),
+)
+_SPEED = options(
+    valued("--batch", "batches", default="1,32", callback=_batches, help="Batch sizes timed."),
+    valued(
+        "--latency-calls",
+        default=60,
+        type=click.IntRange(1),
+        help="Timed calls per model and batch size.",
+    ),
+    valued(
+        "--max-latency-ratio",
+        default=1.25,
+        type=_POSITIVE,
+        help="Largest candidate/baseline ratio of median latency allowed.",
+    ),
+    valued(
+        "--max-load-seconds",
+        default=120.0,
+        type=_POSITIVE,
+        help="How long a model may take to load and replay its warmup.",
+    ),
+)
+_OPS = options(
+    click.option(
+        "--target-tf",
+        metavar="VERSION",
+        help="Judge the candidate's ops against the TensorFlow of the server that will serve "
+        "it (e.g. 2.15 or 2.21.0; default: the installed one, which the served checks run).",
+    ),
+    click.option(
+        "--allow-op",
+        "allow_ops",
+        multiple=True,
+        metavar="OP",
+        help="Let the candidate use this op with side effects on the host (WriteFile, "
+        "PyFunc, ...; repeatable); any other refuses it before it is loaded.",
+    ),
+)
+
+
 @click.command("promote")
-@click.argument("candidate", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--to",
-    "base_path",
-    type=click.Path(path_type=Path),
-    help="The base path TF Serving watches; the candidate is published there.",
-)
-@click.option(
-    "--rollback",
-    "rollback_path",
-    type=click.Path(path_type=Path),
-    help="Republish the version before the newest of this base path as the newest.",
-)
-@click.option(
-    "--baseline",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Compare with this SavedModel instead of the newest version of --to.",
-)
-@click.option(
-    "--requests",
-    type=_EXISTING_FILE,
-    help="Requests to replay: records (.jsonl/.json/.csv) or a TFRecord of PredictionLog.",
-)
-@click.option(
-    "-n",
-    "--count",
-    default=100,
-    show_default=True,
-    type=click.IntRange(1),
-    help="How many requests to replay: the first of --requests, else of --eval's rows, "
-    "else the defaults' one request, repeated.",
-)
-@click.option("--signature", help="Signature the records are sent to (default serving_default).")
-@click.option(
-    "--eval", "eval_file", type=_EXISTING_FILE, help="Labelled records both models are evaluated on."
-)
-@click.option("--label", help="The label field of --eval records (default: the export's schema).")
-@click.option(
-    "--min-agreement",
-    default=0.99,
-    show_default=True,
-    type=click.FloatRange(0, 1),
-    help="Least share of rows whose class both models agree on.",
-)
-@click.option(
-    "--max-diff",
-    default=0.05,
-    show_default=True,
-    type=click.FloatRange(0),
-    help="Largest absolute difference of a score allowed.",
-)
-@click.option(
-    "--threshold",
-    "thresholds",
-    multiple=True,
-    callback=_thresholds,
-    help="A value threshold on the candidate, e.g. accuracy>=0.9 (repeatable).",
-)
-@click.option(
-    "--change",
-    "changes",
-    multiple=True,
-    callback=_thresholds,
-    help="A change threshold against the baseline, e.g. accuracy>=-0.01 (repeatable).",
-)
-@click.option(
-    "--batch", "batches", default="1,32", show_default=True, callback=_batches, help="Batch sizes timed."
-)
-@click.option(
-    "--latency-calls",
-    default=60,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Timed calls per model and batch size.",
-)
-@click.option(
-    "--max-latency-ratio",
-    default=1.25,
-    show_default=True,
-    type=_POSITIVE,
-    help="Largest candidate/baseline ratio of median latency allowed.",
-)
-@click.option(
-    "--max-load-seconds",
-    default=120.0,
-    show_default=True,
-    type=_POSITIVE,
-    help="How long a model may take to load and replay its warmup.",
-)
-@click.option(
-    "--target-tf",
-    metavar="VERSION",
-    help="Judge the candidate's ops against the TensorFlow of the server that will serve "
-    "it (e.g. 2.15 or 2.21.0; default: the installed one, which the served checks run).",
-)
-@click.option(
-    "--allow-op",
-    "allow_ops",
-    multiple=True,
-    metavar="OP",
-    help="Let the candidate use this op with side effects on the host (WriteFile, "
-    "PyFunc, ...; repeatable); any other refuses it before it is loaded.",
-)
-@click.option("--dry-run", is_flag=True, help="Decide, publish nothing.")
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the decision as one self-contained HTML page.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the decision as one JSON line.")
+@click.argument("candidate", required=False, type=DIRECTORY)
+@_WHERE
+@_REQUESTS
+@_QUALITY
+@_SPEED
+@_OPS
+@flag("--dry-run", help="Decide, publish nothing.")
+@file_option("--report", "report_path", help="Write the decision as one self-contained HTML page.")
+@flag("--json", "as_json", help="Print the decision as one JSON line.")
 def promote(
     candidate: Path | None,
     base_path: Path | None,

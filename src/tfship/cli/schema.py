@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import file_option, flag
 from tfship.data import explain_schema
 from tfship.schema import NA_VALUES, CsvMissing, Schema, read_csv_header
 
@@ -23,14 +24,14 @@ def schema() -> None:
 @click.option(
     "--keep", multiple=True, help="A column to use even though it looks like an identifier (repeatable)."
 )
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
+@file_option("--out", "-o", help="Write it here.")
 @click.option(
     "--na-values",
     default=None,
     help="Comma-separated cells that mean missing in numeric columns "
     "(default: NA,N/A,NaN,nan,null,NULL,None). An empty cell is always missing.",
 )
-@click.option("--na-strings", is_flag=True, help="Also treat --na-values as missing in string columns.")
+@flag("--na-strings", help="Also treat --na-values as missing in string columns.")
 def infer(
     data: Path,
     label: str,
@@ -75,7 +76,7 @@ def _columns(data: Path) -> list[str]:
 
 @schema.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the validated schema as JSON.")
+@flag("--json", "as_json", help="Print the validated schema as JSON.")
 def check(path: Path, as_json: bool) -> None:
     """Validate a schema file; a bad one exits 2 naming the feature."""
     loaded = Schema.load(path)

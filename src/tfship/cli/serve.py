@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import directory_option, file_option, flag, options, valued
 from tfship.server._status import ServerConfigError
 
 # TF Serving's flag -> ours: `tensorflow_model_server --port=8500 --rest_api_port=8501
@@ -142,168 +143,156 @@ class _ServeCommand(click.Command):
             ) from None
 
 
+# The options, in groups, in the order --help lists them.
+_MODELS = options(
+    directory_option(
+        "--model-base-path", help="Directory holding numeric version sub-directories (1/, 2/, ...)."
+    ),
+    valued("--model-name", default="default", help="Name clients ask for."),
+    file_option(
+        "--model-config",
+        "model_config",
+        help="A model_config_list text proto (several models, version policies, labels).",
+    ),
+    valued(
+        "--model-config-poll-seconds",
+        default=0.0,
+        type=click.FloatRange(0),
+        help="Re-read --model-config this often (0: never).",
+    ),
+)
+_PORTS = options(
+    valued("--port", default=8500, type=click.IntRange(0, 65535), help="gRPC port; 0 picks a free one."),
+    click.option(
+        "--rest-port",
+        type=click.IntRange(0, 65535),
+        default=None,
+        help="REST port (off unless given); 0 picks a free one.",
+    ),
+    valued(
+        "--rest-api-timeout-ms",
+        default=30000,
+        type=click.IntRange(1),
+        help="Longest REST model run before a 504.",
+    ),
+    click.option(
+        "--rest-max-connections",
+        type=click.IntRange(1),
+        default=None,
+        help="Most REST connections open at once; past it a new one is answered 503 "
+        "and closed at once (a proxy in front retries elsewhere). Default: 1024, "
+        "or half the open-file limit when that is lower.",
+    ),
+    valued(
+        "--rest-max-inflated-bytes",
+        type=click.IntRange(1),
+        default=100 << 20,
+        help="Size a gzip REST request body may inflate to; past it the request is answered 400.",
+    ),
+    valued("--host", default="127.0.0.1", help="Address to bind."),
+)
+_VERSIONS = options(
+    valued("--version-policy", default="latest", help="latest, latest:N, all or specific:V[,V...]."),
+    valued(
+        "--poll-seconds",
+        default=1.0,
+        type=float,
+        help="How often base paths are scanned for new or removed versions (0 or less: once, at start-up).",
+    ),
+)
+_BATCHING = options(
+    flag("--enable-batching", help="Merge concurrent Predict calls."),
+    valued("--max-batch-size", default=32, type=click.IntRange(1)),
+    valued("--batch-timeout-ms", default=1.0, type=click.FloatRange(0)),
+    file_option(
+        "--batching-parameters-file",
+        help="BatchingParameters text proto (max_batch_size, batch_timeout_micros).",
+    ),
+)
+_TF_SERVING = options(
+    valued(
+        "--grpc-max-threads",
+        default=64,
+        type=click.IntRange(1),
+        help="Most threads answering gRPC calls at once. One per processor take the "
+        "calls; more are added only while calls wait behind long ones.",
+    ),
+    click.option(
+        "--grpc-channel-arguments", default="", help="gRPC server arguments, key=value[,key=value...]."
+    ),
+    file_option(
+        "--monitoring-config-file",
+        help="MonitoringConfig text proto; prometheus_config serves metrics over REST.",
+    ),
+    flag(
+        "--allow-version-labels-for-unavailable-models",
+        help="Let labels name versions that are not loaded yet.",
+    ),
+    flag("--no-warmup", help="Skip assets.extra/tf_serving_warmup_requests."),
+    valued(
+        "--max-num-load-retries",
+        default=5,
+        type=click.IntRange(0),
+        help="Retry a failed load this many times, as TF Serving does (0: fail at once).",
+    ),
+    valued(
+        "--load-retry-interval-seconds",
+        default=60.0,
+        type=click.FloatRange(0),
+        help="Pause between load retries (TF Serving: 60 s).",
+    ),
+    flag(
+        "--enable-signature-method-name-check",
+        help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).",
+    ),
+    flag(
+        "--enable-serialization-as-tensor-content",
+        help="gRPC Predict answers carry outputs as tensor_content bytes (TF Serving 2.19+).",
+    ),
+    file_option(
+        "--ssl-config-file",
+        help="SSLConfig text proto (server_key, server_cert, custom_ca, client_verify).",
+    ),
+    file_option("--grpc-socket-path", help="Also serve gRPC on this unix socket."),
+    flag(
+        "--enable-grpc-healthcheck-service",
+        help="Serve gRPC's health service (grpc.health.v1.Health): SERVING once every model is loaded.",
+    ),
+)
+_REQUEST_LOG = options(
+    valued(
+        "--request-log-max-file-bytes",
+        default=64 << 20,
+        type=click.IntRange(1),
+        help="Rotate a logging_config request log file before it passes this size.",
+    ),
+    valued(
+        "--request-log-queue-size",
+        default=1024,
+        type=click.IntRange(1),
+        help="Request log records waiting to be written at most; more are dropped and counted.",
+    ),
+    click.option("--request-log-dc", default="", help="This server's dc for per_task_sampling_configs."),
+    click.option(
+        "--request-log-task-index",
+        type=click.IntRange(0),
+        help="This server's task_index for per_task_sampling_configs.",
+    ),
+)
+
+
 @click.command("serve", cls=_ServeCommand)
-@click.option(
-    "--model-base-path",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory holding numeric version sub-directories (1/, 2/, ...).",
-)
-@click.option("--model-name", default="default", show_default=True, help="Name clients ask for.")
-@click.option(
-    "--model-config",
-    "model_config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A model_config_list text proto (several models, version policies, labels).",
-)
-@click.option(
-    "--model-config-poll-seconds",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(0),
-    help="Re-read --model-config this often (0: never).",
-)
-@click.option(
-    "--port",
-    default=8500,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="gRPC port; 0 picks a free one.",
-)
-@click.option(
-    "--rest-port",
-    type=click.IntRange(0, 65535),
-    default=None,
-    help="REST port (off unless given); 0 picks a free one.",
-)
-@click.option(
-    "--rest-api-timeout-ms",
-    default=30000,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Longest REST model run before a 504.",
-)
-@click.option(
-    "--rest-max-connections",
-    type=click.IntRange(1),
-    default=None,
-    help="Most REST connections open at once; past it a new one is answered 503 "
-    "and closed at once (a proxy in front retries elsewhere). Default: 1024, "
-    "or half the open-file limit when that is lower.",
-)
-@click.option(
-    "--rest-max-inflated-bytes",
-    type=click.IntRange(1),
-    default=100 << 20,
-    show_default=True,
-    help="Size a gzip REST request body may inflate to; past it the request is answered 400.",
-)
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option(
-    "--version-policy",
-    default="latest",
-    show_default=True,
-    help="latest, latest:N, all or specific:V[,V...].",
-)
-@click.option(
-    "--poll-seconds",
-    default=1.0,
-    show_default=True,
-    type=float,
-    help="How often base paths are scanned for new or removed versions (0 or less: once, at start-up).",
-)
-@click.option("--enable-batching", is_flag=True, help="Merge concurrent Predict calls.")
-@click.option("--max-batch-size", default=32, show_default=True, type=click.IntRange(1))
-@click.option("--batch-timeout-ms", default=1.0, show_default=True, type=click.FloatRange(0))
-@click.option(
-    "--batching-parameters-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="BatchingParameters text proto (max_batch_size, batch_timeout_micros).",
-)
-@click.option(
-    "--grpc-max-threads",
-    default=64,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Most threads answering gRPC calls at once. One per processor take the "
-    "calls; more are added only while calls wait behind long ones.",
-)
-@click.option("--grpc-channel-arguments", default="", help="gRPC server arguments, key=value[,key=value...].")
-@click.option(
-    "--monitoring-config-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="MonitoringConfig text proto; prometheus_config serves metrics over REST.",
-)
-@click.option(
-    "--allow-version-labels-for-unavailable-models",
-    is_flag=True,
-    help="Let labels name versions that are not loaded yet.",
-)
-@click.option("--no-warmup", is_flag=True, help="Skip assets.extra/tf_serving_warmup_requests.")
-@click.option(
-    "--max-num-load-retries",
-    default=5,
-    show_default=True,
-    type=click.IntRange(0),
-    help="Retry a failed load this many times, as TF Serving does (0: fail at once).",
-)
-@click.option(
-    "--load-retry-interval-seconds",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(0),
-    help="Pause between load retries (TF Serving: 60 s).",
-)
-@click.option(
-    "--enable-signature-method-name-check",
-    is_flag=True,
-    help="Refuse signatures whose method_name does not match the RPC (TF1 behaviour).",
-)
-@click.option(
-    "--enable-serialization-as-tensor-content",
-    is_flag=True,
-    help="gRPC Predict answers carry outputs as tensor_content bytes (TF Serving 2.19+).",
-)
-@click.option(
-    "--ssl-config-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="SSLConfig text proto (server_key, server_cert, custom_ca, client_verify).",
-)
-@click.option(
-    "--grpc-socket-path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also serve gRPC on this unix socket.",
-)
-@click.option(
-    "--enable-grpc-healthcheck-service",
-    is_flag=True,
-    help="Serve gRPC's health service (grpc.health.v1.Health): SERVING once every model is loaded.",
-)
-@click.option(
-    "--request-log-max-file-bytes",
-    default=64 << 20,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Rotate a logging_config request log file before it passes this size.",
-)
-@click.option(
-    "--request-log-queue-size",
-    default=1024,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Request log records waiting to be written at most; more are dropped and counted.",
-)
-@click.option("--request-log-dc", default="", help="This server's dc for per_task_sampling_configs.")
-@click.option(
-    "--request-log-task-index",
-    type=click.IntRange(0),
-    help="This server's task_index for per_task_sampling_configs.",
-)
-@click.option(
+@_MODELS
+@_PORTS
+@_VERSIONS
+@_BATCHING
+@_TF_SERVING
+@_REQUEST_LOG
+@flag(
     "--no-open-inference",
-    is_flag=True,
     help="Do not serve the Open Inference Protocol (KServe V2) beside TF Serving's API.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the ports and models as JSON.")
+@flag("--json", "as_json", help="Print the ports and models as JSON.")
 def serve(
     model_base_path: Path | None,
     model_name: str,

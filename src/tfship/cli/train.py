@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tfship._output import echo_json
+from tfship.cli._options import file_option, flag, valued
 from tfship.schema import MissingColumnError, Schema
 from tfship.trainer._cluster import read_tf_config
 
@@ -43,46 +44,42 @@ class _TrainCommand(click.Command):
 @click.option("--train", "train_files", required=True, multiple=True, help="CSV/TFRecord file or glob.")
 @click.option("--eval", "eval_files", required=True, multiple=True, help="CSV/TFRecord file or glob.")
 @click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--model", "kind", type=click.Choice(["linear", "dnn", "two_tower"]), default="dnn", show_default=True
-)
-@click.option("--hidden-units", default="32,16", show_default=True, callback=_int_list)
-@click.option("--activation", default="relu", show_default=True)
-@click.option("--dropout", default=0.0, show_default=True, type=click.FloatRange(0.0, 1.0, max_open=True))
+@valued("--model", "kind", type=click.Choice(["linear", "dnn", "two_tower"]), default="dnn")
+@valued("--hidden-units", default="32,16", callback=_int_list)
+@valued("--activation", default="relu")
+@valued("--dropout", default=0.0, type=click.FloatRange(0.0, 1.0, max_open=True))
 @click.option("--batch-norm", is_flag=True)
-@click.option("--tower-dim", default=16, show_default=True, type=click.IntRange(min=1))
-@click.option("--optimizer", default="adam", show_default=True)
-@click.option("--learning-rate", default=0.01, show_default=True, type=float)
-@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
+@valued("--tower-dim", default=16, type=click.IntRange(min=1))
+@valued("--optimizer", default="adam")
+@valued("--learning-rate", default=0.01, type=float)
+@valued("--batch-size", default=32, type=click.IntRange(min=1))
 @click.option("--epochs", default=None, type=click.IntRange(min=1), help="Default: repeat until max steps.")
-@click.option("--shuffle-buffer", default=1000, show_default=True, type=click.IntRange(min=1))
-@click.option("--reader-threads", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--parser-threads", default=2, show_default=True, type=click.IntRange(min=1))
-@click.option("--prefetch", default=2, show_default=True, type=click.IntRange(min=1))
-@click.option("--max-steps", default=1000, show_default=True, type=click.IntRange(min=1))
-@click.option("--checkpoint-every", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--keep-checkpoints", default=5, show_default=True, type=click.IntRange(min=1))
-@click.option("--log-every", default=50, show_default=True, type=click.IntRange(min=1))
-@click.option("--eval-throttle-secs", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--seed", default=42, show_default=True, type=int)
+@valued("--shuffle-buffer", default=1000, type=click.IntRange(min=1))
+@valued("--reader-threads", default=1, type=click.IntRange(min=1))
+@valued("--parser-threads", default=2, type=click.IntRange(min=1))
+@valued("--prefetch", default=2, type=click.IntRange(min=1))
+@valued("--max-steps", default=1000, type=click.IntRange(min=1))
+@valued("--checkpoint-every", default=100, type=click.IntRange(min=1))
+@valued("--keep-checkpoints", default=5, type=click.IntRange(min=1))
+@valued("--log-every", default=50, type=click.IntRange(min=1))
+@valued("--eval-throttle-secs", default=0, type=click.IntRange(min=0))
+@valued("--seed", default=42, type=int)
 @click.option("--warm-start-from", default=None, help="Checkpoint or model dir to initialise from.")
-@click.option(
+@valued(
     "--export",
     "exports",
     default="best,latest,final",
-    show_default=True,
     callback=_kinds,
     help="Exporters to attach: any of best, latest, final; '' for none.",
 )
-@click.option(
+@valued(
     "--receiver",
     type=click.Choice(["parsing", "raw", "both"]),
     default="both",
-    show_default=True,
     help="Serving input of the exports: serialized tf.Examples, raw tensors, or both.",
 )
-@click.option("--best-metric", default="loss", show_default=True)
-@click.option("--best-mode", type=click.Choice(["min", "max", "auto"]), default="auto", show_default=True)
+@valued("--best-metric", default="loss")
+@valued("--best-mode", type=click.Choice(["min", "max", "auto"]), default="auto")
 @click.option(
     "--local-cluster",
     default=None,
@@ -96,39 +93,34 @@ class _TrainCommand(click.Command):
     help="In a cluster: cap on each worker's start-up delay (default: TensorFlow's, "
     "5 s per worker index, at most 60).",
 )
-@click.option(
+@valued(
     "--cluster-timeout-secs",
     default=300.0,
-    show_default=True,
     type=click.FloatRange(min=0),
     help="In a cluster: how long a task waits for the tasks it needs to answer.",
 )
-@click.option(
+@flag(
     "--no-label-scaling",
-    is_flag=True,
     help="Learn a regression label in raw units (default: standardised by the schema's scale).",
 )
-@click.option(
+@valued(
     "--max-bad-rows",
     default=0,
-    show_default=True,
     type=click.IntRange(min=0),
     help="CSV rows that fail the schema's checks and may be skipped (named on stderr).",
 )
-@click.option(
+@file_option(
     "--rejects",
     "rejects_path",
     default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
     help="JSONL file listing the skipped rows (file, line, reason).",
 )
-@click.option(
+@flag(
     "--fill-missing-columns",
-    is_flag=True,
     help="Train on a CSV file that lacks a feature's column: every row takes the feature's "
     "default (named on stderr). Default: such a file is refused.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@flag("--json", "as_json", help="Print the summary as JSON.")
 @click.pass_context
 def train(
     ctx: click.Context,

@@ -21,6 +21,7 @@ from tfship._wire import (
     SignatureDef,
     TensorDecodeError,
     TensorProto,
+    UncarriedDtypeError,
     decode_tensor,
     enum_of_array,
     tensor_numpy_dtype,
@@ -173,6 +174,8 @@ def predict_feeds(signature: SignatureDef, inputs: Mapping[str, TensorProto]) ->
             )
         try:
             feeds[alias] = decode_tensor(proto)
+        except UncarriedDtypeError as exc:  # TensorFlow would read it: say why tfship does not
+            raise invalid(f"tensor parsing error: {alias}: {exc}") from exc
         except TensorDecodeError as exc:
             raise invalid(f"tensor parsing error: {alias}") from exc
     if inputs and len(used) != len(inputs):

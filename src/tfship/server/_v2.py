@@ -34,6 +34,7 @@ from tfship._wire import (
     protos,
     shape_text,
     v2_datatype,
+    v2_datatype_text,
 )
 from tfship.server._core import ServingCore
 from tfship.server._manager import Servable
@@ -291,7 +292,7 @@ class _Plan:
         self.inputs: dict[str, tuple[str | None, str, list[int] | None]] = {}
         for alias, info in signature.inputs.items():
             want = v2_datatype(int(info.dtype))
-            shown = want or protos().types_pb2.DataType.Name(int(info.dtype))
+            shown = v2_datatype_text(int(info.dtype))
             self.inputs[alias] = (want, shown, _signature_shape(info))
         self.order = sorted(signature.inputs)
         self.outputs = sorted(signature.outputs)
