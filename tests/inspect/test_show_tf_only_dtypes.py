@@ -12,7 +12,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
 from click.testing import CliRunner
 
 from tfship.cli import cli
@@ -24,7 +23,8 @@ TF_ONLY = range(24, 34)
 
 def _export(path: pathlib.Path) -> list[str]:
     """A SavedModel with a signature per type the installed TensorFlow has; their keys."""
-    tf = pytest.importorskip("tensorflow")
+    import tensorflow as tf
+
     module = tf.Module()
     signatures = {}
     for enum in TF_ONLY:

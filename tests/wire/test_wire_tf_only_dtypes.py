@@ -55,7 +55,6 @@ def test_names_are_tensorflows(enum: int) -> None:
 
 
 def test_every_datatype_of_the_installed_tensorflow_is_named_alike() -> None:
-    pytest.importorskip("tensorflow")
     import tensorflow as tf
     from tensorflow.core.framework import types_pb2
 
@@ -98,9 +97,12 @@ def test_encoding_refuses_in_one_line_naming_the_type(enum: int) -> None:
     want = f"dtype {name} ({TF_ONLY[enum]}) cannot be sent"
     with pytest.raises(TypeError, match=rf"^{re.escape(want)}"):
         encode_tensor([1.0, 0.5], dtype=name)
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes  # TensorFlow's numpy types, in both lanes
+
     if not hasattr(ml_dtypes, name):
-        pytest.skip(f"this ml_dtypes has no {name}")
+        # TF 2.15's ml_dtypes predates int2, uint2 and float4: no array of them can be made there
+        assert enum in (31, 32, 33) and TF_ONLY[enum] in ("DT_INT2", "DT_UINT2", "DT_FLOAT4_E2M1FN")
+        return
     array = np.zeros(2, dtype=getattr(ml_dtypes, name))
     for call in (lambda: encode_tensor(array), lambda: enum_of_array(array)):
         with pytest.raises(TypeError, match=rf"^{re.escape(want)}"):
@@ -110,7 +112,8 @@ def test_encoding_refuses_in_one_line_naming_the_type(enum: int) -> None:
 
 
 def test_a_tensorflow_dtype_object_is_refused_by_name() -> None:
-    tf = pytest.importorskip("tensorflow")
+    import tensorflow as tf
+
     for enum, name in TF_ONLY.items():
         try:
             dtype = tf.dtypes.as_dtype(enum)
