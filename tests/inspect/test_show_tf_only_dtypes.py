@@ -58,3 +58,19 @@ def test_show_names_each_type_as_saved_model_cli_does(tmp_path: pathlib.Path) ->
         assert result.exit_code == 0, result.output
         assert result.stdout == want
         assert f"dtype: DT_{key.upper()}\n" in result.stdout
+
+
+def test_request_refuses_a_type_it_cannot_write_in_one_line(tmp_path: pathlib.Path) -> None:
+    keys = _export(tmp_path / "1")
+    for key in keys:
+        for form in ("grpc", "rest"):
+            result = CliRunner().invoke(
+                cli,
+                ["inspect", "request", str(tmp_path / "1"), "--signature", key, "--format", form],
+                catch_exceptions=False,
+            )
+            assert result.exit_code != 0, (key, form, result.output)
+            assert result.stderr == (
+                f"Error: input 'x' has dtype DT_{key.upper()}, which tfship cannot write an "
+                "example request for\n"
+            ), (key, form)

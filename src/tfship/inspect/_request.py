@@ -28,6 +28,7 @@ from tfship._wire import (
     PredictRequest,
     RegressionRequest,
     TensorProto,
+    dtype_enum_name,
     is_message,
     protos,
     read_tfrecord_file,
@@ -209,7 +210,12 @@ def _tensor_proto(tensor: TensorInfo, rows: list[Any]) -> TensorProto:
         proto.tensor_shape.dim.add(size=d)
     flat = _flatten(rows)
     entry = DATATYPES.get(tensor.proto.dtype)
-    values = getattr(proto, entry.field if entry is not None else "float_val")
+    if entry is None:  # float8, int4 and the like: no value field tfship writes them in
+        raise ModelInputError(
+            f"input {tensor.key!r} has dtype {dtype_enum_name(tensor.proto.dtype)}, which tfship "
+            "cannot write an example request for"
+        )
+    values = getattr(proto, entry.field)
     values.extend(v if not isinstance(v, str) else v.encode() for v in flat)
     return proto
 
