@@ -85,15 +85,19 @@ def _joined(command: Command) -> str:
     return " ".join(line.rstrip("\\").strip() for line in lines)
 
 
-def _save(base: Path, version: int) -> None:
-    """A version of the pages' module, y = 2x, put in place whole (as an export is)."""
+def _save(base: Path, *versions: int) -> None:
+    """Versions of the pages' module, y = 2x, each put in place whole (as an export is); the
+    newest first, so that a server polling meanwhile never loads an older one on the way."""
     import tensorflow as tf
 
     module = tf.Module()
     module.f = tf.function(lambda x: {"y": 2 * x}, [tf.TensorSpec([None, 3], name="x")])
-    staging = base.parent / f".staging-{version}"
-    tf.saved_model.save(module, str(staging), signatures=module.f)
-    os.rename(staging, base / str(version))
+    staged = {}
+    for version in versions:
+        staged[version] = base.parent / f".staging-{version}"
+        tf.saved_model.save(module, str(staged[version]), signatures=module.f)
+    for version in sorted(versions, reverse=True):
+        os.rename(staged[version], base / str(version))
 
 
 def _get(url: str) -> int:
@@ -130,8 +134,7 @@ def test_the_health_page_runs_as_shown(tmp_path: Path) -> None:
     first = _swap(started[0], swaps) + f" --rest_api_port={rest} --file_system_poll_wait_seconds=1"
     with _serving(first, tmp_path) as server:
         run_console(_part(probes, [0], swaps), tmp_path)
-        _save(base, 1)
-        _save(base, 2)
+        _save(base, 1, 2)
         deadline = time.monotonic() + 120
         while _get(f"http://127.0.0.1:{rest}/v1/health/ready") != 200:
             assert time.monotonic() < deadline, "never ready"

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 # latency is the subject of one test only: elsewhere a loose ratio keeps a busy machine's noise
 # from refusing a candidate for being slower
-FAST = ["--latency-calls", "15", "--max-latency-ratio", "3"]
+FAST = ["--latency-calls", "15", "--max-latency-ratio", "100"]
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -150,7 +150,7 @@ def test_a_worse_trained_model_is_refused_by_change_on_eval_data(tiny_model, tmp
         min_agreement=0.0,
         max_diff=1.0,
         latency_calls=10,
-        max_latency_ratio=3.0,
+        max_latency_ratio=100.0,
     )
     decision = promote(candidate, base, options)
     # a Classify signature tiles every class name in "classes": agreement is of the class picked
@@ -221,7 +221,7 @@ def test_killing_promote_while_publishing_leaves_no_partial_version(modules, tmp
     leftovers = [p for p in base.iterdir() if p.name.startswith(".tfship-promote-")]
     assert leftovers, "the kill came after publishing: the test did not test anything"
     # the next publish sweeps what the killed one left
-    options = PromoteOptions(latency_calls=5, max_latency_ratio=3.0, batches=(1,))
+    options = PromoteOptions(latency_calls=5, max_latency_ratio=100.0, batches=(1,))
     decision = promote(modules["same"], base, options)
     assert decision.promoted
     assert not [p for p in base.iterdir() if p.name.startswith(".tfship-promote-")]
@@ -229,7 +229,7 @@ def test_killing_promote_while_publishing_leaves_no_partial_version(modules, tmp
 
 def test_rollback_republishes_the_previous_version_with_a_record(modules, tmp_path: Path) -> None:
     base = base_with(tmp_path, modules["baseline"])
-    options = PromoteOptions(max_diff=1, min_agreement=0, latency_calls=5, max_latency_ratio=3.0)
+    options = PromoteOptions(max_diff=1, min_agreement=0, latency_calls=5, max_latency_ratio=100.0)
     decision = promote(modules["differs"], base, options)
     assert decision.promoted and decision.version == 2
     code, out, err = _run("--rollback", str(base))
@@ -305,7 +305,7 @@ def test_fields_the_signature_does_not_take_are_named_in_a_note(modules, tmp_pat
     base = base_with(tmp_path, modules["baseline"])
     records = tmp_path / "records.jsonl"
     records.write_text('{"x": [1, 2, 3, 4], "id": 7}\n{"x": [0, 1, 0, 1], "id": 8}\n')
-    options = PromoteOptions(requests=records, latency_calls=5, max_latency_ratio=3.0, dry_run=True)
+    options = PromoteOptions(requests=records, latency_calls=5, max_latency_ratio=100.0, dry_run=True)
     decision = promote(modules["same"], base, options)
     assert decision.promoted
     assert decision.checks[2].notes == ["fields the signature does not take were ignored: id"]

@@ -20,7 +20,7 @@ def test_a_bad_request_after_a_blank_line_is_named_by_its_line(modules, tmp_path
     base = base_with(tmp_path, modules["baseline"])
     records = tmp_path / "records.jsonl"
     records.write_text('{"x": [1, 2, 3, 4]}\n\n{"x": [0, "one", 0, 1]}\n')
-    options = PromoteOptions(requests=records, latency_calls=5, max_latency_ratio=3.0, dry_run=True)
+    options = PromoteOptions(requests=records, latency_calls=5, max_latency_ratio=100.0, dry_run=True)
     with pytest.raises(InputError, match="^" + re.escape(f"{records}:3: ")):
         promote(modules["same"], base, options)
 
@@ -31,7 +31,7 @@ def test_an_eval_row_without_its_label_is_named_by_its_csv_line(modules, tmp_pat
     # header on line 1, rows on lines 2 and 4 (a blank line between): the second has no label
     rows.write_text("x,label\n1|2|3|4,0\n\n0|1|0|1,\n")
     options = PromoteOptions(
-        eval_file=rows, label="label", latency_calls=5, max_latency_ratio=3.0, dry_run=True
+        eval_file=rows, label="label", latency_calls=5, max_latency_ratio=100.0, dry_run=True
     )
     with pytest.raises(InputError, match="^" + re.escape(f"{rows}:4: no label 'label'")):
         promote(modules["same"], base, options)
