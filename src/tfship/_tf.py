@@ -189,6 +189,19 @@ def stderr_to(target: int) -> Iterator[None]:
                     _fd2_saved = None
 
 
+def stderr_back_for_good() -> None:
+    """Point descriptor 2 at the user's stderr again, whatever block holds it now.
+
+    For a thread about to end the process (``os._exit``) while another is inside
+    :func:`stderr_to` (TensorFlow importing quietly): its last line must reach the user, and no
+    block will run on to hand descriptor 2 back.
+    """
+    with _fd2_lock:
+        if _fd2_saved is not None:
+            with contextlib.suppress(OSError):
+                os.dup2(_fd2_saved, 2)
+
+
 def tensorflow_version() -> str | None:
     """The installed TensorFlow's version, from its metadata (nothing imported), or ``None``.
 

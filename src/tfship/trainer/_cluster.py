@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tfship._files import write_atomically
+from tfship._tf import stderr_back_for_good
 from tfship.errors import InputError, TrainError
 
 logger = logging.getLogger("tfship.trainer")
@@ -464,6 +465,7 @@ class Watchdog:
         return all(read_note(self.model_dir, f"worker-{i}.json") is not None for i in range(count))
 
     def _end(self, code: int, line: str) -> None:
+        stderr_back_for_good()  # the main thread may be importing TensorFlow with stderr muted
         logger.info("%s", line)
         for handler in logging.getLogger().handlers:
             handler.flush()
