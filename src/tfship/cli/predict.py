@@ -9,7 +9,7 @@ import click
 
 from tfship._output import echo_json, json_text
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, leave_when_done, process_seconds
-from tfship.loaders._writers import is_stdout
+from tfship.loaders._publish import is_stdout
 from tfship.records import Reject
 from tfship.schema import MissingColumnError
 

@@ -25,15 +25,9 @@ import numpy.typing as npt
 
 from tfship._files import errors_name
 from tfship.errors import DataError, InputError, ModelInputError
-from tfship.loaders._writers import (
-    OutputView,
-    RejectsWriter,
-    Writer,
-    format_for,
-    is_stdout,
-    make_writer,
-    output_view,
-)
+from tfship.loaders._output_view import OutputView, output_view
+from tfship.loaders._publish import RejectsWriter, Writer, is_stdout
+from tfship.loaders._writers import format_for, make_writer
 from tfship.records import Chunk, Reject, read_chunks
 from tfship.records._shared import (
     Column,
