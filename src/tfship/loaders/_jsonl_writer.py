@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from tfship.loaders._output_values import json_values, keep_values
+from tfship.loaders._output_values import json_values, keep_values, text_value
 from tfship.loaders._publish import Writer
 
 Array = npt.NDArray[Any]
@@ -72,14 +72,33 @@ class _OneEach:
         self.values = values
 
 
+class _Encoded(list):  # type: ignore[type-arg]
+    """Each row's JSON text already (bytes), as ``_byte_texts`` makes them."""
+
+
 def _fast_values(array: Array) -> Any:
     """An output as ``_orjson_lines`` takes it: numbers stay an array (no Python object per
     value), text is decoded, and rows that are all the same are one ``_Same``."""
     if array.ndim >= 2 and array.shape[0] > 1 and bool((array == array[:1]).all()):
         return _Same(json_values(array[:1])[0] if array.dtype == object else array[0])
     if array.dtype == object and array.ndim == 2 and array.shape[1] == 1:
-        return _OneEach(json_values(array.reshape(-1)))  # a class per row: [batch, 1]
+        return _OneEach(_byte_texts(array.reshape(-1)) or json_values(array.reshape(-1)))  # [batch, 1]
+    if array.dtype == object and array.ndim == 1:
+        return _byte_texts(array) or json_values(array)
     return json_values(array) if array.dtype == object else array
+
+
+def _byte_texts(array: Array) -> _Encoded | None:
+    """The JSON text of each value of a 1-D array of ``bytes`` (a class name per row), each
+    distinct value encoded once; None when a value is not ``bytes``."""
+    import orjson
+
+    flat = array.tolist()
+    distinct = set(flat)
+    if not all(type(v) is bytes for v in distinct):
+        return None
+    texts = {v: orjson.dumps(text_value(v)) for v in distinct}
+    return _Encoded(map(texts.__getitem__, flat))
 
 
 def _non_finite(outputs: Mapping[str, Array]) -> bool:
@@ -104,8 +123,8 @@ def _orjson_lines(columns: Mapping[str, Any], rows: int) -> bytes | None:
 
     if rows == 0:
         return b""
-    template: list[bytes] = []
-    per_row: list[list[bytes]] = []
+    parts: list[Any] = []  # per place in a line: the bytes of every row, or each row's texts
+    literal = b""  # what stands between two per-row texts, the same on every row
     for position, (name, values) in enumerate(columns.items()):
         encoded = _orjson_values(orjson, values)
         if encoded is None:
@@ -113,21 +132,20 @@ def _orjson_lines(columns: Mapping[str, Any], rows: int) -> bytes | None:
         texts, around = encoded
         key = (b"{" if position == 0 else b",") + orjson.dumps(name) + b":"
         if isinstance(texts, bytes):  # the same text on every row
-            template.append(_literal(key + around[0] + texts + around[1]))
+            literal += key + around[0] + texts + around[1]
             continue
         if len(texts) != rows:
             return None
-        template += [_literal(key + around[0]), b"%b", _literal(around[1])]
-        per_row.append(texts)
-    line = b"".join(template) + b"}\n"
-    if not per_row:
-        return (line % ()) * rows
-    return b"".join([line % values for values in zip(*per_row)])
-
-
-def _literal(text: bytes) -> bytes:
-    """``text`` as a literal part of a ``%`` template."""
-    return text.replace(b"%", b"%%")
+        parts += [literal + key + around[0], texts]
+        literal = around[1]
+    parts.append(literal + b"}\n")
+    if len(parts) == 1:
+        return parts[0] * rows  # type: ignore[no-any-return]
+    # A grid of rows by places, joined in one call: no Python step per row.
+    grid = np.empty((rows, len(parts)), dtype=object)
+    for place, part in enumerate(parts):
+        grid[:, place] = part
+    return b"".join(grid.ravel().tolist())
 
 
 #: bytes written before and after each row's text (the brackets split off a 2-D array's rows).
@@ -139,6 +157,8 @@ def _orjson_values(orjson: Any, values: Any) -> tuple[Any, tuple[bytes, bytes]] 
     """The JSON text of each row of ``values`` (a list, a ``_Same`` or a numeric array: a
     float32 is written as its shortest text, as the CSV writer writes it), or one text for a
     ``_Same``, and what goes around each text."""
+    if isinstance(values, _Encoded):
+        return values, _NOTHING
     try:
         if isinstance(values, _Same):
             return orjson.dumps(values.row, option=orjson.OPT_SERIALIZE_NUMPY), _NOTHING
