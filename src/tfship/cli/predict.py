@@ -185,8 +185,8 @@ def predict(
         if not import_for_job(spec):
             with load(model, signature=signature) as loaded:
                 return run_job(loaded, spec, echo_reject=_echo_reject)
-        # TensorFlow is imported and the model loaded in a thread while this one opens the
-        # files and reads the first chunks; the first run waits for the model.
+        # The model is loaded in a thread (TensorFlow imported first, here) while this one
+        # opens the files and reads the first chunks; the first run waits for the model.
         with start_loading(model, signature=signature) as loaded:
             try:
                 return run_job(loaded, spec, echo_reject=_echo_reject)
