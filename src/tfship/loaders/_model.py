@@ -174,7 +174,7 @@ class LocalModel:
             self._callables.clear()
             self._plans.clear()
             if self._live is None and self._opening is not None:
-                self._opening.abandon()  # not waited for: what it opens, it closes
+                self._opening.close()
             else:
                 self._session.close()
 
@@ -585,8 +585,7 @@ def start_loading(path: str | Path, *, signature: str | None = None) -> LocalMod
     """:func:`load`, with TensorFlow imported and the model then loaded in a thread while the
     caller goes on (reading its input): the ``LocalModel`` comes back at once, its signatures
     and loader known from the protos, and its first run (or ``load_seconds``) waits for the
-    load, raising the load's error if it failed. ``close`` does not wait: a load still under
-    way closes what it opens when it ends.
+    load, raising the load's error if it failed; ``close`` waits for a load still under way.
 
     Raises:
         ModelError, SignatureNotFoundError: as :func:`load`, for what the protos show.
@@ -615,8 +614,6 @@ class _Opening:
     def __init__(self, open_session: Callable[[], Any], started: float) -> None:
         self._open = open_session
         self._done = threading.Event()
-        self._lock = threading.Lock()
-        self._abandoned = False
         self._value: Any = None
         self._error: BaseException | None = None
         self.started = started  # the import of TensorFlow before it counts as the load's
@@ -634,12 +631,8 @@ class _Opening:
             self._error = exc
             value = None
         self.finished = time.perf_counter()
-        with self._lock:
-            self._value = value
-            abandoned = self._abandoned
-            self._done.set()
-        if abandoned and value is not None:
-            value.close()
+        self._value = value
+        self._done.set()
 
     def result(self) -> Any:
         """The open session; the load's own error if it failed."""
@@ -648,13 +641,16 @@ class _Opening:
             raise self._error
         return self._value
 
-    def abandon(self) -> None:
-        """Nobody will use the session: close it now if it is open, else when it is."""
-        with self._lock:
-            self._abandoned = True
-            value = self._value if self._done.is_set() else None
-        if value is not None:
-            value.close()
+    def close(self) -> None:
+        """Wait for the load to end (its error is not this call's), then close the session.
+
+        Waited for, not left to its thread: a process that ends while the thread is inside
+        TensorFlow's C++ is aborted (a Ctrl-C during the load waits for it, as it did when the
+        load ran in the main thread, where the signal was handled once TensorFlow returned).
+        """
+        self._done.wait()
+        if self._value is not None:
+            self._value.close()
 
 
 def _read(
