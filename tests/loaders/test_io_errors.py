@@ -159,3 +159,52 @@ def test_the_command_leaves_with_every_row_written_and_its_times_from_its_start(
         summary["total_seconds"], abs=1e-3
     )
     assert 0 < summary["total_seconds"] <= wall
+
+
+def test_ctrl_c_while_the_model_loads_exits_130_leaving_nothing(adder: Path, tmp_path: Path) -> None:
+    # the model loads in a thread while the job opens its files: a Ctrl-C then stops both
+    rows = tmp_path / "rows.csv"
+    rows.write_text("a,b\n" + "1,2\n" * 400_000)
+    preds, rejects = tmp_path / "preds.csv", tmp_path / "rejects.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tfship", "predict", str(adder), str(rows), "-o", str(preds)]
+        + ["--rejects", str(rejects)],
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob(".*.tmp"))) < 2:  # the job has begun
+            assert child.poll() is None and time.monotonic() < deadline, "predict ended before Ctrl-C"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "Aborted!"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+
+
+def test_a_model_that_fails_to_load_is_the_error_and_nothing_is_published(
+    adder: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    broken = tmp_path / "broken" / "1"
+    shutil.copytree(adder, broken)
+    for part in (broken / "variables").iterdir():
+        part.unlink()
+    rows, empty = tmp_path / "rows.csv", tmp_path / "empty.csv"
+    rows.write_text("a,b\n" + "1,2\n" * 50_000)
+    empty.write_text("a,b\n")
+    for source in (rows, empty):  # with rows read while it loads, and with none to run it on
+        preds = tmp_path / "preds.csv"
+        result = CliRunner().invoke(cli, ["predict", str(broken), str(source), "-o", str(preds)])
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith(f"Error: cannot load the SavedModel at {broken}: "), result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "empty.csv", "rows.csv"]

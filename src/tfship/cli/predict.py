@@ -9,7 +9,7 @@ import click
 
 from tfship._output import echo_json, json_text
 from tfship.loaders._job import JobSpec, JobSummary, TooManyRejectsError, leave_when_done, process_seconds
-from tfship.loaders._writers import is_stdout
+from tfship.loaders._publish import is_stdout
 from tfship.records import Reject
 from tfship.schema import MissingColumnError
 
@@ -179,11 +179,20 @@ def predict(
             from tfship.loaders._beam import run_beam_job
 
             return run_beam_job(model, spec, beam_options)
-        from tfship.loaders._job import run_job
-        from tfship.loaders._model import load
+        from tfship.loaders._job import import_for_job, run_job
+        from tfship.loaders._model import load, start_loading
 
-        with load(model, signature=signature) as loaded:
-            return run_job(loaded, spec, echo_reject=_echo_reject)
+        if not import_for_job(spec):
+            with load(model, signature=signature) as loaded:
+                return run_job(loaded, spec, echo_reject=_echo_reject)
+        # The model is loaded in a thread (TensorFlow imported first, here) while this one
+        # opens the files and reads the first chunks; the first run waits for the model.
+        with start_loading(model, signature=signature) as loaded:
+            try:
+                return run_job(loaded, spec, echo_reject=_echo_reject)
+            except Exception:
+                loaded._loaded()  # a model that fails to load is the error, as if it loaded first
+                raise
 
     to_stdout = is_stdout(output)
     # the total: from the process's start (starting Python, importing TensorFlow, loading the model)

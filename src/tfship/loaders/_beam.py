@@ -29,15 +29,10 @@ from tfship.loaders._job import (
     check_unknown_columns,
     output_name,
 )
+from tfship.loaders._output_view import OutputView, output_view
 from tfship.loaders._predict import object_array
-from tfship.loaders._writers import (
-    OutputView,
-    RejectsWriter,
-    format_for,
-    is_stdout,
-    make_writer,
-    output_view,
-)
+from tfship.loaders._publish import RejectsWriter, is_stdout
+from tfship.loaders._writers import format_for, make_writer
 from tfship.records import Field, Reject, read_chunks
 from tfship.records._shared import convert_value, expand_inputs
 from tfship.schema import CsvMissing

@@ -9,6 +9,7 @@ reason; the summary shows that predicted + rejected = rows in.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import queue
@@ -25,15 +26,9 @@ import numpy.typing as npt
 
 from tfship._files import errors_name
 from tfship.errors import DataError, InputError, ModelInputError
-from tfship.loaders._writers import (
-    OutputView,
-    RejectsWriter,
-    Writer,
-    format_for,
-    is_stdout,
-    make_writer,
-    output_view,
-)
+from tfship.loaders._output_view import OutputView, output_view
+from tfship.loaders._publish import RejectsWriter, Writer, is_stdout
+from tfship.loaders._writers import format_for, make_writer
 from tfship.records import Chunk, Reject, read_chunks
 from tfship.records._shared import (
     Column,
@@ -68,8 +63,9 @@ class TooManyRejectsError(DataError):
 class JobSummary:
     """What a batch job did: rows in, predicted, rejected, time, and where it wrote.
 
-    ``seconds`` is the job's own time (reading, the model, writing), which rows/s is of;
-    ``load_seconds`` the model's load before it, and ``total_seconds`` the whole command's,
+    ``seconds`` is the job's own time (reading, the model, writing), which rows/s is of, from
+    when both the job and its model were there; ``load_seconds`` the model's load (which the
+    command overlaps with opening and reading the input), and ``total_seconds`` the whole command's,
     from the start of its process when known, when known. ``startup_seconds`` is the total
     less the job: starting Python, importing TensorFlow, loading the model, closing.
 
@@ -500,6 +496,39 @@ class BackgroundWriter:
         self.writer.abort()
 
 
+#: the modules each input and output format reads or writes with, imported where they are used
+_FORMAT_MODULES = {
+    "csv": ("pyarrow.csv", "pyarrow.compute"),
+    "jsonl": ("pyarrow.json", "pyarrow.compute", "orjson"),
+    "parquet": ("pyarrow.parquet", "pyarrow.compute"),
+    "tfrecord": ("tfship._wire._tfrecord", "google.protobuf.message"),
+}
+
+
+def import_for_job(spec: JobSpec) -> bool:
+    """Import, in this thread, every module the job's formats use, so that no stage imports
+    while TensorFlow is imported in another thread (two threads importing at once can
+    deadlock in Python's import locks). False when the job needs TensorFlow itself (a
+    ``PredictionLog`` output): its model is then best loaded before the job.
+    """
+    import gzip  # noqa: F401 - a .gz input
+
+    try:
+        fmt = format_for(spec.output, spec.fmt)
+        formats = {format_of(path) for path in expand_inputs(spec.inputs)} | {fmt}
+    except InputError:  # said by the job, after the model's load as ever
+        return False
+    if fmt == "tfrecord":
+        return False
+    for name in sorted({module for f in formats for module in _FORMAT_MODULES.get(f, ())}):
+        importlib.import_module(name)
+    if "tfrecord" in formats:
+        from tfship._wire import protos
+
+        protos()  # the Example messages kept columns are read from
+    return True
+
+
 def run_job(
     model: LocalModel,
     spec: JobSpec,
@@ -554,7 +583,7 @@ def run_job(
     )
     for path in files:
         preparer.check_file(path)
-    summary = JobSummary(output=output_name(spec.output), files=len(files), load_seconds=model.load_seconds)
+    summary = JobSummary(output=output_name(spec.output), files=len(files))
     summary.rejects = str(spec.rejects) if spec.rejects else None
     writer = BackgroundWriter(
         make_writer(
@@ -577,9 +606,18 @@ def run_job(
                 yield preparer.prepare(chunk)
 
     runner = BatchRunner(adapter, view.keys, spec.batch_size)
-    scored = (score(prepared, runner, fmt == "tfrecord") for prepared in background(prepared_chunks()))
-    emit_all(scored, view, writer, rejects, summary, echo_reject, lambda: show.update(summary.rows_in))
-    summary.seconds = time.perf_counter() - started
+
+    def scored_chunks() -> Iterator[Scored]:
+        for prepared in background(prepared_chunks()):
+            yield score(prepared, runner, fmt == "tfrecord")
+        model._loaded()  # a model still loading (no row ran it): nothing published if it fails
+
+    emit_all(
+        scored_chunks(), view, writer, rejects, summary, echo_reject, lambda: show.update(summary.rows_in)
+    )
+    # the job's own time: reading ahead while the model loaded is part of the start-up
+    summary.seconds = time.perf_counter() - max(started, model._ready_at)
+    summary.load_seconds = model.load_seconds
     show.update(summary.rows_in, final=True)
     _check_rejects(spec, summary)
     return summary

@@ -96,6 +96,7 @@ class LocalModel:
         session: Any,
         default_signature: str,
         load_seconds: float,
+        loader: str | None = None,
     ) -> None:
         self.path = path
         self.meta_graph = meta_graph
@@ -103,11 +104,15 @@ class LocalModel:
             key: sig for key, sig in meta_graph.signatures.items() if key not in _HIDDEN_SIGNATURES
         }
         self.default_signature = default_signature
-        self.load_seconds = load_seconds
+        self._load_seconds = load_seconds
         #: ``"session"`` (a TF1 session, as TF Serving runs it) or ``"object"`` (TF2's
         #: ``tf.saved_model.load``, for exports a session cannot run).
-        self.loader: str = "object" if isinstance(session, _ObjectRunner) else "session"
-        self._session = session
+        self.loader: str = loader or ("object" if isinstance(session, _ObjectRunner) else "session")
+        # A session still being opened in a thread (``start_loading``) is waited for where it
+        # is first used; ``_ready_at`` is when it was there (perf_counter).
+        self._opening = session if isinstance(session, _Opening) else None
+        self._live: Any = None if self._opening is not None else session
+        self._ready_at = time.perf_counter()
         self._lock = threading.Lock()
         self._callables: dict[tuple[Any, ...], Any] = {}
         self._plans: dict[tuple[str, tuple[str, ...]], Any] = {}
@@ -129,6 +134,27 @@ class LocalModel:
         except (OSError, ValueError, KeyError, TypeError):
             return {}
 
+    @property
+    def load_seconds(self) -> float:
+        """Seconds the model's load took (waiting for it when it is still loading)."""
+        self._loaded()
+        return self._load_seconds
+
+    @property
+    def _session(self) -> Any:
+        if self._live is None:
+            self._loaded()
+        return self._live
+
+    def _loaded(self) -> None:
+        """Wait for a model still loading; raise the load's error if it failed."""
+        opening = self._opening
+        if opening is None or self._live is not None:
+            return
+        self._live = opening.result()
+        self._load_seconds = opening.seconds
+        self._ready_at = opening.finished
+
     # -- context manager -------------------------------------------------------------------
     def __enter__(self) -> LocalModel:
         return self
@@ -147,7 +173,10 @@ class LocalModel:
             self._closed = True
             self._callables.clear()
             self._plans.clear()
-            self._session.close()
+            if self._live is None and self._opening is not None:
+                self._opening.close()
+            else:
+                self._session.close()
 
     # -- signatures ------------------------------------------------------------------------
     def signature(self, key: str | None = None) -> SignatureInfo:
@@ -534,18 +563,13 @@ def load(
         ...     sorted(model.signatures)
         ['classification', 'predict', 'regression', 'serving_default']
     """
-    from tfship.inspect import read_saved_model
-
     if loader not in ("auto", "session", "object"):
         raise ValueError(f"loader must be 'auto', 'session' or 'object', not {loader!r}")
-    export_dir = resolve_export_dir(path)
-    if saved_model is None:
-        saved_model = read_saved_model(export_dir)
-    meta_graph = saved_model.meta_graph(tags=tuple(tags))
-    callable_keys = sorted(k for k in meta_graph.signatures if k not in _HIDDEN_SIGNATURES)
-    default = _default_signature(signature, callable_keys, export_dir)
+    export_dir, meta_graph, default = _read(path, signature, tags, saved_model)
     started = time.perf_counter()
-    session = _open(export_dir, meta_graph, tuple(tags), threads, loader)
+    session = _open(
+        export_dir, meta_graph, tuple(tags), threads, _loader_kind(export_dir, meta_graph, loader)
+    )
     model = LocalModel(
         path=export_dir,
         meta_graph=meta_graph,
@@ -555,6 +579,92 @@ def load(
     )
     log.debug("loaded %s in %.3fs", export_dir, model.load_seconds)
     return model
+
+
+def start_loading(path: str | Path, *, signature: str | None = None) -> LocalModel:
+    """:func:`load`, with TensorFlow imported and the model then loaded in a thread while the
+    caller goes on (reading its input): the ``LocalModel`` comes back at once, its signatures
+    and loader known from the protos, and its first run (or ``load_seconds``) waits for the
+    load, raising the load's error if it failed; ``close`` waits for a load still under way.
+
+    Raises:
+        ModelError, SignatureNotFoundError: as :func:`load`, for what the protos show.
+    """
+    export_dir, meta_graph, default = _read(path, signature, ("serve",), None)
+    kind = _loader_kind(export_dir, meta_graph, "auto")
+    # TensorFlow is imported here, not in the thread: the import holds the GIL for most of its
+    # time, and it points file descriptor 2 at /dev/null meanwhile, which would swallow what
+    # the job says on stderr (an ignored column, a reject); the load's restore runs in C++.
+    started = time.perf_counter()
+    _tf()
+    opening = _Opening(lambda: _open(export_dir, meta_graph, ("serve",), None, kind), started)
+    return LocalModel(
+        path=export_dir,
+        meta_graph=meta_graph,
+        session=opening,
+        default_signature=default,
+        load_seconds=0.0,
+        loader=kind,
+    )
+
+
+class _Opening:
+    """A session being opened in a thread (``tfship-load``): ``result`` waits for it."""
+
+    def __init__(self, open_session: Callable[[], Any], started: float) -> None:
+        self._open = open_session
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self.started = started  # the import of TensorFlow before it counts as the load's
+        self.finished = started
+        threading.Thread(target=self._work, name="tfship-load", daemon=True).start()
+
+    @property
+    def seconds(self) -> float:
+        return self.finished - self.started
+
+    def _work(self) -> None:
+        try:
+            value = self._open()
+        except BaseException as exc:  # noqa: BLE001 - raised in the thread that waits for it
+            self._error = exc
+            value = None
+        self.finished = time.perf_counter()
+        self._value = value
+        self._done.set()
+
+    def result(self) -> Any:
+        """The open session; the load's own error if it failed."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def close(self) -> None:
+        """Wait for the load to end (its error is not this call's), then close the session.
+
+        Waited for, not left to its thread: a process that ends while the thread is inside
+        TensorFlow's C++ is aborted (a Ctrl-C during the load waits for it, as it did when the
+        load ran in the main thread, where the signal was handled once TensorFlow returned).
+        """
+        self._done.wait()
+        if self._value is not None:
+            self._value.close()
+
+
+def _read(
+    path: str | Path, signature: str | None, tags: Sequence[str], saved_model: SavedModelInfo | None
+) -> tuple[Path, MetaGraphInfo, str]:
+    """The export directory, MetaGraph and default signature of a SavedModel, from its protos."""
+    from tfship.inspect import read_saved_model
+
+    export_dir = resolve_export_dir(path)
+    if saved_model is None:
+        saved_model = read_saved_model(export_dir)
+    meta_graph = saved_model.meta_graph(tags=tuple(tags))
+    callable_keys = sorted(k for k in meta_graph.signatures if k not in _HIDDEN_SIGNATURES)
+    return export_dir, meta_graph, _default_signature(signature, callable_keys, export_dir)
 
 
 def _default_signature(requested: str | None, keys: list[str], path: Path) -> str:
@@ -579,14 +689,13 @@ def _default_signature(requested: str | None, keys: list[str], path: Path) -> st
     )
 
 
-def _open(
-    export_dir: Path, meta_graph: MetaGraphInfo, tags: tuple[str, ...], threads: int | None, loader: str
-) -> Any:
-    """A TF1 session or, for an export a session cannot run (or when asked), TF2's loader."""
+def _loader_kind(export_dir: Path, meta_graph: MetaGraphInfo, loader: str) -> str:
+    """``"session"`` or ``"object"``: a TF1 session, or for an export a session cannot run (or
+    when asked) TF2's loader; decided from the protos, and logged."""
     from tfship.inspect._shared import describe_newer_ops, newer_op_problems, unrestored_variables
 
     if loader == "session":  # exactly as TF Serving runs it, whatever the export
-        return _open_session(export_dir, tags, threads)
+        return "session"
     newer = newer_op_problems(meta_graph)
     if newer:  # it would load, then fail every call with a less helpful message
         raise ModelError(
@@ -595,7 +704,7 @@ def _open(
         )
     if loader == "object":
         log.info("loading %s with TF2's object loader (tf.saved_model.load), as asked", export_dir)
-        return _ObjectRunner.open(export_dir, meta_graph, tags, threads)
+        return "object"
     if unrestored_variables(meta_graph):
         log.info(
             "loading %s with TF2's object loader (tf.saved_model.load): its signatures read "
@@ -603,9 +712,18 @@ def _open(
             "run it",
             export_dir,
         )
-        return _ObjectRunner.open(export_dir, meta_graph, tags, threads)
+        return "object"
     # The usual path: said at debug level, so that every command does not repeat it.
     log.debug("loading %s in a TF1 session", export_dir)
+    return "session"
+
+
+def _open(
+    export_dir: Path, meta_graph: MetaGraphInfo, tags: tuple[str, ...], threads: int | None, kind: str
+) -> Any:
+    """A TF1 session (``kind`` ``"session"``) or TF2's object loader (``"object"``)."""
+    if kind == "object":
+        return _ObjectRunner.open(export_dir, meta_graph, tags, threads)
     return _open_session(export_dir, tags, threads)
 
 

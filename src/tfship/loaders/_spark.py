@@ -45,7 +45,9 @@ from tfship.loaders._job import (
     note_blank_lines,
     score,
 )
-from tfship.loaders._writers import OutputView, RejectsWriter, format_for, make_writer, output_view
+from tfship.loaders._output_view import OutputView, output_view
+from tfship.loaders._publish import RejectsWriter
+from tfship.loaders._writers import format_for, make_writer
 from tfship.records import Chunk, Reject, read_chunks
 from tfship.records._shared import expand_inputs
 from tfship.schema import CsvMissing

@@ -41,8 +41,8 @@ import numpy.typing as npt
 from tfship.errors import InputError
 from tfship.loaders._job import JobSpec, score
 from tfship.loaders._model import resolve_export_dir
+from tfship.loaders._output_view import OutputView, output_view
 from tfship.loaders._spark import DEFAULT_MASTER, Plan, SparkJobSummary, run_spark_job, scorer
-from tfship.loaders._writers import OutputView, output_view
 from tfship.records import Chunk
 
 __all__ = ["SparkJobSummary", "predict", "run_job"]
