@@ -53,10 +53,10 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
-	MYPYPATH=tests $(MYPY_TESTS) tests --exclude '^tests/(exporters|inspect)/'
-	MYPYPATH=tests/exporters:tests $(MYPY_TESTS) tests/exporters
-	MYPYPATH=tests/inspect:tests $(MYPY_TESTS) tests/inspect
-	MYPYPATH=benchmarks:tests:tests/inspect $(MYPY_TESTS) benchmarks
+	MYPYPATH=src:tests $(MYPY_TESTS) tests --exclude '^tests/(exporters|inspect)/'
+	MYPYPATH=src:tests/exporters:tests $(MYPY_TESTS) tests/exporters
+	MYPYPATH=src:tests/inspect:tests $(MYPY_TESTS) tests/inspect
+	MYPYPATH=src:benchmarks:tests:tests/inspect $(MYPY_TESTS) benchmarks
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # the tests open pages in a real headless Chromium (the promotion report, the docs site) and call

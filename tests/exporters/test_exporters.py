@@ -331,7 +331,7 @@ def test_train_and_evaluate_with_a_named_eval(tmp_path: Path) -> None:
 
 
 def test_standard_exporters_and_final_exports_after_training(tmp_path: Path) -> None:
-    from tfship.exporters import run_final_exports
+    from tfship.exporters import Receiver, run_final_exports
     from tfship.exporters._shared import standard_exporters
 
     made = standard_exporters(parse_spec(), ["final", "best"], receiver="both", metric="auc", verify=False)
@@ -339,7 +339,8 @@ def test_standard_exporters_and_final_exports_after_training(tmp_path: Path) -> 
         ("BestExporter", "best"),
         ("FinalExporter", "final"),
     ]
-    assert made[0].mode == "max" and made[0].receiver.kind == "both"
+    receiver = made[0].receiver
+    assert made[0].mode == "max" and isinstance(receiver, Receiver) and receiver.kind == "both"
     with pytest.raises(ValueError, match="unknown export kinds"):
         standard_exporters(parse_spec(), ["newest"])
     est = make_classifier(tmp_path / "m")
