@@ -330,3 +330,33 @@ def test_plain_json_lines_are_read_by_arrow_when_the_fields_are_known(tmp_path: 
     assert hasattr(chunks[0].columns["s"], "to_pylist")
     assert chunks[1].columns["s"] == ["\u00e9", 3] and chunks[2].columns["s"] == ["b"]
     assert isinstance(chunks[1].lines, np.ndarray)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 1024, 50_000])
+def test_tfrecord_chunks_hold_chunk_rows_records_in_order(tmp_path: Path, chunk_rows: int) -> None:
+    from tfship._wire import write_tfrecord_file
+
+    records = [b"record %d" % i + b"." * (i % 300) for i in range(20_000)]
+    path = tmp_path / "rows.tfrecord"
+    write_tfrecord_file(path, records)
+    chunks = list(read_chunks(path, chunk_rows))
+    assert [len(c.lines) for c in chunks[:-1]] == [chunk_rows] * (len(chunks) - 1)
+    assert [r for c in chunks for r in c.serialized] == records
+    assert [n for c in chunks for n in c.lines.tolist()] == list(range(1, 20_001))
+
+
+def test_a_corrupt_record_deep_in_a_tfrecord_is_named(tmp_path: Path) -> None:
+    from tfship._wire import write_tfrecord_file
+
+    records = [b"record %d" % i for i in range(20_000)]
+    path = tmp_path / "rows.tfrecord"
+    write_tfrecord_file(path, records)
+    data = bytearray(path.read_bytes())
+    data[sum(16 + len(r) for r in records[:12_345]) + 14] ^= 1  # in record 12345's data
+    path.write_bytes(bytes(data))
+    wrong = r"rows\.tfrecord: corrupt TFRecord after record 12345: the next record is corrupt \(data CRC"
+    seen: list[bytes] = []
+    with pytest.raises(DataError, match=wrong):
+        for chunk in read_chunks(path, 1000):
+            seen.extend(chunk.serialized)
+    assert seen == records[:12_000]
