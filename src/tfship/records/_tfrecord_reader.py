@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -23,27 +22,32 @@ from tfship.schema import Schema
 
 
 def tfrecord_chunks(path: Path, chunk_rows: int, wanted: set[str] | None) -> Iterator[Chunk]:
-    from tfship._wire import read_tfrecords
+    from tfship._wire import read_tfrecord_runs
 
-    start = 0
+    start = 0  # records in the chunks yielded
     with open_binary(path) as stream:
-        records = read_tfrecords(stream, where=str(path))
+        runs = read_tfrecord_runs(stream, where=str(path))
+        pending: list[bytes] = []  # read, not yet in a chunk
         while True:
-            batch: list[bytes] = []
             try:
-                batch.extend(islice(records, chunk_rows))
+                while len(pending) < chunk_rows and (run := next(runs, None)) is not None:
+                    pending += run
             except InputError as exc:  # a truncated or corrupt record: the file is damaged
                 what = re.sub(r"^record \d+ ", "", str(exc).removeprefix(f"{path}: "))
                 raise DataError(
-                    f"{path}: corrupt TFRecord after record {start + len(batch)}: the next record {what}"
+                    f"{path}: corrupt TFRecord after record {start + len(pending)}: the next record {what}"
                 ) from None
-            if not batch:
+            if not pending:
                 return
-            serialized = np.empty(len(batch), dtype=object)
-            serialized[:] = batch
-            lines = np.arange(start + 1, start + 1 + len(batch), dtype=np.int64)
-            start += len(batch)
-            yield Chunk(str(path), lines, {}, serialized=serialized)
+            whole = max(len(pending) // chunk_rows, 1) * chunk_rows  # all of it at the end
+            for low in range(0, min(whole, len(pending)), chunk_rows):
+                batch = pending[low : low + chunk_rows]
+                serialized = np.empty(len(batch), dtype=object)
+                serialized[:] = batch
+                lines = np.arange(start + 1, start + 1 + len(batch), dtype=np.int64)
+                start += len(batch)
+                yield Chunk(str(path), lines, {}, serialized=serialized)
+            del pending[:whole]
 
 
 def example_columns(serialized: Iterable[bytes], names: Sequence[str]) -> dict[str, list[Any]]:
