@@ -332,13 +332,20 @@ def test_plain_json_lines_are_read_by_arrow_when_the_fields_are_known(tmp_path: 
     assert isinstance(chunks[1].lines, np.ndarray)
 
 
+def _tf_records(path: Path, records: list[bytes]) -> Path:
+    """``records`` framed by TensorFlow's own writer."""
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+    return path
+
+
 @pytest.mark.parametrize("chunk_rows", [1, 7, 1024, 50_000])
 def test_tfrecord_chunks_hold_chunk_rows_records_in_order(tmp_path: Path, chunk_rows: int) -> None:
-    from tfship._wire import write_tfrecord_file
-
     records = [b"record %d" % i + b"." * (i % 300) for i in range(20_000)]
-    path = tmp_path / "rows.tfrecord"
-    write_tfrecord_file(path, records)
+    path = _tf_records(tmp_path / "rows.tfrecord", records)
     chunks = list(read_chunks(path, chunk_rows))
     assert [len(c.lines) for c in chunks[:-1]] == [chunk_rows] * (len(chunks) - 1)
     assert [r for c in chunks for r in c.serialized] == records
@@ -346,11 +353,8 @@ def test_tfrecord_chunks_hold_chunk_rows_records_in_order(tmp_path: Path, chunk_
 
 
 def test_a_corrupt_record_deep_in_a_tfrecord_is_named(tmp_path: Path) -> None:
-    from tfship._wire import write_tfrecord_file
-
     records = [b"record %d" % i for i in range(20_000)]
-    path = tmp_path / "rows.tfrecord"
-    write_tfrecord_file(path, records)
+    path = _tf_records(tmp_path / "rows.tfrecord", records)
     data = bytearray(path.read_bytes())
     data[sum(16 + len(r) for r in records[:12_345]) + 14] ^= 1  # in record 12345's data
     path.write_bytes(bytes(data))
