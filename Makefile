@@ -72,19 +72,23 @@ browser:
 # against a bound and so must not share the CPU with a whole other lane, run in both lanes alone.
 # The venvs, Chromium and protoc are installed side by side first: mostly downloads.
 test: prepare lint
-	$(MAKE) -j2 --output-sync=target test-estimator test-run MARKS='not timing'
-	$(MAKE) test-estimator test-run MARKS=timing
+	$(MAKE) -j2 --output-sync=target test-estimator test-run MARKS='not timing' ONCE=1
+	$(MAKE) test-estimator test-run MARKS=timing ONCE=1
 
 prepare:
 	$(MAKE) -j4 $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev browser $(PROTOC_VENV)/.installed-$(GRPCIO_TOOLS)
 
-# MARKS narrows a lane to the tests matching a pytest marker expression (all when empty)
+# MARKS narrows a lane to the tests matching a pytest marker expression (all when empty). With
+# ONCE, the estimator lane leaves the tests marked `core` (the TensorFlow-free install, the
+# docs site: nothing of a lane's TensorFlow in them) to the run lane.
 MARKS ?=
+ONCE ?=
+EST_MARKS = $(if $(ONCE),not core$(if $(MARKS), and ($(MARKS))),$(MARKS))
 PYTEST := pytest -q -p no:cacheprovider --durations=20
 
 # benchmarks/lanes.py (run by the benchmarks' test) measures both lanes from this one
 test-estimator: $(VENV)/.installed-dev $(RUN_VENV)/.installed-dev
-	$(VENV)/bin/$(PYTEST) $(if $(MARKS),-m '$(MARKS)')
+	$(VENV)/bin/$(PYTEST) $(if $(EST_MARKS),-m '$(EST_MARKS)')
 
 test-run: $(RUN_VENV)/.installed-dev $(VENV)/.installed-dev
 	TFSHIP_ESTIMATOR_PYTHON=$(abspath $(PY)) $(RUN_VENV)/bin/$(PYTEST) -m 'not estimator$(if $(MARKS), and ($(MARKS)))'

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from tfship.cli import cli
 from venvs import NEWEST, PROTOBUFS, ROOT, clean_env, core_venv
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.core]
 
 EXTRA_LINE = "needs the 'run' extra (TensorFlow is not installed): pip install \"tfship[run]\""
 # what trains or exports needs tf.estimator: the estimator extra, on the Pythons that install it

@@ -23,7 +23,7 @@ from browser import DevTools
 
 from .examples import ROOT
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.core]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 import numpy as np
+import pytest
 
 from tfship.server import ModelConfig, ModelServer, ServerOptions
 
@@ -30,6 +31,7 @@ def _call_threads(before: set[threading.Thread]) -> set[threading.Thread]:
     }
 
 
+@pytest.mark.timing  # a stalled CPU lets a call wait long enough for another thread to start
 def test_sixteen_clients_of_a_small_model_are_answered_by_the_busy_threads_alone(
     module_base: Path,
 ) -> None:

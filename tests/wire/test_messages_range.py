@@ -123,6 +123,7 @@ def test_this_python_runs_every_protobuf() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.core
 @pytest.mark.parametrize(("python", "protobuf"), [case for case in CASES if case[0] in INTERPRETERS])
 def test_messages_load_and_round_trip_without_tensorflow(python: str, protobuf: str) -> None:
     reference = _reference_request()
