@@ -99,8 +99,8 @@ def test_a_hostile_length_reads_no_more_than_the_file() -> None:
     sizes: list[int] = []
     read = stream.read
 
-    def recording(size: int = -1) -> bytes:
-        sizes.append(size)
+    def recording(size: int | None = -1) -> bytes:
+        sizes.append(-1 if size is None else size)
         return read(size)
 
     stream.read = recording  # type: ignore[method-assign]
