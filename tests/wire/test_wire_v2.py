@@ -14,6 +14,7 @@ from tfship._wire._v2 import (
     array_from_contents,
     array_from_json,
     array_from_raw,
+    encode_infer_response,
     fill_contents,
     json_data,
     raw_bytes,
@@ -137,3 +138,25 @@ def test_raw_contents_field_adds_entries_to_a_serialized_answer(datatype: str) -
     parsed = answer.FromString(raw_contents_field(6, [value, value[:1]], head))
     assert parsed.model_name == "m"
     assert list(parsed.raw_output_contents) == [raw_bytes(value), raw_bytes(value[:1])]
+
+
+@pytest.mark.parametrize("request_id", ["", "42", "\u00e9" * 200])
+@pytest.mark.parametrize("batch", [0, 1, 3, 300])
+def test_an_infer_response_is_the_message_protobuf_writes(request_id: str, batch: int) -> None:
+    """Written field by field with its headers kept per shape: the same message protobuf
+    builds, for any id, any batch (a long dimension's varint) and every datatype at once;
+    with one parameter (no map order to differ in) the very bytes protobuf writes."""
+    answer = protos().grpc_service_pb2.ModelInferResponse
+    outputs = [(f"out_{d.lower()}", d, np.resize(sample(d), (batch, 2))) for d in V2_DATATYPES]
+    for parameters in ({"signature_name": "serving_default"}, {"signature_name": "s", "other": "\u00e9"}):
+        want = answer(model_name="m", model_version="12", id=request_id)
+        for key, value in parameters.items():
+            want.parameters[key].string_param = value
+        for name, datatype, value in outputs:
+            want.outputs.add(name=name, datatype=datatype, shape=value.shape)
+            want.raw_output_contents.append(raw_bytes(value))
+        for _ in range(2):  # built, then from the kept headers
+            data = encode_infer_response("m", "12", request_id, parameters, outputs)
+            assert answer.FromString(data) == want
+            if len(parameters) == 1:
+                assert data == want.SerializeToString()

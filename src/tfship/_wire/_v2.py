@@ -11,8 +11,9 @@ a ``V2TensorError`` naming the tensor.
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "array_from_contents",
     "array_from_json",
     "array_from_raw",
+    "encode_infer_response",
     "fill_contents",
     "json_data",
     "raw_bytes",
@@ -159,8 +161,15 @@ def array_from_raw(raw: bytes, datatype: str, shape: Sequence[int], name: str) -
             f"got {len(raw)}"
         )
     # one copy: aligned, writable, independent of the request's buffer
-    value: NDArray[Any] = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+    little = _LITTLE.get(dtype)
+    if little is None:
+        little = _LITTLE[dtype] = dtype.newbyteorder("<")
+    value: NDArray[Any] = np.frombuffer(raw, dtype=little).astype(dtype).reshape(shape)
     return value
+
+
+#: each dtype as the protocol's raw contents hold it (little-endian)
+_LITTLE: dict[np.dtype[Any], np.dtype[Any]] = {}
 
 
 def _bytes_elements(raw: bytes, name: str) -> list[bytes]:
@@ -220,6 +229,60 @@ def raw_contents_field(number: int, arrays: Sequence[NDArray[Any]], head: bytes 
             data = np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
         parts += [_key(number, 2), _varint_bytes(len(data)), data]
     return b"".join(parts)
+
+
+def _length_field(number: int, data: bytes) -> bytes:
+    return _key(number, 2) + _varint_bytes(len(data)) + data
+
+
+def _text_field(number: int, text: str) -> bytes:
+    """A proto3 string field; nothing for an empty string, as protobuf writes it."""
+    return _length_field(number, text.encode()) if text else b""
+
+
+def encode_infer_response(
+    model: str,
+    version: str,
+    request_id: str,
+    parameters: Mapping[str, str],
+    outputs: Sequence[tuple[str, str, NDArray[Any]]],
+) -> bytes:
+    """A serialized ``ModelInferResponse``: its names, string ``parameters``, and each output
+    ``(name, datatype, array)``'s header with the values in ``raw_output_contents``.
+
+    Written field by field, as protobuf would write the same message, without building one:
+    this is the bytes of every gRPC inference.
+
+    Example:
+        >>> data = encode_infer_response("m", "1", "", {}, [("y", "INT32", np.array([7], np.int32))])
+        >>> data
+        b'\n\x01m\x12\x011*\r\n\x01y\x12\x05INT32\x1a\x01\x012\x04\x07\x00\x00\x00'
+    """
+    names = tuple(parameters.items())
+    heads = tuple((name, datatype, array.shape) for name, datatype, array in outputs)
+    before, after = _response_fields(model, version, names, heads)
+    head = before + _text_field(3, request_id) + after if request_id else before + after
+    return raw_contents_field(6, [array for _, _, array in outputs], head)
+
+
+@functools.lru_cache(maxsize=256)
+def _response_fields(
+    model: str,
+    version: str,
+    parameters: tuple[tuple[str, str], ...],
+    outputs: tuple[tuple[str, str, tuple[int, ...]], ...],
+) -> tuple[bytes, bytes]:
+    """A response's fields before its ``id`` (names) and after it (parameters, output
+    headers): the same for every answer of one signature at one batch size, so kept."""
+    after = []
+    for key, value in parameters:
+        entry = _text_field(1, key) + _length_field(2, _text_field(3, value))
+        after.append(_length_field(4, entry))
+    for name, datatype, shape in outputs:
+        dims = b"".join(_varint_bytes(int(d)) for d in shape)
+        head = _text_field(1, name) + _text_field(2, datatype) + (_length_field(3, dims) if dims else b"")
+        after.append(_length_field(5, head))
+    return _text_field(1, model) + _text_field(2, version), b"".join(after)
 
 
 # gRPC typed contents ----------------------------------------------------------------------------

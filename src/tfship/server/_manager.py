@@ -582,21 +582,27 @@ class ModelManager:
         if not spec.name:
             raise invalid("ModelSpec has no name specified.")
         which = spec.WhichOneof("version_choice")
+        if which != "version_label":
+            return self.acquire_version(spec.name, int(spec.version.value) if which == "version" else None)
         with self._lock:
             model = self._models.get(spec.name)
-            if which == "version_label":
-                version = None if model is None else model.labels.get(spec.version_label)
-                if version is None:
-                    raise invalid(f"Unrecognized servable version label: {spec.version_label}")
-            elif which == "version":
-                version = int(spec.version.value)
-            else:
-                version = None
-            servable = None if model is None else self._pick(model, version)
-            if servable is None:
-                request = f"Latest({spec.name})" if version is None else f"Specific({spec.name}, {version})"
-                raise RpcError(grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}")
-            servable.acquire()
+            version = None if model is None else model.labels.get(spec.version_label)
+            if version is None:
+                raise invalid(f"Unrecognized servable version label: {spec.version_label}")
+            return self._acquire_locked(spec.name, model, version)
+
+    def acquire_version(self, name: str, version: int | None) -> Servable:
+        """:meth:`acquire` of model ``name`` at ``version`` (``None``: the newest ready one),
+        for a caller that has no ``ModelSpec`` (the Open Inference Protocol)."""
+        with self._lock:
+            return self._acquire_locked(name, self._models.get(name), version)
+
+    def _acquire_locked(self, name: str, model: _Model | None, version: int | None) -> Servable:
+        servable = None if model is None else self._pick(model, version)
+        if servable is None:
+            request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
+            raise RpcError(grpc.StatusCode.NOT_FOUND, f"Servable not found for request: {request}")
+        servable.acquire()
         return servable
 
     @staticmethod

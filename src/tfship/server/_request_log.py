@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -253,11 +253,19 @@ class RequestLog:
 
     # the request path ------------------------------------------------------------------------
     def log(
-        self, kind: int, request: Message, response: Message | bytes, model: str, signature: str, version: int
+        self,
+        kind: int,
+        request: Message | Callable[[], tuple[Message, Message | bytes]],
+        response: Message | bytes | None,
+        model: str,
+        signature: str,
+        version: int,
     ) -> None:
         """Sample one answered request with each of its model's loggers and queue the records.
 
-        ``response`` is a message or, for Predict, its serialized bytes. Never blocks.
+        ``response`` is a message or, for Predict, its serialized bytes. ``request`` may
+        instead be a function that builds both (``response`` None): it is called by the
+        writer, off the request path, and only for a request that was sampled. Never blocks.
         """
         loggers = self._by_model.get(model)
         if not loggers:
@@ -320,6 +328,8 @@ class RequestLog:
     def _write_one(self, entry: tuple[Any, ...]) -> None:
         item, kind, request, response, model, signature, version, now = entry
         try:
+            if callable(request):
+                request, response = request()
             record = _prediction_log(item, kind, request, response, model, signature, version, now)
             item.files.write(record)
         except Exception as exc:  # a full disk, a bad message: the writer goes on

@@ -25,6 +25,8 @@ from numpy.typing import NDArray
 import tfship
 from tfship._wire import (
     DEFAULT_SIGNATURE,
+    PredictRequest,
+    PredictResponse,
     SignatureDef,
     TensorInfoProto,
     V2TensorError,
@@ -195,18 +197,23 @@ class V2Core:
         both protocols, and a PredictionLog is what replay, warmup and promote read."""
         request_log = self.core.request_log
         assert request_log is not None
-        messages = protos().predict_pb2
-        request = messages.PredictRequest()
-        request.model_spec.name = name
-        request.model_spec.version.value = version
-        request.model_spec.signature_name = key
-        for alias, value in feeds.items():
-            request.inputs[alias].CopyFrom(encode_tensor(value))
-        response = messages.PredictResponse()
-        response.model_spec.CopyFrom(request.model_spec)
-        for answer in answers:
-            response.outputs[answer.name].CopyFrom(encode_tensor(answer.value))
-        request_log.log(PREDICT_LOG, request, response, name, key, version)
+
+        def build() -> tuple[PredictRequest, PredictResponse]:
+            # by the log's writer, for a sampled request only: nothing here on the request path
+            messages = protos().predict_pb2
+            request = messages.PredictRequest()
+            request.model_spec.name = name
+            request.model_spec.version.value = version
+            request.model_spec.signature_name = key
+            for alias, value in feeds.items():
+                request.inputs[alias].CopyFrom(encode_tensor(value))
+            response = messages.PredictResponse()
+            response.model_spec.CopyFrom(request.model_spec)
+            for answer in answers:
+                response.outputs[answer.name].CopyFrom(encode_tensor(answer.value))
+            return request, response
+
+        request_log.log(PREDICT_LOG, build, None, name, key, version)
 
     def _plan(self, servable: Servable, requested: str | None) -> _Plan:
         plans = self._plans.get(servable)
@@ -221,13 +228,11 @@ class V2Core:
         return plan
 
     def _acquire(self, name: str, version: str) -> Servable:
-        spec = protos().model_pb2.ModelSpec(name=name)
-        if version:
-            spec.version.value = _version_number(version)
+        number = _version_number(version) if version else None
         if not name:
             raise invalid("a model name is required")
         try:
-            return self.core.manager.acquire(spec)
+            return self.core.manager.acquire_version(name, number)
         except RpcError as exc:
             if exc.code != grpc.StatusCode.NOT_FOUND:
                 raise

@@ -22,8 +22,8 @@ from tfship._wire import (
     V2TensorError,
     array_from_contents,
     array_from_raw,
+    encode_infer_response,
     protos,
-    raw_contents_field,
 )
 from tfship.server._grpc_calls import answer as _answer
 from tfship.server._grpc_calls import identity as _identity
@@ -71,19 +71,10 @@ def inputs_of(request: ModelInferRequest) -> list[V2Input]:
 
 def response_of(answer: V2Answer, request_id: str) -> bytes:
     """The serialized ``ModelInferResponse`` of an answer, its outputs in
-    ``raw_output_contents`` (written after the rest, each output's buffer copied once)."""
-    response = protos().grpc_service_pb2.ModelInferResponse(
-        model_name=answer.model, model_version=answer.version, id=request_id
-    )
-    response.parameters[SIGNATURE_PARAMETER].string_param = answer.signature
-    for output in answer.outputs:
-        response.outputs.add(name=output.name, datatype=output.datatype, shape=output.value.shape)
-    values = [output.value for output in answer.outputs]
-    data: bytes = raw_contents_field(_RAW_OUTPUT_CONTENTS, values, response.SerializeToString())
-    return data
-
-
-_RAW_OUTPUT_CONTENTS = 6  # ModelInferResponse.raw_output_contents
+    ``raw_output_contents`` (each output's buffer copied once)."""
+    outputs = [(output.name, output.datatype, output.value) for output in answer.outputs]
+    parameters = {SIGNATURE_PARAMETER: answer.signature}
+    return encode_infer_response(answer.model, answer.version, request_id, parameters, outputs)
 
 
 def v2_handler(core: V2Core) -> grpc.GenericRpcHandler:
@@ -102,13 +93,26 @@ def v2_handler(core: V2Core) -> grpc.GenericRpcHandler:
             handle, request_deserializer=request_cls.FromString, response_serializer=serializer
         )
 
+    parse_infer = pb.ModelInferRequest.FromString
+
+    def infer_bytes(data: bytes, context: grpc.ServicerContext) -> bytes:
+        # Parsed here, in the worker, as Predict's requests are: a deserializer given to gRPC
+        # runs in its one polling thread, which every call passes through, and under
+        # concurrent calls that thread, not the workers, sets the rate.
+        try:
+            request = parse_infer(data)
+        except Exception:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the ModelInferRequest does not parse")
+            raise  # not reached: abort raises
+        return _answer(context, lambda: infer(request))
+
     def infer(request: ModelInferRequest) -> bytes:
         answer = core.infer(
             request.model_name,
             request.model_version,
             inputs_of(request),
             [output.name for output in request.outputs] or None,
-            parameters_of(request.parameters),
+            parameters_of(request.parameters) if request.parameters else {},
             entrypoint="GRPC",
         )
         return response_of(answer, request.id)
@@ -142,7 +146,9 @@ def v2_handler(core: V2Core) -> grpc.GenericRpcHandler:
         ),
         "ServerMetadata": unary(server_metadata, pb.ServerMetadataRequest),
         "ModelMetadata": unary(metadata, pb.ModelMetadataRequest),
-        # the answer is already its wire bytes: serializing is the identity
-        "ModelInfer": unary(infer, pb.ModelInferRequest, _identity),
+        # bytes in, parsed by the handler; the answer is already its wire bytes
+        "ModelInfer": grpc.unary_unary_rpc_method_handler(
+            infer_bytes, request_deserializer=_identity, response_serializer=_identity
+        ),
     }
     return grpc.method_handlers_generic_handler(SERVICE, handlers)
