@@ -332,6 +332,47 @@ def test_plain_json_lines_are_read_by_arrow_when_the_fields_are_known(tmp_path: 
     assert isinstance(chunks[1].lines, np.ndarray)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"x": NaN, "n": 1, "s": "a"}',
+        '{"x": -Infinity, "n": 1, "s": "a"}',
+        '{"x": 18446744073709551616, "n": 1, "s": "a"}',
+        '{"x": 1.5, "n": 18446744073709551616, "s": "a"}',
+        '{"x": 0.12345678901234567890123, "n": 9223372036854775807, "s": "a"}',
+        '{"x": 123456789012345678901234567890, "n": -9223372036854775808, "s": "a"}',
+        '{"x": 1e400, "n": 1, "s": "a"}',
+        '{"x": 1.5, "n": 1, "s": "NaN", "unused": NaN, "also": 99999999999999999999999}',
+    ],
+)
+def test_arrow_reads_a_block_of_json_lines_as_the_json_module_would(tmp_path: Path, line: str) -> None:
+    """A block Arrow reads gives the values and rejects of the line-by-line reader: an awkward
+    value in a wanted column sends the block there, one in a column nobody reads does not."""
+    import numpy as np
+
+    from tfship.records._shared import convert_chunk
+
+    fields = {"x": Field("x", "float64", ()), "n": Field("n", "int64", ()), "s": Field("s", "string", ())}
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"x": 2.25, "n": 5, "s": "b"}\n' + line + '\n{"x": -1, "n": 0, "s": "c"}\n')
+
+    def read(known: dict[str, Field] | None) -> list[tuple[list[int], dict[str, list[object]], list[int]]]:
+        out = []
+        for chunk in read_chunks(path, 100, set(fields), known):
+            converted = convert_chunk(fields, chunk.columns, chunk.rows, None, source="rows.jsonl")
+            good = [row for row in range(chunk.rows) if row not in converted.bad]
+            values = {k: [np.asarray(c).tolist()[row] for row in good] for k, c in converted.columns.items()}
+            lines = chunk.lines.tolist()
+            out.append(([lines[row] for row in good], values, [lines[row] for row in sorted(converted.bad)]))
+        return out
+
+    by_arrow, by_json = read(fields), read(None)
+    assert repr(by_arrow) == repr(by_json)  # NaN == NaN for repr
+    if "unused" in line:  # the plain block stayed with Arrow
+        (chunk,) = list(read_chunks(path, 100, set(fields), fields))
+        assert hasattr(chunk.columns["x"], "to_pylist")
+
+
 def _tf_records(path: Path, records: list[bytes]) -> Path:
     """``records`` framed by TensorFlow's own writer."""
     import tensorflow as tf

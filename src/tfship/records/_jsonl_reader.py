@@ -47,7 +47,7 @@ def jsonl_chunks(
             # on, the file is read line by line below (the chunks as ever from there).
             blocks = _JsonBlocks(f, chunk_rows)
             for block in blocks:
-                chunk = _arrow_json(source, block, blocks.before, wanted, fields)
+                chunk = _arrow_json(source, block, blocks.ends, blocks.before, wanted, fields)
                 if chunk is None:
                     stream = chain(iter(io.BytesIO(block + blocks.rest())), f)
                     break
@@ -107,13 +107,15 @@ JSON_BLOCK_BYTES = 1 << 21
 class _JsonBlocks:
     """Blocks of whole lines of a binary stream, at most ``chunk_rows`` lines each, the first
     without its byte-order mark; ``before`` counts the lines before the next block, and
-    ``rest`` hands back what was read but not yet yielded."""
+    ``rest`` hands back what was read but not yet yielded; ``ends`` holds where the lines of
+    the block last yielded end (the offsets of their newlines)."""
 
     def __init__(self, stream: BinaryIO, chunk_rows: int) -> None:
         self.stream = stream
         self.chunk_rows = chunk_rows
         self.before = 0
         self.pending = b""  # read, past the block last yielded
+        self.ends: Array = np.zeros(0, dtype=np.intp)
 
     def __iter__(self) -> Iterator[bytes]:
         start = True
@@ -138,6 +140,7 @@ class _JsonBlocks:
                 edges.append(cut)
             for low, high in zip(edges, edges[1:]):
                 self.pending = data[high:]
+                self.ends = ends[np.searchsorted(ends, low) : np.searchsorted(ends, high)] - low
                 yield data[low:high]
 
     def rest(self) -> bytes:
@@ -148,14 +151,11 @@ class _JsonBlocks:
         return rest
 
 
-def _plain_json_lines(block: bytes) -> int | None:
-    """How many lines ``block`` holds when every one is a JSON object with nothing around it
-    that Arrow reads as ``json`` does: no blank line, no lone carriage return, no integer of
-    19 digits or more, no ``NaN`` or infinity (which only ``json`` reads); else None."""
-    if b"NaN" in block or b"Infinity" in block:
-        return None
+def _plain_json_lines(block: bytes, ends: Array) -> int | None:
+    """How many lines ``block`` holds (``ends``: where each ends) when every one is a JSON
+    object with nothing around it, as Arrow reads them: no blank line and no lone carriage
+    return (which ends a line for ``json``'s reader); else None."""
     data = np.frombuffer(block, dtype=np.uint8)
-    ends = np.flatnonzero(data == 0x0A)
     if not ends.size or data[0] != 0x7B or ends[-1] != data.size - 1:
         return None
     before = data[ends - 1]
@@ -165,8 +165,6 @@ def _plain_json_lines(block: bytes) -> int | None:
         return None
     if b"\r" in block and int(np.count_nonzero(data == 0x0D)) != int(np.count_nonzero(crlf)):
         return None  # a lone carriage return ends a line for json's reader
-    if _long_digits(block):
-        return None
     return int(ends.size)
 
 
@@ -182,15 +180,24 @@ _ARROW_JSON_TYPES = {
 
 
 def _arrow_json(
-    source: str, block: bytes, before: int, wanted: set[str] | None, fields: Mapping[str, Field]
+    source: str,
+    block: bytes,
+    ends: Array,
+    before: int,
+    wanted: set[str] | None,
+    fields: Mapping[str, Field],
 ) -> Chunk | None:
     """The rows of a block of JSON lines read by Arrow's JSON reader (in C++, without the GIL),
     or None when the block is not plain (see :func:`_plain_json_lines`), Arrow refuses it, or
-    a wanted column's type is not one whose values are those ``json`` reads."""
+    a wanted column's values may not be those ``json`` reads: a type other than the field's
+    (an integer past 64 bits is a double to Arrow), or a ``NaN`` or infinity, which Arrow
+    reads in a number column and orjson does not. Arrow's doubles are those Python's
+    ``float`` makes of the same text, however many digits it has."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.json as pajson
 
-    count = _plain_json_lines(block)
+    count = _plain_json_lines(block, ends)
     if count is None:
         return None
     try:
@@ -211,6 +218,9 @@ def _arrow_json(
             return None
     lines = np.arange(before + 1, before + 1 + count, dtype=np.int64)
     columns = {n: table.column(n).combine_chunks() for n in sorted(keep)}
+    for column in columns.values():
+        if column.type == pa.float64() and pc.all(pc.is_finite(column)).as_py() is False:
+            return None  # NaN or infinity: read as json reads them, line by line
     return Chunk(source, lines, columns, texts=LazyLines(block), names=sorted(names))
 
 
