@@ -148,7 +148,8 @@ def serialized_batches(tfrecord: Path) -> list[Any]:
 def parsed_batches(model: Any, csv_path: Path) -> list[dict[str, Any]]:
     """The CSV read and typed by tfship, in batches of typed columns, all in memory."""
     from tfship.loaders._job import ChunkPreparer
-    from tfship.records import read_chunks, slice_rows
+    from tfship.records import read_chunks
+    from tfship.records._shared import slice_rows
 
     adapter = model.adapter("predict")
     preparer = ChunkPreparer(adapter, [], want_inputs=False)

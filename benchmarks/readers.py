@@ -59,7 +59,7 @@ def read(path: Path, fields: dict[str, Any]) -> tuple[tuple[float, float], int, 
 
     started, cpu = time.perf_counter(), time.process_time()
     rows, parts = 0, []
-    for chunk in read_chunks(path, CHUNK_ROWS, set(fields)):
+    for chunk in read_chunks(path, CHUNK_ROWS, set(fields), fields):  # as a job reads, fields known
         converted = convert_chunk(
             fields, chunk.columns, chunk.rows, CsvMissing() if chunk.csv else None, source=str(path)
         )

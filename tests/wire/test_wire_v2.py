@@ -150,11 +150,11 @@ def test_an_infer_response_is_the_message_protobuf_writes(request_id: str, batch
     outputs = [(f"out_{d.lower()}", d, np.resize(sample(d), (batch, 2))) for d in V2_DATATYPES]
     for parameters in ({"signature_name": "serving_default"}, {"signature_name": "s", "other": "\u00e9"}):
         want = answer(model_name="m", model_version="12", id=request_id)
-        for key, value in parameters.items():
-            want.parameters[key].string_param = value
-        for name, datatype, value in outputs:
-            want.outputs.add(name=name, datatype=datatype, shape=value.shape)
-            want.raw_output_contents.append(raw_bytes(value))
+        for key, text in parameters.items():
+            want.parameters[key].string_param = text
+        for name, datatype, array in outputs:
+            want.outputs.add(name=name, datatype=datatype, shape=array.shape)
+            want.raw_output_contents.append(raw_bytes(array))
         for _ in range(2):  # built, then from the kept headers
             data = encode_infer_response("m", "12", request_id, parameters, outputs)
             assert answer.FromString(data) == want
