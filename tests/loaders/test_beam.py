@@ -56,7 +56,7 @@ def test_direct_runner_output_equals_the_local_path(
     local, local_out, local_rejects = _run(estimator_exports.parsing, tmp_path, "local", inputs)
     with caplog.at_level(logging.WARNING, logger="tfship.loaders"):
         beam, beam_out, beam_rejects = _run(estimator_exports.parsing, tmp_path, "beam", inputs)
-    assert "skipped 2 blank line(s) of the CSV input(s): no rows" in [r.getMessage() for r in caplog.records]
+    assert "skipped 2 blank line(s) of the input(s): no rows" in [r.getMessage() for r in caplog.records]
     assert local.exit_code == 0, local.output
     assert beam.exit_code == 0, beam.output
     local_frame, beam_frame = pd.read_csv(local_out), pd.read_csv(beam_out)

@@ -515,6 +515,26 @@ def test_csv_line_numbers_survive_blank_lines_crlf_and_bom(
     np.testing.assert_allclose(probabilities(frame), want, rtol=1e-5)
 
 
+def test_blank_json_lines_are_named_in_a_note_not_skipped_silently(
+    estimator_exports: EstimatorExports,
+    rows: dict[str, Any],
+    want: np.ndarray,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from tfship.loaders import JobSpec, load, run_job
+
+    lines = write_input("jsonl", tmp_path, rows).read_text().splitlines()
+    source = tmp_path / "blank.jsonl"
+    source.write_text("\n".join(lines[:4] + ["", "  "] + lines[4:]) + "\n")
+    with load(estimator_exports.parsing) as model, caplog.at_level("WARNING"):
+        spec = JobSpec([str(source)], tmp_path / "out.csv", signature="predict", outputs=["probabilities"])
+        summary = run_job(model, spec, progress=False)
+    assert (summary.rows_in, summary.predicted, summary.rejected) == (N, N, 0)
+    assert f"skipped 2 blank line(s) of {source}, at line(s) 5, 6" in caplog.text
+    np.testing.assert_allclose(probabilities(read_output(tmp_path / "out.csv")), want, rtol=1e-5)
+
+
 def test_lines_keep_their_numbers_across_csv_blocks(
     estimator_exports: EstimatorExports, rows: dict[str, Any], want: np.ndarray, tmp_path: Path
 ) -> None:

@@ -243,6 +243,11 @@ def test_a_json_lines_chunk_holds_chunk_rows_lines_that_are_not_blank(tmp_path: 
         ([6], [5]),
         ([7], []),
     ]
+    # blank lines are no row, but each chunk names those it skipped, for the job's note
+    assert [c.blank_lines for c in chunks] == [[2], [4], []]
+    fields = {"a": Field("a", "int64", ())}
+    known = list(read_chunks(path, chunk_rows=2, wanted={"a"}, fields=fields))
+    assert [c.blank_lines for c in known] == [[2], [4], []]
 
 
 def test_a_json_line_that_is_not_utf8_or_nests_too_deep_is_a_reject(tmp_path: Path) -> None:

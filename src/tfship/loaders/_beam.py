@@ -315,7 +315,7 @@ def run_beam_job(model_path: Path, spec: JobSpec, beam_options: Sequence[str]) -
     summary.rejected = counters.get("rejected", 0)
     log.info("beam: the model was loaded %d time(s), once per worker process", counters.get("model_loads", 0))
     if counters.get("blank_lines", 0):
-        log.warning("skipped %d blank line(s) of the CSV input(s): no rows", counters["blank_lines"])
+        log.warning("skipped %d blank line(s) of the input(s): no rows", counters["blank_lines"])
     _check_rejects(spec, summary)
     return summary
 

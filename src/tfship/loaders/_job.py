@@ -201,7 +201,8 @@ def check_unknown_columns(
 
 
 def note_blank_lines(source: str, lines: Sequence[int]) -> None:
-    """Say which blank lines of a CSV file were skipped (no row: neither read nor rejected)."""
+    """Say which blank lines of a CSV or JSON Lines file were skipped (no row: neither read nor
+    rejected)."""
     if lines:
         shown = ", ".join(map(str, lines[:5]))
         more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""

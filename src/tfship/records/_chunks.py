@@ -55,7 +55,7 @@ class Chunk:
     serialized: Array | None = None
     csv: bool = False
     names: Sequence[str] | None = None
-    #: blank lines of a CSV file, skipped by every reader (they are no row, good or bad)
+    #: blank lines of a CSV or JSON Lines file, skipped by every reader (no row, good or bad)
     blank_lines: list[int] = field(default_factory=list)
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, islice
 from operator import itemgetter
 from pathlib import Path
@@ -250,6 +250,8 @@ class _JsonPart:
     lines: Array
     texts: Sequence[str]
     rejects: list[Reject]
+    #: blank lines among them: no row, good or bad, but named in a note as a CSV file's are
+    blank: list[int] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -279,11 +281,16 @@ def _json_lines(source: str, lines: list[bytes], before: int) -> _JsonPart:
             numbers = np.arange(before + 1, before + 1 + len(records), dtype=np.int64)
             return _JsonPart(records, numbers, LazyLines(block), [])
     batch: list[tuple[int, str, Any]] = []
+    blank: list[int] = []
     for number, line in enumerate(lines, before + 1):
         text = line.rstrip(b"\r\n").decode("utf-8", "replace")
         if text.strip():
             batch.append((number, text, _json_value(line)))
-    return _json_part(source, batch)
+        else:
+            blank.append(number)
+    part = _json_part(source, batch)
+    part.blank = blank
+    return part
 
 
 def _json_value(line: bytes) -> object:
@@ -417,11 +424,20 @@ def _json_chunk(source: str, parts: list[_JsonPart], wanted: set[str] | None) ->
             np.concatenate([p.lines for p in parts]),
             [t for p in parts for t in p.texts],
             [r for p in parts for r in p.rejects],
+            [n for p in parts for n in p.blank],
         )
     seen = set().union(*part.records) if part.records else set()
     names = seen & wanted if wanted is not None else seen
     columns = {n: _json_column(part.records, n) for n in sorted(names)}
-    return Chunk(source, part.lines, columns, rejects=part.rejects, texts=part.texts, names=sorted(seen))
+    return Chunk(
+        source,
+        part.lines,
+        columns,
+        rejects=part.rejects,
+        texts=part.texts,
+        names=sorted(seen),
+        blank_lines=part.blank,
+    )
 
 
 def _json_column(records: list[dict[str, Any]], name: str) -> list[Any]:
