@@ -80,6 +80,9 @@ class Servable:
         #: what the serving core read of each signature for Predict (its ``PredictPlan``), a
         #: cache the core alone fills and reads, typed there (this module imports no core)
         self.plans: dict[str, Any] = {}
+        #: the same for the Open Inference Protocol (its ``_Plan`` per requested signature,
+        #: None for the default one), filled and read by that front end alone
+        self.v2_plans: dict[str | None, Any] = {}
 
     @classmethod
     def load(cls, name: str, version: int, path: str) -> Servable:

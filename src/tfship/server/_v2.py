@@ -13,7 +13,6 @@ maps to its own (an HTTP status, a gRPC status).
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,10 +94,6 @@ class V2Core:
 
     def __init__(self, core: ServingCore) -> None:
         self.core = core
-        # what each loaded version's signatures need of a request, read once per version
-        self._plans: weakref.WeakKeyDictionary[Servable, dict[str | None, _Plan]] = (
-            weakref.WeakKeyDictionary()
-        )
 
     # health and metadata ------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -216,10 +211,9 @@ class V2Core:
         request_log.log(PREDICT_LOG, build, None, name, key, version)
 
     def _plan(self, servable: Servable, requested: str | None) -> _Plan:
-        plans = self._plans.get(servable)
-        if plans is None:
-            plans = self._plans.setdefault(servable, {})
-        plan = plans.get(requested)
+        # what each loaded version's signatures need of a request, read once per version
+        plans = servable.v2_plans
+        plan: _Plan | None = plans.get(requested)
         if plan is None:
             key, signature = _signature(servable, requested)
             plan = _Plan(key, signature, servable)
