@@ -255,8 +255,12 @@ def encode_infer_response(
 
     Example:
         >>> data = encode_infer_response("m", "1", "", {}, [("y", "INT32", np.array([7], np.int32))])
-        >>> data
-        b'\n\x01m\x12\x011*\r\n\x01y\x12\x05INT32\x1a\x01\x012\x04\x07\x00\x00\x00'
+        >>> from tfship._wire import protos
+        >>> answer = protos().grpc_service_pb2.ModelInferResponse.FromString(data)
+        >>> answer.model_name, answer.outputs[0].datatype, list(answer.outputs[0].shape)
+        ('m', 'INT32', [1])
+        >>> answer.raw_output_contents[0]
+        b'\\x07\\x00\\x00\\x00'
     """
     names = tuple(parameters.items())
     heads = tuple((name, datatype, array.shape) for name, datatype, array in outputs)
