@@ -534,3 +534,19 @@ def test_dtype_is_checked_after_the_output_filter(stub: Any) -> None:
     request.output_filter.append("nope")
     details = expect(stub.Predict, request, grpc.StatusCode.INVALID_ARGUMENT)
     assert details.startswith("output tensor alias not found in signature: nope")
+
+
+@pytest.mark.parametrize(
+    "method", ["/tensorflow.serving.PredictionService/Predict", "/inference.GRPCInferenceService/ModelInfer"]
+)
+def test_a_request_that_does_not_parse_ends_as_grpc_ends_it(channel: grpc.Channel, method: str) -> None:
+    """Both services parse their requests in the worker: bytes that are no message end the call
+    as gRPC's own deserializer would (INTERNAL), and the server answers the next call."""
+    call = channel.unary_unary(method, request_serializer=bytes, response_deserializer=bytes)
+    with pytest.raises(grpc.RpcError) as caught:
+        call(b"\xff\xff\xff", timeout=30)
+    assert caught.value.code() == grpc.StatusCode.INTERNAL
+    assert caught.value.details() == "Exception deserializing request!"
+    with pytest.raises(grpc.RpcError) as empty:  # an empty message parses, and names no model
+        call(b"", timeout=30)
+    assert empty.value.code() == grpc.StatusCode.INVALID_ARGUMENT

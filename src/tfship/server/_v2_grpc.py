@@ -27,6 +27,7 @@ from tfship._wire import (
 )
 from tfship.server._grpc_calls import answer as _answer
 from tfship.server._grpc_calls import identity as _identity
+from tfship.server._grpc_calls import logger
 from tfship.server._grpc_calls import serialize as _serialize
 from tfship.server._status import invalid
 from tfship.server._v2 import SIGNATURE_PARAMETER, V2Answer, V2Core, V2Input, tensor_error
@@ -101,8 +102,9 @@ def v2_handler(core: V2Core) -> grpc.GenericRpcHandler:
         # concurrent calls that thread, not the workers, sets the rate.
         try:
             request = parse_infer(data)
-        except Exception:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the ModelInferRequest does not parse")
+        except Exception:  # ended as gRPC ends a request its deserializer refuses
+            logger.exception("Exception deserializing message!")
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
             raise  # not reached: abort raises
         return _answer(context, lambda: infer(request))
 
