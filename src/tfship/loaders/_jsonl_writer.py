@@ -1,7 +1,10 @@
 """The JSON Lines writer: one JSON object per row, pass-through columns then outputs.
 
-Each output column is encoded by one orjson call and cut into its rows' texts; a chunk holding
-a value orjson would write differently from ``json`` is written by ``json`` instead.
+Numbers, booleans and plain text are turned into their rows' texts and joined into lines by
+Arrow's compute kernels, which run without holding the interpreter's lock, so the model's
+thread goes on while a chunk is written. Other columns are encoded by one orjson call each and
+cut into their rows' texts; a chunk holding a value orjson would write differently from
+``json`` is written by ``json`` instead. The three ways write the same bytes.
 """
 
 from __future__ import annotations
@@ -39,10 +42,13 @@ class JsonlWriter(Writer):
         outputs: Mapping[str, Array],
         inputs: Mapping[str, Any] | None = None,
     ) -> None:
-        columns: dict[str, Any] = {k: keep_values(v) for k, v in keep.items()}
-        columns.update({k: _fast_values(v) for k, v in outputs.items()})
-        rows = len(next(iter(outputs.values()))) if outputs else len(next(iter(columns.values()), []))
-        data = None if _non_finite(outputs) else _orjson_lines(columns, rows)
+        rows = len(next(iter(outputs.values()))) if outputs else len(next(iter(keep.values()), []))
+        finite = not _non_finite(outputs)
+        data: Any = _arrow_lines({**keep, **outputs}, rows) if finite else None
+        if data is None:
+            columns: dict[str, Any] = {k: keep_values(v) for k, v in keep.items()}
+            columns.update({k: _fast_values(v) for k, v in outputs.items()})
+            data = _orjson_lines(columns, rows) if finite else None
         if data is None:
             columns.update({k: json_values(v) for k, v in outputs.items()})
             names = list(columns)
@@ -146,6 +152,165 @@ def _orjson_lines(columns: Mapping[str, Any], rows: int) -> bytes | None:
     for place, part in enumerate(parts):
         grid[:, place] = part
     return b"".join(grid.ravel().tolist())
+
+
+def _arrow_lines(columns: Mapping[str, Any], rows: int) -> memoryview | None:
+    """The rows of ``columns`` as JSON lines, assembled by Arrow; None when a column is not
+    one Arrow can write as orjson would (see ``_arrow_texts``), or lines would not fit one
+    Arrow array.
+
+    Each column becomes one text per row; one element-wise join then writes every line, the
+    keys and brackets between the texts, so the result is the joined array's data as it is.
+    """
+    import orjson
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if rows == 0:
+        return memoryview(b"")
+    pieces: list[Any] = []  # per place in a line: a literal or each row's text
+    literal = b""
+    for position, (name, values) in enumerate(columns.items()):
+        key = (b"{" if position == 0 else b",") + orjson.dumps(name) + b":"
+        found = _arrow_texts(values, rows)
+        if found is None:
+            return None
+        texts, around = found
+        if isinstance(texts, bytes):  # the same text on every row
+            literal += key + around[0] + texts + around[1]
+            continue
+        pieces += [pa.scalar(literal + key + around[0], pa.binary()), texts]
+        literal = around[1]
+    if not pieces:
+        return memoryview((literal + b"}\n") * rows)
+    pieces.append(pa.scalar(literal + b"}\n", pa.binary()))
+    try:
+        lines = pc.binary_join_element_wise(*pieces, pa.scalar(b"", pa.binary()))
+    except (pa.ArrowException, OverflowError):  # over 2 GiB of text in one chunk
+        return None
+    if lines.null_count:
+        return None
+    offsets = lines.buffers()[1]
+    first, last = np.frombuffer(offsets, dtype=np.int32)[[lines.offset, lines.offset + len(lines)]]
+    return memoryview(lines.buffers()[2])[first:last]
+
+
+def _arrow_texts(values: Any, rows: int) -> tuple[Any, tuple[bytes, bytes]] | None:
+    """Each row's JSON text of ``values`` as a binary Arrow array (or one text for every row,
+    as ``bytes``), and what goes around it.
+
+    Taken: numeric and boolean numpy arrays of one or two dimensions, ``bytes`` arrays of UTF-8
+    text that needs no escape, and Arrow columns of numbers, booleans or such text (nulls
+    written ``null``; a float column with nulls is not taken). Anything else is None, and left
+    to orjson.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if isinstance(values, pa.Array):
+            if len(values) != rows:
+                return None
+            kind = values.type
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
+                texts = _plain_text(values.cast(pa.binary()))
+                if texts is None:
+                    return None
+                texts = pc.binary_join_element_wise(b'"', texts, b'"', b"")
+                return (
+                    pc.fill_null(texts, pa.scalar(b"null", pa.binary())) if values.null_count else texts
+                ), _NOTHING
+            if (pa.types.is_integer(kind) or pa.types.is_boolean(kind)) and values.null_count:
+                texts = pc.cast(values, pa.string()).cast(pa.binary())  # as orjson writes them
+                return pc.fill_null(texts, pa.scalar(b"null", pa.binary())), _NOTHING
+            if values.null_count or not (
+                pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_floating(kind)
+            ):
+                return None
+            # As the other ways write a kept column: through Python's values (a float as a double).
+            values = values.to_numpy(zero_copy_only=False)
+            values = values.astype(np.float64) if values.dtype.kind == "f" else values
+        if not isinstance(values, np.ndarray) or len(values) != rows or values.ndim not in (1, 2):
+            return None
+        if values.ndim == 2 and rows > 1 and bool((values == values[:1]).all()):
+            return _orjson_values_same(values), _NOTHING  # the same row on every row
+        if values.dtype == object:
+            return _string_texts(values, rows)
+        if values.dtype.kind in "biuf":
+            return _number_texts(values, rows)
+        return None
+    except (pa.ArrowException, TypeError, ValueError):  # a value or a type Arrow does not take
+        return None
+
+
+def _orjson_values_same(values: Array) -> bytes:
+    import orjson
+
+    row = json_values(values[:1])[0] if values.dtype == object else values[0]
+    return orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY)  # type: ignore[no-any-return]
+
+
+def _number_texts(values: Array, rows: int) -> tuple[Any, tuple[bytes, bytes]] | None:
+    """Each row's text of a numeric array, cut from one orjson text of all its values: the
+    cuts are found by numpy, and the rows are views of that text, with no object per value."""
+    import orjson
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    width = 1 if values.ndim == 1 else values.shape[1]
+    around = _NOTHING if values.ndim == 1 else _BRACKETS
+    if width == 0:
+        return b"", around
+    text = orjson.dumps(values.reshape(-1), option=orjson.OPT_SERIALIZE_NUMPY)
+    if len(text) >= 2**31:
+        return None
+    commas = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == ord(","))
+    if len(commas) != rows * width - 1:
+        return None
+    # Row r is the text from the comma (or bracket) before it up to the next: one byte too many,
+    # taken off by one slice.
+    cuts = np.empty(rows + 1, dtype=np.int32)
+    cuts[0], cuts[-1] = 0, len(text) - 1
+    cuts[1:-1] = commas[width - 1 :: width]
+    held = pa.Array.from_buffers(pa.binary(), rows, [None, pa.py_buffer(cuts), pa.py_buffer(text)])
+    return pc.binary_slice(held, 1, len(text)), around
+
+
+def _string_texts(values: Array, rows: int) -> tuple[Any, tuple[bytes, bytes]] | None:
+    """Each row's text of an array of ``bytes`` (one per row, or a list of them per row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = _plain_text(pa.array(values.reshape(-1), pa.binary()))
+    if texts is None or texts.null_count:
+        return None
+    if values.ndim == 1:
+        return texts, (b'"', b'"')
+    width = values.shape[1]
+    if width == 0:
+        return b"", _BRACKETS
+    ends = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
+    return pc.binary_join(pa.ListArray.from_arrays(ends, texts), b'","'), (b'["', b'"]')
+
+
+#: a byte JSON writes escaped inside a string: a control character, a quote or a backslash.
+_ESCAPED = r'[\x00-\x1f"\\]'
+
+
+def _plain_text(values: Any) -> Any:
+    """``values`` (binary) when every one is UTF-8 text that JSON writes as it is; else None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        text = values.cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: written as {"b64": ...} by the other ways
+        return None
+    if pc.any(pc.match_substring_regex(text, _ESCAPED)).as_py():
+        return None
+    return values
 
 
 #: bytes written before and after each row's text (the brackets split off a 2-D array's rows).
