@@ -80,6 +80,17 @@ def test_a_damaged_record_is_named_and_those_before_it_are_read(index: int, wher
     assert read == records[:index]
 
 
+@pytest.mark.parametrize("where", [0, 1, 2, 8, 11])
+def test_the_length_of_a_long_record_is_checked_in_each_of_its_bytes(where: int) -> None:
+    # lengths of one, two and three bytes: a damaged byte or CRC is found whichever it is
+    records = [b"a" * 100, b"b" * 70_000, b"c" * 300, b"d" * 300_000, b"e"]
+    for index in range(len(records)):
+        read: list[bytes] = []
+        with pytest.raises(InputError, match=rf"^f: record {index} has a corrupt length"):
+            read.extend(read_tfrecords(io.BytesIO(_damaged(records, index, where)), where="f"))
+        assert read == records[:index]
+
+
 @pytest.mark.parametrize(
     ("cut", "message"), [(5, "is truncated (header of 5 bytes)"), (20, "is truncated: expected 9 bytes")]
 )

@@ -117,33 +117,37 @@ def _whole_records(buffer: bytes, pos: int) -> tuple[list[bytes], int]:
     """The records whole in ``buffer`` from ``pos`` on, up to the first one that is not whole or
     whose CRCs do not match, and where that one starts.
 
-    Only the walk from length to length and the data's CRCs (in C, by ``map``) are a step per
-    record; the headers and footers are gathered by numpy, the lengths' CRCs computed from
-    tables (the CRC of 8 bytes is an XOR of one table entry per byte), and all CRCs masked and
-    compared at once.
+    Only the walk from length to length, which cuts the records, and their data's CRCs (in C,
+    by ``map``) are a step per record. The stored CRCs are read by numpy at once (a view of the
+    buffer as a uint32 at every byte), the lengths' CRCs computed from tables (the CRC of 8
+    bytes is an XOR of one table entry per byte, and a zero byte adds nothing), and all CRCs
+    masked and compared at once.
     """
     unpack = _LENGTH.unpack_from
     size = len(buffer)
     starts: list[int] = []
-    append = starts.append
+    records: list[bytes] = []
+    start, cut = starts.append, records.append
     while pos + 12 <= size:
         end = pos + 16 + unpack(buffer, pos)[0]
         if end > size:
             break
-        append(pos)
+        start(pos)
+        cut(buffer[pos + 12 : end - 4])
         pos = end
     if not starts:
         return [], pos
-    ends = starts[1:]  # a record ends where the next starts: lengths were followed, right or wrong
-    ends.append(pos)
-    records = [buffer[start + 12 : end - 4] for start, end in zip(starts, ends)]
     data_crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
-    data = np.frombuffer(buffer, dtype=np.uint8)
-    headers = data[np.asarray(starts, dtype=np.int64)[:, None] + np.arange(12)]
-    footers = data[np.asarray(ends, dtype=np.int64)[:, None] + np.arange(-4, 0)]
+    at = np.asarray(starts, dtype=np.int64)
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+    words: NDArray[np.uint32] = np.ndarray(
+        (size - 3,), dtype="<u4", buffer=buffer, strides=(1,)
+    )  # unaligned reads
     tables, zero = _length_crc_tables()
-    length_crcs = np.bitwise_xor.reduce(tables[np.arange(8), headers[:, :8]], axis=1) ^ zero
-    bad = (_masked(length_crcs) != _uint32s(headers[:, 8:])) | (_masked(data_crcs) != _uint32s(footers))
+    length_crcs = np.full(len(at), zero, dtype=np.uint32)
+    for byte in range(int(lengths.max()).bit_length() // 8 + 1):  # the bytes not zero in any
+        length_crcs ^= tables[byte][(lengths >> (8 * byte)) & 0xFF]
+    bad = (_masked(length_crcs) != words[at + 8]) | (_masked(data_crcs) != words[at + lengths + 12])
     first = np.flatnonzero(bad)
     if first.size:  # its length or its data: whatever follows is not to be trusted
         return records[: int(first[0])], starts[int(first[0])]
@@ -156,11 +160,6 @@ _LENGTH = struct.Struct("<Q")
 def _masked(crcs: NDArray[np.uint32]) -> NDArray[np.uint32]:
     """:func:`masked_crc` of CRCs already computed, all at once."""
     return ((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + np.uint32(0xA282EAD8)
-
-
-def _uint32s(rows: NDArray[np.uint8]) -> NDArray[np.uint32]:
-    """The little-endian uint32 in each row of 4 bytes."""
-    return np.ascontiguousarray(rows).view("<u4").ravel().astype(np.uint32)
 
 
 @functools.cache
