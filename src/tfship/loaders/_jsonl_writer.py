@@ -27,9 +27,10 @@ Array = npt.NDArray[Any]
 class JsonlWriter(Writer):
     """One JSON object per row: pass-through columns, then outputs (per-row shapes kept).
 
-    Rows are encoded by orjson (in C, about as fast as the Arrow CSV writer); a chunk holding
-    a value orjson writes differently from ``json`` (NaN or an infinity, which orjson writes as
-    null) or cannot write is encoded by ``json``, so the file says the same either way.
+    Lines are assembled by Arrow's kernels without the interpreter's lock (``_arrow_lines``);
+    a chunk with a column they do not take is encoded by orjson, and one holding a value orjson
+    writes differently from ``json`` (NaN or an infinity, which orjson writes as null) or
+    cannot write is encoded by ``json``, so the file says the same either way.
     """
 
     def __init__(self, path: Path) -> None:
