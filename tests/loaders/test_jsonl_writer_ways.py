@@ -121,6 +121,19 @@ def test_every_kind_in_one_chunk_reads_back_as_its_values(tmp_path: Path) -> Non
         assert record["kept_chunked"] == ("a" if row < ROWS // 2 else "b")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int64, np.bool_])
+def test_a_kept_numpy_column_is_written_as_the_other_ways_write_it(dtype: Any, tmp_path: Path) -> None:
+    # a Parquet column is kept as numpy: its floats are written as Python's floats, whichever way
+    column = (_rng.standard_normal(ROWS) * 3).astype(dtype)
+    writer = make_writer("jsonl", tmp_path / "out.jsonl")
+    writer.write({"kept": column}, {"score": TAKEN["float32"]})
+    writer.close()
+    expected = jw._orjson_lines(
+        {"kept": keep_values(column), "score": jw._fast_values(TAKEN["float32"])}, ROWS
+    )
+    assert (tmp_path / "out.jsonl").read_bytes() == expected
+
+
 def test_a_non_finite_output_is_written_by_json_with_the_other_columns_unchanged(tmp_path: Path) -> None:
     scores = np.array([0.5, np.nan, np.inf, -np.inf] * (ROWS // 4), dtype=np.float32)
     columns = {"id": pa.array(list(range(ROWS))), "names": TAKEN["names"], "score": scores}

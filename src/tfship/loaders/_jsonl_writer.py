@@ -45,7 +45,8 @@ class JsonlWriter(Writer):
     ) -> None:
         rows = len(next(iter(outputs.values()))) if outputs else len(next(iter(keep.values()), []))
         finite = not _non_finite(outputs)
-        data: Any = _arrow_lines({**keep, **outputs}, rows) if finite else None
+        kept = {k: _kept_floats(v) for k, v in keep.items()}
+        data: Any = _arrow_lines({**kept, **outputs}, rows) if finite else None
         if data is None:
             columns: dict[str, Any] = {k: keep_values(v) for k, v in keep.items()}
             columns.update({k: _fast_values(v) for k, v in outputs.items()})
@@ -63,6 +64,14 @@ class JsonlWriter(Writer):
 
     def finish(self) -> None:
         self.stream.close()
+
+
+def _kept_floats(column: Any) -> Any:
+    """A kept numpy column of floats as doubles: the other ways write a kept value as Python's
+    float (``keep_values``), so a float32 is written as its double, not its shortest text."""
+    if isinstance(column, np.ndarray) and column.dtype.kind == "f":
+        return column.astype(np.float64)
+    return column
 
 
 class _Same:
