@@ -1,149 +1,183 @@
-"""The JSONL writer's three ways (Arrow's kernels, orjson, ``json``) write the same bytes.
+"""The JSONL writer says a value the same way in every chunk, whichever way wrote it.
 
-The Arrow way is taken for the usual outputs and kept columns; a column it does not take sends
-the chunk to orjson, and a non-finite output to ``json``. A file must not say a value one way in
-one chunk and another way in the next.
+Arrow's kernels write the usual columns; text that needs an escape is escaped value by value;
+a column they do not take (a 3-D output, a kept float column with a NaN) is written row by row.
+The same rows are scored in files that take each way (a file is always a chunk of its own),
+and their lines compared byte for byte, and with the model's own values.
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
-from tfship.loaders import _jsonl_writer as jw
-from tfship.loaders._output_values import keep_values
-from tfship.loaders._writers import make_writer
+from tfship.loaders import JobSpec, load, run_job
 
-ROWS = 40
-_rng = np.random.default_rng(7)
+pytestmark = pytest.mark.slow
 
-#: columns the Arrow way takes: outputs (numpy) and kept columns (Arrow).
-TAKEN: dict[str, Any] = {
-    "float32": _rng.standard_normal(ROWS).astype(np.float32),
-    "float32_whole": np.array([1.0, -0.0, 1e20, 123456789.0] * (ROWS // 4), dtype=np.float32),
-    "float32_k": (_rng.standard_normal((ROWS, 3)) * 10.0 ** _rng.integers(-9, 9, (ROWS, 3))).astype(
-        np.float32
-    ),
-    "float16": _rng.standard_normal(ROWS).astype(np.float16),
-    "float64": _rng.standard_normal(ROWS),
-    "int64": _rng.integers(-(2**62), 2**62, ROWS),
-    "int32_k": _rng.integers(-5, 5, (ROWS, 2)).astype(np.int32),
-    "uint64": np.full(ROWS, 2**64 - 1, dtype=np.uint64),
-    "bool": _rng.random(ROWS) > 0.5,
-    "bool_k": _rng.random((ROWS, 2)) > 0.5,
-    "same_row": np.tile(np.array([[0, 1, 2]]), (ROWS, 1)),
-    "same_names": np.tile(np.array([[b"Adelie", b"Gentoo"]], dtype=object), (ROWS, 1)),
-    "names": np.array([b"Adelie", "Gentoo \u00e9 \u2603".encode()] * (ROWS // 2), dtype=object),
-    "names_1": np.array([[b"a"], [b"bb"]] * (ROWS // 2), dtype=object),
-    "names_k": np.array([[b"a", b"x", b""], [b"bb", b"c", b"d"]] * (ROWS // 2), dtype=object),
-    "empty_k": np.zeros((ROWS, 0), dtype=np.float32),
-    "kept_int": pa.array(list(range(ROWS))),
-    "kept_int_nulls": pa.array([1, None] * (ROWS // 2)),
-    "kept_bool_nulls": pa.array([True, None] * (ROWS // 2)),
-    "kept_float": pa.array([1.5, 2.0] * (ROWS // 2)),
-    "kept_float32": pa.array(np.full(ROWS, 0.3, dtype=np.float32)),
-    "kept_text": pa.array(["x", None] * (ROWS // 2)),
-    "kept_chunked": pa.chunked_array([pa.array(["a"] * (ROWS // 2)), pa.array(["b"] * (ROWS // 2))]),
-}
-
-#: columns it leaves to orjson: text to escape, bytes that are not UTF-8, floats with nulls, 3-D.
-LEFT: dict[str, Any] = {
-    "escaped": np.array([b'a"b', b"c\\d", b"e\nf", b"\x01"] * (ROWS // 4), dtype=object),
-    "not_utf8": np.array([b"\xff", b"ok"] * (ROWS // 2), dtype=object),
-    "kept_float_nulls": pa.array([1.5, None] * (ROWS // 2)),
-    "three_d": np.arange(ROWS * 4, dtype=np.int64).reshape(ROWS, 2, 2),
-    "kept_escaped": pa.array(['say "hi"'] * ROWS),
-}
+ROWS = 16  # rows per chunk: each block of the input below is one chunk
+XS = [
+    0.1,
+    1.0,
+    -0.0,
+    123456789.0,
+    1e-7,
+    2.5e9,
+    -3.75,
+    7.0,
+    0.333,
+    1e-30,
+    42.0,
+    -1e10,
+    0.5,
+    3.0,
+    65504.0,
+    9.99,
+]
+NAMES = (["Adelie", "Gentoo é ☃", "-", "a,b", "]", "x" * 40, "Chinstrap", "%s", "ok"] * 2)[:ROWS]
+FIRST_OUTPUT = ',"b":'  # the outputs come after the kept columns, in the signature's key order
 
 
-def _split(columns: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    keep = {k: v for k, v in columns.items() if not isinstance(v, np.ndarray)}
-    return keep, {k: v for k, v in columns.items() if isinstance(v, np.ndarray)}
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SavedModel with an output of each kind the writer meets: floats of every width, 1-D and
+    [batch, k], integers, booleans, text, rows that are all the same, and an empty row."""
+    import tensorflow as tf
+
+    def outputs(x: Any, s: Any) -> dict[str, Any]:
+        n = tf.shape(x)[0]
+        whole = tf.round(tf.where(tf.math.is_finite(x), x, tf.zeros_like(x)))
+        return {
+            "b": x > 0,
+            "cube": tf.reshape(tf.stack([x, x * 2.0], axis=1), [n, 1, 2]),
+            "b_k": tf.stack([x > 0, x < 0], axis=1),
+            "empty": tf.zeros([n, 0], tf.float32),
+            "f16": tf.cast(x / 1e6, tf.float16),
+            "f32": x * 0.1,
+            "f32_k": tf.stack([x, x * 1e-9, x * 1e20, tf.round(x)], axis=1),
+            "f64": tf.cast(x, tf.float64) / 3.0,
+            "i64": tf.cast(whole, tf.int64) * 1000000007,
+            "i32_k": tf.cast(tf.stack([whole, -whole], axis=1) / 1e3, tf.int32),
+            "names": s,
+            "names_1": tf.expand_dims(s, 1),
+            "names_k": tf.stack([s, tf.strings.join([s, "!"])], axis=1),
+            "same": tf.tile(tf.constant([[0, 1, 2]]), [n, 1]),
+            "same_names": tf.tile(tf.constant([["Adelie", "Gentoo"]]), [n, 1]),
+            "u8": tf.cast(tf.abs(whole) % 256.0, tf.uint8),
+        }
+
+    module = tf.Module()
+    spec = [tf.TensorSpec([None], tf.float32, name="x"), tf.TensorSpec([None], tf.string, name="s")]
+    module.f = tf.function(outputs, spec, autograph=False)
+    path = tmp_path_factory.mktemp("kinds") / "1"
+    tf.saved_model.save(module, str(path), signatures=module.f)
+    return path
 
 
-def _orjson_way(columns: dict[str, Any]) -> bytes:
-    keep, outputs = _split(columns)
-    values: dict[str, Any] = {k: keep_values(v) for k, v in keep.items()}
-    values.update({k: jw._fast_values(v) for k, v in outputs.items()})
-    data = jw._orjson_lines(values, ROWS)
-    assert data is not None
-    return data
+def _block(label: str, last_x: float | None = None) -> list[list[Any]]:
+    xs = XS if last_x is None else [*XS[:-1], last_x]
+    return [[i, label % i, x, NAMES[i]] for i, x in enumerate(xs)]
 
 
-def _written(tmp_path: Path, columns: dict[str, Any]) -> bytes:
-    keep, outputs = _split(columns)
-    writer = make_writer("jsonl", tmp_path / "out.jsonl")
-    writer.write(keep, outputs)
-    writer.close()
-    return (tmp_path / "out.jsonl").read_bytes()
+def _score(model_path: Path, tmp_path: Path, blocks: list[list[list[Any]]]) -> list[list[str]]:
+    """Score each block as a file of its own, keeping ``id`` and ``label``; each one's lines."""
+    sources = []
+    for number, block in enumerate(blocks):
+        sources.append(tmp_path / f"in-{number}.csv")
+        with open(sources[-1], "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["id", "label", "x", "s"])
+            writer.writerows(block)
+    out = tmp_path / "out.jsonl"
+    # no missing-value token: a "nan" is the float
+    spec = JobSpec(
+        [str(p) for p in sources], out, keep_columns=["id", "label"], batch_size=ROWS, na_values=["#none"]
+    )
+    with load(model_path) as model:
+        summary = run_job(model, spec, progress=False)
+    assert summary.predicted == ROWS * len(blocks) and summary.rejected == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    return [lines[i : i + ROWS] for i in range(0, len(lines), ROWS)]
 
 
-@pytest.mark.parametrize("name", sorted(TAKEN))
-def test_the_arrow_way_takes_the_column_and_writes_what_orjson_writes(name: str) -> None:
-    columns = {name: TAKEN[name]}
-    data = jw._arrow_lines(columns, ROWS)
-    assert data is not None, f"{name} was left to orjson"
-    assert bytes(data) == _orjson_way(columns)
+def _outputs_text(line: str) -> str:
+    at = line.index(FIRST_OUTPUT)
+    return line[at:]
 
 
-@pytest.mark.parametrize("name", sorted(LEFT))
-def test_a_column_the_arrow_way_leaves_is_written_by_orjson_as_before(name: str, tmp_path: Path) -> None:
-    columns = {"id": pa.array(list(range(ROWS))), name: LEFT[name]}
-    assert jw._arrow_lines(columns, ROWS) is None
-    assert _written(tmp_path, columns) == _orjson_way(columns)
+def test_every_way_writes_the_outputs_in_the_same_bytes(kinds: Path, tmp_path: Path) -> None:
+    arrow, escaped, non_finite = _score(
+        kinds,
+        tmp_path,
+        [
+            _block("plain %d"),
+            _block('say "hi" %d \\ back'),  # kept text to escape, value by value
+            _block("plain %d", last_x=math.nan),  # a NaN output: written NaN, as json writes it
+        ],
+    )
+    for row in range(ROWS):
+        assert _outputs_text(escaped[row]) == _outputs_text(arrow[row]), row
+        if row < ROWS - 1:
+            assert _outputs_text(non_finite[row]) == _outputs_text(arrow[row]), row
+    assert json.loads(escaped[3])["label"] == 'say "hi" 3 \\ back'
+    last = json.loads(non_finite[-1])
+    assert math.isnan(last["f32"]) and math.isnan(last["f32_k"][0])
+    assert '"f32":NaN,' in non_finite[-1] and '"cube":[[NaN,NaN]],' in non_finite[-1]
 
 
-def test_every_kind_in_one_chunk_reads_back_as_its_values(tmp_path: Path) -> None:
-    keep, outputs = _split(TAKEN)
-    columns = {**keep, **outputs}  # the writer's order: kept columns, then outputs
-    data = _written(tmp_path, columns)
-    assert data == _orjson_way(columns)
-    lines = data.decode("utf-8").splitlines()
-    assert len(lines) == ROWS
+def test_the_lines_hold_the_model_s_values_in_their_shapes(kinds: Path, tmp_path: Path) -> None:
+    (lines,) = _score(kinds, tmp_path, [_block("plain %d")])
+    with load(kinds) as model:
+        expected = model.run({"x": np.array(XS, dtype=np.float32), "s": np.array(NAMES, dtype=object)})
     for row, line in enumerate(lines):
         record = json.loads(line)
-        assert list(record) == list(columns)
-        assert record["float32"] == float(str(TAKEN["float32"][row]))  # float32's shortest text
-        assert np.float32(record["float32_k"][2]) == TAKEN["float32_k"][row, 2]
-        assert isinstance(record["float32_whole"], float)  # 1.0, not 1
-        assert record["int64"] == int(TAKEN["int64"][row])
-        assert record["names"] == TAKEN["names"][row].decode("utf-8")
-        assert record["names_k"] == [v.decode() for v in TAKEN["names_k"][row]]
-        assert record["same_names"] == ["Adelie", "Gentoo"]
-        assert record["empty_k"] == []
-        assert record["kept_int_nulls"] == (1 if row % 2 == 0 else None)
-        assert record["kept_text"] == ("x" if row % 2 == 0 else None)
-        assert record["kept_chunked"] == ("a" if row < ROWS // 2 else "b")
+        assert list(record)[:2] == ["id", "label"] and record["id"] == str(row)  # kept as read
+        assert list(record)[2:] == sorted(expected)
+        for key, values in expected.items():
+            want, got = values[row], record[key]
+            if values.dtype == object:
+                assert got == (want.decode() if values.ndim == 1 else [v.decode() for v in want]), key
+            elif values.dtype.kind == "f":
+                assert np.array_equal(np.asarray(got, dtype=values.dtype), want), key
+            else:
+                assert got == want.tolist(), key
+    # a float32 as its shortest text (not 0.010000000707805157), a whole one with its point,
+    # and the same in the 3-D output, which is written row by row
+    assert '"f32":0.010000001,' in lines[0] and '"cube":[[0.1,0.2]],' in lines[0]
+    assert '"f32_k":[1.0,1e-9,1e+20,1.0],' in lines[1] and '"cube":[[1.0,2.0]],' in lines[1]
+    assert '"empty":[]' in lines[0] and '"same":[0,1,2]' in lines[0]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int64, np.bool_])
-def test_a_kept_numpy_column_is_written_as_the_other_ways_write_it(dtype: Any, tmp_path: Path) -> None:
-    # a Parquet column is kept as numpy: its floats are written as Python's floats, whichever way
-    column = (_rng.standard_normal(ROWS) * 3).astype(dtype)
-    writer = make_writer("jsonl", tmp_path / "out.jsonl")
-    writer.write({"kept": column}, {"score": TAKEN["float32"]})
-    writer.close()
-    expected = jw._orjson_lines(
-        {"kept": keep_values(column), "score": jw._fast_values(TAKEN["float32"])}, ROWS
-    )
-    assert (tmp_path / "out.jsonl").read_bytes() == expected
+def test_a_kept_float_column_says_each_value_the_same_way_in_every_file(kinds: Path, tmp_path: Path) -> None:
+    # Parquet keeps numbers as numpy: a kept float32 is written as the double it reads as, by
+    # Arrow's kernels in the first file and row by row in the second, whose NaN Arrow does not take
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-
-def test_a_non_finite_output_is_written_by_json_with_the_other_columns_unchanged(tmp_path: Path) -> None:
-    scores = np.array([0.5, np.nan, np.inf, -np.inf] * (ROWS // 4), dtype=np.float32)
-    columns = {"id": pa.array(list(range(ROWS))), "names": TAKEN["names"], "score": scores}
-    lines = _written(tmp_path, columns).decode("utf-8").splitlines()
-    assert [json.loads(line)["score"] for line in lines[:4]][0] == 0.5
-    assert lines[1].endswith('"score":NaN}') and lines[2].endswith('"score":Infinity}')
-    assert [json.loads(line)["id"] for line in lines] == list(range(ROWS))
-
-
-def test_no_rows_write_nothing(tmp_path: Path) -> None:
-    data = jw._arrow_lines({"x": np.zeros(0, dtype=np.float32)}, 0)
-    assert data is not None and bytes(data) == b""
-    assert _written(tmp_path, {"x": np.zeros(0, dtype=np.float32)}) == b""
+    xs = np.array(XS, dtype=np.float32)
+    with_nan = xs.copy()
+    with_nan[-1] = np.nan
+    sources = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    for source, kept in zip(sources, (xs, with_nan)):
+        table = {
+            "k": pa.array(kept),
+            "x": pa.array(xs),
+            "s": pa.array(NAMES),
+            "t": pa.array(['say "q"'] * ROWS),
+        }
+        pq.write_table(pa.table(table), source)
+    out = tmp_path / "out.jsonl"
+    spec = JobSpec([str(p) for p in sources], out, keep_columns=["k", "t"], batch_size=ROWS)
+    with load(kinds) as model:
+        run_job(model, spec, progress=False)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    for row in range(ROWS - 1):
+        assert json.loads(lines[row])["k"] == float(xs[row])
+        assert lines[row] == lines[ROWS + row]
+    assert lines[-1].startswith('{"k":NaN,"t":"say \\"q\\"",')

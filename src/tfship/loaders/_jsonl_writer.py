@@ -1,16 +1,18 @@
 """The JSON Lines writer: one JSON object per row, pass-through columns then outputs.
 
-Numbers, booleans and plain text are turned into their rows' texts and joined into lines by
-Arrow's compute kernels, which run without holding the interpreter's lock, so the model's
-thread goes on while a chunk is written. Other columns are encoded by one orjson call each and
-cut into their rows' texts; a chunk holding a value orjson would write differently from
-``json`` is written by ``json`` instead. The three ways write the same bytes.
+Each column becomes one JSON text per row, and one element-wise join of Arrow's writes the
+lines; Arrow's compute kernels run without holding the interpreter's lock, so the model's
+thread goes on while a chunk is written. Numbers, booleans and text become their texts by
+Arrow's kernels and numpy (``_arrow_texts``); a column they do not take is written row by row
+(``_value_text``), in the same text: orjson's, a float32 as its shortest text, a NaN or an
+infinity as Python's ``json`` writes them. A column's text depends on that column alone, so a
+file says a value the same way in every chunk.
 """
 
 from __future__ import annotations
 
+import decimal
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -20,6 +22,7 @@ import numpy.typing as npt
 
 from tfship.loaders._output_values import json_values, keep_values, text_value
 from tfship.loaders._publish import Writer
+from tfship.records._shared import slice_rows
 
 Array = npt.NDArray[Any]
 
@@ -28,9 +31,7 @@ class JsonlWriter(Writer):
     """One JSON object per row: pass-through columns, then outputs (per-row shapes kept).
 
     Lines are assembled by Arrow's kernels without the interpreter's lock (``_arrow_lines``);
-    a chunk with a column they do not take is encoded by orjson, and one holding a value orjson
-    writes differently from ``json`` (NaN or an infinity, which orjson writes as null) or
-    cannot write is encoded by ``json``, so the file says the same either way.
+    a chunk of more text than one Arrow array holds is written in halves.
     """
 
     def __init__(self, path: Path) -> None:
@@ -44,133 +45,63 @@ class JsonlWriter(Writer):
         inputs: Mapping[str, Any] | None = None,
     ) -> None:
         rows = len(next(iter(outputs.values()))) if outputs else len(next(iter(keep.values()), []))
-        finite = not _non_finite(outputs)
-        kept = {k: _kept_floats(v) for k, v in keep.items()}
-        data: Any = _arrow_lines({**kept, **outputs}, rows) if finite else None
-        if data is None:
-            columns: dict[str, Any] = {k: keep_values(v) for k, v in keep.items()}
-            columns.update({k: _fast_values(v) for k, v in outputs.items()})
-            data = _orjson_lines(columns, rows) if finite else None
-        if data is None:
-            columns.update({k: json_values(v) for k, v in outputs.items()})
-            names = list(columns)
-            text = "".join(
-                json.dumps(dict(zip(names, values)), ensure_ascii=False, separators=(",", ":")) + "\n"
-                for values in zip(*columns.values())
-            )
-            data = text.encode("utf-8")
-        self.stream.write(data)
+        self._write_rows(keep, outputs, rows)
         self.rows += rows
+
+    def _write_rows(self, keep: Mapping[str, Any], outputs: Mapping[str, Array], rows: int) -> None:
+        data = _arrow_lines(keep, outputs, rows)
+        if data is not None:
+            self.stream.write(data)
+        elif rows == 1:  # one row of more text than an Arrow array holds
+            self.stream.write(_json_line(keep, outputs))
+        else:  # more text than an Arrow array holds: each half apart
+            half = rows // 2
+            for start, stop in ((0, half), (half, rows)):
+                self._write_rows(
+                    {k: slice_rows(v, start, stop) for k, v in keep.items()},
+                    {k: v[start:stop] for k, v in outputs.items()},
+                    stop - start,
+                )
 
     def finish(self) -> None:
         self.stream.close()
 
 
 def _kept_floats(column: Any) -> Any:
-    """A kept numpy column of floats as doubles: the other ways write a kept value as Python's
-    float (``keep_values``), so a float32 is written as its double, not its shortest text."""
+    """A kept numpy column of floats as doubles: a kept value is written as the Python value
+    it was read as (``keep_values``), so a float32 as its double, not its shortest text.
+
+    None for a kept column of floats that are not all finite (numpy or Arrow): those are
+    written row by row.
+    """
     if isinstance(column, np.ndarray) and column.dtype.kind == "f":
-        return column.astype(np.float64)
+        return column.astype(np.float64) if np.isfinite(column).all() else None
+    if hasattr(column, "type") and hasattr(column, "to_numpy"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if pa.types.is_floating(column.type) and not pc.all(pc.is_finite(column), min_count=0).as_py():
+            return None
     return column
 
 
-class _Same:
-    """An output whose rows are all the same (a classifier's ``all_classes``): encoded once."""
-
-    def __init__(self, row: Any) -> None:
-        self.row = row
-
-
-class _OneEach:
-    """The values of a [batch, 1] output, one per row: written as one-element lists."""
-
-    def __init__(self, values: list[Any]) -> None:
-        self.values = values
-
-
-class _Encoded(list):  # type: ignore[type-arg]
-    """Each row's JSON text already (bytes), as ``_byte_texts`` makes them."""
-
-
-def _fast_values(array: Array) -> Any:
-    """An output as ``_orjson_lines`` takes it: numbers stay an array (no Python object per
-    value), text is decoded, and rows that are all the same are one ``_Same``."""
-    if array.ndim >= 2 and array.shape[0] > 1 and bool((array == array[:1]).all()):
-        return _Same(json_values(array[:1])[0] if array.dtype == object else array[0])
-    if array.dtype == object and array.ndim == 2 and array.shape[1] == 1:
-        return _OneEach(_byte_texts(array.reshape(-1)) or json_values(array.reshape(-1)))  # [batch, 1]
-    if array.dtype == object and array.ndim == 1:
-        return _byte_texts(array) or json_values(array)
-    return json_values(array) if array.dtype == object else array
-
-
-def _byte_texts(array: Array) -> _Encoded | None:
-    """The JSON text of each value of a 1-D array of ``bytes`` (a class name per row), each
-    distinct value encoded once; None when a value is not ``bytes``."""
+def _json_line(keep: Mapping[str, Any], outputs: Mapping[str, Array]) -> bytes:
+    """One row's line, its values written one by one (``_value_text``)."""
     import orjson
 
-    flat = array.tolist()
-    distinct = set(flat)
-    if not all(type(v) is bytes for v in distinct):
-        return None
-    texts = {v: orjson.dumps(text_value(v)) for v in distinct}
-    return _Encoded(map(texts.__getitem__, flat))
+    values = {k: keep_values(v)[0] for k, v in keep.items()}
+    values.update({k: json_values(v)[0] if v.dtype == object else v[0] for k, v in outputs.items()})
+    inner = b",".join(orjson.dumps(k) + b":" + _value_text(v) for k, v in values.items())
+    return b"{" + inner + b"}\n"
 
 
-def _non_finite(outputs: Mapping[str, Array]) -> bool:
-    return any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in outputs.values())
+def _arrow_lines(keep: Mapping[str, Any], outputs: Mapping[str, Array], rows: int) -> memoryview | None:
+    """The rows as JSON lines, kept columns then outputs, assembled by Arrow; None when the
+    lines would not fit one Arrow array.
 
-
-#: where one element of an indented JSON list ends and the next begins (deeper levels are
-#: indented further), and the indentation inside an element. A JSON string never holds a raw
-#: newline, so neither pattern can match inside a string.
-_TOP_LEVEL = re.compile(rb",\n  (?! )")
-_INDENT = re.compile(rb"\n +")
-
-
-def _orjson_lines(columns: Mapping[str, Any], rows: int) -> bytes | None:
-    """The rows of ``columns`` as JSON lines; None when a value needs ``json`` (see JsonlWriter).
-
-    Each column is encoded by one orjson call (one call per value costs more than the
-    encoding itself) and cut into its rows' texts; a row is then one ``%`` of a template
-    holding the keys and the values that are the same on every row.
-    """
-    import orjson
-
-    if rows == 0:
-        return b""
-    parts: list[Any] = []  # per place in a line: the bytes of every row, or each row's texts
-    literal = b""  # what stands between two per-row texts, the same on every row
-    for position, (name, values) in enumerate(columns.items()):
-        encoded = _orjson_values(orjson, values)
-        if encoded is None:
-            return None
-        texts, around = encoded
-        key = (b"{" if position == 0 else b",") + orjson.dumps(name) + b":"
-        if isinstance(texts, bytes):  # the same text on every row
-            literal += key + around[0] + texts + around[1]
-            continue
-        if len(texts) != rows:
-            return None
-        parts += [literal + key + around[0], texts]
-        literal = around[1]
-    parts.append(literal + b"}\n")
-    if len(parts) == 1:
-        return parts[0] * rows  # type: ignore[no-any-return]
-    # A grid of rows by places, joined in one call: no Python step per row.
-    grid = np.empty((rows, len(parts)), dtype=object)
-    for place, part in enumerate(parts):
-        grid[:, place] = part
-    return b"".join(grid.ravel().tolist())
-
-
-def _arrow_lines(columns: Mapping[str, Any], rows: int) -> memoryview | None:
-    """The rows of ``columns`` as JSON lines, assembled by Arrow; None when a column is not
-    one Arrow can write as orjson would (see ``_arrow_texts``), or lines would not fit one
-    Arrow array.
-
-    Each column becomes one text per row; one element-wise join then writes every line, the
-    keys and brackets between the texts, so the result is the joined array's data as it is.
+    Each column becomes one text per row (``_column_texts``); one element-wise join then
+    writes every line, the keys and brackets between the texts, so the result is the joined
+    array's data as it is. A column's text depends on that column alone.
     """
     import orjson
     import pyarrow as pa
@@ -180,12 +111,14 @@ def _arrow_lines(columns: Mapping[str, Any], rows: int) -> memoryview | None:
         return memoryview(b"")
     pieces: list[Any] = []  # per place in a line: a literal or each row's text
     literal = b""
-    for position, (name, values) in enumerate(columns.items()):
+    columns = [(name, True, values) for name, values in keep.items()]
+    columns += [(name, False, values) for name, values in outputs.items()]
+    for position, (name, kept, values) in enumerate(columns):
         key = (b"{" if position == 0 else b",") + orjson.dumps(name) + b":"
-        found = _arrow_texts(values, rows)
-        if found is None:
+        try:
+            texts, around = _column_texts(values, rows, kept)
+        except (pa.ArrowCapacityError, OverflowError):  # over 2 GiB of text in one column
             return None
-        texts, around = found
         if isinstance(texts, bytes):  # the same text on every row
             literal += key + around[0] + texts + around[1]
             continue
@@ -205,14 +138,64 @@ def _arrow_lines(columns: Mapping[str, Any], rows: int) -> memoryview | None:
     return memoryview(lines.buffers()[2])[first:last]
 
 
+def _column_texts(values: Any, rows: int, kept: bool) -> tuple[Any, tuple[bytes, bytes]]:
+    """Each row's JSON text of one column (a binary Arrow array, or one ``bytes`` for every
+    row) and what goes around it: by Arrow's kernels where they take the column
+    (``_arrow_texts``), else row by row (``_value_text``): a 3-D output, an Arrow column of
+    another type (dates, lists), a kept float column with nulls or non-finite values, a kept
+    column read as Python values."""
+    import pyarrow as pa
+
+    floats = _kept_floats(values) if kept else values
+    found = None if floats is None else _arrow_texts(floats, rows)
+    if found is not None:
+        return found
+    python: Any  # each row's value, as ``_value_text`` writes it
+    if kept:
+        python = keep_values(values)
+    elif values.dtype == object:
+        python = json_values(values)
+    else:
+        python = list(values)  # numpy rows: a float32 keeps its own shortest text
+    return pa.array([_value_text(v) for v in python], pa.binary()), _NOTHING
+
+
+#: how ``json`` writes the floats JSON has no number for.
+_NON_FINITE = {"nan": b"NaN", "inf": b"Infinity", "-inf": b"-Infinity"}
+
+
+def _value_text(value: Any) -> bytes:
+    """One value's JSON text as the column ways write it: orjson's, with a NaN or an infinity
+    written as ``json`` writes them, and ``json``'s for what orjson cannot write."""
+    import orjson
+
+    if isinstance(value, (list, tuple)):
+        return b"[" + b",".join(_value_text(v) for v in value) + b"]"
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+        if value.ndim == 0:
+            return _value_text(value[()])
+        return b"[" + b",".join(_value_text(v) for v in value) + b"]"
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        return _NON_FINITE[str(float(value))]
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)  # type: ignore[no-any-return]
+    except TypeError:  # an integer past 64 bits, a Decimal, bytes (a kept binary column)
+        pass
+    if isinstance(value, decimal.Decimal) and value.is_finite():
+        return str(value).encode("ascii")  # the number as the file holds it
+    if isinstance(value, bytes):
+        return _value_text(text_value(value))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
+
+
 def _arrow_texts(values: Any, rows: int) -> tuple[Any, tuple[bytes, bytes]] | None:
     """Each row's JSON text of ``values`` as a binary Arrow array (or one text for every row,
     as ``bytes``), and what goes around it.
 
-    Taken: numeric and boolean numpy arrays of one or two dimensions, ``bytes`` arrays of UTF-8
-    text that needs no escape, and Arrow columns of numbers, booleans or such text (nulls
-    written ``null``; a float column with nulls is not taken). Anything else is None, and left
-    to orjson.
+    Taken: numeric and boolean numpy arrays of one or two dimensions, arrays of ``bytes``
+    (text, escaped where it needs it, or ``{"b64": ...}``), and Arrow columns of numbers,
+    booleans or text (nulls written ``null``; a float column with nulls is not taken).
+    Anything else is None, and written row by row.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -225,13 +208,8 @@ def _arrow_texts(values: Any, rows: int) -> tuple[Any, tuple[bytes, bytes]] | No
                 return None
             kind = values.type
             if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
-                texts = _plain_text(values.cast(pa.binary()))
-                if texts is None:
-                    return None
-                texts = pc.binary_join_element_wise(b'"', texts, b'"', b"")
-                return (
-                    pc.fill_null(texts, pa.scalar(b"null", pa.binary())) if values.null_count else texts
-                ), _NOTHING
+                texts, quote = _quoted(values.cast(pa.binary()))
+                return texts, (quote, quote)
             if (pa.types.is_integer(kind) or pa.types.is_boolean(kind)) and values.null_count:
                 texts = pc.cast(values, pa.string()).cast(pa.binary())  # as orjson writes them
                 return pc.fill_null(texts, pa.scalar(b"null", pa.binary())), _NOTHING
@@ -239,13 +217,13 @@ def _arrow_texts(values: Any, rows: int) -> tuple[Any, tuple[bytes, bytes]] | No
                 pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_floating(kind)
             ):
                 return None
-            # As the other ways write a kept column: through Python's values (a float as a double).
+            # A kept value is written as the Python value it was read as (a float as a double).
             values = values.to_numpy(zero_copy_only=False)
             values = values.astype(np.float64) if values.dtype.kind == "f" else values
         if not isinstance(values, np.ndarray) or len(values) != rows or values.ndim not in (1, 2):
             return None
-        if values.ndim == 2 and rows > 1 and bool((values == values[:1]).all()):
-            return _orjson_values_same(values), _NOTHING  # the same row on every row
+        if values.ndim == 2 and rows > 1 and bool((values == values[:1]).all()):  # all_classes
+            return _value_text(json_values(values[:1])[0] if values.dtype == object else values[0]), _NOTHING
         if values.dtype == object:
             return _string_texts(values, rows)
         if values.dtype.kind in "biuf":
@@ -253,13 +231,6 @@ def _arrow_texts(values: Any, rows: int) -> tuple[Any, tuple[bytes, bytes]] | No
         return None
     except (pa.ArrowException, TypeError, ValueError):  # a value or a type Arrow does not take
         return None
-
-
-def _orjson_values_same(values: Array) -> bytes:
-    import orjson
-
-    row = json_values(values[:1])[0] if values.dtype == object else values[0]
-    return orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY)  # type: ignore[no-any-return]
 
 
 def _number_texts(values: Array, rows: int) -> tuple[Any, tuple[bytes, bytes]] | None:
@@ -273,19 +244,46 @@ def _number_texts(values: Array, rows: int) -> tuple[Any, tuple[bytes, bytes]] |
     around = _NOTHING if values.ndim == 1 else _BRACKETS
     if width == 0:
         return b"", around
-    text = orjson.dumps(values.reshape(-1), option=orjson.OPT_SERIALIZE_NUMPY)
+    flat = values.reshape(-1)
+    text = orjson.dumps(flat, option=orjson.OPT_SERIALIZE_NUMPY)
     if len(text) >= 2**31:
         return None
     commas = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == ord(","))
     if len(commas) != rows * width - 1:
         return None
-    # Row r is the text from the comma (or bracket) before it up to the next: one byte too many,
-    # taken off by one slice.
-    cuts = np.empty(rows + 1, dtype=np.int32)
+    finite = np.isfinite(flat) if flat.dtype.kind == "f" else None
+    if finite is None or finite.all():
+        return _cut(text, commas, rows, width), around
+    # orjson writes a NaN or an infinity as null: each value is cut apart, those written as
+    # ``json`` writes them, and the values of a row joined again.
+    texts = _cut(text, commas, flat.size, 1)
+    for mask, token in (
+        (np.isnan(flat), b"NaN"),
+        (flat == np.inf, b"Infinity"),
+        (flat == -np.inf, b"-Infinity"),
+    ):
+        if mask.any():
+            texts = pc.if_else(pa.array(mask), pa.scalar(token, pa.binary()), texts)
+    if values.ndim == 1:
+        return texts, around
+    ends = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
+    return pc.binary_join(pa.ListArray.from_arrays(ends, texts), b","), around
+
+
+def _cut(text: bytes, commas: Array, count: int, width: int) -> Any:
+    """``count`` texts of ``width`` values each, cut from orjson's ``[v,v,...]`` at ``commas``.
+
+    Text r runs from the comma (or bracket) before it up to the next: one byte too many, taken
+    off by one slice, so the texts are views of ``text`` with no object per value.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cuts = np.empty(count + 1, dtype=np.int32)
     cuts[0], cuts[-1] = 0, len(text) - 1
     cuts[1:-1] = commas[width - 1 :: width]
-    held = pa.Array.from_buffers(pa.binary(), rows, [None, pa.py_buffer(cuts), pa.py_buffer(text)])
-    return pc.binary_slice(held, 1, len(text)), around
+    held = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(cuts), pa.py_buffer(text)])
+    return pc.binary_slice(held, 1, len(text))
 
 
 def _string_texts(values: Array, rows: int) -> tuple[Any, tuple[bytes, bytes]] | None:
@@ -293,70 +291,52 @@ def _string_texts(values: Array, rows: int) -> tuple[Any, tuple[bytes, bytes]] |
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    texts = _plain_text(pa.array(values.reshape(-1), pa.binary()))
-    if texts is None or texts.null_count:
-        return None
+    texts, quote = _quoted(pa.array(values.reshape(-1), pa.binary()))
     if values.ndim == 1:
-        return texts, (b'"', b'"')
+        return texts, (quote, quote)
     width = values.shape[1]
     if width == 0:
         return b"", _BRACKETS
     ends = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
-    return pc.binary_join(pa.ListArray.from_arrays(ends, texts), b'","'), (b'["', b'"]')
+    joined = pc.binary_join(pa.ListArray.from_arrays(ends, texts), quote + b"," + quote)
+    return joined, (b"[" + quote, quote + b"]")
 
 
 #: a byte JSON writes escaped inside a string: a control character, a quote or a backslash.
 _ESCAPED = r'[\x00-\x1f"\\]'
 
 
-def _plain_text(values: Any) -> Any:
-    """``values`` (binary) when every one is UTF-8 text that JSON writes as it is; else None."""
+def _quoted(values: Any) -> tuple[Any, bytes]:
+    """Each value of a binary Arrow array as its JSON text, and the quote still to put around
+    each (none once any value needed more than quotes).
+
+    UTF-8 text with nothing to escape is its own text between quotes (Arrow's kernels); other
+    values are written as orjson writes what ``text_value`` makes of them (escaped text, or
+    ``{"b64": ...}`` for bytes that are not UTF-8), one at a time, those values only. A null
+    is written ``null``.
+    """
+    import orjson
     import pyarrow as pa
     import pyarrow.compute as pc
 
     try:
         text = values.cast(pa.string())
-    except pa.ArrowInvalid:  # not UTF-8: written as {"b64": ...} by the other ways
-        return None
-    if pc.any(pc.match_substring_regex(text, _ESCAPED)).as_py():
-        return None
-    return values
+    except pa.ArrowInvalid:  # bytes that are not UTF-8 somewhere: each value apart
+        each = [b"null" if v is None else orjson.dumps(text_value(v)) for v in values.to_pylist()]
+        return pa.array(each, pa.binary()), b""
+    odd = pc.fill_null(pc.match_substring_regex(text, _ESCAPED), False)
+    if not values.null_count and not pc.any(odd).as_py():
+        return values, b'"'  # the usual: class names, ids
+    quoted = pc.binary_join_element_wise(b'"', values, b'"', b"")
+    if pc.any(odd).as_py():
+        escaped = np.full(len(values), b"", dtype=object)
+        escaped[np.flatnonzero(odd.to_numpy(zero_copy_only=False))] = [
+            orjson.dumps(v) for v in pc.filter(text, odd).to_pylist()
+        ]
+        quoted = pc.if_else(odd, pa.array(escaped, pa.binary()), quoted)
+    return (pc.fill_null(quoted, pa.scalar(b"null", pa.binary())) if quoted.null_count else quoted), b""
 
 
 #: bytes written before and after each row's text (the brackets split off a 2-D array's rows).
 _NOTHING = (b"", b"")
 _BRACKETS = (b"[", b"]")
-
-
-def _orjson_values(orjson: Any, values: Any) -> tuple[Any, tuple[bytes, bytes]] | None:
-    """The JSON text of each row of ``values`` (a list, a ``_Same`` or a numeric array: a
-    float32 is written as its shortest text, as the CSV writer writes it), or one text for a
-    ``_Same``, and what goes around each text."""
-    if isinstance(values, _Encoded):
-        return values, _NOTHING
-    try:
-        if isinstance(values, _Same):
-            return orjson.dumps(values.row, option=orjson.OPT_SERIALIZE_NUMPY), _NOTHING
-        if isinstance(values, _OneEach):
-            texts = _orjson_values(orjson, values.values)
-            return None if texts is None else (texts[0], _BRACKETS)
-        if isinstance(values, np.ndarray) and values.ndim <= 2 and values.size:
-            # Numbers hold no comma or bracket: the compact text splits where rows meet.
-            text: bytes = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)
-            if values.ndim == 1:
-                return text[1:-1].split(b","), _NOTHING
-            return text[2:-2].split(b"],["), _BRACKETS
-        text = orjson.dumps(values, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
-    except TypeError:  # a value orjson does not write (a Decimal, an int beyond 64 bits)
-        return None
-    if not (text.startswith(b"[\n  ") and text.endswith(b"\n]")):
-        return None
-    body = text[4:-2]
-    if b"\n    " not in body:  # scalars: no element spans lines
-        return _TOP_LEVEL.split(body), _NOTHING
-    if b"\n      " not in body:  # a list of scalars per row, the usual [batch, k] output
-        flat = body.replace(b"[\n    ", b"[").replace(b",\n    ", b",").replace(b"\n  ]", b"]")
-        flat = flat.replace(b"{\n    ", b"{").replace(b"\n  }", b"}")
-        return flat.split(b",\n  "), _NOTHING
-    # One newline between elements, none inside them, then one split.
-    return _INDENT.sub(b"", _TOP_LEVEL.sub(b"\n", body)).split(b"\n"), _NOTHING
