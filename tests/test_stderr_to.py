@@ -25,8 +25,8 @@ entered, second_in, first_out = threading.Event(), threading.Event(), threading.
 def hold(path, enter_after, leave_after, mine, text):
     if enter_after: enter_after.wait()
     with open(path, "wb") as f, stderr_to(f.fileno()):
+        os.write(2, text)  # before telling the main thread, whose next write must come after it
         mine.set()
-        os.write(2, text)
         leave_after.wait()
 
 second_done = threading.Event()
