@@ -624,3 +624,39 @@ def test_what_the_command_says_after_spark_started_reaches_stderr(tiny_model: An
     assert f"rows in: {lines_in + 2}, predicted: {lines_in}, rejected: 2 (" in done.stderr
     assert done.stderr.count("rejected ") == 2  # each reject, named on stderr as it is written
     assert len(done.stdout.splitlines()) == lines_in
+
+
+# Holds the import lock (finders run under it) for three seconds when TensorFlow is imported,
+# then takes logging's lock, as setuptools' distutils finder does when it imports setuptools.
+_SLOW_FINDER = """
+import importlib.abc, logging, sys, time
+class SlowFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "tensorflow":
+            time.sleep(3)
+            logging.getLogger("slow-finder")
+        return None
+sys.meta_path.insert(0, SlowFinder())
+from tfship.cli import main
+sys.argv = ["tfship", *sys.argv[1:]]
+main()
+"""
+
+
+def test_the_jvm_starts_while_no_other_thread_of_the_command_imports(tiny_model: Any, tmp_path: Path) -> None:
+    # pyspark forks the JVM with a preexec_fn: the fork takes logging's lock, then the import
+    # lock. Were the JVM forked while the model's load imports TensorFlow, a finder that logs
+    # under the import lock (setuptools' distutils finder) would leave both threads waiting
+    # for ever; the finder here makes that window three seconds wide.
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
+    args = [str(tiny_model.export()), str(tiny_model.eval_csv), "-o", "-", "--runner", "spark"]
+    done = subprocess.run(
+        [sys.executable, "-c", _SLOW_FINDER, "predict", *args, "--master", "local[1]"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = len(tiny_model.eval_csv.read_text().splitlines()) - 1
+    assert len(done.stdout.splitlines()) == rows

@@ -234,20 +234,78 @@ def start_session(master: str) -> Any:
     Raises:
         TfshipError: no Java, or Spark's JVM did not start.
     """
+    return _launch(master).session()
+
+
+class _Launched:
+    """Spark's JVM, started by :func:`_launch`; :meth:`session` makes its ``SparkSession``."""
+
+    def __init__(self, master: str, java: str, conf: Any, gateway: Any, private: Path | None) -> None:
+        self.master = master
+        self.java = java
+        self.conf = conf
+        self.gateway = gateway  # None: a SparkContext of this process already runs, and is reused
+        self.private = private
+        self.log = str(private / "spark.log") if private is not None else None
+
+    def session(self) -> Any:
+        """The ``SparkSession`` on this JVM; may run in another thread than the launch.
+
+        Raises:
+            TfshipError: Spark did not start (the message of its log's first exception).
+        """
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        try:
+            if self.gateway is not None:
+                SparkContext(conf=self.conf, gateway=self.gateway)
+            session = SparkSession.builder.config(conf=self.conf).getOrCreate()
+        except Exception as exc:  # noqa: BLE001 - pyspark raises its own types for a dead JVM
+            raise self.failed(exc) from exc
+        if self.private is not None:
+            shutil.rmtree(self.private, ignore_errors=True)
+        session.sparkContext.setLogLevel("ERROR" if not is_verbose() else "INFO")
+        return session
+
+    def failed(self, exc: BaseException) -> TfshipError:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        where = f" (its log: {self.log})" if self.log else ""
+        reason = _jvm_exception(self.log) or first
+        return TfshipError(f"Spark could not start on {self.master!r} with {self.java}: {reason}{where}")
+
+
+def _launch(master: str) -> _Launched:
+    """Spark's JVM started from this thread, and connected to; its ``SparkContext`` not yet made.
+
+    pyspark starts the JVM with a ``preexec_fn``, so CPython's fork first takes the locks of its
+    fork handlers (logging's), then the import lock. Another thread importing at that moment
+    can hold the import lock and wait for logging's (setuptools' ``distutils`` finder imports
+    setuptools, which logs, while TensorFlow is imported): both wait forever. The JVM is
+    therefore started in the thread that would otherwise import, before it imports; only the
+    rest of the start (the ``SparkContext``, the longer part) runs beside the model's load.
+
+    Raises:
+        TfshipError: no Java, or Spark's JVM did not start.
+    """
     java = check_java()
     _pyspark()
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
 
     # Python workers run this interpreter (the one with TensorFlow), unless told otherwise.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("tfship predict")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.ui.showConsoleProgress", "false")
+    conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName("tfship predict")
+        .set("spark.python.worker.reuse", "true")
+        .set("spark.ui.showConsoleProgress", "false")
     )
     if master.startswith("local"):
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
+        conf.set("spark.driver.host", "127.0.0.1").set("spark.ui.enabled", "false")
+    if getattr(SparkContext, "_gateway", None) is not None:  # this process's JVM is up already
+        return _Launched(master, java, conf, None, None)
     # The JVM's start-up files (its log4j configuration, its log) go to a directory of this run
     # only (mode 0700): a fixed name in the shared temp directory could be another user's
     # symlink or configuration, or another run's. Removed once Spark is up; kept, and named,
@@ -257,21 +315,14 @@ def start_session(master: str) -> Any:
         config = private / "log4j2.properties"
         config.write_text(_QUIET_LOG4J)
         # The driver's JVM only: executors log to their own files on their own machines.
-        options = f"-Dlog4j2.configurationFile=file:{config}"
-        builder = builder.config("spark.driver.extraJavaOptions", options)
+        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{config}")
+    launched = _Launched(master, java, conf, None, private)
     try:
-        with _jvm_stderr(private) as jvm_log:
-            session = builder.getOrCreate()
+        with _jvm_stderr(private):
+            launched.gateway = launch_gateway(conf)  # type: ignore[no-untyped-call]
     except Exception as exc:  # noqa: BLE001 - pyspark raises its own types for a dead JVM
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        cause = _jvm_exception(jvm_log)
-        where = f" (its log: {jvm_log})" if jvm_log else ""
-        reason = cause or first
-        raise TfshipError(f"Spark could not start on {master!r} with {java}: {reason}{where}") from exc
-    if private is not None:
-        shutil.rmtree(private, ignore_errors=True)
-    session.sparkContext.setLogLevel("ERROR" if not is_verbose() else "INFO")
-    return session
+        raise launched.failed(exc) from exc
+    return launched
 
 
 @contextlib.contextmanager
@@ -411,9 +462,11 @@ def run_spark_job(
 def _plan_while_starting(
     model_path: Path, spec: JobSpec, files: Sequence[Path], fmt: str, master: str
 ) -> tuple[Plan, dict[str, str], Any]:
-    """``_plan`` here while Spark's JVM starts in a thread: the two take seconds each."""
+    """``_plan`` here while Spark starts in a thread: the two take seconds each. The JVM's
+    process is started here first (see :func:`_launch`), before ``_plan`` imports TensorFlow."""
+    launched = _launch(master)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tfship-spark") as pool:
-        starting = pool.submit(start_session, master)
+        starting = pool.submit(launched.session)
         try:
             plan, names = _plan(model_path, spec, files, fmt)
         except BaseException:

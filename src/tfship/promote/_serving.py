@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,17 +47,28 @@ def work_directory() -> Iterator[Path]:
         yield Path(path)
 
 
-def _die_with_parent() -> None:
-    # Runs in the child before exec: on Linux the kernel kills it when the deciding process
-    # dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere the child's
-    # own watch of its parent, in tfship.cli.promote, ends it). SIGKILL, not SIGTERM: a server stops on
-    # SIGTERM only once its models have loaded, seconds later, and no one is left to call it.
+def _dying_with_parent() -> Callable[[], None] | None:
+    """What the child runs before exec: on Linux the kernel kills it when the deciding process
+    dies, even by SIGKILL, so a killed promote leaves no server behind (elsewhere the child's
+    own watch of its parent, in tfship.cli.promote, ends it). SIGKILL, not SIGTERM: a server
+    stops on SIGTERM only once its models have loaded, seconds later, and no one is left to
+    call it.
+
+    ``prctl`` is found here, in the parent: the child between fork and exec only calls it, and
+    neither imports nor opens a library, which could wait for ever on a lock another thread of
+    the parent held when it forked.
+    """
     if not sys.platform.startswith("linux"):
-        return
+        return None
     import ctypes
 
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig, sigkill = 1, int(signal.SIGKILL)
+
+    def die_with_parent() -> None:
+        prctl(pr_set_pdeathsig, sigkill)
+
+    return die_with_parent
 
 
 class LoadFailure(Exception):
@@ -116,7 +127,7 @@ class ServedModel:
             text=True,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_dying_with_parent(),
         )
         self._readers = [
             threading.Thread(target=self._drain_stderr, daemon=True),
