@@ -593,32 +593,22 @@ def test_the_jvm_start_up_files_are_private_to_the_run(tmp_path: Path) -> None:
     ]
 
 
+def _spark_command(
+    python_args: list[str], export: Path, inputs: Path, *extra: str, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``tfship predict EXPORT INPUTS -o - --runner spark EXTRA`` in a process of its own."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
+    user_args = [str(export), str(inputs), "-o", "-", "--runner", "spark", *extra]
+    command = [sys.executable, *python_args, "predict", *user_args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def test_what_the_command_says_after_spark_started_reaches_stderr(tiny_model: Any, tmp_path: Path) -> None:
     # Spark's JVM starts with its notices in a file while TensorFlow is imported quietly: the
     # two redirections of stderr overlap, and the rejects, the summary and any error that
     # follow must still reach the user's stderr.
     inputs = _penguins(tiny_model, tmp_path)
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfship",
-            "predict",
-            str(tiny_model.export()),
-            str(inputs[0]),
-            "-o",
-            "-",
-            "--runner",
-            "spark",
-            "--master",
-            "local[2]",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = _spark_command(["-m", "tfship"], tiny_model.export(), inputs[0], "--master", "local[2]")
     assert done.returncode == 0, done.stderr
     lines_in = len(tiny_model.eval_csv.read_text().splitlines()) - 1
     assert f"rows in: {lines_in + 2}, predicted: {lines_in}, rejected: 2 (" in done.stderr
@@ -648,15 +638,8 @@ def test_the_jvm_starts_while_no_other_thread_of_the_command_imports(tiny_model:
     # lock. Were the JVM forked while the model's load imports TensorFlow, a finder that logs
     # under the import lock (setuptools' distutils finder) would leave both threads waiting
     # for ever; the finder here makes that window three seconds wide.
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(Path(tfship.__file__).parents[1])}
-    args = [str(tiny_model.export()), str(tiny_model.eval_csv), "-o", "-", "--runner", "spark"]
-    done = subprocess.run(
-        [sys.executable, "-c", _SLOW_FINDER, "predict", *args, "--master", "local[1]"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    code = ["-c", _SLOW_FINDER]
+    done = _spark_command(code, tiny_model.export(), tiny_model.eval_csv, "--master", "local[1]", timeout=240)
     assert done.returncode == 0, done.stderr
     rows = len(tiny_model.eval_csv.read_text().splitlines()) - 1
     assert len(done.stdout.splitlines()) == rows
