@@ -325,10 +325,11 @@ def _quoted(values: Any) -> tuple[Any, bytes]:
         each = [b"null" if v is None else orjson.dumps(text_value(v)) for v in values.to_pylist()]
         return pa.array(each, pa.binary()), b""
     odd = pc.fill_null(pc.match_substring_regex(text, _ESCAPED), False)
-    if not values.null_count and not pc.any(odd).as_py():
+    any_odd = pc.any(odd).as_py()
+    if not values.null_count and not any_odd:
         return values, b'"'  # the usual: class names, ids
     quoted = pc.binary_join_element_wise(b'"', values, b'"', b"")
-    if pc.any(odd).as_py():
+    if any_odd:
         escaped = np.full(len(values), b"", dtype=object)
         escaped[np.flatnonzero(odd.to_numpy(zero_copy_only=False))] = [
             orjson.dumps(v) for v in pc.filter(text, odd).to_pylist()
